@@ -1,0 +1,41 @@
+# Thin wrapper over CMake for the README's two commands and CI.
+#   make run    install dependencies, build, run the default job
+#   make test   build and run the whole test suite (CTest)
+JOBS ?= $(shell nproc)
+BUILD ?= build
+FUZZ_SECONDS ?= 10
+
+.PHONY: all deps build run test test-sanitize fuzz clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: deps build
+	./$(BUILD)/titan train
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 1
+
+# unit tests under ASan + UBSan (the long end-to-end CLI tests are left to `make test`)
+test-sanitize:
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTITAN_SANITIZE=ON >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 1 -E '^cli_'
+
+fuzz:
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTITAN_FUZZ=ON >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target $$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$$//' | tr '\n' ' ')
+	@for f in build-fuzz/fuzz_*; do \
+	  echo "== $$f ($(FUZZ_SECONDS) s)"; \
+	  mkdir -p build-fuzz/corpus/$$(basename $$f); \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus/$$(basename $$f) 2>&1 | tail -n 2 || exit 1; \
+	done
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,36 @@
+/* titan.h — the public API of libtitan: what the CLI (and any C program)
+ * uses to train, evaluate, generate and plan. Everything in src/ is private. */
+#ifndef TITAN_H
+#define TITAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int tt_err; /* 0 = ok, nonzero = error; tt_last_error() says why */
+
+/* The message of the most recent error on this thread. */
+const char *tt_last_error(void);
+
+struct tt_config; /* titan/config.h */
+
+/* Train as the config says: resumes from the latest checkpoint in
+ * job.dump_folder, logs metrics, validates, checkpoints, and writes
+ * summary.json. SIGINT/SIGTERM finish the step, save and return 0. */
+tt_err tt_train(const struct tt_config *cfg);
+/* Loss and perplexity of the latest (or checkpoint.load_step) checkpoint on
+ * the validation data. */
+tt_err tt_eval(const struct tt_config *cfg, double *loss, double *ppl, long *tokens);
+/* Generate from the checkpoint, streaming text to out (generate.* keys). */
+tt_err tt_generate(const struct tt_config *cfg, const char *prompt, FILE *out);
+/* Parameter count, FLOPs per token and memory estimate, allocating nothing. */
+tt_err tt_plan(const struct tt_config *cfg, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

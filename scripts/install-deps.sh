@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian packages titan.c builds and tests with (no-op when present).
+set -euo pipefail
+PKGS="build-essential cmake clang libomp-14-dev libclang-rt-14-dev libcjson-dev libopenblas-openmp-dev"
+missing=""
+for p in $PKGS; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+fi

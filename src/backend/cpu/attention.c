@@ -1,0 +1,170 @@
+/* attention.c — fast fp32 causal attention with GQA, document masking and a
+ * sliding window. The T x T score matrix is never held: the forward runs an
+ * online softmax over 64 x 64 tiles of scores and saves the logsumexp; the
+ * backward recomputes each tile's probabilities from it. Tile products go
+ * through cblas_sgemm (single-threaded inside our parallel loops), reading
+ * q/k/v in place through their row strides, so GQA copies nothing. */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/kernels.h"
+
+#define QB 64 /* query rows per tile */
+#define KB 64 /* keys per tile */
+
+/* vis[r][c] = whether query row r (absolute position qpos0 + r) sees key
+ * j0 + c. Returns whether any pair of the tile is visible, so fully masked
+ * tiles (other documents, outside the window) cost only this scan. */
+static int tile_mask(const int32_t *db, int Tk, int qpos0, int nq, int j0, int nj, int window,
+                     unsigned char vis[QB][KB])
+{
+    int any = 0;
+    for (int r = 0; r < nq; r++) {
+        int qpos = qpos0 + r;
+        int qd = db && qpos < Tk ? db[qpos] : 0;
+        for (int c = 0; c < nj; c++) {
+            int j = j0 + c;
+            int ok = j <= qpos && qpos < Tk && (window <= 0 || qpos - j < window) && (!db || db[j] == qd);
+            vis[r][c] = (unsigned char)ok;
+            any |= ok;
+        }
+    }
+    return any;
+}
+
+static inline float dotf(const float *restrict a, const float *restrict b, int n)
+{
+    float s = 0;
+    #pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+void cpu_attention_fwd(const float *q, const float *k, const float *v, const int32_t *doc, float *o,
+                       float *lse, int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, int hd,
+                       int window, double scale)
+{
+    int group = H / Hk, nqb = (Tq + QB - 1) / QB, ldq = H * hd, ldk = Hk * hd;
+    float sc = (float)scale;
+    long tasks = (long)B * H * nqb;
+    /* Tiles are independent, so a dynamic schedule (which evens out the causal
+     * triangle) still gives the same bits on every run. */
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (long task = 0; task < tasks; task++) {
+        int ib = (int)(task % nqb), h = (int)(task / nqb % H), b = (int)(task / ((long)nqb * H));
+        int kh = h / group, i0 = ib * QB, nq = Tq - i0 < QB ? Tq - i0 : QB, qpos0 = q_off + i0;
+        const float *Q = q + (((size_t)b * Tq + i0) * H + h) * hd; /* (nq, hd), row stride ldq */
+        float *O = o + (((size_t)b * Tq + i0) * H + h) * hd;       /* (nq, hd), row stride ldq */
+        const int32_t *db = doc ? doc + (size_t)b * Tk : NULL;
+        float m[QB], l[QB], S[QB * KB];
+        unsigned char vis[QB][KB];
+        for (int r = 0; r < nq; r++) {
+            m[r] = -INFINITY, l[r] = 0;
+            memset(O + (size_t)r * ldq, 0, (size_t)hd * sizeof(float));
+        }
+        /* keys any row of the tile may see: [jlo, jhi] */
+        int jlo = window > 0 && qpos0 - window + 1 > 0 ? qpos0 - window + 1 : 0;
+        int jhi = qpos0 + nq - 1 < Tk - 1 ? qpos0 + nq - 1 : Tk - 1;
+        for (int j0 = jlo; j0 <= jhi; j0 += KB) {
+            int nj = jhi - j0 + 1 < KB ? jhi - j0 + 1 : KB;
+            if (!tile_mask(db, Tk, qpos0, nq, j0, nj, window, vis)) continue;
+            const float *K = k + (((size_t)b * kvT + j0) * Hk + kh) * hd; /* (nj, hd) */
+            const float *V = v + (((size_t)b * kvT + j0) * Hk + kh) * hd;
+            /* S (nq, nj) = scale Q K^T */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nj, hd, sc, Q, ldq, K, ldk, 0.0f, S, nj);
+            for (int r = 0; r < nq; r++) {
+                float *s = S + (size_t)r * nj, bm = -INFINITY, sum = 0;
+                for (int c = 0; c < nj; c++)
+                    if (vis[r][c] && s[c] > bm) bm = s[c];
+                if (bm == -INFINITY) { /* this row sees none of these keys */
+                    memset(s, 0, (size_t)nj * sizeof(float));
+                    continue;
+                }
+                if (bm > m[r]) { /* a new running max: rescale what was summed so far */
+                    float corr = expf(m[r] - bm), *orow = O + (size_t)r * ldq;
+                    l[r] *= corr;
+                    for (int d = 0; d < hd; d++) orow[d] *= corr;
+                    m[r] = bm;
+                }
+                for (int c = 0; c < nj; c++) {
+                    s[c] = vis[r][c] ? expf(s[c] - m[r]) : 0.0f;
+                    sum += s[c];
+                }
+                l[r] += sum;
+            }
+            /* O (nq, hd) += P (nq, nj) V (nj, hd) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hd, nj, 1.0f, S, nj, V, ldk, 1.0f, O, ldq);
+        }
+        for (int r = 0; r < nq; r++) {
+            float *lr = lse + ((size_t)b * H + h) * Tq + i0 + r, *orow = O + (size_t)r * ldq;
+            if (l[r] == 0) { /* saw no key */
+                *lr = -INFINITY;
+                continue;
+            }
+            float inv = 1.0f / l[r];
+            for (int d = 0; d < hd; d++) orow[d] *= inv;
+            *lr = m[r] + logf(l[r]);
+        }
+    }
+}
+
+/* One task per (batch, kv head): it alone writes that head's dk and dv and the
+ * dq of the query heads that share it, so nothing races. Key tiles are the
+ * outer loop so their dk/dv stay in cache while the query tiles that see them
+ * stream by. Per tile, with P = exp(S - lse) and D_i = dout_i . o_i:
+ * dP = dO V^T, dS = P (dP - D) scale, dV += P^T dO, dK += dS^T Q, dQ += dS K. */
+void cpu_attention_bwd(const float *q, const float *k, const float *v, const int32_t *doc,
+                       const float *o, const float *lse, const float *dout, float *dq, float *dk,
+                       float *dv, int B, int T_, int H, int Hk, int hd, int window, double scale)
+{
+    int group = H / Hk, T = T_, ldq = H * hd, ldk = Hk * hd;
+    float sc = (float)scale;
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int task = 0; task < B * Hk; task++) {
+        int b = task / Hk, kh = task % Hk;
+        const int32_t *db = doc ? doc + (size_t)b * T : NULL;
+        float P[QB * KB], dS[QB * KB];
+        unsigned char vis[QB][KB];
+        for (int t = 0; t < T; t++) {
+            memset(dk + (((size_t)b * T + t) * Hk + kh) * hd, 0, (size_t)hd * sizeof(float));
+            memset(dv + (((size_t)b * T + t) * Hk + kh) * hd, 0, (size_t)hd * sizeof(float));
+            memset(dq + (((size_t)b * T + t) * H + kh * group) * hd, 0, (size_t)group * hd * sizeof(float));
+        }
+        for (int j0 = 0; j0 < T; j0 += KB) {
+            int nj = T - j0 < KB ? T - j0 : KB;
+            size_t ko = (((size_t)b * T + j0) * Hk + kh) * hd;
+            const float *K = k + ko, *V = v + ko; /* (nj, hd), row stride ldk */
+            float *dK = dk + ko, *dV = dv + ko;
+            /* queries before j0 see none of these keys, nor those past the window */
+            int ihi = T - 1;
+            if (window > 0 && (long)j0 + nj - 1 + window - 1 < ihi) ihi = j0 + nj - 1 + window - 1;
+            for (int h = kh * group; h < (kh + 1) * group; h++)
+                for (int i0 = j0; i0 <= ihi; i0 += QB) {
+                    int nq = ihi - i0 + 1 < QB ? ihi - i0 + 1 : QB;
+                    if (!tile_mask(db, T, i0, nq, j0, nj, window, vis)) continue;
+                    size_t qo = (((size_t)b * T + i0) * H + h) * hd;
+                    const float *Q = q + qo, *dO = dout + qo, *Oi = o + qo; /* (nq, hd), stride ldq */
+                    const float *L = lse + ((size_t)b * H + h) * T + i0;
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nj, hd, sc, Q, ldq, K, ldk, 0.0f,
+                                P, nj);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nj, hd, 1.0f, dO, ldq, V, ldk,
+                                0.0f, dS, nj);
+                    for (int r = 0; r < nq; r++) {
+                        float *p = P + (size_t)r * nj, *ds = dS + (size_t)r * nj, Lr = L[r];
+                        float Di = dotf(dO + (size_t)r * ldq, Oi + (size_t)r * ldq, hd);
+                        for (int c = 0; c < nj; c++) {
+                            p[c] = vis[r][c] && Lr != -INFINITY ? expf(p[c] - Lr) : 0.0f;
+                            ds[c] = p[c] * (ds[c] - Di) * sc;
+                        }
+                    }
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nj, hd, nq, 1.0f, P, nj, dO, ldq, 1.0f,
+                                dV, ldk);
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nj, hd, nq, 1.0f, dS, nj, Q, ldq, 1.0f,
+                                dK, ldk);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hd, nj, 1.0f, dS, nj, K, ldk, 1.0f,
+                                dq + qo, ldq);
+                }
+        }
+    }
+}

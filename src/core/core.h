@@ -1,0 +1,57 @@
+/* core.h — errors, allocation, dtypes, deterministic RNG and timers: the layer
+ * every other part of the library stands on. Private to the library. */
+#ifndef TT_CORE_H
+#define TT_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "titan/titan.h"
+
+/* ---- errors -------------------------------------------------------------
+ * Library functions return tt_err (0 = ok, -1 = error) or NULL, after calling
+ * tt_errorf() with a message that says what was wrong and where. The message
+ * lives in a thread-local buffer that tt_last_error() reads. The library never
+ * exits on bad input. */
+#define TT_OK 0
+int tt_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prefix the current message with more context ("file.toml: " + msg). */
+int tt_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- logging ------------------------------------------------------------ */
+void tt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- allocation: 64-byte aligned, zeroed; NULL + error on failure ------- */
+void *tt_alloc(size_t bytes);
+void tt_free(void *p);
+char *tt_strdup(const char *s);
+/* a*b (and a*b*c) with overflow checks: returns 0 and sets *out, or -1 */
+int tt_mul_size(size_t a, size_t b, size_t *out);
+
+/* ---- dtypes ------------------------------------------------------------- */
+typedef enum { TT_F32 = 0, TT_BF16, TT_F16, TT_I32, TT_I64, TT_F64, TT_DTYPE_COUNT } tt_dtype;
+size_t tt_dtype_size(tt_dtype t);
+const char *tt_dtype_name(tt_dtype t);           /* "f32", "bf16", ... */
+int tt_dtype_from_name(const char *s, tt_dtype *out);
+float tt_bf16_to_f32(uint16_t h);
+uint16_t tt_f32_to_bf16(float f);                 /* round to nearest even */
+float tt_f16_to_f32(uint16_t h);
+
+/* ---- deterministic, counter-based RNG ------------------------------------
+ * Every draw is a pure function of (seed, counter), so a stream is the same on
+ * every backend and rank count, and saving {seed, counter} saves the state. */
+typedef struct { uint64_t seed, counter; } tt_rng;
+uint64_t tt_hash64(uint64_t seed, uint64_t counter);
+uint64_t tt_rng_u64(tt_rng *r);
+double tt_rng_uniform(tt_rng *r);                 /* [0, 1) */
+double tt_rng_normal(tt_rng *r);                  /* N(0, 1), Box-Muller */
+uint64_t tt_rng_below(tt_rng *r, uint64_t n);     /* uniform in [0, n) */
+
+/* ---- time and memory ---------------------------------------------------- */
+double tt_now(void);                              /* seconds, monotonic */
+size_t tt_peak_rss_bytes(void);
+int tt_num_threads(void);
+
+#endif

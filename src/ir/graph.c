@@ -1,0 +1,157 @@
+/* graph.c — creating values and nodes, and the graph's own bookkeeping. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/graph.h"
+
+tt_graph *tt_graph_new(void)
+{
+    tt_graph *g = calloc(1, sizeof *g);
+    if (!g) tt_errorf("out of memory");
+    return g;
+}
+
+void tt_graph_free(tt_graph *g)
+{
+    if (!g) return;
+    for (int i = 0; i < g->n_nodes; i++) free(g->nodes[i]);
+    for (int i = 0; i < g->n_values; i++) free(g->values[i]);
+    for (int i = 0; i < g->n_owned; i++) tt_free(g->owned[i]);
+    free(g->nodes);
+    free(g->values);
+    free(g->owned);
+    free(g);
+}
+
+void tt_graph_set_scope(tt_graph *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->scope, sizeof g->scope, fmt, ap);
+    va_end(ap);
+}
+
+static int grow(void ***arr, int *cap, int need)
+{
+    if (need <= *cap) return 0;
+    int nc = *cap ? *cap * 2 : 64;
+    while (nc < need) nc *= 2;
+    void **p = realloc(*arr, (size_t)nc * sizeof **arr);
+    if (!p) return tt_errorf("out of memory growing graph");
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+void *tt_graph_fail(tt_graph *g, const char *fmt, ...)
+{
+    if (!g->failed) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        if (g->scope[0]) tt_errorf("%s: %s", g->scope, msg);
+        else tt_errorf("%s", msg);
+        g->failed = 1;
+    }
+    return NULL;
+}
+
+tt_value *tt_value_new(tt_graph *g, tt_role role, tt_dtype dt, int ndim, const int64_t *shape)
+{
+    if (g->failed) return NULL;
+    if (ndim < 0 || ndim > TT_MAX_DIMS) return tt_graph_fail(g, "value with %d dims", ndim);
+    if (grow((void ***)&g->values, &g->cap_values, g->n_values + 1)) {
+        g->failed = 1;
+        return NULL;
+    }
+    tt_value *v = calloc(1, sizeof *v);
+    if (!v) return tt_graph_fail(g, "out of memory");
+    v->id = g->n_values;
+    v->role = role;
+    v->dtype = dt;
+    v->ndim = ndim;
+    for (int i = 0; i < ndim; i++) v->shape[i] = shape[i];
+    g->values[g->n_values++] = v;
+    return v;
+}
+
+tt_value *tt_graph_bind(tt_graph *g, tt_role role, const tt_tensor *t)
+{
+    tt_value *v = tt_value_new(g, role, t->dtype, t->ndim, t->shape);
+    if (!v) return NULL;
+    snprintf(v->name, sizeof v->name, "%s", t->name);
+    v->data = t->data;
+    return v;
+}
+
+tt_value *tt_graph_input(tt_graph *g, const char *name, tt_dtype dt, int ndim, const int64_t *shape)
+{
+    tt_value *v = tt_value_new(g, TT_ROLE_INPUT, dt, ndim, shape);
+    if (v) snprintf(v->name, sizeof v->name, "%s", name);
+    return v;
+}
+
+tt_value *tt_graph_const(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape, void **data)
+{
+    tt_value *v = tt_value_new(g, TT_ROLE_CONST, dt, ndim, shape);
+    if (!v) return NULL;
+    if (grow(&g->owned, &g->cap_owned, g->n_owned + 1) || !(v->data = tt_alloc(tt_value_bytes(v)))) {
+        g->failed = 1;
+        return NULL;
+    }
+    g->owned[g->n_owned++] = v->data;
+    *data = v->data;
+    return v;
+}
+
+void tt_graph_mark_output(tt_graph *g, tt_value *v)
+{
+    (void)g;
+    if (v) v->is_output = 1;
+}
+
+tt_node *tt_node_new(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *out,
+                     const tt_attrs *a)
+{
+    if (g->failed) return NULL;
+    for (int i = 0; i < n_in; i++)
+        if (!in[i]) return tt_graph_fail(g, "node input %d is missing", i);
+    if (grow((void ***)&g->nodes, &g->cap_nodes, g->n_nodes + 1)) {
+        g->failed = 1;
+        return NULL;
+    }
+    tt_node *n = calloc(1, sizeof *n);
+    if (!n) return tt_graph_fail(g, "out of memory");
+    n->id = g->n_nodes;
+    n->op = op;
+    n->n_in = n_in;
+    n->n_out = n_out;
+    for (int i = 0; i < n_in; i++) n->in[i] = in[i];
+    for (int i = 0; i < n_out; i++) {
+        n->out[i] = out[i];
+        out[i]->producer = n;
+        out[i]->out_index = i;
+    }
+    if (a) n->a = *a;
+    snprintf(n->scope, sizeof n->scope, "%s", g->scope);
+    g->nodes[g->n_nodes++] = n;
+    return n;
+}
+
+const char *tt_role_name(tt_role r)
+{
+    static const char *names[] = {"activation", "param", "state", "input", "const"};
+    return (unsigned)r < 5 ? names[r] : "?";
+}
+
+const char *tt_value_desc(const tt_value *v, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "%s[", tt_dtype_name(v->dtype));
+    for (int i = 0; i < v->ndim && k > 0 && (size_t)k < n; i++)
+        k += snprintf(buf + k, n - (size_t)k, i ? ", %lld" : "%lld", (long long)v->shape[i]);
+    if (k > 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, "]");
+    return buf;
+}

@@ -1,0 +1,160 @@
+/* op_table.c — per-op FLOP counts and backward rules: the op table. A coarse
+ * op's backward is its own backward op, fed what the forward saved. */
+#include "ops/ops_internal.h"
+
+static double n_rows(const tt_value *v) { return v->ndim == 1 ? 1.0 : (double)v->shape[0]; }
+static double n_cols(const tt_value *v) { return (double)v->shape[v->ndim - 1]; }
+static double numel(const tt_value *v) { return (double)tt_value_numel(v); }
+
+/* ---- FLOPs ---------------------------------------------------------------- */
+static double fl_zero(const tt_node *n) { (void)n; return 0; }
+static double fl_matmul(const tt_node *n)
+{
+    double K = n->a.i[0] ? (double)n->in[0]->shape[0] : (double)n->in[0]->shape[1];
+    return 2.0 * numel(n->out[0]) * K;
+}
+static double fl_out(const tt_node *n) { return numel(n->out[0]); }
+static double fl_norm(const tt_node *n) { return 4.0 * numel(n->in[0]); }
+static double fl_attn(const tt_node *n)
+{
+    /* causal: QK^T and PV over half the T x T square */
+    double B = (double)n->a.i[0], T = (double)n->a.i[1], H = (double)n->a.i[2], hd = (double)n->a.i[4];
+    return 2.0 * 2.0 * B * H * T * T * hd * 0.5;
+}
+static double fl_attn_bwd(const tt_node *n) { return 2.0 * fl_attn(n); }
+static double fl_attn_kv(const tt_node *n)
+{
+    double B = (double)n->a.i[0], Tq = (double)n->a.i[1], H = (double)n->a.i[2], hd = (double)n->a.i[4];
+    return 4.0 * B * H * Tq * hd * (double)n->a.i[6] * 0.5;
+}
+static double fl_ce(const tt_node *n)
+{
+    double f = 2.0 * n_rows(n->in[0]) * n_cols(n->in[0]) * n_rows(n->in[1]);
+    return n->a.i[1] ? 3.0 * f : f;
+}
+static double fl_in0(const tt_node *n) { return numel(n->in[0]); }
+static double fl_adamw(const tt_node *n) { return 12.0 * numel(n->in[0]); }
+
+/* ---- backward rules ---------------------------------------------------- */
+typedef void bwd_fn(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin);
+
+static void bw_embedding(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], gout[0]};
+    gin[1] = tt_op_emit1(g, TT_OP_EMBEDDING_BWD, 2, in, n->in[1], NULL);
+}
+
+static void bw_matmul(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    /* C = op(A) op(B).  dA = dC op(B)^T, dB = op(A)^T dC, written back in A's and B's storage layouts. */
+    tt_value *A = n->in[0], *B = n->in[1], *dC = gout[0];
+    int ta = (int)n->a.i[0], tb = (int)n->a.i[1];
+    gin[0] = ta ? tt_matmul(g, B, dC, tb, 1) : tt_matmul(g, dC, B, 0, !tb);
+    gin[1] = tb ? tt_matmul(g, dC, A, 1, ta) : tt_matmul(g, A, dC, !ta, 0);
+}
+
+static void bw_bias_add(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    gin[0] = gout[0];
+    gin[1] = tt_op_emit1(g, TT_OP_BIAS_GRAD, 1, gout, n->in[1], NULL);
+}
+
+static void bw_add(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    (void)g;
+    (void)n;
+    gin[0] = gin[1] = gout[0];
+}
+
+static void bw_rmsnorm(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], n->in[1], n->out[1], gout[0]};
+    tt_value *like[] = {n->in[0], n->in[1]};
+    tt_op_emitn(g, TT_OP_RMSNORM_BWD, 4, in, 2, like, gin, &n->a);
+}
+
+static void bw_layernorm(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], n->in[1], n->out[1], n->out[2], gout[0]};
+    tt_value *like[] = {n->in[0], n->in[1], n->in[2]};
+    tt_op_emitn(g, TT_OP_LAYERNORM_BWD, 5, in, 3, like, gin, NULL);
+}
+
+static void bw_rope(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    /* a rotation's transpose is the rotation by the opposite angle */
+    tt_attrs a = n->a;
+    a.i[2] = !a.i[2];
+    tt_value *in[] = {gout[0], n->in[1], n->in[2]};
+    gin[0] = tt_op_emit1(g, TT_OP_ROPE, 3, in, n->in[0], &a);
+}
+
+static void bw_attention(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], n->in[1], n->in[2], n->in[3], n->out[0], n->out[1], gout[0]};
+    tt_value *like[] = {n->in[0], n->in[1], n->in[2]};
+    tt_op_emitn(g, TT_OP_ATTENTION_BWD, 7, in, 3, like, gin, &n->a);
+}
+
+static void bw_swiglu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], n->in[1], gout[0]};
+    tt_value *like[] = {n->in[0], n->in[1]};
+    tt_op_emitn(g, TT_OP_SWIGLU_BWD, 3, in, 2, like, gin, NULL);
+}
+
+static void bw_gelu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], gout[0]};
+    gin[0] = tt_op_emit1(g, TT_OP_GELU_BWD, 2, in, n->in[0], NULL);
+}
+
+static void bw_ce(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    /* The loss's upstream gradient is the seed (1), so the forward chunk loop
+     * produces dh and dW itself: add those outputs to the forward node. */
+    if (gout[0] != &tt_loss_seed) {
+        tt_graph_fail(g, "cross-entropy: only differentiable as the loss itself");
+        return;
+    }
+    if (n->n_out == 1) {
+        n->out[1] = tt_value_new(g, TT_ROLE_ACT, n->in[0]->dtype, n->in[0]->ndim, n->in[0]->shape);
+        n->out[2] = tt_value_new(g, TT_ROLE_ACT, n->in[1]->dtype, n->in[1]->ndim, n->in[1]->shape);
+        if (!n->out[1] || !n->out[2]) return;
+        for (int i = 1; i < 3; i++) {
+            n->out[i]->producer = n;
+            n->out[i]->out_index = i;
+        }
+        n->n_out = 3;
+        n->a.i[1] = 1;
+    }
+    gin[0] = n->out[1];
+    gin[1] = n->out[2];
+}
+
+const tt_op_def tt_ops[TT_OP_COUNT] = {
+    [TT_OP_EMBEDDING] = {"embedding", fl_zero, bw_embedding},
+    [TT_OP_EMBEDDING_BWD] = {"embedding_bwd", fl_zero, NULL},
+    [TT_OP_MATMUL] = {"matmul", fl_matmul, bw_matmul},
+    [TT_OP_BIAS_ADD] = {"bias_add", fl_out, bw_bias_add},
+    [TT_OP_BIAS_GRAD] = {"bias_grad", fl_in0, NULL},
+    [TT_OP_ADD] = {"add", fl_out, bw_add},
+    [TT_OP_RMSNORM] = {"rmsnorm", fl_norm, bw_rmsnorm},
+    [TT_OP_RMSNORM_BWD] = {"rmsnorm_bwd", fl_norm, NULL},
+    [TT_OP_LAYERNORM] = {"layernorm", fl_norm, bw_layernorm},
+    [TT_OP_LAYERNORM_BWD] = {"layernorm_bwd", fl_norm, NULL},
+    [TT_OP_ROPE] = {"rope", fl_out, bw_rope},
+    [TT_OP_ATTENTION] = {"attention", fl_attn, bw_attention},
+    [TT_OP_ATTENTION_BWD] = {"attention_bwd", fl_attn_bwd, NULL},
+    [TT_OP_ATTENTION_KV] = {"attention_kv", fl_attn_kv, NULL},
+    [TT_OP_SWIGLU] = {"swiglu", fl_out, bw_swiglu},
+    [TT_OP_SWIGLU_BWD] = {"swiglu_bwd", fl_in0, NULL},
+    [TT_OP_GELU] = {"gelu", fl_out, bw_gelu},
+    [TT_OP_GELU_BWD] = {"gelu_bwd", fl_in0, NULL},
+    [TT_OP_CE_LINEAR] = {"ce_linear", fl_ce, bw_ce},
+    [TT_OP_ACCUM] = {"accum", fl_in0, NULL},
+    [TT_OP_SUMSQ] = {"sumsq", fl_in0, NULL},
+    [TT_OP_ADAMW] = {"adamw", fl_adamw, NULL},
+};
+
+const char *tt_op_name(int op) { return op >= 0 && op < TT_OP_COUNT ? tt_ops[op].name : "?"; }

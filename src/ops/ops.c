@@ -1,0 +1,219 @@
+/* ops.c — op builders: check shapes, create outputs, record the node. */
+#include <string.h>
+
+#include "ops/ops_internal.h"
+
+tt_value tt_loss_seed;
+
+static tt_value *act(tt_graph *g, tt_dtype dt, int ndim, int64_t d0, int64_t d1, int64_t d2)
+{
+    int64_t shape[3] = {d0, d1, d2};
+    return tt_value_new(g, TT_ROLE_ACT, dt, ndim, shape);
+}
+
+static tt_node *node(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *out,
+                     const tt_attrs *a)
+{
+    for (int i = 0; i < n_out; i++)
+        if (!out[i]) return NULL;
+    return tt_node_new(g, op, n_in, in, n_out, out, a);
+}
+
+static int same_shape(const tt_value *a, const tt_value *b)
+{
+    return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]) == 0;
+}
+
+#define NEED(cond, ...)                                                                            \
+    do {                                                                                           \
+        if (g->failed) return NULL;                                                                \
+        if (!(cond)) return tt_graph_fail(g, __VA_ARGS__);                                         \
+    } while (0)
+
+static int64_t rows(const tt_value *v) { return v->ndim == 1 ? 1 : v->shape[0]; }
+static int64_t cols(const tt_value *v) { return v->shape[v->ndim - 1]; }
+
+tt_value *tt_embedding(tt_graph *g, tt_value *ids, tt_value *table)
+{
+    NEED(ids && table && ids->dtype == TT_I32 && table->ndim == 2, "embedding: needs i32 ids and a (V, D) table");
+    tt_value *y = act(g, table->dtype, 2, tt_value_numel(ids), table->shape[1], 0);
+    tt_value *in[] = {ids, table};
+    return node(g, TT_OP_EMBEDDING, 2, in, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_matmul(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb)
+{
+    NEED(a && b && a->ndim == 2 && b->ndim == 2 && a->dtype == b->dtype, "matmul: needs two 2-D values");
+    int64_t M = ta ? a->shape[1] : a->shape[0], K = ta ? a->shape[0] : a->shape[1];
+    int64_t Kb = tb ? b->shape[1] : b->shape[0], N = tb ? b->shape[0] : b->shape[1];
+    NEED(K == Kb, "matmul: inner dimensions %lld and %lld differ", (long long)K, (long long)Kb);
+    tt_value *y = act(g, a->dtype, 2, M, N, 0);
+    tt_attrs at = {.i = {ta, tb}};
+    tt_value *in[] = {a, b};
+    return node(g, TT_OP_MATMUL, 2, in, 1, &y, &at) ? y : NULL;
+}
+
+tt_value *tt_linear(tt_graph *g, tt_value *x, tt_value *w, tt_value *b)
+{
+    tt_value *y = tt_matmul(g, x, w, 0, 1);
+    if (!y || !b) return y;
+    NEED(b->ndim == 1 && b->shape[0] == cols(y), "linear: bias has %lld entries, output has %lld columns",
+         (long long)b->shape[0], (long long)cols(y));
+    tt_value *z = act(g, y->dtype, 2, y->shape[0], y->shape[1], 0);
+    tt_value *in[] = {y, b};
+    return node(g, TT_OP_BIAS_ADD, 2, in, 1, &z, NULL) ? z : NULL;
+}
+
+tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
+{
+    NEED(a && b && same_shape(a, b) && a->dtype == b->dtype, "add: shapes differ");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape);
+    tt_value *in[] = {a, b};
+    return node(g, TT_OP_ADD, 2, in, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_rmsnorm_groups(tt_graph *g, tt_value *x, tt_value *w, double eps, int group)
+{
+    NEED(x && w && x->ndim == 2 && w->ndim == 1 && group > 0 && w->shape[0] == group && cols(x) % group == 0,
+         "rmsnorm: weight of %lld for rows of %lld", w ? (long long)w->shape[0] : -1LL, x ? (long long)cols(x) : -1LL);
+    tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0),
+                       act(g, x->dtype, 1, tt_value_numel(x) / group, 0, 0)};
+    tt_attrs at = {.i = {group}, .f = {eps}};
+    tt_value *in[] = {x, w};
+    return node(g, TT_OP_RMSNORM, 2, in, 2, out, &at) ? out[0] : NULL;
+}
+
+tt_value *tt_rmsnorm(tt_graph *g, tt_value *x, tt_value *w, double eps)
+{
+    NEED(x && x->ndim == 2, "rmsnorm: needs a 2-D input");
+    return tt_rmsnorm_groups(g, x, w, eps, (int)cols(x));
+}
+
+tt_value *tt_layernorm(tt_graph *g, tt_value *x, tt_value *w, tt_value *b, double eps)
+{
+    NEED(x && w && b && x->ndim == 2 && w->shape[0] == x->shape[1] && b->shape[0] == x->shape[1],
+         "layernorm: weight/bias do not match rows");
+    tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), act(g, x->dtype, 1, x->shape[0], 0, 0),
+                       act(g, x->dtype, 1, x->shape[0], 0, 0)};
+    tt_attrs at = {.f = {eps}};
+    tt_value *in[] = {x, w, b};
+    return node(g, TT_OP_LAYERNORM, 3, in, 3, out, &at) ? out[0] : NULL;
+}
+
+static tt_value *rope_node(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, int inverse)
+{
+    NEED(x && pos && inv_freq && x->ndim == 2 && cols(x) == (int64_t)H * hd && hd % 2 == 0 &&
+             tt_value_numel(pos) == rows(x) && tt_value_numel(inv_freq) == hd / 2,
+         "rope: x must be (N, %d*%d) with N positions and %d frequencies", H, hd, hd / 2);
+    tt_value *y = act(g, x->dtype, 2, x->shape[0], x->shape[1], 0);
+    tt_attrs at = {.i = {H, hd, inverse}};
+    tt_value *in[] = {x, pos, inv_freq};
+    return node(g, TT_OP_ROPE, 3, in, 1, &y, &at) ? y : NULL;
+}
+
+tt_value *tt_rope(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd)
+{
+    return rope_node(g, x, pos, inv_freq, H, hd, 0);
+}
+
+tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T, int H,
+                       int Hk, int hd, int window)
+{
+    NEED(q && k && v && doc && Hk > 0 && H % Hk == 0 && rows(q) == (int64_t)B * T &&
+             cols(q) == (int64_t)H * hd && same_shape(k, v) && rows(k) == rows(q) && cols(k) == (int64_t)Hk * hd &&
+             tt_value_numel(doc) == rows(q) && doc->dtype == TT_I32,
+         "attention: q must be (%d*%d, %d*%d), k and v (%d*%d, %d*%d), doc ids (%d*%d)", B, T, H, hd, B, T, Hk,
+         hd, B, T);
+    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, q->dtype, 3, B, H, T)};
+    tt_attrs at = {.i = {B, T, H, Hk, hd, window}};
+    tt_value *in[] = {q, k, v, doc};
+    return node(g, TT_OP_ATTENTION, 4, in, 2, out, &at) ? out[0] : NULL;
+}
+
+tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
+                          tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd, int window)
+{
+    NEED(q && k && v && cache_k && cache_v && start && Hk > 0 && H % Hk == 0 && rows(q) == (int64_t)B * Tq &&
+             cols(q) == (int64_t)H * hd && same_shape(k, v) && cols(k) == (int64_t)Hk * hd &&
+             same_shape(cache_k, cache_v) && cache_k->ndim == 3 && cache_k->shape[0] == B &&
+             cache_k->shape[2] == (int64_t)Hk * hd && start->dtype == TT_I32,
+         "attention with KV cache: shapes do not match");
+    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, q->dtype, 3, B, H, Tq)};
+    tt_attrs at = {.i = {B, Tq, H, Hk, hd, window, cache_k->shape[1]}};
+    tt_value *in[] = {q, k, v, cache_k, cache_v, start};
+    return node(g, TT_OP_ATTENTION_KV, 6, in, 2, out, &at) ? out[0] : NULL;
+}
+
+tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b)
+{
+    NEED(a && b && same_shape(a, b), "swiglu: gate and up shapes differ");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape);
+    tt_value *in[] = {a, b};
+    return node(g, TT_OP_SWIGLU, 2, in, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_gelu(tt_graph *g, tt_value *x)
+{
+    NEED(x, "gelu: no input");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, x->dtype, x->ndim, x->shape);
+    return node(g, TT_OP_GELU, 1, &x, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets, tt_value *scale, int ignore_index)
+{
+    NEED(h && w && targets && scale && h->ndim == 2 && w->ndim == 2 && cols(h) == cols(w) &&
+             tt_value_numel(targets) == rows(h) && targets->dtype == TT_I32,
+         "cross-entropy: hidden (N, D), head (V, D) and N targets needed");
+    tt_value *loss = act(g, h->dtype == TT_F64 ? TT_F64 : TT_F32, 1, 1, 0, 0);
+    tt_attrs at = {.i = {ignore_index, 0}};
+    tt_value *in[] = {h, w, targets, scale};
+    return node(g, TT_OP_CE_LINEAR, 4, in, 1, &loss, &at) ? loss : NULL;
+}
+
+void tt_accum(tt_graph *g, tt_value *acc, tt_value *grad)
+{
+    if (g->failed) return;
+    if (!acc || !grad || !same_shape(acc, grad)) {
+        tt_graph_fail(g, "gradient accumulation: shapes of '%s' differ", acc ? acc->name : "?");
+        return;
+    }
+    tt_value *in[] = {acc, grad};
+    tt_node_new(g, TT_OP_ACCUM, 2, in, 0, NULL, NULL);
+}
+
+tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev)
+{
+    NEED(grad, "sumsq: no input");
+    tt_value *y = act(g, TT_F32, 1, 1, 0, 0);
+    tt_value *in[] = {grad, prev};
+    return node(g, TT_OP_SUMSQ, prev ? 2 : 1, in, 1, &y, NULL) ? y : NULL;
+}
+
+void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *sumsq, tt_value *hp,
+              double beta1, double beta2, double eps, double weight_decay)
+{
+    if (g->failed) return;
+    if (!p || !grad || !m || !v || !sumsq || !hp || !same_shape(p, grad) || !same_shape(p, m) || !same_shape(p, v)) {
+        tt_graph_fail(g, "adamw: state of '%s' does not match", p ? p->name : "?");
+        return;
+    }
+    tt_attrs at = {.f = {beta1, beta2, eps, weight_decay}};
+    tt_value *in[] = {p, grad, m, v, sumsq, hp};
+    tt_node_new(g, TT_OP_ADAMW, 6, in, 0, NULL, &at);
+}
+
+/* ---- backward-only nodes, emitted by the rules in ops_backward.c -------- */
+
+tt_value *tt_op_emit1(tt_graph *g, int op, int n_in, tt_value *const *in, const tt_value *like, const tt_attrs *a)
+{
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, like->dtype, like->ndim, like->shape);
+    return y && node(g, op, n_in, in, 1, &y, a) ? y : NULL;
+}
+
+int tt_op_emitn(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *like,
+                tt_value **out, const tt_attrs *a)
+{
+    for (int i = 0; i < n_out; i++)
+        out[i] = tt_value_new(g, TT_ROLE_ACT, like[i]->dtype, like[i]->ndim, like[i]->shape);
+    return node(g, op, n_in, in, n_out, out, a) ? 0 : -1;
+}

@@ -1,0 +1,87 @@
+/* metrics.h — training metrics: one console line and one metrics.jsonl record
+ * per logged step, validation results, the end-of-run summary.json, and the
+ * FLOP/MFU arithmetic behind them. */
+#ifndef TT_METRICS_H
+#define TT_METRICS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "titan/titan.h"
+
+/* ---- FLOPs and MFU ------------------------------------------------------- */
+/* Model FLOPs per trained token, TorchTitan's formula: 6*N + 12*L*d*T with
+ * N = parameters that do matmuls, L = layers, d = n_heads*head_dim, T = seq_len. */
+double tt_flops_per_token(long n_matmul_params, int n_layers, int n_heads, int head_dim, int seq_len);
+/* Achieved TFLOP/s for a token rate. */
+double tt_tflops(double tokens_per_sec, double flops_per_token);
+/* Model FLOPs utilisation in percent of peak_gflops (GFLOP/s); 0 if the peak is unknown (<= 0). */
+double tt_mfu_percent(double tokens_per_sec, double flops_per_token, double peak_gflops);
+/* "h:mm:ss" (hours unbounded), or "?" for a negative or non-finite time. Returns buf. */
+char *tt_format_eta(double seconds, char *buf, size_t n);
+
+/* ---- per-step logger ------------------------------------------------------
+ * Train records and validation records are separate lines of metrics.jsonl:
+ *   {"step","loss","grad_norm","lr","tokens_per_sec","tflops","mfu",
+ *    "peak_rss_bytes","arena_bytes","elapsed_sec","eta_sec"}
+ *   {"step","val_loss","val_ppl","val_tokens","elapsed_sec"}
+ * so a record has "val_loss" exactly when it is a validation result. mfu is in
+ * percent. Non-finite numbers are written as null. Each line is flushed when
+ * written, so a killed run leaves only whole lines. */
+typedef struct {
+    FILE *jsonl;            /* NULL when there is no dump folder */
+    double flops_per_token;
+    double peak_gflops;     /* <= 0: unknown, mfu is reported as 0 */
+    long start_step;        /* the step this process resumed from (0 = fresh): for the ETA */
+    long total_steps;
+    long n_records;         /* train records logged, and the sums for their means */
+    double sum_tps, sum_mfu;
+} tt_metrics;
+
+typedef struct {
+    long step;                     /* 1-based training step */
+    double loss, grad_norm, lr;    /* grad_norm NaN = not computed */
+    double tokens_per_sec;         /* over the interval since the last record */
+    size_t peak_rss_bytes, arena_bytes;
+    double elapsed_sec;            /* since this process began training (at start_step) */
+} tt_metrics_step;
+
+/* dump_folder NULL or "": console only. Otherwise the folder is created if
+ * needed and metrics.jsonl is truncated, or appended to when `append` is set
+ * (a resumed run). */
+tt_err tt_metrics_open(tt_metrics *m, const char *dump_folder, int append, double flops_per_token,
+                       double peak_gflops, long start_step, long total_steps);
+/* Print
+ *   step:  10  loss:  3.1234  grad_norm:  1.2345  lr: 3.0e-03  memory: 0.12GiB(rss) 0.05GiB(arena)  tps: 5,123  tflops: 0.04  mfu: 17.10%  eta: 0:03:12
+ * and append the record. The ETA is (total - step) * elapsed / (step - start_step). */
+tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r);
+/* Print "validate step: 100  loss: 1.2300  ppl: 3.42  tokens: 65,536" and append its record. */
+tt_err tt_metrics_log_val(tt_metrics *m, long step, double val_loss, long tokens, double elapsed_sec);
+/* Mean tokens/s and MFU over the train records so far (0 when none). */
+double tt_metrics_mean_tps(const tt_metrics *m);
+double tt_metrics_mean_mfu(const tt_metrics *m);
+void tt_metrics_close(tt_metrics *m);
+
+/* ---- end of run ----------------------------------------------------------- */
+typedef struct {
+    long steps;
+    long params;
+    double final_train_loss;
+    double final_val_loss;          /* NaN = never evaluated */
+    int builtin_corpus;             /* nonzero: write floor_nats, unigram_nats, gap_closed, val_over_floor */
+    double floor_nats, unigram_nats;
+    long total_tokens;
+    double wall_seconds;
+    double mean_tokens_per_sec;
+    double flops_per_token;
+    double mfu_mean;                /* percent */
+    const char *peak_source;        /* "measured" | "cached" | "config" (NULL = "config") */
+    const char *extra_json;         /* NULL, or any JSON text: stored parsed under "extra" */
+} tt_run_summary;
+
+/* Write <dump_folder>/summary.json atomically (tmp file, fsync, rename). With
+ * the built-in corpus, gap_closed = (unigram - val) / (unigram - floor) and
+ * val_over_floor = val / floor (null when there is no val loss). */
+tt_err tt_metrics_write_summary(const char *dump_folder, const tt_run_summary *s);
+
+#endif

@@ -1,0 +1,322 @@
+/* run.c — setting a run up (model, optimizer state, data, graphs, metrics,
+ * resume) and the checkpoint save/restore of the whole train state. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend/cpu/peak.h"
+#include "io/ckpt_files.h"
+#include "io/safetensors.h"
+#include "io/shard.h"
+#include "train/run.h"
+
+tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o)
+{
+    const tt_model_config *m = &c->model;
+    memset(o, 0, sizeof *o);
+    o->arch = m->name == TT_MODEL_GPT2 ? TT_ARCH_GPT2 : TT_ARCH_LLAMA;
+    o->dim = m->dim;
+    o->n_layers = m->n_layers;
+    o->n_heads = m->n_heads;
+    o->n_kv_heads = m->n_kv_heads;
+    o->head_dim = m->head_dim;
+    o->ffn_dim = m->ffn_dim;
+    o->vocab_size = m->vocab_size;
+    o->max_seq_len = m->max_seq_len;
+    o->norm_eps = m->norm_eps;
+    o->rope.theta = m->rope_theta;
+    o->rope.llama3 = m->rope_scaling == TT_ROPE_SCALING_LLAMA3;
+    o->rope.factor = m->rope_factor;
+    o->rope.low_freq_factor = m->rope_low_freq_factor;
+    o->rope.high_freq_factor = m->rope_high_freq_factor;
+    o->rope.original_max_pos = m->rope_original_max_position_embeddings;
+    o->tie_embeddings = m->tie_embeddings;
+    o->qkv_bias = m->qkv_bias;
+    o->qk_norm = m->qk_norm;
+    return 0;
+}
+
+static tt_err alloc_io(tt_step_io *io, int B, int T)
+{
+    size_t n = (size_t)B * T;
+    io->B = B;
+    io->T = T;
+    io->ids = tt_alloc(n * 4);
+    io->targets = tt_alloc(n * 4);
+    io->pos = tt_alloc(n * 4);
+    io->doc = tt_alloc(n * 4);
+    return io->ids && io->targets && io->pos && io->doc ? 0 : -1;
+}
+
+static void free_io(tt_step_io *io)
+{
+    tt_free(io->ids);
+    tt_free(io->targets);
+    tt_free(io->pos);
+    tt_free(io->doc);
+}
+
+/* The data: the built-in corpus (generated once into dump_folder/data) or
+ * the user's shards. */
+static tt_err open_data(tt_run *r, int training)
+{
+    const tt_config *c = r->cfg;
+    char train_path[TT_CONFIG_PATH_MAX + 64], val_path[TT_CONFIG_PATH_MAX + 64];
+    int B = c->training.local_batch_size, T = c->training.seq_len;
+    if (strcmp(c->training.dataset, "synthetic") == 0 && !c->training.dataset_path[0]) {
+        tt_corpus_cfg cc = tt_corpus_cfg_default();
+        cc.seed = (uint64_t)c->synthetic.seed;
+        cc.train_tokens = c->synthetic.train_tokens;
+        cc.val_tokens = c->synthetic.val_tokens;
+        /* whole documents fit one window, so the floor is exactly what validation scores */
+        if (cc.max_doc_tokens > T) cc.max_doc_tokens = T;
+        char dir[TT_CONFIG_PATH_MAX + 16];
+        snprintf(dir, sizeof dir, "%s/data", c->job.dump_folder);
+        if (tt_mkdir_p(dir) || tt_corpus_prepare(&cc, dir, &r->corpus)) return tt_error_prefix("synthetic corpus: ");
+        snprintf(train_path, sizeof train_path, "%s/train.bin", dir);
+        snprintf(val_path, sizeof val_path, "%s/val.bin", dir);
+        r->builtin_corpus = 1;
+    } else {
+        snprintf(train_path, sizeof train_path, "%s", c->training.dataset_path[0] ? c->training.dataset_path : c->training.dataset);
+        snprintf(val_path, sizeof val_path, "%s", c->validation.dataset_path);
+    }
+    tt_loader_cfg tc = {train_path, T, B, (uint64_t)c->training.seed, TT_LOADER_TRAIN, 0, 1};
+    tt_loader_cfg vc = {val_path, T, c->validation.local_batch_size, 0, TT_LOADER_VAL, 0, 1};
+    if (training && !(r->train_loader = tt_loader_open(&tc))) return -1;
+    if (val_path[0] && (c->validation.enable || !training) && !(r->val_loader = tt_loader_open(&vc))) return -1;
+    return 0;
+}
+
+static tt_err check_vocab(const tt_run *r, const tt_loader *ld)
+{
+    uint32_t v = tt_loader_vocab_size(ld);
+    if ((int64_t)v > r->cfg->model.vocab_size)
+        return tt_errorf("data has token ids up to %u but model.vocab_size is %d", v - 1, r->cfg->model.vocab_size);
+    return 0;
+}
+
+static tt_err restore(tt_run *r, int require);
+
+tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
+{
+    int training = purpose == TT_RUN_TRAIN;
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    const tt_config *c = cfg;
+    tt_model_cfg mc;
+    tt_model_cfg_from_config(c, &mc);
+    r->mode = c->training.exec_mode;
+    if (!(r->be = tt_backend_get("cpu"))) return -1;
+    int B = c->training.local_batch_size, T = c->training.seq_len;
+    int global = c->training.global_batch_size > 0 ? c->training.global_batch_size : B;
+    r->accum_steps = global / B;
+    if (r->accum_steps < 1 || r->accum_steps > TT_MAX_ACCUM)
+        return tt_errorf("training.global_batch_size / local_batch_size = %d: must be within [1, %d]", r->accum_steps,
+                         TT_MAX_ACCUM);
+    snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/%s", c->job.dump_folder, c->checkpoint.folder);
+    if (tt_mkdir_p(c->job.dump_folder)) goto fail;
+    if (!(r->model = tt_model_new(&mc))) goto fail;
+    tt_model_init_weights(r->model, (uint64_t)c->training.seed);
+    if (tt_optim_state_init(&r->opt, r->model)) goto fail;
+    if (purpose != TT_RUN_MODEL && open_data(r, training)) goto fail;
+    if ((r->train_loader && check_vocab(r, r->train_loader)) || (r->val_loader && check_vocab(r, r->val_loader)))
+        goto fail;
+
+    /* graphs */
+    if (training) {
+        r->micro = calloc((size_t)r->accum_steps, sizeof *r->micro);
+        if (!r->micro || alloc_io(&r->io, B, T)) goto fail;
+        for (int a = 0; a < r->accum_steps; a++)
+            if (!(r->micro[a] = tt_batch_new(B, T))) goto fail;
+        tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay};
+        if (tt_build_micro_step(&r->train, r->model, &r->opt, &r->io, 1, r->be, r->mode) ||
+            tt_build_optim_step(&r->optim, r->model, &r->opt, &r->io, &ac, r->be, r->mode))
+            goto fail;
+        r->arena_bytes = tt_exec_arena_bytes(r->train.exec);
+        if (tt_lr_sched_init(&r->sched, c->training.steps, c->lr_scheduler.warmup_steps,
+                             c->lr_scheduler.has_decay_ratio ? c->lr_scheduler.decay_ratio : -1.0,
+                             c->lr_scheduler.decay_type == TT_LR_DECAY_COSINE ? "cosine"
+                             : c->lr_scheduler.decay_type == TT_LR_DECAY_SQRT ? "sqrt" : "linear",
+                             c->lr_scheduler.min_lr_factor))
+            goto fail;
+    }
+    if (r->val_loader) {
+        /* the eval graph reads the validation batch's own buffers */
+        if (!(r->val_batch = tt_batch_new(c->validation.local_batch_size, T))) goto fail;
+        r->val_io = (tt_step_io){.B = r->val_batch->B, .T = T, .ids = r->val_batch->inputs,
+                                 .targets = r->val_batch->targets, .pos = r->val_batch->positions,
+                                 .doc = r->val_batch->doc_ids};
+        if (tt_build_micro_step(&r->eval, r->model, &r->opt, &r->val_io, 0, r->be, r->mode))
+            goto fail;
+    }
+
+    if (restore(r, !training)) goto fail;
+
+    /* throughput accounting */
+    r->flops_per_token = tt_model_flops_per_token(&mc, T);
+    if (c->metrics.peak_tflops > 0) {
+        r->peak_gflops = c->metrics.peak_tflops * 1e3;
+        r->peak_source = "config";
+    } else if (training) {
+        tt_peak pk;
+        if (tt_peak_get(&pk)) goto fail;
+        r->peak_gflops = pk.f32_gflops;
+        r->peak_source = pk.cached ? "cached" : "measured";
+    }
+    if (training) {
+        int64_t n = 0, mm = 0;
+        n = tt_model_count_params(&mc, &mm);
+        tt_log("model %s (%s): %.2fM parameters, %.2f MFLOPs/token | %d x %d tokens x %d accumulation | exec %s | "
+               "arena %.1f MiB | peak %.0f GFLOP/s f32 (%s)",
+               tt_arch_name(mc.arch), c->model.flavor, n / 1e6, r->flops_per_token / 1e6, B, T, r->accum_steps,
+               r->mode == TT_EXEC_GRAPH ? "graph" : r->mode == TT_EXEC_EAGER ? "eager" : "debug",
+               r->arena_bytes / 1048576.0, r->peak_gflops, r->peak_source);
+        if (r->builtin_corpus)
+            tt_log("synthetic corpus: %lld train / %lld val tokens, floor %.4f nats/token, unigram %.4f (gap %.4f)",
+                   (long long)r->corpus.train_tokens, (long long)r->corpus.val_tokens, r->corpus.floor_nats,
+                   r->corpus.unigram_nats, r->corpus.gap_nats);
+        if (tt_metrics_open(&r->metrics, c->metrics.save_jsonl ? c->job.dump_folder : NULL, r->step > 0,
+                            r->flops_per_token, r->peak_gflops, r->step, c->training.steps))
+            goto fail;
+    }
+    return 0;
+fail:
+    tt_run_close(r);
+    return -1;
+}
+
+/* ---- checkpoints ---------------------------------------------------------- */
+
+/* Every tensor of the train state, in a fixed order: weights, then moments. */
+static int state_tensors(tt_run *r, tt_st_tensor *out)
+{
+    int n = 0;
+    const tt_model *m = r->model;
+    for (int part = 0; part < 3; part++)
+        for (int i = 0; i < m->n_params; i++) {
+            const tt_tensor *t = part == 0 ? &m->params[i].t : part == 1 ? &r->opt.t_m[i] : &r->opt.t_v[i];
+            tt_st_tensor *s = &out[n++];
+            memset(s, 0, sizeof *s);
+            s->name = t->name; /* moments carry their own prefix */
+            snprintf(s->dtype, sizeof s->dtype, "F32");
+            s->ndim = t->ndim;
+            for (int d = 0; d < t->ndim; d++) s->shape[d] = t->shape[d];
+            s->data = t->data;
+            s->nbytes = tt_tensor_bytes(t);
+        }
+    return n;
+}
+
+tt_err tt_run_save(tt_run *r)
+{
+    int nt = 3 * r->model->n_params;
+    tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
+    if (!ts) return tt_errorf("out of memory saving a checkpoint");
+    state_tensors(r, ts);
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddStringToObject(meta, "format", "titan-checkpoint-1");
+    cJSON_AddNumberToObject(meta, "step", (double)r->step);
+    cJSON_AddStringToObject(meta, "model", tt_arch_name(r->model->cfg.arch));
+    char *toml = tt_config_to_toml(r->cfg);
+    cJSON_AddStringToObject(meta, "config", toml ? toml : "");
+    free(toml);
+    /* The loader position is where the first micro-batch of the next step starts. */
+    tt_loader_state ls = tt_loader_get_state(r->train_loader);
+    cJSON *jl = cJSON_AddObjectToObject(meta, "data");
+    cJSON_AddNumberToObject(jl, "epoch", (double)ls.epoch);
+    cJSON_AddNumberToObject(jl, "cursor", (double)ls.cursor);
+    cJSON_AddNumberToObject(meta, "training_seed", (double)r->cfg->training.seed);
+    char *text = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(meta);
+    tt_err rc = text ? tt_ckpt_save(r->ckpt_dir, r->step, nt, ts, text) : tt_errorf("out of memory");
+    free(text);
+    free(ts);
+    if (!rc && r->cfg->checkpoint.keep_latest_k > 0) rc = tt_ckpt_prune(r->ckpt_dir, r->cfg->checkpoint.keep_latest_k);
+    if (rc) return tt_error_prefix("saving checkpoint step %ld: ", r->step);
+    tt_log("checkpoint saved: %s/step-%ld", r->ckpt_dir, r->step);
+    return 0;
+}
+
+static tt_err load_from(tt_run *r, tt_ckpt *ck, const char *where)
+{
+    const tt_safetensors *st = tt_ckpt_tensors(ck);
+    int nt = 3 * r->model->n_params;
+    tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
+    if (!ts) return tt_errorf("out of memory");
+    state_tensors(r, ts);
+    tt_err rc = 0;
+    for (int i = 0; i < nt && !rc; i++) {
+        const tt_st_tensor *s = tt_st_find(st, ts[i].name);
+        if (!s) rc = tt_errorf("%s: tensor '%s' is missing", where, ts[i].name);
+        else if (strcmp(s->dtype, "F32") || s->nbytes != ts[i].nbytes || s->ndim != ts[i].ndim ||
+                 memcmp(s->shape, ts[i].shape, sizeof(int64_t) * (size_t)s->ndim))
+            rc = tt_errorf("%s: tensor '%s' has shape or dtype different from the model's (was the config changed?)",
+                           where, ts[i].name);
+        else memcpy((void *)ts[i].data, s->data, s->nbytes);
+    }
+    free(ts);
+    if (rc) return rc;
+    cJSON *meta = cJSON_Parse(tt_ckpt_meta_json(ck));
+    cJSON *js = cJSON_GetObjectItem(meta, "step"), *jd = cJSON_GetObjectItem(meta, "data");
+    cJSON *je = jd ? cJSON_GetObjectItem(jd, "epoch") : NULL, *jc = jd ? cJSON_GetObjectItem(jd, "cursor") : NULL;
+    if (!cJSON_IsNumber(js) || !cJSON_IsNumber(je) || !cJSON_IsNumber(jc) || js->valuedouble < 0)
+        rc = tt_errorf("%s/meta.json: missing or bad 'step' / 'data' fields", where);
+    else {
+        r->step = (long)js->valuedouble;
+        tt_loader_state ls = {(int64_t)je->valuedouble, (int64_t)jc->valuedouble};
+        if (r->train_loader && tt_loader_set_state(r->train_loader, ls)) rc = tt_error_prefix("%s: ", where);
+    }
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* Resume from checkpoint.load_step, or else the newest checkpoint. A bad one
+ * is an error unless checkpoint.fallback_to_previous allows an older one. */
+static tt_err restore(tt_run *r, int require)
+{
+    long steps[256];
+    int n;
+    if (r->cfg->checkpoint.load_step >= 0) {
+        steps[0] = r->cfg->checkpoint.load_step;
+        n = 1;
+    } else if ((n = tt_ckpt_list(r->ckpt_dir, steps, 256)) <= 0) {
+        if (require) return tt_errorf("%s: no checkpoint found (train first, or set job.dump_folder)", r->ckpt_dir);
+        return 0; /* nothing saved yet: a fresh run */
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        char where[4200];
+        snprintf(where, sizeof where, "%s/step-%ld", r->ckpt_dir, steps[k]);
+        tt_ckpt *ck = tt_ckpt_open(r->ckpt_dir, steps[k]);
+        tt_err rc = ck ? load_from(r, ck, where) : -1;
+        tt_ckpt_close(ck);
+        if (!rc) {
+            tt_log("resumed from %s (step %ld)", where, r->step);
+            return 0;
+        }
+        if (!r->cfg->checkpoint.fallback_to_previous || k == 0)
+            return tt_error_prefix("cannot resume (set checkpoint.fallback_to_previous = true to use an older "
+                                   "checkpoint, or move the bad one away): ");
+        tt_warn("%s; falling back to the previous checkpoint", tt_last_error());
+    }
+    return 0;
+}
+
+void tt_run_close(tt_run *r)
+{
+    tt_metrics_close(&r->metrics);
+    tt_step_graph_free(&r->train);
+    tt_step_graph_free(&r->optim);
+    tt_step_graph_free(&r->eval);
+    free_io(&r->io);
+    if (r->micro)
+        for (int a = 0; a < r->accum_steps; a++) tt_batch_free(r->micro[a]);
+    free(r->micro);
+    tt_batch_free(r->val_batch);
+    tt_loader_close(r->train_loader);
+    tt_loader_close(r->val_loader);
+    tt_optim_state_free(&r->opt);
+    tt_model_free(r->model);
+    memset(r, 0, sizeof *r);
+}

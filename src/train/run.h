@@ -1,0 +1,49 @@
+/* run.h — one training (or evaluation) run's state: the resolved config, the
+ * model, optimizer state, data loaders, step graphs, metrics, and the
+ * checkpoint it resumes from or saves to. */
+#ifndef TT_RUN_H
+#define TT_RUN_H
+#include "io/corpus.h"
+#include "io/loader.h"
+#include "titan/config.h"
+#include "train/lr_schedule.h"
+#include "train/metrics.h"
+#include "train/step_graph.h"
+
+#define TT_MAX_ACCUM 1024
+
+typedef struct {
+    const tt_config *cfg;
+    tt_model *model;
+    tt_optim_state opt;
+    tt_lr_sched sched;
+    const tt_backend *be;
+    tt_exec_mode mode;
+    tt_loader *train_loader, *val_loader;
+    int builtin_corpus;
+    tt_corpus_stats corpus;
+    int accum_steps;
+    tt_step_io io, val_io;   /* the host inputs the graphs read */
+    tt_batch **micro;        /* accum_steps batches of one optimizer step */
+    tt_batch *val_batch;
+    tt_step_graph train, optim, eval;
+    size_t arena_bytes;
+    double flops_per_token, peak_gflops;
+    const char *peak_source;
+    tt_metrics metrics;
+    long step;
+    char ckpt_dir[4096];
+} tt_run;
+
+typedef enum {
+    TT_RUN_TRAIN, /* train and optimizer graphs; resumes from the latest checkpoint if any */
+    TT_RUN_EVAL,  /* the validation data and eval graph; a checkpoint is required */
+    TT_RUN_MODEL, /* only the model, loaded from a checkpoint (generation) */
+} tt_run_purpose;
+tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose);
+tt_err tt_run_save(tt_run *r);
+tt_err tt_run_validate(tt_run *r, double *loss, long *tokens);
+void tt_run_close(tt_run *r);
+/* model config from the run config */
+tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *out);
+#endif

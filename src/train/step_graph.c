@@ -1,0 +1,129 @@
+/* step_graph.c — records the training, optimizer and evaluation graphs once;
+ * the loop then replays them with fresh inputs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/autodiff.h"
+#include "train/step_graph.h"
+
+static tt_err views(const tt_model *m, float *buf, const char *prefix, tt_tensor **out)
+{
+    tt_tensor *t = calloc((size_t)m->n_params, sizeof *t);
+    if (!t) return tt_errorf("out of memory");
+    for (int i = 0; i < m->n_params; i++) {
+        t[i] = m->params[i].t;
+        snprintf(t[i].name, sizeof t[i].name, "%s%s", prefix, m->params[i].t.name);
+        t[i].data = buf + ((float *)m->params[i].t.data - m->storage);
+    }
+    *out = t;
+    return 0;
+}
+
+tt_err tt_optim_state_init(tt_optim_state *s, const tt_model *m)
+{
+    memset(s, 0, sizeof *s);
+    size_t bytes = m->numel * sizeof(float);
+    if (!(s->grad = tt_alloc(bytes)) || !(s->m = tt_alloc(bytes)) || !(s->v = tt_alloc(bytes)) ||
+        views(m, s->grad, "grad.", &s->t_grad) || views(m, s->m, "optim.exp_avg.", &s->t_m) ||
+        views(m, s->v, "optim.exp_avg_sq.", &s->t_v)) {
+        tt_optim_state_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void tt_optim_state_free(tt_optim_state *s)
+{
+    tt_free(s->grad);
+    tt_free(s->m);
+    tt_free(s->v);
+    free(s->t_grad);
+    free(s->t_m);
+    free(s->t_v);
+    memset(s, 0, sizeof *s);
+}
+
+static tt_value *host_input(tt_graph *g, const char *name, tt_dtype dt, int64_t n, void *data)
+{
+    tt_value *v = tt_graph_input(g, name, dt, 1, &n);
+    if (v) v->data = data;
+    return v;
+}
+
+tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io, int with_grad,
+                           const tt_backend *be, tt_exec_mode mode)
+{
+    memset(sg, 0, sizeof *sg);
+    tt_graph *g = sg->g = tt_graph_new();
+    tt_value **vals = calloc((size_t)m->n_params, sizeof *vals), **grads = calloc((size_t)m->n_params, sizeof *grads);
+    if (!g || !vals || !grads) {
+        free(vals);
+        free(grads);
+        tt_graph_free(g);
+        return tt_errorf("out of memory building the step graph");
+    }
+    int64_t n = (int64_t)io->B * io->T;
+    tt_model_bind(g, m, vals);
+    tt_fwd_inputs in = {io->B, io->T, host_input(g, "ids", TT_I32, n, io->ids), host_input(g, "pos", TT_I32, n, io->pos),
+                        host_input(g, "doc", TT_I32, n, io->doc), NULL, NULL, NULL};
+    tt_value *targets = host_input(g, "targets", TT_I32, n, io->targets);
+    tt_value *scale = host_input(g, "loss_scale", TT_F32, 1, &io->scale);
+    tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
+    tt_graph_set_scope(g, "loss");
+    sg->loss = tt_ce_linear(g, h, head, targets, scale, -100);
+    tt_graph_mark_output(g, sg->loss);
+    if (with_grad && !g->failed && tt_autodiff(g, sg->loss, m->n_params, vals, grads) == 0) {
+        tt_graph_set_scope(g, "grad_accum");
+        for (int i = 0; i < m->n_params; i++)
+            if (grads[i]) tt_accum(g, tt_graph_bind(g, TT_ROLE_STATE, &s->t_grad[i]), grads[i]);
+    }
+    free(vals);
+    free(grads);
+    if (g->failed || !(sg->exec = tt_exec_new(g, be, mode))) {
+        tt_step_graph_free(sg);
+        return -1;
+    }
+    return 0;
+}
+
+tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io,
+                           const tt_adamw_cfg *cfg, const tt_backend *be, tt_exec_mode mode)
+{
+    memset(sg, 0, sizeof *sg);
+    tt_graph *g = sg->g = tt_graph_new();
+    if (!g) return -1;
+    tt_value **gv = calloc((size_t)m->n_params, sizeof *gv);
+    if (!gv) {
+        tt_graph_free(g);
+        return tt_errorf("out of memory");
+    }
+    tt_graph_set_scope(g, "optimizer.clip");
+    tt_value *total = NULL;
+    for (int i = 0; i < m->n_params; i++) {
+        gv[i] = tt_graph_bind(g, TT_ROLE_STATE, &s->t_grad[i]);
+        if (tt_numel(m->params[i].t.ndim, m->params[i].t.shape)) total = tt_sumsq(g, gv[i], total);
+    }
+    sg->sumsq = total;
+    tt_graph_mark_output(g, total);
+    tt_value *hp = host_input(g, "optimizer_hparams", TT_F64, 4, io->hp);
+    tt_graph_set_scope(g, "optimizer.adamw");
+    for (int i = 0; i < m->n_params; i++) {
+        if (!tt_numel(m->params[i].t.ndim, m->params[i].t.shape)) continue;
+        tt_adamw(g, tt_graph_bind(g, TT_ROLE_PARAM, &m->params[i].t), gv[i], tt_graph_bind(g, TT_ROLE_STATE, &s->t_m[i]),
+                 tt_graph_bind(g, TT_ROLE_STATE, &s->t_v[i]), total, hp, cfg->beta1, cfg->beta2, cfg->eps,
+                 m->params[i].no_decay ? 0.0 : cfg->weight_decay);
+    }
+    free(gv);
+    if (g->failed || !(sg->exec = tt_exec_new(g, be, mode))) {
+        tt_step_graph_free(sg);
+        return -1;
+    }
+    return 0;
+}
+
+void tt_step_graph_free(tt_step_graph *sg)
+{
+    tt_exec_free(sg->exec);
+    tt_graph_free(sg->g);
+    memset(sg, 0, sizeof *sg);
+}

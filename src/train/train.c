@@ -1,0 +1,145 @@
+/* train.c — the training loop: data, micro-steps with gradient accumulation,
+ * the optimizer step, metrics, validation, checkpoints, preemption. */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "train/run.h"
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+tt_err tt_run_validate(tt_run *r, double *loss_out, long *tokens_out)
+{
+    tt_loader_reset(r->val_loader);
+    double sum = 0;
+    long tokens = 0;
+    int limit = r->cfg->validation.steps;
+    for (int b = 0; limit < 0 || b < limit; b++) {
+        int more = tt_loader_next(r->val_loader, r->val_batch); /* fills val_io's buffers */
+        if (more < 0) return -1;
+        if (!more) break;
+        r->val_io.scale = 1.0f; /* sum of token losses; divided by the count below */
+        if (tt_exec_run(r->eval.exec)) return -1;
+        sum += *(float *)r->eval.loss->data;
+        tokens += (long)r->val_batch->n_scored;
+    }
+    *loss_out = tokens ? sum / (double)tokens : NAN;
+    *tokens_out = tokens;
+    return 0;
+}
+
+tt_err tt_train(const tt_config *cfg)
+{
+    tt_run r;
+    if (tt_run_open(&r, cfg, TT_RUN_TRAIN)) return -1;
+    const tt_config *c = r.cfg;
+    int accum = r.accum_steps;
+    long steps = c->training.steps;
+    int tokens_per_micro = c->training.local_batch_size * c->training.seq_len;
+    double t_start = tt_now(), t_last = t_start, last_loss = NAN, val_loss = NAN;
+    long last_logged = r.step, tokens_seen = 0;
+    tt_err rc = 0;
+
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_signal;
+    stop_requested = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    if (r.step >= steps) tt_log("checkpoint is already at step %ld of %ld: nothing to train", r.step, steps);
+    while (r.step < steps && !rc) {
+        long step = r.step + 1;
+        /* Fetch every micro-batch first: the loss is scaled by the tokens of
+         * the whole global batch, so accumulation equals one large batch. */
+        long scored = 0;
+        for (int a = 0; a < accum && !rc; a++) {
+            if (tt_loader_next(r.train_loader, r.micro[a]) != 1) rc = -1;
+            else scored += (long)r.micro[a]->n_scored;
+        }
+        if (rc) break;
+        double loss = 0;
+        size_t bytes = (size_t)tokens_per_micro * sizeof(int32_t);
+        for (int a = 0; a < accum && !rc; a++) {
+            memcpy(r.io.ids, r.micro[a]->inputs, bytes);
+            memcpy(r.io.targets, r.micro[a]->targets, bytes);
+            memcpy(r.io.pos, r.micro[a]->positions, bytes);
+            memcpy(r.io.doc, r.micro[a]->doc_ids, bytes);
+            r.io.scale = scored ? 1.0f / (float)scored : 0.0f;
+            if (tt_exec_run(r.train.exec)) rc = -1;
+            else loss += *(float *)r.train.loss->data;
+        }
+        if (rc) break;
+        if (!isfinite(loss)) {
+            rc = tt_errorf("step %ld: loss is %s; stopping before the optimizer applies it (lower optimizer.lr, "
+                           "or set training.max_norm)", step, isnan(loss) ? "NaN" : "Inf");
+            break;
+        }
+        double lr = c->optimizer.lr * tt_lr_factor(&r.sched, step);
+        r.io.hp[0] = lr;
+        r.io.hp[1] = (double)step;
+        r.io.hp[2] = c->training.max_norm;
+        if (tt_exec_run(r.optim.exec)) {
+            rc = -1;
+            break;
+        }
+        double gnorm = sqrt(*(float *)r.optim.sumsq->data);
+        if (!isfinite(gnorm)) {
+            rc = tt_errorf("step %ld: gradient norm is %s", step, isnan(gnorm) ? "NaN" : "Inf");
+            break;
+        }
+        r.step = step;
+        last_loss = loss;
+        tokens_seen += (long)tokens_per_micro * accum;
+
+        if (step % c->metrics.log_freq == 0 || step == steps || step == 1) {
+            double now = tt_now();
+            tt_metrics_step ms = {step, loss, gnorm, lr,
+                                  (double)tokens_per_micro * accum * (double)(step - last_logged) / (now - t_last),
+                                  tt_peak_rss_bytes(), r.arena_bytes, now - t_start};
+            if (tt_metrics_log_step(&r.metrics, &ms)) rc = -1;
+            t_last = now;
+            last_logged = step;
+        }
+        if (!rc && r.val_loader && c->validation.freq > 0 && (step % c->validation.freq == 0 || step == steps)) {
+            long vt;
+            double t0 = tt_now();
+            if (tt_run_validate(&r, &val_loss, &vt) || tt_metrics_log_val(&r.metrics, step, val_loss, vt, tt_now() - t_start))
+                rc = -1;
+            t_last += tt_now() - t0; /* validation time is not training throughput */
+        }
+        int save = c->checkpoint.enable && (step % c->checkpoint.interval == 0 || step == steps || stop_requested);
+        if (!rc && save && tt_run_save(&r)) rc = -1;
+        if (stop_requested && !rc) {
+            tt_log("signal received: saved step %ld, exiting", step);
+            break;
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+
+    if (!rc && !stop_requested && r.step >= steps && tokens_seen > 0) {
+        double wall = tt_now() - t_start;
+        tt_run_summary s = {
+            .steps = r.step, .params = (long)r.model->numel, .final_train_loss = last_loss,
+            .final_val_loss = val_loss, .builtin_corpus = r.builtin_corpus, .floor_nats = r.corpus.floor_nats,
+            .unigram_nats = r.corpus.unigram_nats, .total_tokens = tokens_seen, .wall_seconds = wall,
+            .mean_tokens_per_sec = (double)tokens_seen / wall, .flops_per_token = r.flops_per_token,
+            .mfu_mean = tt_metrics_mean_mfu(&r.metrics), .peak_source = r.peak_source,
+        };
+        if (tt_metrics_write_summary(c->job.dump_folder, &s)) rc = -1;
+        else if (r.builtin_corpus && isfinite(val_loss))
+            tt_log("validation loss %.4f | corpus floor %.4f, unigram %.4f | gap closed %.1f%% | val/floor %.3f",
+                   val_loss, r.corpus.floor_nats, r.corpus.unigram_nats,
+                   100 * (r.corpus.unigram_nats - val_loss) / (r.corpus.unigram_nats - r.corpus.floor_nats),
+                   val_loss / r.corpus.floor_nats);
+    }
+    tt_run_close(&r);
+    return rc;
+}

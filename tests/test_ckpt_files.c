@@ -1,0 +1,232 @@
+/* test_ckpt_files.c — checkpoint folders: save/list/prune/open round trip,
+ * leftovers of interrupted saves, and refusal of truncated, corrupt and
+ * malformed checkpoints; XXH64 against the published test vectors. */
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "harness.h"
+#include "io/ckpt_files.h"
+
+static char tmpdir[64];
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static int exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+static float w[64], m1[64];
+static tt_st_tensor tensors[2];
+
+static void make_tensors(float bias)
+{
+    for (int i = 0; i < 64; i++) {
+        w[i] = bias + (float)i * 0.5f;
+        m1[i] = -bias * (float)i;
+    }
+    tt_st_tensor a = {.name = "layers.0.w", .dtype = "F32", .ndim = 2, .shape = {8, 8}, .data = w, .nbytes = sizeof w};
+    tt_st_tensor b = {.name = "opt.m1.layers.0.w", .dtype = "F32", .ndim = 1, .shape = {64}, .data = m1, .nbytes = sizeof m1};
+    tensors[0] = a;
+    tensors[1] = b;
+}
+
+static void test_xxh64(void)
+{
+    const char *nobody = "Nobody inspects the spammish repetition";
+    CHECK(tt_xxh64("", 0, 0) == 0xEF46DB3751D8E999ull);
+    CHECK(tt_xxh64("a", 1, 0) == 0xD24EC4F1A98C6E5Bull);
+    CHECK(tt_xxh64("abc", 3, 0) == 0x44BC2CF5AD770999ull);
+    CHECK(tt_xxh64(nobody, strlen(nobody), 0) == 0xFBCEA83C8A378BF1ull);
+    CHECK(tt_xxh64("abc", 3, 1) != tt_xxh64("abc", 3, 0));
+}
+
+static void test_round_trip(const char *folder)
+{
+    long steps[8];
+    CHECK(tt_ckpt_list(folder, steps, 8) == 0); /* folder absent: no checkpoints, no error */
+    long latest = -1;
+    CHECK(tt_ckpt_latest(folder, &latest) == 0);
+
+    /* a seed above 2^53 must survive: the caller's text is not re-printed */
+    const char *meta = "{\n  \"step\": 10,\n  \"rng\": {\"seed\": 18446744073709551557, \"counter\": 7},\n"
+                       "  \"config\": \"x\"\n}\n";
+    for (long s = 10; s <= 30; s += 10) {
+        make_tensors((float)s);
+        CHECK_MSG(tt_ckpt_save(folder, s, 2, tensors, s == 20 ? "{}" : meta) == 0, "%s", tt_last_error());
+    }
+    int n = tt_ckpt_list(folder, steps, 8);
+    CHECK(n == 3 && steps[0] == 10 && steps[1] == 20 && steps[2] == 30);
+    CHECK(tt_ckpt_list(folder, steps, 1) == 1 && steps[0] == 30); /* the newest fit */
+    CHECK(tt_ckpt_list(folder, steps, 2) == 2 && steps[0] == 20 && steps[1] == 30);
+    CHECK(tt_ckpt_list(folder, NULL, 0) == 3 && tt_ckpt_list(folder, steps, 0) == 0);
+    CHECK(tt_ckpt_latest(folder, &latest) == 1 && latest == 30);
+
+    tt_ckpt *ck = tt_ckpt_open(folder, 30);
+    CHECK_MSG(ck != NULL, "%s", tt_last_error());
+    if (ck) {
+        const tt_safetensors *st = tt_ckpt_tensors(ck);
+        CHECK(tt_st_count(st) == 2);
+        const tt_st_tensor *t = tt_st_find(st, "opt.m1.layers.0.w");
+        CHECK(t && t->nbytes == sizeof m1 && memcmp(t->data, m1, sizeof m1) == 0);
+        const char *mj = tt_ckpt_meta_json(ck);
+        CHECK(strstr(mj, "18446744073709551557") != NULL);
+        cJSON *root = cJSON_Parse(mj);
+        CHECK(cJSON_GetObjectItem(root, "step") && cJSON_GetObjectItem(root, "step")->valueint == 10);
+        const cJSON *f = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "files"), "state.safetensors");
+        CHECK(f && cJSON_GetObjectItem(f, "size") && cJSON_IsString(cJSON_GetObjectItem(f, "xxh64")));
+        cJSON_Delete(root);
+        tt_ckpt_close(ck);
+    }
+    ck = tt_ckpt_open(folder, 20); /* an empty caller object still gets "files" */
+    CHECK_MSG(ck && strstr(tt_ckpt_meta_json(ck), "\"files\""), "%s", ck ? tt_ckpt_meta_json(ck) : tt_last_error());
+    tt_ckpt_close(ck);
+    CHECK(tt_ckpt_open(folder, 25) == NULL && strstr(tt_last_error(), "step-25"));
+
+    /* saving the same step again replaces it whole */
+    make_tensors(99.0f);
+    CHECK_MSG(tt_ckpt_save(folder, 20, 2, tensors, "{\"again\": true}") == 0, "%s", tt_last_error());
+    ck = tt_ckpt_open(folder, 20);
+    CHECK(ck && strstr(tt_ckpt_meta_json(ck), "again") && memcmp(tt_st_get(tt_ckpt_tensors(ck), 0)->data, w, sizeof w) == 0);
+    tt_ckpt_close(ck);
+    CHECK(tt_ckpt_list(folder, steps, 8) == 3);
+
+    /* the caller may not set "files"; meta must be a JSON object */
+    CHECK(tt_ckpt_save(folder, 40, 2, tensors, "{\"files\": 1}") != 0 && strstr(tt_last_error(), "reserved"));
+    CHECK(tt_ckpt_save(folder, 40, 2, tensors, "[1]") != 0 && strstr(tt_last_error(), "JSON object"));
+    CHECK(tt_ckpt_save(folder, 40, 2, tensors, "{\"a\": }") != 0 && strstr(tt_last_error(), "invalid JSON"));
+    CHECK(tt_ckpt_list(folder, steps, 8) == 3); /* and nothing was left behind as a step */
+
+    /* an interrupted save: a .tmp folder, which list ignores and prune removes */
+    char p[512];
+    snprintf(p, sizeof p, "%s/.step-50.tmp", folder);
+    CHECK(mkdir(p, 0755) == 0);
+    snprintf(p, sizeof p, "%s/.step-50.tmp/state.safetensors", folder);
+    FILE *f = fopen(p, "w");
+    if (f) fclose(f);
+    snprintf(p, sizeof p, "%s/step-60", folder); /* a step folder without meta.json */
+    CHECK(mkdir(p, 0755) == 0);
+    n = tt_ckpt_list(folder, steps, 8);
+    CHECK(n == 3 && steps[2] == 30);
+    CHECK(tt_ckpt_prune(folder, 0) == 0); /* k <= 0 keeps every checkpoint, cleans leftovers */
+    snprintf(p, sizeof p, "%s/.step-50.tmp", folder);
+    CHECK(!exists(p));
+    CHECK(tt_ckpt_list(folder, steps, 8) == 3);
+    CHECK(tt_ckpt_prune(folder, 2) == 0);
+    n = tt_ckpt_list(folder, steps, 8);
+    CHECK(n == 2 && steps[0] == 20 && steps[1] == 30);
+    snprintf(p, sizeof p, "%s/step-10", folder);
+    CHECK(!exists(p));
+    snprintf(p, sizeof p, "%s/step-60", folder);
+    CHECK(exists(p)); /* not ours to delete */
+}
+
+static void flip_byte(const char *path, long at)
+{
+    int fd = open(path, O_RDWR);
+    unsigned char c = 0;
+    CHECK(fd >= 0 && pread(fd, &c, 1, at) == 1);
+    c ^= 0x10;
+    CHECK(pwrite(fd, &c, 1, at) == 1);
+    close(fd);
+}
+
+static void expect_open_fails(const char *folder, long step, const char *want1, const char *want2)
+{
+    tt_ckpt *ck = tt_ckpt_open(folder, step);
+    CHECK_MSG(ck == NULL, "step %ld opened", step);
+    tt_ckpt_close(ck);
+    const char *msg = tt_last_error();
+    if (getenv("SHOWERR")) printf("  %s\n", msg);
+    CHECK_MSG(strstr(msg, want1) != NULL, "error lacks '%s': %s", want1, msg);
+    CHECK_MSG(!want2 || strstr(msg, want2), "error lacks '%s': %s", want2, msg);
+}
+
+static void test_damage(const char *folder)
+{
+    char state[512], meta[512];
+    make_tensors(1.0f);
+    for (long s = 1; s <= 4; s++) CHECK(tt_ckpt_save(folder, s, 2, tensors, "{\"step\": 1}") == 0);
+
+    /* truncated state file */
+    snprintf(state, sizeof state, "%s/step-1/state.safetensors", folder);
+    struct stat sb;
+    stat(state, &sb);
+    CHECK(truncate(state, sb.st_size - 100) == 0);
+    expect_open_fails(folder, 1, "step-1/state.safetensors: size", "truncated checkpoint");
+
+    /* one flipped bit in the tensor data: only the checksum can tell */
+    snprintf(state, sizeof state, "%s/step-2/state.safetensors", folder);
+    flip_byte(state, sb.st_size - 5);
+    expect_open_fails(folder, 2, "step-2/state.safetensors", "checksum");
+
+    /* malformed meta.json: the error names the file and the line */
+    snprintf(meta, sizeof meta, "%s/step-3/meta.json", folder);
+    FILE *f = fopen(meta, "w");
+    fputs("{\n  \"step\": 1,\n  \"files\": {\n    \"state.safetensors\": {\"size\": 10 \"xxh64\": \"0\"}\n  }\n}\n", f);
+    fclose(f);
+    expect_open_fails(folder, 3, "step-3/meta.json:4:", "invalid JSON");
+
+    /* a meta.json cut short */
+    snprintf(meta, sizeof meta, "%s/step-4/meta.json", folder);
+    stat(meta, &sb);
+    CHECK(truncate(meta, sb.st_size / 2) == 0);
+    expect_open_fails(folder, 4, "step-4/meta.json", NULL);
+}
+
+static void test_meta_validate(void)
+{
+    const char *ok = "{\"files\": {\"state.safetensors\": {\"size\": 12, \"xxh64\": \"0123456789abcdef\"}}}";
+    CHECK_MSG(tt_ckpt_meta_validate(ok, strlen(ok), "m.json") == 0, "%s", tt_last_error());
+    CHECK(tt_ckpt_meta_validate(ok, strlen(ok) - 1, "m.json") != 0); /* not NUL-terminated: len rules */
+    struct { const char *text, *want; } bad[] = {
+        {"[]", "not a JSON object"},
+        {"{}", "no \"files\""},
+        {"{\"files\": []}", "not a JSON object"},
+        {"{\"files\": {}}", "state.safetensors"},
+        {"{\"files\": {\"state.safetensors\": {\"size\": -1, \"xxh64\": \"0123456789abcdef\"}}}", "size"},
+        {"{\"files\": {\"state.safetensors\": {\"size\": 1.5, \"xxh64\": \"0123456789abcdef\"}}}", "size"},
+        {"{\"files\": {\"state.safetensors\": {\"size\": 1, \"xxh64\": \"0123456789ABCDEF\"}}}", "xxh64"},
+        {"{\"files\": {\"state.safetensors\": {\"size\": 1, \"xxh64\": \"0123\"}}}", "xxh64"},
+        {"{\"files\": {\"../x\": {\"size\": 1, \"xxh64\": \"0123456789abcdef\"}}}", "plain file name"},
+        {"{\"files\": {\"state.safetensors\": {\"size\": 1, \"xxh64\": \"0123456789abcdef\"},"
+         " \"state.safetensors\": {\"size\": 1, \"xxh64\": \"0123456789abcdef\"}}}",
+         "twice"},
+        {"{\"files\": {}, \"files\": {}}", "twice"},
+        {"{\"a\": \"\xff\"}", "UTF-8"},
+        {"{\"a\": 1,\n\n\"b\" 2}", "m.json:3:"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = tt_ckpt_meta_validate(bad[i].text, strlen(bad[i].text), "m.json");
+        const char *msg = tt_last_error();
+        CHECK_MSG(rc != 0 && strstr(msg, "m.json") && strstr(msg, bad[i].want), "case %zu: rc %d, '%s'", i, rc,
+                  rc ? msg : "");
+    }
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_ckpt_XXXXXX");
+    if (!mkdtemp(tmpdir)) return th_skip("test_ckpt_files", "cannot create a temporary directory");
+    char folder[128], folder2[128];
+    snprintf(folder, sizeof folder, "%s/outputs/checkpoint", tmpdir);
+    snprintf(folder2, sizeof folder2, "%s/damaged", tmpdir);
+    test_xxh64();
+    test_meta_validate();
+    test_round_trip(folder);
+    test_damage(folder2);
+    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return th_done("test_ckpt_files");
+}

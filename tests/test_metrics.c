@@ -1,0 +1,229 @@
+/* test_metrics.c — FLOP/MFU arithmetic, the console line, metrics.jsonl
+ * records (train, validation, append on resume) and summary.json. */
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "harness.h"
+#include "train/metrics.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Run one logger call with stdout sent to a file; return what it printed. */
+static int saved_fd = -1;
+static void capture_begin(const char *path)
+{
+    fflush(stdout);
+    saved_fd = dup(1);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    close(fd);
+}
+static char *capture_end(const char *path)
+{
+    fflush(stdout);
+    dup2(saved_fd, 1);
+    close(saved_fd);
+    return slurp(path);
+}
+
+/* Parse line i (0-based) of a jsonl file. */
+static cJSON *jsonl_line(const char *path, int i)
+{
+    char *text = slurp(path);
+    if (!text) return NULL;
+    for (; i > 0 && text; i--) {
+        text = strchr(text, '\n');
+        if (text) text++;
+    }
+    if (!text || !*text) return NULL;
+    char *nl = strchr(text, '\n');
+    if (nl) *nl = '\0';
+    return cJSON_Parse(text);
+}
+
+static int count_lines(const char *path)
+{
+    char *t = slurp(path);
+    int n = 0;
+    for (; t && *t; t++) n += *t == '\n';
+    return t ? n : -1;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+int main(void)
+{
+    /* 6*N + 12*L*(H*hd)*T */
+    CHECK_NEAR(tt_flops_per_token(1000, 2, 4, 8, 16), 6000.0 + 12.0 * 2 * 32 * 16, 0);
+    CHECK_NEAR(tt_flops_per_token(124000000L, 12, 12, 64, 1024), 6.0 * 124e6 + 12.0 * 12 * 768 * 1024, 1);
+    CHECK_NEAR(tt_tflops(1000.0, 1e9), 1.0, 1e-12);
+    CHECK_NEAR(tt_mfu_percent(1000.0, 1e9, 2000.0), 50.0, 1e-9);
+    CHECK(tt_mfu_percent(1000.0, 1e9, 0.0) == 0.0);
+
+    char b[32];
+    CHECK(strcmp(tt_format_eta(192.0, b, sizeof b), "0:03:12") == 0);
+    CHECK(strcmp(tt_format_eta(3661.0, b, sizeof b), "1:01:01") == 0);
+    CHECK(strcmp(tt_format_eta(59.6, b, sizeof b), "0:01:00") == 0);
+    CHECK(strcmp(tt_format_eta(108000.0, b, sizeof b), "30:00:00") == 0);
+    CHECK(strcmp(tt_format_eta(0.0, b, sizeof b), "0:00:00") == 0);
+    CHECK(strcmp(tt_format_eta(-1.0, b, sizeof b), "?") == 0);
+    CHECK(strcmp(tt_format_eta(NAN, b, sizeof b), "?") == 0);
+
+    char dir[] = "/tmp/tt_test_metrics_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char dump[256], jsonl[300], out[300], summary[300];
+    snprintf(dump, sizeof dump, "%s/run/a", dir); /* nested: the logger creates it */
+    snprintf(jsonl, sizeof jsonl, "%s/metrics.jsonl", dump);
+    snprintf(summary, sizeof summary, "%s/summary.json", dump);
+    snprintf(out, sizeof out, "%s/stdout.txt", dir);
+
+    /* 1e6 FLOPs/token at 5123.4 tok/s = 5.1234e9 FLOP/s: 0.01 TFLOP/s, and
+     * 17.11% of a 29.94 GFLOP/s peak */
+    tt_metrics m;
+    CHECK(tt_metrics_open(&m, dump, 0, 1e6, 29.94, 0, 70) == 0);
+    tt_metrics_step r = {.step = 10, .loss = 3.12341, .grad_norm = 1.23449, .lr = 3e-3, .tokens_per_sec = 5123.4,
+                         .peak_rss_bytes = (size_t)(0.12 * 1073741824.0), .arena_bytes = 53687091, .elapsed_sec = 32.0};
+    capture_begin(out);
+    tt_err e1 = tt_metrics_log_step(&m, &r);
+    char *line = capture_end(out);
+    CHECK(e1 == 0);
+    /* eta = (70 - 10) * 32 / 10 = 192 s */
+    const char *want = "step:  10  loss:  3.1234  grad_norm:  1.2345  lr: 3.0e-03  memory: 0.12GiB(rss) 0.05GiB(arena)  "
+                       "tps: 5,123  tflops: 0.01  mfu: 17.11%  eta: 0:03:12\n";
+    CHECK_MSG(line && strcmp(line, want) == 0, "got \"%s\"", line ? line : "(null)");
+
+    r.step = 20, r.loss = 2.5, r.grad_norm = NAN, r.tokens_per_sec = 1234567.0, r.elapsed_sec = 64.0;
+    capture_begin(out);
+    tt_err e2 = tt_metrics_log_step(&m, &r);
+    line = capture_end(out);
+    CHECK(e2 == 0);
+    CHECK_MSG(line && strstr(line, "tps: 1,234,567  ") != NULL, "got \"%s\"", line ? line : "(null)");
+    capture_begin(out);
+    tt_err e3 = tt_metrics_log_val(&m, 20, log(3.42), 65536, 65.0);
+    line = capture_end(out);
+    CHECK(e3 == 0);
+    CHECK_MSG(line && strcmp(line, "validate step: 20  loss: 1.2296  ppl: 3.42  tokens: 65,536\n") == 0, "got \"%s\"",
+              line ? line : "(null)");
+    CHECK_NEAR(tt_metrics_mean_tps(&m), (5123.4 + 1234567.0) / 2, 1e-6);
+    CHECK_NEAR(tt_metrics_mean_mfu(&m), (tt_mfu_percent(5123.4, 1e6, 29.94) + tt_mfu_percent(1234567.0, 1e6, 29.94)) / 2, 1e-9);
+    tt_metrics_close(&m);
+
+    CHECK(count_lines(jsonl) == 3);
+    cJSON *o = jsonl_line(jsonl, 0);
+    CHECK(o != NULL);
+    CHECK(num(o, "step") == 10);
+    CHECK_NEAR(num(o, "loss"), 3.12341, 1e-12);
+    CHECK_NEAR(num(o, "grad_norm"), 1.23449, 1e-12);
+    CHECK_NEAR(num(o, "lr"), 3e-3, 1e-15);
+    CHECK_NEAR(num(o, "tokens_per_sec"), 5123.4, 1e-9);
+    CHECK_NEAR(num(o, "tflops"), 5123.4e6 * 1e-12, 1e-15);
+    CHECK_NEAR(num(o, "mfu"), tt_mfu_percent(5123.4, 1e6, 29.94), 1e-12);
+    CHECK(num(o, "peak_rss_bytes") == (double)(size_t)(0.12 * 1073741824.0));
+    CHECK(num(o, "arena_bytes") == 53687091.0);
+    CHECK(num(o, "elapsed_sec") == 32.0);
+    CHECK_NEAR(num(o, "eta_sec"), 192.0, 1e-9);
+    CHECK(cJSON_GetObjectItem(o, "val_loss") == NULL);
+    cJSON_Delete(o);
+    o = jsonl_line(jsonl, 1);
+    CHECK(o && cJSON_IsNull(cJSON_GetObjectItem(o, "grad_norm"))); /* NaN -> null */
+    cJSON_Delete(o);
+    o = jsonl_line(jsonl, 2);
+    CHECK(o && num(o, "step") == 20 && cJSON_GetObjectItem(o, "loss") == NULL);
+    CHECK(o && fabs(num(o, "val_loss") - log(3.42)) < 1e-12 && fabs(num(o, "val_ppl") - 3.42) < 1e-9);
+    CHECK(o && num(o, "val_tokens") == 65536);
+    cJSON_Delete(o);
+
+    /* a resumed run appends; a fresh run starts the file over */
+    CHECK(tt_metrics_open(&m, dump, 1, 1e6, 0.0, 20, 70) == 0);
+    r.step = 21, r.elapsed_sec = 5.0, r.grad_norm = 1.0;
+    capture_begin(out);
+    tt_metrics_log_step(&m, &r);
+    line = capture_end(out);
+    CHECK(line && strstr(line, "mfu: 0.00%  eta: 0:04:05\n") != NULL); /* 49 steps left at 5 s/step */
+    tt_metrics_close(&m);
+    CHECK(count_lines(jsonl) == 4);
+    CHECK(tt_metrics_open(&m, dump, 0, 1e6, 0.0, 0, 70) == 0);
+    tt_metrics_close(&m);
+    CHECK(count_lines(jsonl) == 0);
+    /* no dump folder: console only */
+    CHECK(tt_metrics_open(&m, NULL, 0, 1e6, 0.0, 0, 70) == 0 && m.jsonl == NULL);
+    capture_begin(out);
+    CHECK(tt_metrics_log_step(&m, &r) == 0);
+    capture_end(out);
+    tt_metrics_close(&m);
+    /* a dump folder that is a file */
+    CHECK(tt_metrics_open(&m, jsonl, 0, 1e6, 0.0, 0, 70) != 0);
+
+    /* summary.json with the built-in corpus */
+    tt_run_summary s = {.steps = 70, .params = 123456, .final_train_loss = 2.0, .final_val_loss = 2.5,
+                        .builtin_corpus = 1, .floor_nats = 2.0, .unigram_nats = 4.0, .total_tokens = 1 << 20,
+                        .wall_seconds = 100.0, .mean_tokens_per_sec = 10485.76, .flops_per_token = 1e6,
+                        .mfu_mean = 12.5, .peak_source = "measured", .extra_json = "{\"model\": \"tiny\", \"n\": [1, 2]}"};
+    CHECK(tt_metrics_write_summary(dump, &s) == 0);
+    char *text = slurp(summary);
+    o = text ? cJSON_Parse(text) : NULL;
+    CHECK(o != NULL);
+    CHECK(num(o, "steps") == 70 && num(o, "params") == 123456);
+    CHECK(num(o, "final_train_loss") == 2.0 && num(o, "final_val_loss") == 2.5);
+    CHECK(num(o, "floor_nats") == 2.0 && num(o, "unigram_nats") == 4.0);
+    CHECK_NEAR(num(o, "gap_closed"), 0.75, 1e-12);     /* (4 - 2.5) / (4 - 2) */
+    CHECK_NEAR(num(o, "val_over_floor"), 1.25, 1e-12); /* 2.5 / 2 */
+    CHECK(num(o, "total_tokens") == 1048576 && num(o, "wall_seconds") == 100.0);
+    CHECK(num(o, "mean_tokens_per_sec") == 10485.76 && num(o, "flops_per_token") == 1e6 && num(o, "mfu_mean") == 12.5);
+    const cJSON *ps = cJSON_GetObjectItem(o, "peak_source");
+    CHECK(cJSON_IsString(ps) && strcmp(ps->valuestring, "measured") == 0);
+    const cJSON *ex = cJSON_GetObjectItem(o, "extra");
+    CHECK(ex && cJSON_IsString(cJSON_GetObjectItem(ex, "model")) && cJSON_GetArraySize(cJSON_GetObjectItem(ex, "n")) == 2);
+    cJSON_Delete(o);
+    char tmp[400];
+    snprintf(tmp, sizeof tmp, "%s.tmp", summary);
+    struct stat st;
+    CHECK(stat(tmp, &st) != 0); /* the temporary was renamed away */
+
+    /* without the built-in corpus the corpus fields are absent; no val loss -> null */
+    s.builtin_corpus = 0, s.final_val_loss = NAN, s.extra_json = NULL, s.peak_source = NULL;
+    CHECK(tt_metrics_write_summary(dump, &s) == 0);
+    o = cJSON_Parse(slurp(summary));
+    CHECK(o && !cJSON_GetObjectItem(o, "gap_closed") && !cJSON_GetObjectItem(o, "floor_nats"));
+    CHECK(o && cJSON_IsNull(cJSON_GetObjectItem(o, "final_val_loss")) && !cJSON_GetObjectItem(o, "extra"));
+    CHECK(o && strcmp(cJSON_GetObjectItem(o, "peak_source")->valuestring, "config") == 0);
+    cJSON_Delete(o);
+    s.builtin_corpus = 1;
+    CHECK(tt_metrics_write_summary(dump, &s) == 0);
+    o = cJSON_Parse(slurp(summary));
+    CHECK(o && cJSON_IsNull(cJSON_GetObjectItem(o, "gap_closed")) && cJSON_IsNull(cJSON_GetObjectItem(o, "val_over_floor")));
+    cJSON_Delete(o);
+
+    /* bad extra JSON: an error, and the summary already there is untouched */
+    char before[4096];
+    snprintf(before, sizeof before, "%s", slurp(summary));
+    s.extra_json = "{\"a\": ";
+    CHECK(tt_metrics_write_summary(dump, &s) != 0);
+    CHECK(strstr(tt_last_error(), "extra") != NULL);
+    CHECK(strcmp(before, slurp(summary)) == 0);
+    CHECK(tt_metrics_write_summary(NULL, &s) != 0);
+
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    return th_done("test_metrics");
+}

@@ -1,0 +1,164 @@
+/* titan.c — the command-line interface: a thin user of the public API.
+ * titan train | eval | generate | plan | bench peak | help */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/peak.h"
+#include "default_config.h" /* generated from configs/default.toml */
+#include "titan/config.h"
+#include "titan/titan.h"
+
+static const char *usage_text =
+    "usage: titan <command> [--config FILE] [--section.key value ...]\n"
+    "\n"
+    "commands:\n"
+    "  train      train a model (no --config: the default job, configs/default.toml)\n"
+    "  eval       loss and perplexity of the latest checkpoint on the validation data\n"
+    "  generate   generate text from the latest checkpoint: titan generate [--config F] \"prompt\"\n"
+    "  plan       parameters, FLOPs per token and memory of a config, without allocating it\n"
+    "  bench peak measure this machine's fp32 and bf16 peak FLOP/s (cached for MFU)\n"
+    "  help       this text; `titan help keys` lists every config key\n"
+    "\n"
+    "Any config key can be set on the command line: --training.steps 40 --optimizer.lr 1e-3.\n"
+    "`titan <command> --help` describes one command.\n";
+
+static const char *command_help(const char *cmd)
+{
+    if (!strcmp(cmd, "train"))
+        return "titan train [--config FILE] [--section.key value ...]\n"
+               "  Trains as the recipe says. Resumes from the newest checkpoint in job.dump_folder;\n"
+               "  SIGINT/SIGTERM finish the current step, save a checkpoint and exit.\n"
+               "  Writes <dump_folder>/metrics.jsonl and summary.json.\n";
+    if (!strcmp(cmd, "eval"))
+        return "titan eval [--config FILE] [--checkpoint.load_step N] [--validation.steps N]\n"
+               "  Loss and perplexity of a checkpoint on the validation set.\n";
+    if (!strcmp(cmd, "generate"))
+        return "titan generate [--config FILE] [--generate.max_new_tokens N] [--generate.temperature T]\n"
+               "               [--generate.top_k K] [--generate.top_p P] [\"prompt\"]\n"
+               "  Streams text generated from the newest checkpoint of job.dump_folder (KV cache).\n";
+    if (!strcmp(cmd, "plan"))
+        return "titan plan [--config FILE] [--section.key value ...]\n"
+               "  Parameter count, FLOPs per token and the memory of params, grads, optimizer\n"
+               "  state and activations (from the step graph's memory plan), without allocating.\n";
+    if (!strcmp(cmd, "bench"))
+        return "titan bench peak [--seconds S]\n"
+               "  Measures fp32 FMA and bf16 dot-product throughput on all cores and caches it;\n"
+               "  MFU is computed against this peak unless metrics.peak_tflops is set.\n";
+    return NULL;
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "titan %s: error: %s\n", what, tt_last_error());
+    return 1;
+}
+
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) break;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    }
+    return 0;
+}
+
+/* The config: built-in default job, then --config FILE, then overrides. */
+static int load_config(tt_config *c, int argc, char **argv, int *n_rest, char **rest)
+{
+    int has_config = 0;
+    for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--config") || !strncmp(argv[i], "--config=", 9) || !strcmp(argv[i], "--job.config_file") ||
+            !strncmp(argv[i], "--job.config_file=", 18))
+            has_config = 1;
+    tt_config_defaults(c);
+    if (!has_config && tt_config_load_string(c, titan_default_config, strlen(titan_default_config),
+                                             "configs/default.toml (built in)"))
+        return -1;
+    if (tt_config_parse_args(c, argc, argv, n_rest, rest)) return -1;
+    return tt_config_finalize(c);
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+    if (argc < 1 || strcmp(argv[0], "peak")) {
+        fprintf(stderr, "titan bench: unknown benchmark '%s' (available: peak)\n", argc ? argv[0] : "");
+        return 2;
+    }
+    double seconds = 1.0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+            char *end;
+            seconds = strtod(argv[++i], &end);
+            if (*end || !(seconds > 0 && seconds <= 60)) {
+                fprintf(stderr, "titan bench peak: --seconds must be a number in (0, 60], got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "titan bench peak: unknown argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    tt_peak pk;
+    if (tt_peak_measure(&pk, seconds)) return fail("bench peak");
+    printf("cpu      %s\nthreads  %d\npath     %s\nfp32     %.1f GFLOP/s\n", pk.cpu, pk.threads, pk.path, pk.f32_gflops);
+    if (pk.bf16_gflops > 0) printf("bf16     %.1f GFLOP/s\n", pk.bf16_gflops);
+    else printf("bf16     unsupported on this CPU\n");
+    if (tt_peak_save(&pk)) return fail("bench peak");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        if (argc >= 3 && !strcmp(argv[1], "help") && !strcmp(argv[2], "keys")) {
+            tt_config_print_help(stdout);
+            return 0;
+        }
+        if (argc >= 3 && !strcmp(argv[1], "help") && command_help(argv[2])) {
+            fputs(command_help(argv[2]), stdout);
+            return 0;
+        }
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    int sub_argc = argc - 2;
+    char **sub_argv = argv + 2;
+    if (!command_help(cmd)) {
+        fprintf(stderr, "titan: unknown command '%s'\n\n%s", cmd, usage_text);
+        return 2;
+    }
+    if (wants_help(sub_argc, sub_argv)) {
+        fputs(command_help(cmd), stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "bench")) return cmd_bench(sub_argc, sub_argv);
+
+    tt_config *c = calloc(1, sizeof *c);
+    char **rest = calloc((size_t)sub_argc + 1, sizeof *rest);
+    int n_rest = 0, rc = 0;
+    if (!c || !rest) return fail(cmd);
+    int allow_rest = !strcmp(cmd, "generate");
+    if (load_config(c, sub_argc, sub_argv, &n_rest, allow_rest ? rest : NULL)) {
+        rc = fail(cmd);
+    } else if (!strcmp(cmd, "train")) {
+        if (tt_train(c)) rc = fail(cmd);
+    } else if (!strcmp(cmd, "eval")) {
+        double loss, ppl;
+        long tokens;
+        if (tt_eval(c, &loss, &ppl, &tokens)) rc = fail(cmd);
+    } else if (!strcmp(cmd, "generate")) {
+        if (n_rest > 1) {
+            fprintf(stderr, "titan generate: give one prompt (quote it), got %d arguments\n", n_rest);
+            rc = 2;
+        } else if (tt_generate(c, n_rest ? rest[0] : c->generate.prompt, stdout)) {
+            rc = fail(cmd);
+        }
+    } else if (!strcmp(cmd, "plan")) {
+        if (tt_plan(c, stdout)) rc = fail(cmd);
+    }
+    free(rest);
+    free(c);
+    return rc;
+}
