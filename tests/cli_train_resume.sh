@@ -14,7 +14,7 @@ check() { # check NAME CONDITION-EXIT-STATUS
 export OMP_NUM_THREADS=2
 # a small model and corpus so the whole file runs in well under a minute
 COMMON=(--model.dim 64 --model.n_layers 2 --model.n_heads 4 --model.n_kv_heads 2 --model.ffn_dim 192
-        --training.seq_len 128 --training.local_batch_size 4 --synthetic.train_tokens 200000
+        --training.seq_len 256 --training.local_batch_size 2 --synthetic.train_tokens 200000
         --synthetic.val_tokens 8192 --optimizer.lr 3e-3 --lr_scheduler.warmup_steps 5
         --lr_scheduler.decay_ratio 0 --metrics.log_freq 1 --checkpoint.interval 10 --checkpoint.keep_latest_k 3
         --validation.freq 20 --metrics.peak_tflops 1)
@@ -79,6 +79,39 @@ check "fallback_to_previous resumes from the previous checkpoint" $?
 "$TITAN" plan --config "$2/configs/llama3_8b.toml" >"$W/plan.log" 2>&1 && grep -qE "parameters +80[0-9]{8} " "$W/plan.log"
 check "plan llama3_8b reports ~8.03B parameters" $?
 cat "$W/plan.log"
+
+# gradient accumulation: 2 micro-batches of 2 give the loss and gradient of one batch of 4
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/b4" --training.steps 2 --training.local_batch_size 4 \
+  --checkpoint.enable false >"$W/b4.log" 2>&1 &&
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/b22" --training.steps 2 --training.local_batch_size 2 \
+  --training.global_batch_size 4 --checkpoint.enable false >"$W/b22.log" 2>&1 &&
+python3 - "$W/b4/metrics.jsonl" "$W/b22/metrics.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(f) if '"loss"' in l] for f in sys.argv[1:3])
+print("batch 4:", [(r["loss"], r["grad_norm"]) for r in a], " 2 x 2:", [(r["loss"], r["grad_norm"]) for r in b])
+ok = len(a) == len(b) == 2 and all(abs(x["loss"] - y["loss"]) < 1e-4 and abs(x["grad_norm"] - y["grad_norm"]) < 1e-3 * x["grad_norm"] for x, y in zip(a, b))
+sys.exit(0 if ok else 1)
+PY
+check "gradient accumulation matches one large batch" $?
+
+# SIGTERM finishes the step, saves, and exits 0 (Slurm preemption)
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/sig" --training.steps 100000 --checkpoint.interval 100000 \
+  >"$W/sig.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q '^step:  *3 ' "$W/sig.log" 2>/dev/null && break; sleep 0.2; done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 0 ] && grep -q "signal received" "$W/sig.log" && [ "$(ls "$W/sig/checkpoint" | grep -c '^step-')" -eq 1 ]
+check "SIGTERM saves a checkpoint and exits 0" $?
+
+# a diverging run stops with a message naming the step, before applying the bad update
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/nan" --training.steps 50 --optimizer.lr 1e30 \
+  --lr_scheduler.warmup_steps 1 --training.max_norm 0 --checkpoint.enable false >"$W/nan.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -qE "step [0-9]+: (loss|gradient norm) is (NaN|Inf)" "$W/nan.log"
+check "NaN/Inf loss stops the run naming the step" $?
+grep -E "error" "$W/nan.log" | head -n 1
 
 echo "cli_train_resume: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -32,10 +32,10 @@ static const struct {
 };
 #define N_TEMPLATES ((int)(sizeof templates / sizeof templates[0]))
 #define MAX_ITEMS 16
-static const char *intro_template = "P is a O";
+static const char *intro_template = "P is a O aged Y";
 
 /* what one template item is */
-enum { IT_LIT, IT_CLASS, IT_REF, IT_NEWNAME, IT_ROLE_OF_NEW };
+enum { IT_LIT, IT_CLASS, IT_REF, IT_NEWNAME, IT_ROLE_OF_NEW, IT_AGE };
 typedef struct {
     int kind, cls; /* cls for IT_CLASS */
     const char *lit;
@@ -70,9 +70,9 @@ tt_corpus_cfg tt_corpus_cfg_default(void)
         .train_tokens = 3000000,
         .val_tokens = 200000,
         .max_doc_tokens = 256,
-        .n_words = 1200,
+        .n_words = 1000,
         .n_names = 200,
-        .zipf = 1.1,
+        .zipf = 1.2,
         .p_stop = 0.5,
         .p_attr = 0.3,
         .min_entities = 2,
@@ -99,8 +99,9 @@ static tt_err check_fields(const tt_corpus_cfg *c)
                          c->train_tokens, c->val_tokens);
     if (c->n_words < 100 || c->n_words > 1000000)
         return tt_errorf("corpus: n_words %d is outside [100, 1000000]", c->n_words);
-    if (c->n_names < c->max_entities || c->n_names > 100000)
-        return tt_errorf("corpus: n_names %d must be in [max_entities=%d, 100000]", c->n_names, c->max_entities);
+    /* 2-syllable names number ~120k: stay well inside so drawing distinct ones is quick */
+    if (c->n_names < c->max_entities || c->n_names > 50000)
+        return tt_errorf("corpus: n_names %d must be in [max_entities=%d, 50000]", c->n_names, c->max_entities);
     if (c->min_entities < 1 || c->max_entities < c->min_entities || c->max_entities > 16)
         return tt_errorf("corpus: entities per document [%d, %d] must satisfy 1 <= min <= max <= 16",
                          c->min_entities, c->max_entities);
@@ -113,7 +114,7 @@ static tt_err check_fields(const tt_corpus_cfg *c)
 }
 
 /* ---- lexicon ---------------------------------------------------------------
- * Words are 2-3 syllables of consonant + vowel (+ coda): pronounceable,
+ * Words are 2 (sometimes 3) syllables of consonant + vowel (+ coda): pronounceable,
  * lowercase, and cheap for a small byte model to spell, so that most of the
  * entropy is in which word, not in how it is spelled. Names are 2 syllables,
  * capitalised. */
@@ -201,9 +202,13 @@ static tt_err build_lexicon(tt_corpus *c)
         }
         for (int i = 0; i < c->count[k];) {
             char *w = c->pool + used;
-            int nsyl = k == TT_WC_NAME ? 2 : 2 + (tt_rng_uniform(&r) < 0.25);
+            int nsyl = k == TT_WC_NAME ? 2 : 2 + (tt_rng_uniform(&r) < 0.15);
             int n = make_word(&r, nsyl, w);
             if (k == TT_WC_NAME) w[0] = (char)(w[0] - 'a' + 'A');
+            /* English-like endings, known from the slot: verbs in -s,
+             * adverbs in -ly. They cost nothing to predict once learned. */
+            if (k == TT_WC_VERB) w[n++] = 's', w[n] = 0;
+            if (k == TT_WC_ADV) w[n++] = 'l', w[n++] = 'y', w[n] = 0;
             /* 10^6 draws of a space of ~10^9 words: rejection always ends */
             if (is_literal(w) || !strset_add(&set, w, used)) continue;
             c->off[k][i] = used;
@@ -265,6 +270,7 @@ static tt_err parse_template(const tt_corpus *c, const char *text, int is_intro,
             else if (p[0] == 'R' && !is_intro) it->kind = IT_REF;
             else if (p[0] == 'P' && is_intro) it->kind = IT_NEWNAME;
             else if (p[0] == 'O' && is_intro) it->kind = IT_ROLE_OF_NEW;
+            else if (p[0] == 'Y') it->kind = IT_AGE;
             else return tt_errorf("corpus: template \"%s\": unknown slot %c", text, p[0]);
         }
         switch (it->kind) {
@@ -273,6 +279,7 @@ static tt_err parse_template(const tt_corpus *c, const char *text, int is_intro,
         case IT_REF: t->max_tokens += ref_max; break;
         case IT_NEWNAME: t->max_tokens += c->maxlen[TT_WC_NAME] + 1; break;
         case IT_ROLE_OF_NEW: t->max_tokens += c->maxlen[TT_WC_ROLE] + 1; break;
+        case IT_AGE: t->max_tokens += 3; break;
         }
         p += n + (e ? 1 : 0);
     }
@@ -433,6 +440,14 @@ static void emit_sentence(const tt_corpus *c, const tmpl *t, tt_rng *r, docbuf *
             emit_word(d, c, TT_WC_NAME, name);
             break;
         }
+        case IT_AGE: {
+            /* a number 10..99, uniform: easy to model, but real entropy */
+            int age = 10 + (int)tt_rng_below(r, 90);
+            d->nll += log(90.0);
+            d->tok[d->n++] = '0' + age / 10;
+            d->tok[d->n++] = '0' + age % 10;
+            break;
+        }
         case IT_ROLE_OF_NEW:
             roles[*k] = draw_zipf(c, TT_WC_ROLE, r, &d->nll);
             emit_word(d, c, TT_WC_ROLE, roles[*k]);
@@ -580,6 +595,23 @@ int tt_corpus_cfg_equal(const tt_corpus_cfg *a, const tt_corpus_cfg *b)
            a->min_entities == b->min_entities && a->max_entities == b->max_entities;
 }
 
+/* cJSON prints doubles with 15 significant digits when they compare equal
+ * within an epsilon, which can lose the last bit: print the shortest of 15 or
+ * 17 digits that reads back exactly. */
+static cJSON *add_double(cJSON *obj, const char *key, double v)
+{
+    char buf[40];
+    if (!isfinite(v)) v = 0.0;
+    snprintf(buf, sizeof buf, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
+    cJSON *item = cJSON_CreateRaw(buf);
+    if (item && !cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        return NULL;
+    }
+    return item;
+}
+
 cJSON *tt_corpus_stats_to_json(const tt_corpus_cfg *cfg, const tt_corpus_stats *st)
 {
     cJSON *root = cJSON_CreateObject();
@@ -592,14 +624,14 @@ cJSON *tt_corpus_stats_to_json(const tt_corpus_cfg *cfg, const tt_corpus_stats *
              cJSON_AddNumberToObject(jc, "val_tokens", (double)cfg->val_tokens) &&
              cJSON_AddNumberToObject(jc, "max_doc_tokens", cfg->max_doc_tokens) &&
              cJSON_AddNumberToObject(jc, "n_words", cfg->n_words) && cJSON_AddNumberToObject(jc, "n_names", cfg->n_names) &&
-             cJSON_AddNumberToObject(jc, "zipf", cfg->zipf) && cJSON_AddNumberToObject(jc, "p_stop", cfg->p_stop) &&
-             cJSON_AddNumberToObject(jc, "p_attr", cfg->p_attr) &&
+             add_double(jc, "zipf", cfg->zipf) && add_double(jc, "p_stop", cfg->p_stop) &&
+             add_double(jc, "p_attr", cfg->p_attr) &&
              cJSON_AddNumberToObject(jc, "min_entities", cfg->min_entities) &&
              cJSON_AddNumberToObject(jc, "max_entities", cfg->max_entities) &&
-             cJSON_AddNumberToObject(js, "floor_nats", st->floor_nats) &&
-             cJSON_AddNumberToObject(js, "unigram_nats", st->unigram_nats) &&
-             cJSON_AddNumberToObject(js, "gap_nats", st->gap_nats) &&
-             cJSON_AddNumberToObject(js, "train_floor_nats", st->train_floor_nats) &&
+             add_double(js, "floor_nats", st->floor_nats) &&
+             add_double(js, "unigram_nats", st->unigram_nats) &&
+             add_double(js, "gap_nats", st->gap_nats) &&
+             add_double(js, "train_floor_nats", st->train_floor_nats) &&
              cJSON_AddNumberToObject(js, "train_tokens", (double)st->train_tokens) &&
              cJSON_AddNumberToObject(js, "val_tokens", (double)st->val_tokens) &&
              cJSON_AddNumberToObject(js, "train_docs", (double)st->train_docs) &&

@@ -32,7 +32,7 @@ typedef struct {
     int64_t train_tokens, val_tokens, train_docs, val_docs, val_scored_tokens;
 } tt_corpus_stats;
 
-/* Defaults: 1200 words, 200 names, zipf 1.0, max 256 tokens per document. */
+/* Defaults: 1000 words, 200 names, zipf 1.2, max 256 tokens per document. */
 tt_corpus_cfg tt_corpus_cfg_default(void);
 /* Check every field (and that the longest possible document fits the cap). */
 tt_err tt_corpus_cfg_check(const tt_corpus_cfg *cfg);
@@ -76,6 +76,7 @@ int tt_corpus_cfg_equal(const tt_corpus_cfg *a, const tt_corpus_cfg *b);
  *                   "Name" (1 - p_attr) or "the ROLE Name" (p_attr)
  *   P O             (intro only) a new name, uniform among unused names, and
  *                   its role, Zipf among roles
+ *   Y               a two-digit number 10..99, uniform
  * After each body sentence the document stops with p_stop, or surely when
  * one more sentence of the longest kind could not fit in max_doc_tokens. */
 int tt_corpus_n_templates(void);

@@ -197,6 +197,8 @@ static void fill_ignored(const tt_loader *l, int32_t *in, int32_t *tg, int32_t *
 
 int64_t tt_loader_window(const tt_loader *l, int64_t w, int32_t *in, int32_t *tg, int32_t *pos, int32_t *doc)
 {
+    if (w < 0 || w >= l->n_windows)
+        return tt_errorf("%s: window %lld is outside [0, %lld)", l->path, (long long)w, (long long)l->n_windows);
     const tt_shard *s = l->shard;
     const int T = l->cfg.seq_len;
     int o = 0, d = 0;

@@ -63,7 +63,7 @@ tt_loader_state tt_loader_get_state(const tt_loader *l);
 tt_err tt_loader_set_state(tt_loader *l, tt_loader_state s);
 
 /* Window w (0 <= w < num_windows) into one row of T entries each; for tests
- * and tools. Returns the row's scored targets. */
+ * and tools. Returns the row's scored targets, or -1 for a bad w. */
 int64_t tt_loader_window(const tt_loader *l, int64_t w, int32_t *inputs, int32_t *targets, int32_t *positions,
                          int32_t *doc_ids);
 

@@ -444,7 +444,7 @@ static int unknown_key(const char *where, bool flag, const char *key)
 {
     const char *s = suggest(key), *what = flag ? "option" : "key", *dash = flag ? "--" : "";
     if (s) return tt_errorf("%s: unknown %s '%s%.200s' (did you mean '%s%s'?)", where, what, dash, key, dash, s);
-    return tt_errorf("%s: unknown %s '%s%.200s' (`titan help config` lists the keys)", where, what, dash, key);
+    return tt_errorf("%s: unknown %s '%s%.200s' (`titan help keys` lists the keys)", where, what, dash, key);
 }
 
 /* ---- public: defaults, load, set, arguments ------------------------------------------------ */
@@ -686,7 +686,7 @@ tt_err tt_config_finalize(tt_config *c)
 
     /* data source: training.dataset and its TorchTitan alias dataset_path */
     if (tr->dataset_path[0]) {
-        if (!strcmp(tr->dataset, "synthetic") && !tt_config_is_set(&t, "training.dataset")) {
+        if (!strcmp(tr->dataset, "synthetic")) { /* a path replaces the built-in corpus */
             put_str(tr->dataset, sizeof tr->dataset, tr->dataset_path);
         } else if (strcmp(tr->dataset, tr->dataset_path))
             return tt_errorf("training.dataset ('%.200s') and training.dataset_path ('%.200s') disagree; set one",

@@ -292,7 +292,8 @@ static tt_err restore(tt_run *r, int require)
         tt_err rc = ck ? load_from(r, ck, where) : -1;
         tt_ckpt_close(ck);
         if (!rc) {
-            tt_log("resumed from %s (step %ld)", where, r->step);
+            if (require) tt_warn("loaded %s (step %ld)", where, r->step); /* stdout carries the output */
+            else tt_log("resumed from %s (step %ld)", where, r->step);
             return 0;
         }
         if (!r->cfg->checkpoint.fallback_to_previous || k == 0)

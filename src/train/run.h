@@ -44,6 +44,8 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose);
 tt_err tt_run_save(tt_run *r);
 tt_err tt_run_validate(tt_run *r, double *loss, long *tokens);
 void tt_run_close(tt_run *r);
+/* Stream generate.max_new_tokens tokens continuing prompt (generate.c). */
+tt_err tt_generate_from(const tt_model *m, const tt_config *cfg, const char *prompt, FILE *out);
 /* model config from the run config */
 tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *out);
 #endif

@@ -140,6 +140,10 @@ tt_err tt_train(const tt_config *cfg)
                    100 * (r.corpus.unigram_nats - val_loss) / (r.corpus.unigram_nats - r.corpus.floor_nats),
                    val_loss / r.corpus.floor_nats);
     }
+    if (!rc && !stop_requested && r.step >= steps && c->generate.max_new_tokens > 0) {
+        tt_log("sample (generate.prompt \"%s\", temperature %.2f):", c->generate.prompt, c->generate.temperature);
+        rc = tt_generate_from(r.model, c, c->generate.prompt, stdout);
+    }
     tt_run_close(&r);
     return rc;
 }
