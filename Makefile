@@ -22,11 +22,11 @@ run: deps build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1
 
-# unit tests under ASan + UBSan (the long end-to-end CLI tests are left to `make test`)
+# the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 test-sanitize:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTITAN_SANITIZE=ON >/dev/null
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 1 -E '^cli_'
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 1
 
 fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTITAN_FUZZ=ON >/dev/null
@@ -34,7 +34,9 @@ fuzz:
 	@for f in build-fuzz/fuzz_*; do \
 	  echo "== $$f ($(FUZZ_SECONDS) s)"; \
 	  mkdir -p build-fuzz/corpus/$$(basename $$f); \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus/$$(basename $$f) 2>&1 | tail -n 2 || exit 1; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus/$$(basename $$f) >build-fuzz/$$(basename $$f).log 2>&1 \
+	    || { tail -n 40 build-fuzz/$$(basename $$f).log; exit 1; }; \
+	  tail -n 1 build-fuzz/$$(basename $$f).log; \
 	done
 
 clean:

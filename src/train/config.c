@@ -145,7 +145,8 @@ static const cfg_key keys[] = {
     BOOL_("metrics.save_jsonl", metrics.save_jsonl, 0, "false", "also write metrics as JSON lines in job.dump_folder"),
 
     STR_("generate.prompt", generate.prompt, "", "text to continue"),
-    INT_("generate.max_new_tokens", generate.max_new_tokens, 1, 1 << 24, 0, "128", "tokens to generate"),
+    INT_("generate.max_new_tokens", generate.max_new_tokens, 0, 1 << 24, 0, "128",
+         "tokens to generate (also the sample printed after training; 0 = none)"),
     FLT_("generate.temperature", generate.temperature, 0, 100, 0, "1.0", "sampling temperature; 0 = greedy"),
     INT_("generate.top_k", generate.top_k, 0, BIG, 0, "0", "sample from the k most likely tokens; 0 = off"),
     FLT_("generate.top_p", generate.top_p, 0, 1, LO_OPEN, "1.0", "nucleus sampling mass; 1 = off"),

@@ -1,0 +1,58 @@
+/* gemm.h — titan's own packed, cache-blocked GEMM for the CPU: fp32, and bf16
+ * (bf16 operands, fp32 accumulation), with the code path (AVX-512 + BF16,
+ * AVX2 + FMA, portable C) chosen at run time so one binary runs on any x86-64.
+ *
+ * Every entry computes, row-major,
+ *     C (M,N) = op(A) op(B)  (+ C if accumulate)
+ * where op(A) is (M,K): A is (M,K), or (K,M) if ta; op(B) is (K,N): B is (K,N),
+ * or (N,K) if tb. K == 0 gives C = 0 (or leaves C when accumulating). */
+#ifndef TT_GEMM_H
+#define TT_GEMM_H
+
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* fp32: the same contract as cpu_matmul in kernels.h. */
+void tt_gemm_f32(const float *A, const float *B, float *C, int M, int N, int K, int ta, int tb,
+                 int accumulate);
+
+/* bf16 A and B (raw bf16 bits), fp32 C; products summed in fp32. */
+void tt_gemm_bf16(const uint16_t *A, const uint16_t *B, float *C, int M, int N, int K, int ta,
+                  int tb, int accumulate);
+
+/* The general form. Each operand is TT_F32 or TT_BF16 and has its own leading
+ * dimension (the distance between consecutive rows as stored: lda >= K for A
+ * (M,K), >= M for A (K,M) when ta; likewise ldb; ldc >= N). `compute` says how
+ * the products are formed:
+ *   TT_BF16: every operand is rounded to bf16 (round to nearest even) while it
+ *            is packed, products of bf16 summed in fp32 — the mixed-precision
+ *            path: fp32 master weights in, bf16 panels, fp32 out.
+ *   TT_F32:  bf16 operands are widened to fp32 (exactly), fp32 FMAs.
+ * Returns -1 (tt_last_error says why) for a bad dtype, a negative size or a
+ * leading dimension that is too small. */
+tt_err tt_gemm(tt_dtype compute, const void *A, tt_dtype a_dtype, int lda, const void *B,
+               tt_dtype b_dtype, int ldb, float *C, int ldc, int M, int N, int K, int ta, int tb,
+               int accumulate);
+
+/* Code paths. TT_GEMM_ISA_AUTO is the best this CPU runs, unless the
+ * environment variable TITAN_GEMM_ISA=avx512|avx2|scalar caps it (read on the
+ * first call). */
+typedef enum {
+    TT_GEMM_ISA_AUTO = 0,
+    TT_GEMM_ISA_SCALAR, /* portable C */
+    TT_GEMM_ISA_AVX2,   /* AVX2 + FMA; bf16 is widened to fp32 */
+    TT_GEMM_ISA_AVX512, /* AVX-512F(+BW/VL); bf16 with vdpbf16ps when the CPU has AVX512_BF16 */
+} tt_gemm_isa;
+
+/* 1 if this CPU runs `isa` (AUTO and SCALAR always). */
+int tt_gemm_isa_supported(tt_gemm_isa isa);
+/* Force a path for the whole process (tests, benchmarks); AUTO goes back to
+ * the default. Returns -1 if the CPU lacks it. Not to be called while another
+ * thread is inside a GEMM. */
+tt_err tt_gemm_set_isa(tt_gemm_isa isa);
+/* The path the next call will take for `compute` (TT_F32 or TT_BF16), as a
+ * name: "avx512-bf16", "avx512-f32", "avx2-f32", "scalar-f32". */
+const char *tt_gemm_path_name(tt_dtype compute);
+
+#endif
