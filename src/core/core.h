@@ -49,6 +49,10 @@ double tt_rng_uniform(tt_rng *r);                 /* [0, 1) */
 double tt_rng_normal(tt_rng *r);                  /* N(0, 1), Box-Muller */
 uint64_t tt_rng_below(tt_rng *r, uint64_t n);     /* uniform in [0, n) */
 
+/* ---- files: a read-only map of a whole file (base NULL for an empty file) */
+tt_err tt_map_file(const char *path, void **base, size_t *len);
+void tt_unmap_file(void *base, size_t len);
+
 /* ---- time and memory ---------------------------------------------------- */
 double tt_now(void);                              /* seconds, monotonic */
 size_t tt_peak_rss_bytes(void);

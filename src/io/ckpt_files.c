@@ -73,28 +73,13 @@ uint64_t tt_xxh64(const void *data, size_t len, uint64_t seed)
 /* Size and XXH64 of a whole file, read through a mapping. */
 static tt_err hash_file(const char *path, uint64_t *size, uint64_t *hash)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tt_errorf("%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return tt_errorf("%s: not a regular file", path);
-    }
-    size_t n = (size_t)sb.st_size;
-    void *m = NULL;
-    if (n > 0) {
-        m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return tt_errorf("%s: mmap failed: %s", path, strerror(e));
-        }
-        madvise(m, n, MADV_SEQUENTIAL);
-    }
-    close(fd);
+    void *m;
+    size_t n;
+    if (tt_map_file(path, &m, &n)) return -1;
+    if (n > 0) madvise(m, n, MADV_SEQUENTIAL);
     *size = n;
     *hash = tt_xxh64(m, n, 0);
-    if (n > 0) munmap(m, n);
+    tt_unmap_file(m, n);
     return TT_OK;
 }
 

@@ -529,7 +529,7 @@ void tt_st_close(tt_safetensors *st)
     for (int i = 0; i < st->n; i++) free((void *)st->t[i].name);
     for (int i = 0; i < st->n_shards; i++) free(st->shard_name[i]);
     for (int i = 0; i < st->n_maps; i++)
-        if (st->maps[i].len) munmap(st->maps[i].base, st->maps[i].len);
+        tt_unmap_file(st->maps[i].base, st->maps[i].len);
     for (int i = 0; i < st->n_meta; i++) {
         free(st->meta_k[i]);
         free(st->meta_v[i]);
@@ -563,24 +563,9 @@ static tt_err st_map_shard(tt_safetensors *st, const char *path)
     st_map *m = realloc(st->maps, sizeof *m * (size_t)(st->n_maps + 1));
     if (!m) return tt_errorf("%s: out of memory", path);
     st->maps = m;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tt_errorf("%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return tt_errorf("%s: not a regular file", path);
-    }
-    size_t len = (size_t)sb.st_size;
-    void *base = NULL;
-    if (len > 0) {
-        base = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (base == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return tt_errorf("%s: mmap of %zu bytes failed: %s", path, len, strerror(e));
-        }
-    }
-    close(fd); /* the mapping keeps the file alive */
+    void *base;
+    size_t len;
+    if (tt_map_file(path, &base, &len)) return -1;
     st->maps[st->n_maps++] = (st_map){base, len};
     return st_add_shard(st, base, len, path);
 }

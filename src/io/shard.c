@@ -223,38 +223,19 @@ tt_err tt_shard_validate(const void *data, size_t size, const char *name, tt_sha
 
 tt_shard *tt_shard_open(const char *path)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        tt_errorf("%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        tt_errorf("%s: not a regular file", path);
-        close(fd);
-        return NULL;
-    }
-    size_t size = (size_t)st.st_size;
-    void *map = NULL;
-    if (size > 0) {
-        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            tt_errorf("%s: mmap of %zu bytes failed: %s", path, size, strerror(errno));
-            close(fd);
-            return NULL;
-        }
-    }
-    close(fd); /* the mapping keeps the file alive */
+    void *map;
+    size_t size;
+    if (tt_map_file(path, &map, &size)) return NULL;
     tt_shard_header h;
     static const uint8_t empty[1];
     if (tt_shard_validate(map ? map : empty, size, path, &h) != TT_OK) {
-        if (map) munmap(map, size);
+        tt_unmap_file(map, size);
         return NULL;
     }
     tt_shard *s = tt_alloc(sizeof *s);
     if (!s || !(s->path = tt_strdup(path))) {
         tt_free(s);
-        munmap(map, size);
+        tt_unmap_file(map, size);
         return NULL;
     }
     s->hdr = h;
@@ -267,7 +248,7 @@ tt_shard *tt_shard_open(const char *path)
 void tt_shard_close(tt_shard *s)
 {
     if (!s) return;
-    if (s->map) munmap(s->map, s->map_bytes);
+    tt_unmap_file(s->map, s->map_bytes);
     free(s->path);
     tt_free(s);
 }

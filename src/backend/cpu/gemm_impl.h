@@ -1,0 +1,55 @@
+/* gemm_impl.h — what each GEMM code path (gemm_avx512.c, gemm_avx2.c,
+ * gemm_scalar.c) hands the driver in gemm.c: a register-tile microkernel, a
+ * packing routine and its cache-block sizes. Private to the GEMM files. */
+#ifndef TT_GEMM_IMPL_H
+#define TT_GEMM_IMPL_H
+
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* Packed panels. One operand block (A: rows = M, B: rows = N; both with a
+ * k range) is cut into panels of W rows (W = MR for A, NR for B; the last
+ * panel zero-padded). A panel is k-major: step s holds W entries, and each
+ * entry is `kunit` consecutive k values:
+ *   kunit 1: fp32 values, panel = [ksteps][W] floats
+ *   kunit 2: bf16 pairs (k even, k odd) in one 32-bit word, panel =
+ *            [ksteps][W][2] bf16, k padded with zero to an even count.
+ * So a microkernel reads a vector of B entries and broadcasts A entries. */
+typedef struct {
+    const void *src;  /* element (r, k) of the block: src[kcontig ? r*ld + k : k*ld + r] */
+    tt_dtype sdt;     /* TT_F32 or TT_BF16 */
+    long ld;
+    int kcontig;      /* 1: k runs along memory (A without ta, B with tb) */
+    int rn, kn;       /* rows and k values to pack */
+    int W;            /* panel width */
+    int round_bf16;   /* kunit 1 only: round fp32 values to bf16 first (bf16 compute without bf16 hardware) */
+} tt_gemm_pack_args;
+
+/* Computes the MR x NR tile sum over `ksteps` steps of a[s][i] * b[s][j] and
+ * stores it to c (row stride ldc), adding c's old value when `accumulate`. */
+typedef void (*tt_gemm_kern_fn)(int ksteps, const void *a, const void *b, float *c, long ldc,
+                                int accumulate);
+/* Packs p->rn rows into ceil(rn / W) panels at dst, each ceil(kn / kunit) * W * kunit values. */
+typedef void (*tt_gemm_pack_fn)(void *dst, const tt_gemm_pack_args *p);
+
+typedef struct {
+    const char *name;
+    int mr, nr;     /* register tile (rows of C, columns of C) */
+    int kunit;      /* 1: fp32 panels, 2: bf16 pair panels */
+    int esize;      /* bytes of one packed value: 4 or 2 */
+    int mc, kc, nc; /* cache blocks: multiples of mr, kunit, nr */
+    tt_gemm_kern_fn kern;
+    tt_gemm_pack_fn pack;
+} tt_gemm_impl;
+
+/* The portable packer (every layout, dtype and kunit, any W). */
+void tt_gemm_pack_generic(void *dst, const tt_gemm_pack_args *p, int kunit);
+
+/* Each returns NULL when this build or CPU cannot run it. */
+const tt_gemm_impl *tt_gemm_impl_scalar(void);
+const tt_gemm_impl *tt_gemm_impl_avx2_f32(void);
+const tt_gemm_impl *tt_gemm_impl_avx512_f32(void);
+const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void);
+
+#endif
