@@ -18,6 +18,7 @@ static const char *usage_text =
     "  generate   generate text from the latest checkpoint: titan generate [--config F] \"prompt\"\n"
     "  plan       parameters, FLOPs per token and memory of a config, without allocating it\n"
     "  bench peak measure this machine's fp32 and bf16 peak FLOP/s (cached for MFU)\n"
+    "  bench step time a config's training step; --profile: per op and scope, Chrome trace\n"
     "  help       this text; `titan help keys` lists every config key\n"
     "\n"
     "Any config key can be set on the command line: --training.steps 40 --optimizer.lr 1e-3.\n"
@@ -44,7 +45,12 @@ static const char *command_help(const char *cmd)
     if (!strcmp(cmd, "bench"))
         return "titan bench peak [--seconds S]\n"
                "  Measures fp32 FMA and bf16 dot-product throughput on all cores and caches it;\n"
-               "  MFU is computed against this peak unless metrics.peak_tflops is set.\n";
+               "  MFU is computed against this peak unless metrics.peak_tflops is set.\n"
+               "titan bench step [--config FILE] [--steps N] [--warmup N] [--profile] [--trace FILE]\n"
+               "                 [--section.key value ...]\n"
+               "  Times the training step (forward, backward, AdamW) of a config on random tokens:\n"
+               "  tokens/s, MFU, memory. --profile adds each op's and scope's share of the step\n"
+               "  with its GFLOP/s and GB/s; --trace writes a Chrome trace JSON of one step.\n";
     return NULL;
 }
 
@@ -79,10 +85,49 @@ static int load_config(tt_config *c, int argc, char **argv, int *n_rest, char **
     return tt_config_finalize(c);
 }
 
+static int load_config(tt_config *c, int argc, char **argv, int *n_rest, char **rest);
+
+static int parse_count(const char *flag, const char *v, int *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < 1 || x > 1000000) {
+        fprintf(stderr, "titan bench step: %s must be an integer in [1, 1000000], got '%s'\n", flag, v);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int cmd_bench_step(int argc, char **argv)
+{
+    int steps = 10, warmup = 2, profile = 0, n = 0;
+    const char *trace = NULL;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    tt_config *c = calloc(1, sizeof *c);
+    if (!rest || !c) return fail("bench step");
+    for (int i = 0; i < argc; i++) { /* bench flags here, config keys to the config parser */
+        if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace = argv[++i], profile = 1;
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
+            if (parse_count("--steps", argv[++i], &steps)) return 2;
+        } else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
+            if (parse_count("--warmup", argv[++i], &warmup)) return 2;
+        } else rest[n++] = argv[i];
+    }
+    int rc = 0, n_rest = 0;
+    if (load_config(c, n, rest, &n_rest, NULL) || tt_bench_step(c, steps, warmup, profile, trace, stdout))
+        rc = fail("bench step");
+    free(rest);
+    free(c);
+    return rc;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
+    if (argc >= 1 && !strcmp(argv[0], "step")) return cmd_bench_step(argc - 1, argv + 1);
     if (argc < 1 || strcmp(argv[0], "peak")) {
-        fprintf(stderr, "titan bench: unknown benchmark '%s' (available: peak)\n", argc ? argv[0] : "");
+        fprintf(stderr, "titan bench: unknown benchmark '%s' (available: peak, step)\n", argc ? argv[0] : "");
         return 2;
     }
     double seconds = 1.0;

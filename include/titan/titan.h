@@ -27,6 +27,11 @@ tt_err tt_train(const struct tt_config *cfg);
 tt_err tt_eval(const struct tt_config *cfg, double *loss, double *ppl, long *tokens);
 /* Generate from the checkpoint, streaming text to out (generate.* keys). */
 tt_err tt_generate(const struct tt_config *cfg, const char *prompt, FILE *out);
+/* Time the training step of a config on random tokens: tokens/s, MFU,
+ * memory; with profile, the share of each op and scope (GFLOP/s, GB/s) and,
+ * when trace_path is set, a Chrome trace JSON of one step. */
+tt_err tt_bench_step(const struct tt_config *cfg, int steps, int warmup, int profile, const char *trace_path,
+                     FILE *out);
 /* Parameter count, FLOPs per token and memory estimate, allocating nothing. */
 tt_err tt_plan(const struct tt_config *cfg, FILE *out);
 

@@ -13,7 +13,7 @@ struct tt_exec {
     tt_memplan plan;
     char *arena;
     double flops;
-    double *prof;
+    double *t_start, *t_dur;
 };
 
 tt_exec *tt_exec_new(tt_graph *g, const tt_backend *be, tt_exec_mode mode)
@@ -102,9 +102,12 @@ tt_err tt_exec_run(tt_exec *e)
         void *in[TT_MAX_IN], *out[TT_MAX_OUT];
         for (int k = 0; k < n->n_in; k++) in[k] = n->in[k]->data;
         for (int k = 0; k < n->n_out; k++) out[k] = n->out[k]->data;
-        double t0 = e->prof ? tt_now() : 0;
+        double t0 = e->t_start ? tt_now() : 0;
         if (!rc && (rc = e->be->run(n, in, out, reference))) node_error(n);
-        if (e->prof) e->prof[n->op] += tt_now() - t0;
+        if (e->t_start) {
+            e->t_start[i] = t0;
+            e->t_dur[i] = tt_now() - t0;
+        }
         if (!rc && reference) rc = check_finite(n);
         if (eager) /* free what this node read or made for the last time */
             for (int v = 0; v < g->n_values; v++) {
@@ -134,4 +137,9 @@ void tt_exec_free(tt_exec *e)
 
 size_t tt_exec_arena_bytes(const tt_exec *e) { return e->plan.arena_bytes; }
 double tt_exec_flops(const tt_exec *e) { return e->flops; }
-void tt_exec_set_profile(tt_exec *e, double *op_seconds) { e->prof = op_seconds; }
+void tt_exec_set_timing(tt_exec *e, double *start, double *dur)
+{
+    e->t_start = start;
+    e->t_dur = start ? dur : NULL;
+}
+const tt_graph *tt_exec_graph(const tt_exec *e) { return e->g; }

@@ -18,6 +18,8 @@ void tt_exec_free(tt_exec *e);
  * executor would have if it used the plan (other modes report the plan too). */
 size_t tt_exec_arena_bytes(const tt_exec *e);
 double tt_exec_flops(const tt_exec *e);
-/* Per-op time of the last runs, when profiling is on (seconds, by op id). */
-void tt_exec_set_profile(tt_exec *e, double *op_seconds);
+/* Profiling: when set, each run writes every node's start time (seconds,
+ * tt_now()) and duration into start[node id] and dur[node id]; NULL stops. */
+void tt_exec_set_timing(tt_exec *e, double *start, double *dur);
+const tt_graph *tt_exec_graph(const tt_exec *e);
 #endif

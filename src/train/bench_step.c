@@ -1,0 +1,223 @@
+/* bench_step.c — `titan bench step`: times the real training step (micro
+ * step + optimizer) of a config on random tokens, and with --profile breaks
+ * the step down by op and by scope and writes a Chrome trace of one step. */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/peak.h"
+#include "io/safetensors.h"
+#include "train/run.h"
+
+typedef struct {
+    char name[64];
+    double sec, flops, bytes;
+    long calls;
+} bucket;
+
+static bucket *find_bucket(bucket *b, int *n, int cap, const char *name)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(b[i].name, name)) return &b[i];
+    if (*n == cap) return NULL;
+    memset(&b[*n], 0, sizeof b[*n]);
+    snprintf(b[*n].name, sizeof b[*n].name, "%s", name);
+    return &b[(*n)++];
+}
+
+/* "layers.3.attention" -> "layers.*.attention": one row for all blocks */
+static void scope_group(const char *scope, char *out, size_t n)
+{
+    size_t k = 0;
+    for (const char *p = scope; *p && k + 2 < n; p++) {
+        if (isdigit((unsigned char)*p) && p > scope && p[-1] == '.') {
+            while (isdigit((unsigned char)p[1])) p++;
+            out[k++] = '*';
+        } else {
+            out[k++] = *p;
+        }
+    }
+    out[k] = 0;
+    if (!k) snprintf(out, n, "(none)");
+}
+
+static double node_bytes(const tt_node *nd)
+{
+    double b = 0;
+    for (int i = 0; i < nd->n_in; i++) b += (double)tt_value_bytes(nd->in[i]);
+    for (int i = 0; i < nd->n_out; i++) b += (double)tt_value_bytes(nd->out[i]);
+    return b;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    double x = ((const bucket *)a)->sec, y = ((const bucket *)b)->sec;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void print_buckets(FILE *out, const char *title, bucket *b, int n, double total)
+{
+    qsort(b, (size_t)n, sizeof *b, by_time);
+    fprintf(out, "\n%-28s %8s %7s %10s %9s %9s\n", title, "ms/step", "share", "calls/step", "GFLOP/s", "GB/s");
+    for (int i = 0; i < n; i++)
+        fprintf(out, "%-28s %8.2f %6.1f%% %10ld %9.1f %9.1f\n", b[i].name, 1e3 * b[i].sec, 100 * b[i].sec / total,
+                b[i].calls, b[i].sec > 0 ? b[i].flops / b[i].sec / 1e9 : 0, b[i].sec > 0 ? b[i].bytes / b[i].sec / 1e9 : 0);
+}
+
+static void trace_events(cJSON *ev, const tt_exec *e, const double *start, const double *dur, double t0, int tid,
+                         const char *graph_name)
+{
+    const tt_graph *g = tt_exec_graph(e);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const tt_node *nd = g->nodes[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "name", tt_op_name(nd->op));
+        cJSON_AddStringToObject(x, "cat", nd->scope[0] ? nd->scope : graph_name);
+        cJSON_AddStringToObject(x, "ph", "X");
+        cJSON_AddNumberToObject(x, "ts", 1e6 * (start[i] - t0));
+        cJSON_AddNumberToObject(x, "dur", 1e6 * dur[i]);
+        cJSON_AddNumberToObject(x, "pid", 0);
+        cJSON_AddNumberToObject(x, "tid", tid);
+        cJSON *args = cJSON_AddObjectToObject(x, "args");
+        cJSON_AddStringToObject(args, "scope", nd->scope);
+        cJSON_AddStringToObject(args, "graph", graph_name);
+        char shapes[512] = "", d[96];
+        size_t k = 0;
+        for (int j = 0; j < nd->n_in && k < sizeof shapes - 100; j++)
+            k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s%s", j ? ", " : "", tt_value_desc(nd->in[j], d, sizeof d));
+        cJSON_AddStringToObject(args, "inputs", shapes);
+        cJSON_AddNumberToObject(args, "gflop", tt_ops[nd->op].flops(nd) / 1e9);
+        cJSON_AddItemToArray(ev, x);
+    }
+}
+
+tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, const char *trace_path, FILE *out)
+{
+    tt_model_cfg mc;
+    tt_model_cfg_from_config(c, &mc);
+    int B = c->training.local_batch_size, T = c->training.seq_len;
+    tt_model *m = tt_model_new(&mc);
+    tt_optim_state os = {0};
+    tt_step_graph tr = {0}, op = {0};
+    size_t n = (size_t)B * T;
+    tt_step_io io = {B, T, tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), 1.0f / (float)n,
+                     {c->optimizer.lr, 1, c->training.max_norm, 0}};
+    double *st[2] = {0}, *du[2] = {0}, *acc[2] = {0};
+    bucket *ops = calloc(TT_OP_COUNT, sizeof *ops), *scopes = calloc(256, sizeof *scopes);
+    tt_err rc = -1;
+    const tt_backend *be = tt_backend_get("cpu");
+    if (!m || !be || !io.ids || !io.targets || !io.pos || !io.doc || !ops || !scopes || tt_optim_state_init(&os, m))
+        goto done;
+    tt_model_init_weights(m, (uint64_t)c->training.seed);
+    /* random tokens, one document per row: the cost of a step does not depend on the text */
+    tt_rng r = {(uint64_t)c->training.seed, 0};
+    int V = mc.vocab_size < 258 ? mc.vocab_size : 258;
+    for (size_t i = 0; i < n; i++) {
+        io.ids[i] = (int32_t)tt_rng_below(&r, (uint64_t)V);
+        io.targets[i] = (int32_t)tt_rng_below(&r, (uint64_t)V);
+        io.pos[i] = (int32_t)(i % (size_t)T);
+        io.doc[i] = 0;
+    }
+    tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay};
+    if (tt_build_micro_step(&tr, m, &os, &io, 1, be, c->training.exec_mode) ||
+        tt_build_optim_step(&op, m, &os, &io, &ac, be, c->training.exec_mode))
+        goto done;
+    for (int k = 0; k < 2; k++) {
+        int nn = (k ? op.g : tr.g)->n_nodes;
+        st[k] = calloc((size_t)nn, sizeof(double));
+        du[k] = calloc((size_t)nn, sizeof(double));
+        acc[k] = calloc((size_t)nn, sizeof(double));
+        if (!st[k] || !du[k] || !acc[k]) goto done;
+    }
+    double fpt = tt_model_flops_per_token(&mc, T);
+    tt_peak pk = {0};
+    double peak = c->metrics.peak_tflops > 0 ? c->metrics.peak_tflops * 1e3 : (tt_peak_get(&pk) ? 0 : pk.f32_gflops);
+    fprintf(out, "bench step: %s %s, %d x %d tokens, exec %s, %d warmup + %d timed steps, %d threads\n",
+            tt_arch_name(mc.arch), c->model.flavor, B, T, c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
+            warmup, steps, tt_num_threads());
+    for (int s = 0; s < warmup; s++)
+        if (tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
+    double total = 0, best = 1e30;
+    int nn0 = tr.g->n_nodes, nn1 = op.g->n_nodes;
+    for (int s = 0; s < steps; s++) {
+        if (profile) {
+            tt_exec_set_timing(tr.exec, st[0], du[0]);
+            tt_exec_set_timing(op.exec, st[1], du[1]);
+        }
+        double t0 = tt_now();
+        io.hp[1] = s + 1;
+        if (tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
+        double dt = tt_now() - t0;
+        total += dt;
+        if (dt < best) best = dt;
+        if (!profile) continue;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < (k ? nn1 : nn0); i++) acc[k][i] += du[k][i] / steps;
+    }
+    double mean = total / steps, tps = (double)n / mean;
+    fprintf(out, "step      %.2f ms mean, %.2f ms best\n", 1e3 * mean, 1e3 * best);
+    fprintf(out, "tokens/s  %.0f (mean)\n", tps);
+    fprintf(out, "TFLOP/s   %.3f   MFU %.2f%% of %.0f GFLOP/s f32 peak (%s)\n", tps * fpt / 1e12,
+            peak > 0 ? 100 * tps * fpt / (peak * 1e9) : 0, peak,
+            c->metrics.peak_tflops > 0 ? "config" : pk.cached ? "cached" : "measured");
+    fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW\n",
+            tt_peak_rss_bytes() / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0, 16.0 * m->numel / 1048576.0);
+    if (profile) {
+        int n_ops = 0, n_scopes = 0;
+        double in_nodes = 0;
+        for (int k = 0; k < 2; k++) {
+            const tt_graph *g = k ? op.g : tr.g;
+            for (int i = 0; i < g->n_nodes; i++) {
+                const tt_node *nd = g->nodes[i];
+                char grp[64];
+                scope_group(nd->scope, grp, sizeof grp);
+                bucket *b[2] = {find_bucket(ops, &n_ops, TT_OP_COUNT, tt_op_name(nd->op)),
+                                find_bucket(scopes, &n_scopes, 256, grp)};
+                for (int j = 0; j < 2; j++) {
+                    if (!b[j]) continue;
+                    b[j]->sec += acc[k][i];
+                    b[j]->flops += tt_ops[nd->op].flops(nd);
+                    b[j]->bytes += node_bytes(nd);
+                    b[j]->calls++;
+                }
+                in_nodes += acc[k][i];
+            }
+        }
+        fprintf(out, "\nprofile: %.1f%% of the step is inside kernels (the rest: executor and timing overhead)\n",
+                100 * in_nodes / mean);
+        print_buckets(out, "op", ops, n_ops, mean);
+        print_buckets(out, "scope", scopes, n_scopes, mean);
+    }
+    if (profile && trace_path && trace_path[0]) { /* Chrome trace of the last timed step */
+        cJSON *root = cJSON_CreateObject(), *ev = cJSON_AddArrayToObject(root, "traceEvents");
+        trace_events(ev, tr.exec, st[0], du[0], st[0][0], 0, "train_step");
+        trace_events(ev, op.exec, st[1], du[1], st[0][0], 0, "optimizer");
+        cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
+        char *txt = cJSON_PrintUnformatted(root);
+        cJSON_Delete(root);
+        tt_err wr = txt ? tt_write_file_atomic(trace_path, txt, strlen(txt)) : tt_errorf("out of memory");
+        free(txt);
+        if (wr) goto done;
+        fprintf(out, "\ntrace of one step written to %s (open it in https://ui.perfetto.dev or chrome://tracing)\n",
+                trace_path);
+    }
+    rc = 0;
+done:
+    tt_step_graph_free(&tr);
+    tt_step_graph_free(&op);
+    tt_optim_state_free(&os);
+    tt_model_free(m);
+    for (int k = 0; k < 2; k++) {
+        free(st[k]);
+        free(du[k]);
+        free(acc[k]);
+    }
+    free(ops);
+    free(scopes);
+    tt_free(io.ids);
+    tt_free(io.targets);
+    tt_free(io.pos);
+    tt_free(io.doc);
+    return rc;
+}
