@@ -71,9 +71,9 @@ tt_err tt_plan(const tt_config *c, FILE *out)
     size_t arena = 0, naive = 0;
     if (plan_activations(&mc, B, T, &arena, &naive)) return -1;
     double pb = 4.0 * (double)n;
-    fprintf(out, "model        %s, flavor %s: dim %d, %d layers, %d heads (%d kv, head_dim %d), ffn %d, vocab %d\n",
+    fprintf(out, "model        %s, flavor %s: dim %d, %d layers, %d heads (%d kv, head_dim %d), ffn %d, vocab %d, %s\n",
             tt_arch_name(mc.arch), c->model.flavor, mc.dim, mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim,
-            mc.ffn_dim, mc.vocab_size);
+            mc.ffn_dim, mc.vocab_size, mc.tie_embeddings ? "tied embeddings" : "untied embeddings");
     fprintf(out, "parameters   %lld (%.3f B); %lld do matmuls\n", (long long)n, n / 1e9, (long long)mm);
     fprintf(out, "FLOPs/token  %.4g (6*N + 12*L*d*T at seq_len %d); %.4g per step of %d x %d tokens\n", fpt, T,
             fpt * B * T, B, T);
