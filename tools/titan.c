@@ -87,12 +87,12 @@ static int load_config(tt_config *c, int argc, char **argv, int *n_rest, char **
 
 static int load_config(tt_config *c, int argc, char **argv, int *n_rest, char **rest);
 
-static int parse_count(const char *flag, const char *v, int *out)
+static int parse_count(const char *flag, const char *v, int min, int *out)
 {
     char *end;
     long x = strtol(v, &end, 10);
-    if (*end || x < 1 || x > 1000000) {
-        fprintf(stderr, "titan bench step: %s must be an integer in [1, 1000000], got '%s'\n", flag, v);
+    if (!*v || *end || x < min || x > 1000000) {
+        fprintf(stderr, "titan bench step: %s must be an integer in [%d, 1000000], got '%s'\n", flag, min, v);
         return -1;
     }
     *out = (int)x;
@@ -110,9 +110,9 @@ static int cmd_bench_step(int argc, char **argv)
         if (!strcmp(argv[i], "--profile")) profile = 1;
         else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace = argv[++i], profile = 1;
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-            if (parse_count("--steps", argv[++i], &steps)) return 2;
+            if (parse_count("--steps", argv[++i], 1, &steps)) return 2;
         } else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
-            if (parse_count("--warmup", argv[++i], &warmup)) return 2;
+            if (parse_count("--warmup", argv[++i], 0, &warmup)) return 2;
         } else rest[n++] = argv[i];
     }
     int rc = 0, n_rest = 0;
