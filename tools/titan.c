@@ -19,6 +19,7 @@ static const char *usage_text =
     "  plan       parameters, FLOPs per token and memory of a config, without allocating it\n"
     "  bench peak measure this machine's fp32 and bf16 peak FLOP/s (cached for MFU)\n"
     "  bench step time a config's training step; --profile: per op and scope, Chrome trace\n"
+    "  bench attention  time the attention kernels on a config's shapes\n"
     "  help       this text; `titan help keys` lists every config key\n"
     "\n"
     "Any config key can be set on the command line: --training.steps 40 --optimizer.lr 1e-3.\n"
@@ -50,7 +51,10 @@ static const char *command_help(const char *cmd)
                "                 [--section.key value ...]\n"
                "  Times the training step (forward, backward, AdamW) of a config on random tokens:\n"
                "  tokens/s, MFU, memory. --profile adds each op's and scope's share of the step\n"
-               "  with its GFLOP/s and GB/s; --trace writes a Chrome trace JSON of one step.\n";
+               "  with its GFLOP/s and GB/s; --trace writes a Chrome trace JSON of one step.\n"
+               "titan bench attention [--config FILE] [--section.key value ...]\n"
+               "  Times the attention kernels (forward, backward) on the config's batch, sequence\n"
+               "  and head shapes.\n";
     return NULL;
 }
 
@@ -123,11 +127,22 @@ static int cmd_bench_step(int argc, char **argv)
     return rc;
 }
 
+static int cmd_bench_attention(int argc, char **argv)
+{
+    tt_config *c = calloc(1, sizeof *c);
+    int n_rest = 0, rc = 0;
+    if (!c) return fail("bench attention");
+    if (load_config(c, argc, argv, &n_rest, NULL) || tt_bench_attention(c, 5, stdout)) rc = fail("bench attention");
+    free(c);
+    return rc;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
     if (argc >= 1 && !strcmp(argv[0], "step")) return cmd_bench_step(argc - 1, argv + 1);
+    if (argc >= 1 && !strcmp(argv[0], "attention")) return cmd_bench_attention(argc - 1, argv + 1);
     if (argc < 1 || strcmp(argv[0], "peak")) {
-        fprintf(stderr, "titan bench: unknown benchmark '%s' (available: peak, step)\n", argc ? argv[0] : "");
+        fprintf(stderr, "titan bench: unknown benchmark '%s' (available: peak, step, attention)\n", argc ? argv[0] : "");
         return 2;
     }
     double seconds = 1.0;

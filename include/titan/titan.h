@@ -32,6 +32,8 @@ tt_err tt_generate(const struct tt_config *cfg, const char *prompt, FILE *out);
  * when trace_path is set, a Chrome trace JSON of one step. */
 tt_err tt_bench_step(const struct tt_config *cfg, int steps, int warmup, int profile, const char *trace_path,
                      FILE *out);
+/* Time the attention kernels, forward and backward, on a config's shapes. */
+tt_err tt_bench_attention(const struct tt_config *cfg, int reps, FILE *out);
 /* Parameter count, FLOPs per token and memory estimate, allocating nothing. */
 tt_err tt_plan(const struct tt_config *cfg, FILE *out);
 
