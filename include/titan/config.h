@@ -26,6 +26,8 @@ typedef enum { TT_TOKENIZER_BYTE = 0 } tt_tokenizer_kind;                       
 typedef enum { TT_PARAM_FLOAT32 = 0 } tt_param_dtype;                            /* "float32" */
 typedef enum { TT_EXEC_GRAPH = 0, TT_EXEC_EAGER, TT_EXEC_DEBUG } tt_exec_mode;   /* "graph" "eager" "debug" */
 typedef enum { TT_OPTIMIZER_ADAMW = 0 } tt_optimizer_name;                       /* "AdamW" */
+/* activation_checkpoint.mode: recompute activations in the backward instead of keeping them */
+typedef enum { TT_AC_NONE = 0, TT_AC_SELECTIVE, TT_AC_FULL } tt_ac_mode;         /* "none" "selective" "full" */
 typedef enum { TT_LR_DECAY_LINEAR = 0, TT_LR_DECAY_SQRT, TT_LR_DECAY_COSINE } tt_decay_type; /* "linear" ... */
 
 typedef struct tt_job_config {
@@ -100,6 +102,14 @@ typedef struct tt_checkpoint_config {
     bool fallback_to_previous; /* false: refuse a corrupt latest checkpoint */
 } tt_checkpoint_config;
 
+/* TorchTitan's activation checkpointing: "full" keeps only each transformer
+ * block's input and recomputes the block's forward in the backward;
+ * "selective" keeps matmul and attention outputs and recomputes the cheap
+ * ops between them (norms, RoPE, activations, adds). */
+typedef struct tt_activation_checkpoint_config {
+    tt_ac_mode mode;
+} tt_activation_checkpoint_config;
+
 typedef struct tt_metrics_config {
     int log_freq;
     double peak_tflops; /* 0 = the value measured (and cached) by `titan bench peak` */
@@ -124,6 +134,7 @@ typedef struct tt_config {
     tt_lr_scheduler_config lr_scheduler;
     tt_validation_config validation;
     tt_checkpoint_config checkpoint;
+    tt_activation_checkpoint_config activation_checkpoint;
     tt_metrics_config metrics;
     tt_generate_config generate;
     /* Private: which keys a file or the command line set (indexed by the key

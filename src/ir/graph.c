@@ -141,6 +141,46 @@ tt_node *tt_node_new(tt_graph *g, int op, int n_in, tt_value *const *in, int n_o
     return n;
 }
 
+tt_node *tt_node_clone(tt_graph *g, const tt_node *n, tt_value *const *in)
+{
+    if (g->failed) return NULL;
+    tt_value *out[TT_MAX_OUT];
+    for (int o = 0; o < n->n_out; o++)
+        if (!(out[o] = tt_value_new(g, TT_ROLE_ACT, n->out[o]->dtype, n->out[o]->ndim, n->out[o]->shape))) return NULL;
+    tt_node *c = tt_node_new(g, n->op, n->n_in, in, n->n_out, out, &n->a);
+    if (c) snprintf(c->scope, sizeof c->scope, "%s", n->scope);
+    return c;
+}
+
+tt_err tt_graph_set_order(tt_graph *g, tt_node *const *order)
+{
+    int nn = g->n_nodes;
+    /* seen[] marks nodes by their current id; made[] marks produced values */
+    char *seen = calloc((size_t)nn + 1, 1), *made = calloc((size_t)g->n_values + 1, 1);
+    tt_err rc = 0;
+    if (!seen || !made) rc = tt_errorf("out of memory reordering the graph");
+    for (int i = 0; i < nn && !rc; i++) {
+        const tt_node *n = order[i];
+        if (!n || n->id < 0 || n->id >= nn || g->nodes[n->id] != n || seen[n->id]) {
+            rc = tt_errorf("new node order: position %d is not a distinct node of the graph", i);
+            break;
+        }
+        seen[n->id] = 1;
+        for (int k = 0; k < n->n_in && !rc; k++)
+            if (n->in[k]->role == TT_ROLE_ACT && !made[n->in[k]->id])
+                rc = tt_errorf("new node order: %s%snode at position %d (op %d) reads value %d before it is produced",
+                               n->scope, n->scope[0] ? ": " : "", i, n->op, n->in[k]->id);
+        for (int k = 0; k < n->n_out; k++) made[n->out[k]->id] = 1;
+    }
+    if (!rc) {
+        memmove(g->nodes, order, (size_t)nn * sizeof *g->nodes);
+        for (int i = 0; i < nn; i++) g->nodes[i]->id = i;
+    }
+    free(seen);
+    free(made);
+    return rc;
+}
+
 const char *tt_role_name(tt_role r)
 {
     static const char *names[] = {"activation", "param", "state", "input", "const"};

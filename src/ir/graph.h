@@ -74,6 +74,14 @@ void tt_graph_mark_output(tt_graph *g, tt_value *v);
 /* A node with outputs already created by the caller (ops/ use this). */
 tt_node *tt_node_new(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *out,
                      const tt_attrs *a);
+/* A copy of n (op, attributes, scope) reading in[0..n->n_in) instead of n's
+ * inputs, with fresh activation outputs shaped like n's; appended last. */
+tt_node *tt_node_clone(tt_graph *g, const tt_node *n, tt_value *const *in);
+/* Replace the node order by order[0..g->n_nodes), a permutation of the
+ * graph's nodes, and renumber node ids to the new positions. Refused (graph
+ * unchanged) unless every node appears once and each activation a node reads
+ * is produced by an earlier node. Passes that insert nodes use this. */
+tt_err tt_graph_set_order(tt_graph *g, tt_node *const *order);
 /* Record a build error once (builders return NULL after it). */
 void *tt_graph_fail(tt_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

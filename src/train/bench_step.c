@@ -120,7 +120,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
         io.doc[i] = 0;
     }
     tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay};
-    if (tt_build_micro_step(&tr, m, &os, &io, 1, be, c->training.exec_mode) ||
+    if (tt_build_micro_step(&tr, m, &os, &io, 1, be, c->training.exec_mode, c->activation_checkpoint.mode) ||
         tt_build_optim_step(&op, m, &os, &io, &ac, be, c->training.exec_mode))
         goto done;
     for (int k = 0; k < 2; k++) {

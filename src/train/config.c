@@ -52,6 +52,7 @@ static const char *const param_dtypes[] = {"float32", NULL};
 static const char *const exec_modes[] = {"graph", "eager", "debug", NULL};
 static const char *const optimizers[] = {"AdamW", NULL};
 static const char *const decay_types[] = {"linear", "sqrt", "cosine", NULL};
+static const char *const ac_modes[] = {"none", "selective", "full", NULL};
 
 /* The byte tokenizer: 256 byte values plus BOS and EOS. */
 #define BYTE_TOKENIZER_VOCAB 258
@@ -139,6 +140,10 @@ static const cfg_key keys[] = {
     BOOL_("checkpoint.fallback_to_previous", checkpoint.fallback_to_previous, 0, "false",
           "use an older checkpoint when the latest is corrupt (else refuse)"),
 
+    ENUM_("activation_checkpoint.mode", activation_checkpoint.mode, ac_modes, 0, "none",
+          "recompute activations in the backward: none, selective (keep matmul and attention outputs), "
+          "full (keep each block's input)"),
+
     INT_("metrics.log_freq", metrics.log_freq, 1, BIG, 0, "10", "log metrics every this many steps"),
     FLT_("metrics.peak_tflops", metrics.peak_tflops, 0, INFINITY, 0, "0",
          "peak TFLOP/s for MFU; 0 = measured by `titan bench peak`"),
@@ -156,7 +161,9 @@ static const cfg_key keys[] = {
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= TT_CONFIG_MAX_KEYS, "raise TT_CONFIG_MAX_KEYS");
 /* enum fields are written through int pointers */
-_Static_assert(sizeof(tt_model_name) == sizeof(int) && sizeof(tt_decay_type) == sizeof(int), "enum size");
+_Static_assert(sizeof(tt_model_name) == sizeof(int) && sizeof(tt_decay_type) == sizeof(int) &&
+                   sizeof(tt_ac_mode) == sizeof(int),
+               "enum size");
 
 static int find_key(const char *key)
 {

@@ -131,7 +131,8 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         for (int a = 0; a < r->accum_steps; a++)
             if (!(r->micro[a] = tt_batch_new(B, T))) goto fail;
         tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay};
-        if (tt_build_micro_step(&r->train, r->model, &r->opt, &r->io, 1, r->be, r->mode) ||
+        if (tt_build_micro_step(&r->train, r->model, &r->opt, &r->io, 1, r->be, r->mode,
+                                c->activation_checkpoint.mode) ||
             tt_build_optim_step(&r->optim, r->model, &r->opt, &r->io, &ac, r->be, r->mode))
             goto fail;
         r->arena_bytes = tt_exec_arena_bytes(r->train.exec);
@@ -148,7 +149,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         r->val_io = (tt_step_io){.B = r->val_batch->B, .T = T, .ids = r->val_batch->inputs,
                                  .targets = r->val_batch->targets, .pos = r->val_batch->positions,
                                  .doc = r->val_batch->doc_ids};
-        if (tt_build_micro_step(&r->eval, r->model, &r->opt, &r->val_io, 0, r->be, r->mode))
+        if (tt_build_micro_step(&r->eval, r->model, &r->opt, &r->val_io, 0, r->be, r->mode, TT_AC_NONE))
             goto fail;
     }
 
@@ -168,11 +169,17 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     if (training) {
         int64_t n = 0, mm = 0;
         n = tt_model_count_params(&mc, &mm);
+        char ac[160] = "";
+        const tt_step_graph *tr = &r->train;
+        if (tr->ac != TT_AC_NONE) /* what checkpointing saves, and what it costs */
+            snprintf(ac, sizeof ac, " (%.1f MiB without; %d nodes recomputed, +%.1f%% FLOPs)",
+                     tr->arena_no_ac / 1048576.0, tr->remat.nodes,
+                     tr->remat.graph_flops > 0 ? 100 * tr->remat.flops / tr->remat.graph_flops : 0.0);
         tt_log("model %s (%s): %.2fM parameters, %.2f MFLOPs/token | %d x %d tokens x %d accumulation | exec %s | "
-               "arena %.1f MiB | peak %.0f GFLOP/s f32 (%s)",
+               "activation checkpoint %s: arena %.1f MiB%s | peak %.0f GFLOP/s f32 (%s)",
                tt_arch_name(mc.arch), c->model.flavor, n / 1e6, r->flops_per_token / 1e6, B, T, r->accum_steps,
                r->mode == TT_EXEC_GRAPH ? "graph" : r->mode == TT_EXEC_EAGER ? "eager" : "debug",
-               r->arena_bytes / 1048576.0, r->peak_gflops, r->peak_source);
+               tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac, r->peak_gflops, r->peak_source);
         if (r->builtin_corpus)
             tt_log("synthetic corpus: %lld train / %lld val tokens, floor %.4f nats/token, unigram %.4f (gap %.4f)",
                    (long long)r->corpus.train_tokens, (long long)r->corpus.val_tokens, r->corpus.floor_nats,

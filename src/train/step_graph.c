@@ -51,7 +51,7 @@ static tt_value *host_input(tt_graph *g, const char *name, tt_dtype dt, int64_t 
 }
 
 tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io, int with_grad,
-                           const tt_backend *be, tt_exec_mode mode)
+                           const tt_backend *be, tt_exec_mode mode, tt_ac_mode ac)
 {
     memset(sg, 0, sizeof *sg);
     tt_graph *g = sg->g = tt_graph_new();
@@ -72,6 +72,7 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state 
     tt_graph_set_scope(g, "loss");
     sg->loss = tt_ce_linear(g, h, head, targets, scale, -100);
     tt_graph_mark_output(g, sg->loss);
+    int n_fwd = g->n_nodes;
     if (with_grad && !g->failed && tt_autodiff(g, sg->loss, m->n_params, vals, grads) == 0) {
         tt_graph_set_scope(g, "grad_accum");
         for (int i = 0; i < m->n_params; i++)
@@ -79,10 +80,22 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state 
     }
     free(vals);
     free(grads);
-    if (g->failed || !(sg->exec = tt_exec_new(g, be, mode))) {
+    sg->ac = with_grad ? ac : TT_AC_NONE;
+    tt_err rc = g->failed ? -1 : 0;
+    if (!rc && sg->ac != TT_AC_NONE) {
+        /* plan the graph as autodiff left it too, so the log can say what checkpointing saves */
+        tt_memplan plan;
+        if (!(rc = tt_memplan_build(g, &plan))) {
+            sg->arena_no_ac = plan.arena_bytes;
+            tt_memplan_free(&plan);
+            rc = tt_remat(g, n_fwd, sg->ac, &sg->remat);
+        }
+    }
+    if (rc || !(sg->exec = tt_exec_new(g, be, mode))) {
         tt_step_graph_free(sg);
         return -1;
     }
+    if (sg->ac == TT_AC_NONE) sg->arena_no_ac = tt_exec_arena_bytes(sg->exec);
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #ifndef TT_STEP_GRAPH_H
 #define TT_STEP_GRAPH_H
 #include "graph/exec.h"
+#include "graph/passes/remat.h"
 #include "models/model.h"
 
 /* What lives across steps besides the weights: gradient accumulators and the
@@ -29,15 +30,20 @@ typedef struct {
     tt_exec *exec;
     tt_value *loss;    /* (1) */
     tt_value *sumsq;   /* optimizer graph: (1) squared global grad norm */
+    tt_ac_mode ac;     /* activation checkpointing applied to this graph */
+    tt_remat_stats remat;   /* what it recomputes */
+    size_t arena_no_ac;     /* the planned arena without it (= the arena when ac is none) */
 } tt_step_graph;
 
 typedef struct {
     double beta1, beta2, eps, weight_decay;
 } tt_adamw_cfg;
 
-/* with_grad: forward + backward + accumulate into s->grad; else forward only. */
+/* with_grad: forward + backward + accumulate into s->grad; else forward only.
+ * ac: activation checkpointing (the remat pass, run after autodiff; a
+ * forward-only graph has nothing to recompute and ignores it). */
 tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io, int with_grad,
-                           const tt_backend *be, tt_exec_mode mode);
+                           const tt_backend *be, tt_exec_mode mode, tt_ac_mode ac);
 tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io,
                            const tt_adamw_cfg *cfg, const tt_backend *be, tt_exec_mode mode);
 void tt_step_graph_free(tt_step_graph *sg);

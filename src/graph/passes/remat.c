@@ -1,0 +1,209 @@
+/* remat.c — activation checkpointing: recompute each transformer block's
+ * activations in the backward (clones of its forward nodes) instead of
+ * keeping them alive from the forward. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/passes/remat.h"
+
+const char *tt_ac_mode_name(tt_ac_mode mode)
+{
+    return mode == TT_AC_SELECTIVE ? "selective" : mode == TT_AC_FULL ? "full" : "none";
+}
+
+int tt_remat_block_of(const char *scope)
+{
+    const char *p;
+    if (!strncmp(scope, "layers.", 7)) p = scope + 7;
+    else if (!strncmp(scope, "h.", 2)) p = scope + 2;
+    else return -1;
+    if (*p < '0' || *p > '9') return -1;
+    int b = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (b > 1000000) return -1; /* no model has that many layers: not a block name */
+        b = b * 10 + (*p - '0');
+    }
+    return *p == 0 || *p == '.' ? b : -1;
+}
+
+/* Whether a node of this op may be recomputed under the mode. Only ops known
+ * to be pure functions of their inputs qualify: anything that writes state
+ * (attention_kv, accum), the loss (whose forward also makes gradients) and
+ * ops added later stay saved until someone says otherwise here. */
+static int recomputable(int op, tt_ac_mode mode)
+{
+    switch (op) {
+    case TT_OP_BIAS_ADD:
+    case TT_OP_ADD:
+    case TT_OP_RMSNORM:
+    case TT_OP_LAYERNORM:
+    case TT_OP_ROPE:
+    case TT_OP_SWIGLU:
+    case TT_OP_GELU: return 1;
+    case TT_OP_MATMUL:
+    case TT_OP_ATTENTION:
+    case TT_OP_EMBEDDING: return mode == TT_AC_FULL; /* selective keeps the expensive outputs */
+    default: return 0;
+    }
+}
+
+/* Scratch arrays of one run of the pass. */
+typedef struct {
+    int *blk;         /* per forward node: its block, or -1 */
+    int *vblk;        /* per value: the block of its forward producer, or -1 */
+    char *exported;   /* per value: read by a forward node of another block (or none): stays saved */
+    char *remat;      /* per value: produced by a recomputable node of a block, not exported */
+    char *need;       /* per value: a remat value something after the forward reads (maybe through clones) */
+    char *clone;      /* per forward node: gets a clone */
+    tt_value **map;   /* per original value: its clone */
+    int *ins;         /* per block: position of the first node reading its clones (-1: none) */
+    int *first, *end; /* per block: its clones' range among the appended nodes */
+    tt_node **order;
+} scratch;
+
+static void scratch_free(scratch *s)
+{
+    free(s->blk);
+    free(s->vblk);
+    free(s->exported);
+    free(s->remat);
+    free(s->need);
+    free(s->clone);
+    free(s->map);
+    free(s->ins);
+    free(s->first);
+    free(s->end);
+    free(s->order);
+}
+
+tt_err tt_remat(tt_graph *g, int n_fwd, tt_ac_mode mode, tt_remat_stats *stats)
+{
+    tt_remat_stats st = {0};
+    if (stats) *stats = st;
+    if (g->failed) return -1;
+    if (n_fwd < 0 || n_fwd > g->n_nodes) return tt_errorf("remat: %d forward nodes in a graph of %d", n_fwd, g->n_nodes);
+    if (mode != TT_AC_NONE && mode != TT_AC_SELECTIVE && mode != TT_AC_FULL)
+        return tt_errorf("remat: unknown activation checkpointing mode %d", (int)mode);
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i]->id != i) return tt_errorf("remat: node ids are not positions (node %d has id %d)", i, g->nodes[i]->id);
+        st.graph_flops += tt_ops[g->nodes[i]->op].flops(g->nodes[i]);
+    }
+    if (stats) stats->graph_flops = st.graph_flops;
+    if (mode == TT_AC_NONE) return 0;
+
+    int nn = g->n_nodes, nv = g->n_values, n_blocks = 0;
+    scratch s = {0};
+    s.blk = malloc((size_t)(n_fwd + 1) * sizeof *s.blk);
+    s.vblk = malloc((size_t)(nv + 1) * sizeof *s.vblk);
+    s.exported = calloc((size_t)nv + 1, 1);
+    s.remat = calloc((size_t)nv + 1, 1);
+    s.need = calloc((size_t)nv + 1, 1);
+    s.clone = calloc((size_t)n_fwd + 1, 1);
+    s.map = calloc((size_t)nv + 1, sizeof *s.map);
+    if (!s.blk || !s.vblk || !s.exported || !s.remat || !s.need || !s.clone || !s.map) {
+        scratch_free(&s);
+        return tt_errorf("out of memory in the remat pass");
+    }
+
+    /* which block made each value, and which leave their block in the forward */
+    for (int v = 0; v < nv; v++) s.vblk[v] = -1;
+    for (int i = 0; i < n_fwd; i++) {
+        const tt_node *n = g->nodes[i];
+        s.blk[i] = tt_remat_block_of(n->scope);
+        if (s.blk[i] >= n_blocks) n_blocks = s.blk[i] + 1;
+        for (int k = 0; k < n->n_out; k++) s.vblk[n->out[k]->id] = s.blk[i];
+        for (int k = 0; k < n->n_in; k++) {
+            const tt_value *x = n->in[k];
+            if (s.vblk[x->id] >= 0 && s.vblk[x->id] != s.blk[i]) s.exported[x->id] = 1;
+        }
+    }
+    for (int i = 0; i < n_fwd; i++) {
+        const tt_node *n = g->nodes[i];
+        if (s.blk[i] < 0 || !recomputable(n->op, mode)) continue;
+        for (int k = 0; k < n->n_out; k++)
+            if (!s.exported[n->out[k]->id]) s.remat[n->out[k]->id] = 1;
+    }
+
+    /* what the nodes after the forward read, then (walking the forward
+     * backwards) what recomputing that reads in turn */
+    for (int i = n_fwd; i < nn; i++)
+        for (int k = 0; k < g->nodes[i]->n_in; k++)
+            if (s.remat[g->nodes[i]->in[k]->id]) s.need[g->nodes[i]->in[k]->id] = 1;
+    for (int i = n_fwd - 1; i >= 0; i--) {
+        const tt_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_out; k++) s.clone[i] |= s.need[n->out[k]->id];
+        if (!s.clone[i]) continue;
+        for (int k = 0; k < n->n_in; k++)
+            if (s.remat[n->in[k]->id]) s.need[n->in[k]->id] = 1;
+    }
+
+    /* each block's clones go before the first node after the forward that reads one */
+    s.ins = malloc((size_t)(n_blocks + 1) * sizeof *s.ins);
+    s.first = calloc((size_t)n_blocks + 1, sizeof *s.first);
+    s.end = calloc((size_t)n_blocks + 1, sizeof *s.end);
+    if (!s.ins || !s.first || !s.end) {
+        scratch_free(&s);
+        return tt_errorf("out of memory in the remat pass");
+    }
+    for (int b = 0; b < n_blocks; b++) s.ins[b] = -1;
+    for (int i = n_fwd; i < nn; i++)
+        for (int k = 0; k < g->nodes[i]->n_in; k++) {
+            const tt_value *x = g->nodes[i]->in[k];
+            if (s.need[x->id] && s.ins[s.vblk[x->id]] < 0) s.ins[s.vblk[x->id]] = i;
+        }
+
+    /* clone block by block, in forward order, so each block's clones are one
+     * contiguous, topologically ordered run of the appended nodes */
+    for (int b = 0; b < n_blocks && !g->failed; b++) {
+        s.first[b] = s.end[b] = g->n_nodes;
+        if (s.ins[b] < 0) continue;
+        for (int i = 0; i < n_fwd && !g->failed; i++) {
+            if (!s.clone[i] || s.blk[i] != b) continue;
+            const tt_node *n = g->nodes[i];
+            tt_value *in[TT_MAX_IN];
+            for (int k = 0; k < n->n_in; k++) in[k] = s.map[n->in[k]->id] ? s.map[n->in[k]->id] : n->in[k];
+            tt_node *c = tt_node_clone(g, n, in);
+            if (!c) break;
+            snprintf(c->scope, sizeof c->scope, "%.57s.remat", n->scope);
+            for (int k = 0; k < n->n_out; k++)
+                if (s.remat[n->out[k]->id]) s.map[n->out[k]->id] = c->out[k];
+            st.nodes++;
+            st.flops += tt_ops[c->op].flops(c);
+        }
+        s.end[b] = g->n_nodes;
+        st.blocks++;
+    }
+    if (g->failed) {
+        scratch_free(&s);
+        return -1;
+    }
+
+    /* rewire: after the forward, read the clones */
+    for (int i = n_fwd; i < nn; i++) {
+        tt_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k]->id < nv && s.remat[n->in[k]->id] && s.map[n->in[k]->id]) n->in[k] = s.map[n->in[k]->id];
+    }
+
+    /* the new order: forward, then the rest with each block's clones spliced in */
+    s.order = malloc((size_t)g->n_nodes * sizeof *s.order);
+    if (!s.order) {
+        scratch_free(&s);
+        return tt_errorf("out of memory in the remat pass");
+    }
+    int k = 0;
+    for (int i = 0; i < nn; i++) {
+        for (int b = 0; b < n_blocks; b++)
+            if (s.ins[b] == i)
+                for (int j = s.first[b]; j < s.end[b]; j++) s.order[k++] = g->nodes[j];
+        s.order[k++] = g->nodes[i];
+    }
+    tt_err rc = k == g->n_nodes ? tt_graph_set_order(g, s.order) : tt_errorf("remat: lost track of %d nodes", g->n_nodes - k);
+    scratch_free(&s);
+    if (rc) {
+        g->failed = 1;
+        return tt_error_prefix("remat: ");
+    }
+    if (stats) *stats = st;
+    return 0;
+}

@@ -1,0 +1,355 @@
+/* test_remat.c — activation checkpointing (the remat pass): gradients and loss
+ * bitwise equal to no checkpointing in graph mode, a smaller planned arena,
+ * the backward reading only what each mode saves, eager/debug modes, the
+ * step graph, and the IR reorder helper refusing bad orders. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/autodiff.h"
+#include "graph/exec.h"
+#include "graph/passes/remat.h"
+#include "harness.h"
+#include "models/model.h"
+#include "train/step_graph.h"
+
+enum { B = 2, T = 13, V = 40 };
+
+typedef struct {
+    int32_t ids[B * T], tg[B * T], pos[B * T], doc[B * T];
+    float scale;
+} batch;
+
+static void make_batch(batch *b)
+{
+    tt_rng r = {3, 0};
+    for (int i = 0; i < B * T; i++) {
+        int t = i % T, d = t < 6 ? 0 : 1; /* two documents per row */
+        b->ids[i] = (int32_t)tt_rng_below(&r, V);
+        b->doc[i] = d;
+        b->pos[i] = d ? t - 6 : t;
+        b->tg[i] = (t == 5 || t == T - 1) ? -100 : (int32_t)tt_rng_below(&r, V);
+    }
+    b->scale = 1.0f / (B * T - 2 * B);
+}
+
+typedef enum { LLAMA, GPT2, QWEN } variant; /* QWEN: llama with q/k/v biases and q/k norm */
+static const char *const variant_names[] = {"llama", "gpt2", "llama+qkv_bias+qk_norm"};
+
+static tt_model *make_model(variant va)
+{
+    tt_model_cfg c;
+    memset(&c, 0, sizeof c);
+    c.arch = va == GPT2 ? TT_ARCH_GPT2 : TT_ARCH_LLAMA;
+    c.dim = 32;
+    c.n_layers = 3;
+    c.n_heads = 4;
+    c.n_kv_heads = va == GPT2 ? 4 : 2;
+    c.head_dim = 8;
+    c.ffn_dim = 48;
+    c.vocab_size = V;
+    c.max_seq_len = 64;
+    c.norm_eps = 1e-5;
+    c.rope.theta = 10000;
+    c.tie_embeddings = va == GPT2;
+    c.qkv_bias = va == QWEN;
+    c.qk_norm = va == QWEN;
+    tt_model *m = tt_model_new(&c);
+    if (m) tt_model_init_weights(m, 42);
+    return m;
+}
+
+/* A train graph (loss + grads as outputs) with the pass applied. */
+typedef struct {
+    tt_graph *g;
+    tt_value *loss, **grads;
+    int n_fwd;
+    tt_remat_stats st;
+} train_graph;
+
+static train_graph build(const tt_model *m, batch *bt, tt_ac_mode ac)
+{
+    train_graph tgr = {tt_graph_new(), NULL, calloc((size_t)m->n_params, sizeof(tt_value *)), 0, {0}};
+    tt_graph *g = tgr.g;
+    tt_value **vals = calloc((size_t)m->n_params, sizeof *vals);
+    tt_model_bind(g, m, vals);
+    int64_t n = (int64_t)B * T;
+    tt_fwd_inputs in = {B, T, tt_graph_input(g, "ids", TT_I32, 1, &n), tt_graph_input(g, "pos", TT_I32, 1, &n),
+                        tt_graph_input(g, "doc", TT_I32, 1, &n), NULL, NULL, NULL};
+    in.ids->data = bt->ids;
+    in.pos->data = bt->pos;
+    in.doc->data = bt->doc;
+    tt_value *targets = tt_graph_input(g, "targets", TT_I32, 1, &n);
+    targets->data = bt->tg;
+    tt_value *sc = tt_graph_input(g, "scale", TT_F32, 1, (int64_t[]){1});
+    sc->data = &bt->scale;
+    tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
+    tgr.loss = tt_ce_linear(g, h, head, targets, sc, -100);
+    tt_graph_mark_output(g, tgr.loss);
+    tgr.n_fwd = g->n_nodes;
+    CHECK_MSG(tt_autodiff(g, tgr.loss, m->n_params, vals, tgr.grads) == 0, "%s", tt_last_error());
+    for (int i = 0; i < m->n_params; i++) tt_graph_mark_output(g, tgr.grads[i]);
+    CHECK_MSG(tt_remat(g, tgr.n_fwd, ac, &tgr.st) == 0, "%s", tt_last_error());
+    free(vals);
+    return tgr;
+}
+
+static void free_train_graph(train_graph *t)
+{
+    free(t->grads);
+    tt_graph_free(t->g);
+}
+
+/* One run's loss, flat gradients (model layout) and arena. */
+typedef struct {
+    float loss;
+    float *grad;
+    size_t arena;
+    int n_nodes, ok;
+} result;
+
+static result run(const tt_model *m, batch *bt, tt_ac_mode ac, tt_exec_mode mode, train_graph *keep)
+{
+    result res = {0, calloc(m->numel, sizeof(float)), 0, 0, 0};
+    train_graph tgr = build(m, bt, ac);
+    tt_exec *e = tt_exec_new(tgr.g, &tt_backend_cpu, mode);
+    CHECK_MSG(e != NULL, "%s", tt_last_error());
+    if (e && tt_exec_run(e) == 0) {
+        res.ok = 1;
+        res.loss = *(float *)tgr.loss->data;
+        res.arena = tt_exec_arena_bytes(e);
+        res.n_nodes = tgr.g->n_nodes;
+        size_t off = 0;
+        for (int i = 0; i < m->n_params; i++) {
+            size_t cnt = (size_t)tt_numel(m->params[i].t.ndim, m->params[i].t.shape);
+            if (tgr.grads[i]) memcpy(res.grad + off, tgr.grads[i]->data, cnt * sizeof(float));
+            off += cnt;
+        }
+    } else {
+        CHECK_MSG(0, "run failed: %s", tt_last_error());
+    }
+    tt_exec_free(e);
+    if (keep) *keep = tgr;
+    else free_train_graph(&tgr);
+    return res;
+}
+
+/* After the pass, what the nodes past the forward read from a block's
+ * forward must be what the mode saves: under full only values that leave
+ * the block in the forward (its output); under selective also matmul and
+ * attention outputs. Clones carry ".remat" scopes and sit past the forward. */
+static void check_saved(const train_graph *t, tt_ac_mode ac, const char *name)
+{
+    const tt_graph *g = t->g;
+    int bad = 0, clones = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const tt_node *n = g->nodes[i];
+        CHECK(n->id == i);
+        int is_clone = strstr(n->scope, ".remat") != NULL;
+        clones += is_clone;
+        if (is_clone && i < t->n_fwd) bad++;
+        if (i < t->n_fwd || is_clone) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            const tt_value *x = n->in[k];
+            const tt_node *p = x->producer;
+            if (x->role != TT_ROLE_ACT || !p || p->id >= t->n_fwd || tt_remat_block_of(p->scope) < 0) continue;
+            int blk = tt_remat_block_of(p->scope), leaves = 0;
+            for (int j = 0; j < t->n_fwd && !leaves; j++)
+                for (int q = 0; q < g->nodes[j]->n_in; q++)
+                    if (g->nodes[j]->in[q] == x && tt_remat_block_of(g->nodes[j]->scope) != blk) leaves = 1;
+            int kept = leaves || (ac == TT_AC_SELECTIVE && (p->op == TT_OP_MATMUL || p->op == TT_OP_ATTENTION)) ||
+                       ac == TT_AC_NONE;
+            if (!kept) {
+                if (bad < 3)
+                    fprintf(stderr, "%s %s: %s (%s) reads %s output of %s\n", name, tt_ac_mode_name(ac),
+                            tt_op_name(n->op), n->scope, tt_op_name(p->op), p->scope);
+                bad++;
+            }
+        }
+    }
+    CHECK_MSG(bad == 0, "%s %s: %d reads of activations the mode does not save", name, tt_ac_mode_name(ac), bad);
+    CHECK_MSG(clones == t->st.nodes, "%s %s: %d .remat nodes, the pass says %d", name, tt_ac_mode_name(ac), clones,
+              t->st.nodes);
+}
+
+static int bitwise_equal(const float *a, const float *b, size_t n, size_t *where)
+{
+    for (size_t k = 0; k < n; k++)
+        if (memcmp(&a[k], &b[k], sizeof *a)) {
+            *where = k;
+            return 0;
+        }
+    return 1;
+}
+
+static void test_modes_bitwise(variant va)
+{
+    const char *name = variant_names[va];
+    tt_model *m = make_model(va);
+    CHECK_MSG(m != NULL, "%s", tt_last_error());
+    if (!m) return;
+    batch bt;
+    make_batch(&bt);
+    result r[3];
+    tt_remat_stats st[3];
+    for (int ac = 0; ac < 3; ac++) {
+        train_graph t;
+        r[ac] = run(m, &bt, (tt_ac_mode)ac, TT_EXEC_GRAPH, &t);
+        check_saved(&t, (tt_ac_mode)ac, name);
+        st[ac] = t.st;
+        if (ac == TT_AC_NONE) CHECK(t.st.nodes == 0 && t.st.blocks == 0 && t.st.flops == 0);
+        else CHECK_MSG(t.st.blocks == m->cfg.n_layers, "%s %s: %d blocks recompute", name,
+                       tt_ac_mode_name((tt_ac_mode)ac), t.st.blocks);
+        free_train_graph(&t);
+    }
+    /* full recomputes the matmuls and attention too; selective only cheap ops */
+    CHECK(st[2].nodes > st[1].nodes && st[1].nodes > 0);
+    CHECK(st[2].flops > 10 * st[1].flops && st[2].flops < 0.5 * st[0].graph_flops);
+    printf("%-24s arena none %zu  selective %zu  full %zu bytes; loss %.7f\n", name, r[0].arena, r[1].arena,
+           r[2].arena, r[0].loss);
+    CHECK(fabs(r[0].loss - log((double)V)) < 0.5); /* a fresh model is near uniform */
+    for (int ac = 1; ac < 3; ac++) {
+        size_t at = 0;
+        CHECK_MSG(r[ac].ok && memcmp(&r[ac].loss, &r[0].loss, sizeof(float)) == 0, "%s %s: loss %.9g vs %.9g", name,
+                  tt_ac_mode_name((tt_ac_mode)ac), r[ac].loss, r[0].loss);
+        CHECK_MSG(bitwise_equal(r[ac].grad, r[0].grad, m->numel, &at), "%s %s: gradient %zu: %.9g vs %.9g", name,
+                  tt_ac_mode_name((tt_ac_mode)ac), at, r[ac].grad[at], r[0].grad[at]);
+        CHECK(r[ac].n_nodes == r[0].n_nodes + st[ac].nodes);
+    }
+    CHECK_MSG(r[2].arena < r[1].arena && r[1].arena < r[0].arena, "%s: arenas none %zu selective %zu full %zu", name,
+              r[0].arena, r[1].arena, r[2].arena);
+    for (int ac = 0; ac < 3; ac++) free(r[ac].grad);
+
+    /* eager and debug run the recomputed graph too (debug: reference kernels, NaN checks) */
+    const tt_exec_mode other[2] = {TT_EXEC_EAGER, TT_EXEC_DEBUG};
+    result ref = run(m, &bt, TT_AC_NONE, TT_EXEC_DEBUG, NULL);
+    for (int k = 0; k < 2; k++) {
+        result full = run(m, &bt, TT_AC_FULL, other[k], NULL), none = run(m, &bt, TT_AC_NONE, other[k], NULL);
+        CHECK(full.ok && none.ok);
+        size_t at = 0;
+        /* the same kernels on the same inputs: bitwise equal to the mode's own run without checkpointing */
+        CHECK_MSG(memcmp(&full.loss, &none.loss, sizeof(float)) == 0 && bitwise_equal(full.grad, none.grad, m->numel, &at),
+                  "%s %s: full differs from none (gradient %zu)", name, k ? "debug" : "eager", at);
+        double maxd = 0, maxg = 0;
+        for (size_t q = 0; q < m->numel; q++) {
+            maxd = fmax(maxd, fabs(full.grad[q] - ref.grad[q]));
+            maxg = fmax(maxg, fabs(ref.grad[q]));
+        }
+        CHECK_NEAR(full.loss, ref.loss, 1e-5);
+        CHECK_MSG(maxd <= 1e-4 * maxg + 1e-7, "%s %s full: max grad difference %g from the reference", name,
+                  k ? "debug" : "eager", maxd);
+        free(full.grad);
+        free(none.grad);
+    }
+    free(ref.grad);
+    tt_model_free(m);
+}
+
+/* The run's graph: tt_build_micro_step with each mode accumulates the same
+ * gradients into the optimizer state, and reports the arena it saves. */
+static void test_step_graph(void)
+{
+    tt_model *m = make_model(LLAMA);
+    CHECK(m != NULL);
+    if (!m) return;
+    batch bt;
+    make_batch(&bt);
+    tt_step_io io = {B, T, bt.ids, bt.tg, bt.pos, bt.doc, bt.scale, {0}};
+    float *grad[3] = {0}, loss[3] = {0};
+    size_t arena[3] = {0}, arena_no_ac[3] = {0};
+    for (int ac = 0; ac < 3; ac++) {
+        tt_optim_state os;
+        tt_step_graph sg;
+        CHECK(tt_optim_state_init(&os, m) == 0);
+        int rc = tt_build_micro_step(&sg, m, &os, &io, 1, &tt_backend_cpu, TT_EXEC_GRAPH, (tt_ac_mode)ac);
+        CHECK_MSG(rc == 0, "%s", tt_last_error());
+        if (rc == 0) {
+            CHECK(sg.ac == (tt_ac_mode)ac);
+            CHECK(tt_exec_run(sg.exec) == 0 && tt_exec_run(sg.exec) == 0); /* two micro-steps accumulate */
+            loss[ac] = *(float *)sg.loss->data;
+            arena[ac] = tt_exec_arena_bytes(sg.exec);
+            arena_no_ac[ac] = sg.arena_no_ac;
+            grad[ac] = malloc(m->numel * sizeof(float));
+            memcpy(grad[ac], os.grad, m->numel * sizeof(float));
+            tt_step_graph_free(&sg);
+        }
+        tt_optim_state_free(&os);
+    }
+    for (int ac = 1; ac < 3; ac++) {
+        size_t at = 0;
+        CHECK(grad[ac] && grad[0] && bitwise_equal(grad[ac], grad[0], m->numel, &at));
+        CHECK(memcmp(&loss[ac], &loss[0], sizeof(float)) == 0);
+        CHECK_MSG(arena_no_ac[ac] == arena[0], "arena without checkpointing %zu, none's %zu", arena_no_ac[ac], arena[0]);
+        CHECK(arena[ac] < arena[0]);
+    }
+    CHECK(arena_no_ac[0] == arena[0]);
+
+    /* a forward-only (eval) graph has nothing to recompute */
+    tt_optim_state os;
+    tt_step_graph sg;
+    CHECK(tt_optim_state_init(&os, m) == 0);
+    CHECK(tt_build_micro_step(&sg, m, &os, &io, 0, &tt_backend_cpu, TT_EXEC_GRAPH, TT_AC_FULL) == 0);
+    CHECK(sg.ac == TT_AC_NONE && sg.remat.nodes == 0);
+    tt_step_graph_free(&sg);
+    tt_optim_state_free(&os);
+    for (int ac = 0; ac < 3; ac++) free(grad[ac]);
+    tt_model_free(m);
+}
+
+static void test_scopes_and_errors(void)
+{
+    CHECK(tt_remat_block_of("layers.3.attention") == 3);
+    CHECK(tt_remat_block_of("layers.12") == 12);
+    CHECK(tt_remat_block_of("h.0.mlp") == 0);
+    CHECK(tt_remat_block_of("layers.7.feed_forward.remat") == 7);
+    CHECK(tt_remat_block_of("layers.x.attention") == -1);
+    CHECK(tt_remat_block_of("layers.3x") == -1);
+    CHECK(tt_remat_block_of("layers.") == -1);
+    CHECK(tt_remat_block_of("output") == -1);
+    CHECK(tt_remat_block_of("hidden.3") == -1);
+    CHECK(tt_remat_block_of("layers.99999999999999999999") == -1);
+    CHECK(tt_remat_block_of("") == -1);
+    CHECK(!strcmp(tt_ac_mode_name(TT_AC_SELECTIVE), "selective"));
+
+    /* a tiny graph: x -> a = x + x -> b = a + a, in scope layers.0 */
+    tt_graph *g = tt_graph_new();
+    float xs[4] = {1, 2, 3, 4};
+    tt_tensor xt = {"x", TT_F32, 1, {4}, xs};
+    tt_value *x = tt_graph_bind(g, TT_ROLE_PARAM, &xt);
+    tt_graph_set_scope(g, "layers.0");
+    tt_value *a = tt_add(g, x, x), *b = tt_add(g, a, a);
+    (void)b;
+    CHECK(g->n_nodes == 2);
+    CHECK(tt_remat(g, 3, TT_AC_FULL, NULL) == -1);  /* more forward nodes than the graph has */
+    CHECK(tt_remat(g, -1, TT_AC_FULL, NULL) == -1);
+    CHECK(tt_remat(g, 2, (tt_ac_mode)7, NULL) == -1);
+    CHECK(strstr(tt_last_error(), "mode") != NULL);
+    tt_remat_stats st;
+    CHECK(tt_remat(g, 2, TT_AC_FULL, &st) == 0 && st.nodes == 0); /* no backward: nothing to do */
+    CHECK(g->n_nodes == 2);
+
+    /* the reorder helper refuses a use before definition and a repeated node, leaving the order alone */
+    tt_node *swapped[2] = {g->nodes[1], g->nodes[0]}, *twice[2] = {g->nodes[0], g->nodes[0]};
+    tt_node *n0 = g->nodes[0], *n1 = g->nodes[1];
+    CHECK(tt_graph_set_order(g, swapped) == -1 && strstr(tt_last_error(), "before it is produced"));
+    CHECK(tt_graph_set_order(g, twice) == -1 && strstr(tt_last_error(), "distinct"));
+    CHECK(g->nodes[0] == n0 && g->nodes[1] == n1 && n0->id == 0 && n1->id == 1);
+    tt_node *same[2] = {n0, n1};
+    CHECK(tt_graph_set_order(g, same) == 0);
+
+    /* a clone: same op and attributes, fresh outputs shaped like the original's */
+    tt_node *c = tt_node_clone(g, n1, (tt_value *[]){x, x});
+    CHECK(c && c->op == n1->op && c->out[0] != n1->out[0] && c->out[0]->producer == c && c->in[0] == x &&
+          !strcmp(c->scope, "layers.0") && c->id == 2 && tt_value_numel(c->out[0]) == 4);
+    tt_graph_free(g);
+}
+
+int main(void)
+{
+    test_scopes_and_errors();
+    test_modes_bitwise(LLAMA);
+    test_modes_bitwise(GPT2);
+    test_modes_bitwise(QWEN);
+    test_step_graph();
+    return th_done("test_remat");
+}
