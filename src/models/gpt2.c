@@ -1,8 +1,9 @@
 /* gpt2.c — GPT-2: LayerNorm, GELU (tanh), learned positions, tied head.
  * q/k/v are kept as three (D, D) projections; HF's fused c_attn is split
- * when loading Hugging Face weights. */
+ * when loading Hugging Face weights (the name map at the end). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "models/model.h"
 
@@ -76,4 +77,47 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
     return tt_layernorm(g, x, f[0], f[1], c->norm_eps);
 }
 
-const tt_arch_impl tt_arch_gpt2 = {"gpt2", declare, forward};
+/* ---- Hugging Face names (GPT2LMHeadModel) ---------------------------------
+ * Conv1D stores weights (in, out), the transpose of titan's (out, in); c_attn
+ * fuses q, k, v along its output axis. Names carry "transformer.", which
+ * checkpoints of the bare GPT2Model leave out. */
+static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
+{
+    const tt_model_cfg *c = &m->cfg;
+    int nb = c->n_layers * PER_BLOCK;
+    if (i < 2 || i >= 2 + nb) {
+        static const char *const ends[4] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
+        snprintf(s->name, sizeof s->name, "transformer.%s", ends[i < 2 ? i : 2 + (i - 2 - nb)]);
+        return 0;
+    }
+    int l = (i - 2) / PER_BLOCK, k = (i - 2) % PER_BLOCK;
+    static const struct { const char *n; int transpose, part; } map[PER_BLOCK] = {
+        [LN1_W] = {"ln_1.weight", 0, 0},        [LN1_B] = {"ln_1.bias", 0, 0},
+        [WQ] = {"attn.c_attn.weight", 1, 0},    [BQ] = {"attn.c_attn.bias", 0, 0},
+        [WK] = {"attn.c_attn.weight", 1, 1},    [BK] = {"attn.c_attn.bias", 0, 1},
+        [WV] = {"attn.c_attn.weight", 1, 2},    [BV] = {"attn.c_attn.bias", 0, 2},
+        [WO] = {"attn.c_proj.weight", 1, 0},    [BO] = {"attn.c_proj.bias", 0, 0},
+        [LN2_W] = {"ln_2.weight", 0, 0},        [LN2_B] = {"ln_2.bias", 0, 0},
+        [FC_W] = {"mlp.c_fc.weight", 1, 0},     [FC_B] = {"mlp.c_fc.bias", 0, 0},
+        [PROJ_W] = {"mlp.c_proj.weight", 1, 0}, [PROJ_B] = {"mlp.c_proj.bias", 0, 0},
+    };
+    snprintf(s->name, sizeof s->name, "transformer.h.%d.%s", l, map[k].n);
+    s->transpose = map[k].transpose;
+    int fused = k == WQ || k == WK || k == WV || k == BQ || k == BK || k == BV;
+    s->part = map[k].part;
+    s->n_parts = fused ? 3 : 1;
+    return 0;
+}
+
+/* The causal-mask buffers older GPT-2 checkpoints saved, and lm_head.weight,
+ * which is the tied wte. Names arrive with the "transformer." prefix. */
+static int hf_ignorable(const tt_model *m, const char *name)
+{
+    int l, end = 0;
+    (void)m;
+    if (strcmp(name, "lm_head.weight") == 0) return 1;
+    if (sscanf(name, "transformer.h.%d.attn.%n", &l, &end) != 1 || end == 0) return 0;
+    return strcmp(name + end, "bias") == 0 || strcmp(name + end, "masked_bias") == 0;
+}
+
+const tt_arch_impl tt_arch_gpt2 = {"gpt2", declare, forward, hf_slot, "transformer.", hf_ignorable};

@@ -1,12 +1,34 @@
 /* llama.c — Llama 2/3 style decoder (also Mistral, Qwen2 with q/k/v bias,
- * Qwen3 with per-head q/k RMSNorm, SmolLM): RMSNorm, RoPE, GQA, SwiGLU. */
+ * Qwen3 with per-head q/k RMSNorm, SmolLM): RMSNorm, RoPE, GQA, SwiGLU, an
+ * optional sliding window per layer; and its Hugging Face tensor names. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "models/model.h"
 
-/* Parameter order within a block; the forward reads them by these offsets. */
+/* Parameter order within a block; the forward reads them by these offsets.
+ * BO (o_bias) and B1, B2, B3 (mlp_bias) follow FFN_NORM only when enabled, so
+ * configurations without them keep the original names and order. */
 enum { WQ, WK, WV, WO, BQ, BK, BV, QN, KN, ATTN_NORM, W1, W2, W3, FFN_NORM, PER_BLOCK };
+
+/* One declared parameter of a block: rows, cols (0 = 1-D), init, std, no_decay. */
+typedef struct { const char *n; int64_t r, k; tt_init_kind init; double sd; int nd; } slot_decl;
+
+/* Parameters per block and the offsets of the optional extras in a block. */
+typedef struct { int stride, bo, b1, b2, b3; } block_layout;
+
+static block_layout layout(const tt_model *m)
+{
+    block_layout b = {PER_BLOCK, -1, -1, -1, -1};
+    if (m->ext.o_bias) b.bo = b.stride++;
+    if (m->ext.mlp_bias) {
+        b.b1 = b.stride++;
+        b.b2 = b.stride++;
+        b.b3 = b.stride++;
+    }
+    return b;
+}
 
 static tt_err declare(tt_model *m)
 {
@@ -21,7 +43,7 @@ static tt_err declare(tt_model *m)
     for (int l = 0; l < c->n_layers; l++) {
         int u = l + 1;
         /* every block declares the same slots; absent optional ones get 0 elements */
-        struct { const char *n; int64_t r, k; tt_init_kind init; double sd; int nd; } p[PER_BLOCK] = {
+        slot_decl p[PER_BLOCK + 4] = {
             [WQ] = {"attention.wq.weight", q, D, TT_INIT_NORMAL, std, 0},
             [WK] = {"attention.wk.weight", kv, D, TT_INIT_NORMAL, std, 0},
             [WV] = {"attention.wv.weight", kv, D, TT_INIT_NORMAL, std, 0},
@@ -37,7 +59,14 @@ static tt_err declare(tt_model *m)
             [W3] = {"feed_forward.w3.weight", F, D, TT_INIT_NORMAL, std, 0},
             [FFN_NORM] = {"ffn_norm.weight", D, 0, TT_INIT_ONES, 0, 1},
         };
-        for (int i = 0; i < PER_BLOCK; i++) {
+        block_layout bl = layout(m);
+        if (bl.bo >= 0) p[bl.bo] = (slot_decl){"attention.wo.bias", D, 0, TT_INIT_ZEROS, 0, 1};
+        if (bl.b1 >= 0) {
+            p[bl.b1] = (slot_decl){"feed_forward.w1.bias", F, 0, TT_INIT_ZEROS, 0, 1};
+            p[bl.b2] = (slot_decl){"feed_forward.w2.bias", D, 0, TT_INIT_ZEROS, 0, 1};
+            p[bl.b3] = (slot_decl){"feed_forward.w3.bias", F, 0, TT_INIT_ZEROS, 0, 1};
+        }
+        for (int i = 0; i < bl.stride; i++) {
             snprintf(name, sizeof name, "layers.%d.%s", l, p[i].n);
             s2[0] = p[i].r;
             s2[1] = p[i].k;
@@ -55,11 +84,14 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
 {
     const tt_model_cfg *c = &m->cfg;
     int H = c->n_heads, Hk = c->n_kv_heads, hd = c->head_dim;
+    block_layout bl = layout(m);
+    double rope_scale = tt_rope_attention_scale(&c->rope, &m->ext.rope); /* YaRN scales cos and sin */
     tt_graph_set_scope(g, "tok_embeddings");
     tt_value *x = tt_embedding(g, in->ids, w[0]); // (B*T, D)
-    tt_value *inv_freq = tt_model_rope_table(g, c);
+    tt_value *inv_freq = tt_model_rope_table(g, m);
     for (int l = 0; l < c->n_layers; l++) {
-        tt_value *const *b = w + 1 + l * PER_BLOCK;
+        tt_value *const *b = w + 1 + l * bl.stride;
+        int window = tt_model_layer_window(c, &m->ext, l);
         tt_graph_set_scope(g, "layers.%d.attention", l);
         tt_value *h = tt_rmsnorm(g, x, b[ATTN_NORM], c->norm_eps);
         tt_value *q = tt_linear(g, h, b[WQ], c->qkv_bias ? b[BQ] : NULL); // (N, H*hd)
@@ -69,22 +101,64 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
             q = tt_rmsnorm_groups(g, q, b[QN], c->norm_eps, hd); /* per head */
             k = tt_rmsnorm_groups(g, k, b[KN], c->norm_eps, hd);
         }
-        q = tt_rope(g, q, in->pos, inv_freq, H, hd);
-        k = tt_rope(g, k, in->pos, inv_freq, Hk, hd);
+        q = tt_rope_scaled(g, q, in->pos, inv_freq, H, hd, rope_scale);
+        k = tt_rope_scaled(g, k, in->pos, inv_freq, Hk, hd, rope_scale);
         tt_value *a = in->cache_k
-            ? tt_attention_kv(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H, Hk, hd, c->window)
-            : tt_attention(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, c->window);
-        x = tt_add(g, x, tt_linear(g, a, b[WO], NULL));
+            ? tt_attention_kv(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H, Hk, hd, window)
+            : tt_attention(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window);
+        x = tt_add(g, x, tt_linear(g, a, b[WO], bl.bo >= 0 ? b[bl.bo] : NULL));
         tt_graph_set_scope(g, "layers.%d.feed_forward", l);
         h = tt_rmsnorm(g, x, b[FFN_NORM], c->norm_eps);
-        tt_value *ff = tt_swiglu(g, tt_linear(g, h, b[W1], NULL), tt_linear(g, h, b[W3], NULL));
-        x = tt_add(g, x, tt_linear(g, ff, b[W2], NULL));
+        tt_value *ff = tt_swiglu(g, tt_linear(g, h, b[W1], bl.b1 >= 0 ? b[bl.b1] : NULL),
+                                 tt_linear(g, h, b[W3], bl.b3 >= 0 ? b[bl.b3] : NULL));
+        x = tt_add(g, x, tt_linear(g, ff, b[W2], bl.b2 >= 0 ? b[bl.b2] : NULL));
     }
     tt_graph_set_scope(g, "norm");
-    tt_value *const *f = w + 1 + c->n_layers * PER_BLOCK;
+    tt_value *const *f = w + 1 + c->n_layers * bl.stride;
     *head = c->tie_embeddings ? w[0] : f[1];
     tt_graph_set_scope(g, "output");
     return tt_rmsnorm(g, x, f[0], c->norm_eps);
 }
 
-const tt_arch_impl tt_arch_llama = {"llama", declare, forward};
+/* ---- Hugging Face names (LlamaForCausalLM and its relatives) ------------- */
+static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
+{
+    const tt_model_cfg *c = &m->cfg;
+    block_layout bl = layout(m);
+    int nb = c->n_layers * bl.stride;
+    if (i == 0) {
+        snprintf(s->name, sizeof s->name, "model.embed_tokens.weight");
+        return 0;
+    }
+    if (i > nb) {
+        snprintf(s->name, sizeof s->name, "%s", i == nb + 1 ? "model.norm.weight" : "lm_head.weight");
+        return 0;
+    }
+    int l = (i - 1) / bl.stride, k = (i - 1) % bl.stride;
+    static const char *const base[PER_BLOCK] = {
+        [WQ] = "self_attn.q_proj.weight", [WK] = "self_attn.k_proj.weight", [WV] = "self_attn.v_proj.weight",
+        [WO] = "self_attn.o_proj.weight", [BQ] = "self_attn.q_proj.bias",   [BK] = "self_attn.k_proj.bias",
+        [BV] = "self_attn.v_proj.bias",   [QN] = "self_attn.q_norm.weight", [KN] = "self_attn.k_norm.weight",
+        [ATTN_NORM] = "input_layernorm.weight", [W1] = "mlp.gate_proj.weight", [W2] = "mlp.down_proj.weight",
+        [W3] = "mlp.up_proj.weight", [FFN_NORM] = "post_attention_layernorm.weight",
+    };
+    const char *n = k < PER_BLOCK ? base[k]
+                    : k == bl.bo  ? "self_attn.o_proj.bias"
+                    : k == bl.b1  ? "mlp.gate_proj.bias"
+                    : k == bl.b2  ? "mlp.down_proj.bias"
+                                  : "mlp.up_proj.bias";
+    snprintf(s->name, sizeof s->name, "model.layers.%d.%s", l, n);
+    return 0;
+}
+
+/* Older checkpoints saved the rotary inverse frequencies as a buffer; a tied
+ * model may still carry a copy of the embeddings as lm_head. */
+static int hf_ignorable(const tt_model *m, const char *name)
+{
+    int l, end = 0;
+    if (m->cfg.tie_embeddings && strcmp(name, "lm_head.weight") == 0) return 1;
+    return sscanf(name, "model.layers.%d.self_attn.rotary_emb.inv_freq%n", &l, &end) == 1 && end > 0 &&
+           name[end] == '\0';
+}
+
+const tt_arch_impl tt_arch_llama = {"llama", declare, forward, hf_slot, NULL, hf_ignorable};

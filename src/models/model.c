@@ -48,10 +48,22 @@ static tt_err check_cfg(const tt_model_cfg *c)
         return tt_errorf("model: n_heads (%d) must be a multiple of n_kv_heads (%d)", c->n_heads, c->n_kv_heads);
     if (c->head_dim <= 0 || c->head_dim % 2)
         return tt_errorf("model: head_dim must be positive and even (got %d)", c->head_dim);
+    if (c->window < 0) return tt_errorf("model: the sliding window must be 0 (none) or positive (got %d)", c->window);
     return 0;
 }
 
+int tt_model_layer_window(const tt_model_cfg *c, const tt_model_ext *x, int layer)
+{
+    if (x && layer >= 0 && layer < TT_MODEL_MAX_LAYERS && x->full_attention[layer]) return 0;
+    return c->window;
+}
+
 tt_model *tt_model_new(const tt_model_cfg *cfg)
+{
+    return tt_model_new_ext(cfg, NULL);
+}
+
+tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext)
 {
     const tt_arch_impl *impl = arch_impl(cfg->arch);
     if (!impl) {
@@ -65,6 +77,7 @@ tt_model *tt_model_new(const tt_model_cfg *cfg)
         return NULL;
     }
     m->cfg = *cfg;
+    if (ext) m->ext = *ext;
     if (impl->declare(m)) {
         tt_model_free(m);
         return NULL;
@@ -126,12 +139,30 @@ tt_value *tt_model_forward(tt_graph *g, const tt_model *m, tt_value *const *vals
     return arch_impl(m->cfg.arch)->forward(g, m, vals, in, head);
 }
 
-tt_value *tt_model_rope_table(tt_graph *g, const tt_model_cfg *c)
+tt_err tt_model_hf_slot(const tt_model *m, int i, tt_hf_slot *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n_parts = 1;
+    if (i < 0 || i >= m->n_params) return tt_errorf("model: parameter index %d out of range", i);
+    return arch_impl(m->cfg.arch)->hf_slot(m, i, out);
+}
+
+const char *tt_model_hf_optional_prefix(const tt_model *m)
+{
+    return arch_impl(m->cfg.arch)->hf_optional_prefix;
+}
+
+int tt_model_hf_ignorable(const tt_model *m, const char *name)
+{
+    return arch_impl(m->cfg.arch)->hf_ignorable(m, name);
+}
+
+tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m)
 {
     void *data;
-    int64_t n = c->head_dim / 2;
+    int64_t n = m->cfg.head_dim / 2;
     tt_value *v = tt_graph_const(g, TT_F32, 1, &n, &data);
-    if (v) tt_rope_inv_freq(&c->rope, c->head_dim, data);
+    if (v) tt_rope_inv_freq_ext(&m->cfg.rope, &m->ext.rope, m->cfg.head_dim, data);
     return v;
 }
 

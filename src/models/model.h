@@ -15,8 +15,26 @@ typedef struct {
     int dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, vocab_size, max_seq_len;
     double norm_eps;
     tt_rope_params rope;
-    int tie_embeddings, qkv_bias, qk_norm, window;
+    int tie_embeddings, qkv_bias, qk_norm, window; /* window: sliding-window size, 0 = none */
 } tt_model_cfg;
+
+/* Layers whose sliding window can be switched off one by one (full_attention). */
+#define TT_MODEL_MAX_LAYERS 512
+
+/* What Hugging Face models add to tt_model_cfg. A separate struct because
+ * tt_model_cfg is built with positional initialisers elsewhere; all zero is
+ * the plain model of tt_model_cfg. */
+typedef struct {
+    int o_bias;        /* the attention output projection has a bias (Llama/Qwen3 attention_bias) */
+    int mlp_bias;      /* gate, up and down projections have biases (Llama's mlp_bias) */
+    tt_rope_ext rope;  /* linear and YaRN RoPE scaling */
+    /* 1 = layer l attends to all earlier keys even when cfg.window > 0 (Qwen2/3's
+     * layers below max_window_layers); layers past TT_MODEL_MAX_LAYERS use the window. */
+    unsigned char full_attention[TT_MODEL_MAX_LAYERS];
+} tt_model_ext;
+
+/* The sliding window of layer l: 0 (none) or c->window. x may be NULL. */
+int tt_model_layer_window(const tt_model_cfg *c, const tt_model_ext *x, int layer);
 
 typedef enum { TT_INIT_NORMAL, TT_INIT_ONES, TT_INIT_ZEROS } tt_init_kind;
 
@@ -31,6 +49,7 @@ typedef struct {
 
 typedef struct tt_model {
     tt_model_cfg cfg;
+    tt_model_ext ext;
     int n_params, cap_params;
     tt_param *params;
     float *storage;     /* all parameters, unit after unit */
@@ -46,6 +65,8 @@ typedef struct {
 } tt_fwd_inputs;
 
 tt_model *tt_model_new(const tt_model_cfg *cfg);
+/* The same with the Hugging Face extras (ext may be NULL). */
+tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext);
 void tt_model_free(tt_model *m);
 void tt_model_init_weights(tt_model *m, uint64_t seed);
 int tt_model_find(const tt_model *m, const char *name);
@@ -66,16 +87,40 @@ tt_err tt_model_declare_only(const tt_model_cfg *cfg, tt_model *m);
 int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params);
 double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len);
 
+/* ---- Hugging Face tensor names ---------------------------------------------
+ * Where one titan parameter lives in a Hugging Face checkpoint. The HF tensor
+ * is viewed as 2-D (R, C) (a 1-D one as (1, C)); titan's parameter is the
+ * column block [part*C/n_parts, (part+1)*C/n_parts) of it, transposed when
+ * `transpose` is set. GPT-2's Conv1D weights are stored (in, out): transposed.
+ * Its fused c_attn (D, 3D) holds q, k, v as parts 0, 1, 2 of 3. */
+typedef struct {
+    char name[128];   /* e.g. "model.layers.3.self_attn.q_proj.weight" */
+    int transpose;
+    int part, n_parts;
+} tt_hf_slot;
+
+/* The slot of parameter i; -1 + error if the architecture has no HF form. */
+tt_err tt_model_hf_slot(const tt_model *m, int i, tt_hf_slot *out);
+/* The prefix an HF checkpoint may leave out (GPT-2's "transformer."), or NULL. */
+const char *tt_model_hf_optional_prefix(const tt_model *m);
+/* Whether an HF tensor that maps to no parameter is a known non-weight that
+ * loaders skip: GPT-2's attn.bias / attn.masked_bias masks, rotary_emb.inv_freq,
+ * and lm_head.weight of a tied model (name without the optional prefix). */
+int tt_model_hf_ignorable(const tt_model *m, const char *name);
+
 /* ---- for the architecture files ---------------------------------------- */
 typedef struct tt_arch_impl {
     const char *name;
     tt_err (*declare)(tt_model *m);
     tt_value *(*forward)(tt_graph *g, const tt_model *m, tt_value *const *vals, const tt_fwd_inputs *in,
                          tt_value **head);
+    tt_err (*hf_slot)(const tt_model *m, int i, tt_hf_slot *out);
+    const char *hf_optional_prefix;
+    int (*hf_ignorable)(const tt_model *m, const char *name);
 } tt_arch_impl;
 extern const tt_arch_impl tt_arch_llama, tt_arch_gpt2;
 tt_err tt_model_declare(tt_model *m, int unit, const char *name, int ndim, const int64_t *shape,
                         tt_init_kind init, double std, int no_decay);
-/* inv_freq for RoPE as a graph constant */
-tt_value *tt_model_rope_table(tt_graph *g, const tt_model_cfg *c);
+/* inv_freq for RoPE as a graph constant (with the model's RoPE scaling) */
+tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m);
 #endif

@@ -100,20 +100,26 @@ tt_value *tt_layernorm(tt_graph *g, tt_value *x, tt_value *w, tt_value *b, doubl
     return node(g, TT_OP_LAYERNORM, 3, in, 3, out, &at) ? out[0] : NULL;
 }
 
-static tt_value *rope_node(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, int inverse)
+static tt_value *rope_node(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, int inverse,
+                           double scale)
 {
     NEED(x && pos && inv_freq && x->ndim == 2 && cols(x) == (int64_t)H * hd && hd % 2 == 0 &&
              tt_value_numel(pos) == rows(x) && tt_value_numel(inv_freq) == hd / 2,
          "rope: x must be (N, %d*%d) with N positions and %d frequencies", H, hd, hd / 2);
     tt_value *y = act(g, x->dtype, 2, x->shape[0], x->shape[1], 0);
-    tt_attrs at = {.i = {H, hd, inverse}};
+    tt_attrs at = {.i = {H, hd, inverse}, .f = {scale}};
     tt_value *in[] = {x, pos, inv_freq};
     return node(g, TT_OP_ROPE, 3, in, 1, &y, &at) ? y : NULL;
 }
 
 tt_value *tt_rope(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd)
 {
-    return rope_node(g, x, pos, inv_freq, H, hd, 0);
+    return rope_node(g, x, pos, inv_freq, H, hd, 0, 1.0);
+}
+
+tt_value *tt_rope_scaled(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, double scale)
+{
+    return rope_node(g, x, pos, inv_freq, H, hd, 0, scale);
 }
 
 tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T, int H,

@@ -21,7 +21,8 @@ typedef enum {
     TT_OP_RMSNORM_BWD,    /* in: x, w, rstd, dy                     out: dx, dw */
     TT_OP_LAYERNORM,      /* in: x, w, b  a.f[0]=eps                out: y, mean (N), rstd (N) */
     TT_OP_LAYERNORM_BWD,  /* in: x, w, mean, rstd, dy               out: dx, dw, db */
-    TT_OP_ROPE,           /* in: x (N,H*hd), pos (N) i32, inv_freq (hd/2)  a.i: H, hd, inverse  out: y */
+    TT_OP_ROPE,           /* in: x (N,H*hd), pos (N) i32, inv_freq (hd/2)  a.i: H, hd, inverse
+                             a.f[0]: cos/sin scale (1; YaRN's attention factor)  out: y */
     TT_OP_ATTENTION,      /* in: q (N,H*hd), k, v (N,Hk*hd), doc (N) i32
                              a.i: B, T, H, Hk, hd, window            out: o (N,H*hd), lse (B,H,T) */
     TT_OP_ATTENTION_BWD,  /* in: q, k, v, doc, o, lse, do           out: dq, dk, dv */
@@ -72,6 +73,8 @@ tt_value *tt_rmsnorm_groups(tt_graph *g, tt_value *x, tt_value *w, double eps, i
 tt_value *tt_layernorm(tt_graph *g, tt_value *x, tt_value *w, tt_value *b, double eps);
 /* x (N, H*hd); inv_freq (hd/2) const */
 tt_value *tt_rope(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd);
+/* the same with cos and sin multiplied by scale (YaRN's attention factor) */
+tt_value *tt_rope_scaled(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, double scale);
 tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T,
                        int H, int Hk, int hd, int window);
 tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,

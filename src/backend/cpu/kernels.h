@@ -42,6 +42,10 @@
      * rotates by -angle (that is the backward). inv_freq has hd/2 entries. */                   \
     void ref_rope_##S(const T *x, const int32_t *pos, const float *inv_freq, T *y, int N, int H, \
                       int hd, int inverse);                                                      \
+    /* The same with cos and sin multiplied by `scale` (YaRN's attention factor); ref_rope is   \
+     * scale = 1. The transpose of a scaled rotation is the scaled inverse rotation. */         \
+    void ref_rope_scaled_##S(const T *x, const int32_t *pos, const float *inv_freq, T *y, int N, \
+                             int H, int hd, int inverse, double scale);                          \
     /* Causal attention with GQA and document masking.                                         \
      * q (B,Tq,H,hd), k and v (B,kvT,Hk,hd) of which the first Tk rows are valid,               \
      * o (B,Tq,H,hd), lse (B,H,Tq). Query row i sits at absolute position q_off+i and sees      \
@@ -97,6 +101,8 @@ void cpu_layernorm_bwd(const float *x, const float *w, const float *mean, const 
                        const float *dy, float *dx, float *dw, float *db, int N, int D);
 void cpu_rope(const float *x, const int32_t *pos, const float *inv_freq, float *y, int N, int H,
               int hd, int inverse);
+void cpu_rope_scaled(const float *x, const int32_t *pos, const float *inv_freq, float *y, int N,
+                     int H, int hd, int inverse, float scale);
 void cpu_attention_fwd(const float *q, const float *k, const float *v, const int32_t *doc, float *o,
                        float *lse, int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, int hd,
                        int window, double scale);
@@ -114,10 +120,9 @@ void cpu_adamw(float *p, const float *g, float *m, float *v, size_t n, double lr
                double b2, double eps, double wd, double clip, long step);
 
 /* RoPE inverse frequencies (hd/2 floats), computed in fp32 as transformers
- * does: inv_freq[i] = 1 / theta^(2i/hd), then llama3 scaling when
- * scaling_factor > 0 (factor, low_freq_factor, high_freq_factor,
- * original_max_position_embeddings), as in transformers'
- * _compute_llama3_parameters. */
+ * does (modeling_rope_utils.py): inv_freq[i] = 1 / theta^(2i/hd), then llama3
+ * scaling when `llama3` is set (factor, low_freq_factor, high_freq_factor,
+ * original_max_position_embeddings), as in _compute_llama3_parameters. */
 typedef struct {
     double theta;
     int llama3;                 /* 1 = apply llama3 scaling below */
@@ -125,5 +130,22 @@ typedef struct {
     int original_max_pos;
 } tt_rope_params;
 void tt_rope_inv_freq(const tt_rope_params *p, int hd, float *inv_freq);
+
+/* The other scalings of transformers' rope_type: "linear" (inv_freq / factor)
+ * and "yarn" (_compute_yarn_parameters), both reading factor and, for YaRN,
+ * original_max_pos from tt_rope_params (whose llama3 stays 0). Kept apart
+ * because tt_rope_params is built with positional initialisers elsewhere. */
+typedef struct {
+    int linear;                 /* 1 = linear scaling */
+    int yarn;                   /* 1 = YaRN */
+    double beta_fast, beta_slow;/* YaRN ramp bounds in rotations; 0 = transformers' 32 and 1 */
+    int yarn_no_truncate;       /* YaRN "truncate": false keeps fractional ramp bounds */
+    double attention_factor;    /* cos/sin multiplier; 0 = the type's default */
+} tt_rope_ext;
+/* x may be NULL (then this is tt_rope_inv_freq). */
+void tt_rope_inv_freq_ext(const tt_rope_params *p, const tt_rope_ext *x, int hd, float *inv_freq);
+/* The multiplier of cos and sin: x->attention_factor when set, else for YaRN
+ * 0.1 ln(factor) + 1 (factor > 1), else 1. x may be NULL. */
+double tt_rope_attention_scale(const tt_rope_params *p, const tt_rope_ext *x);
 
 #endif

@@ -92,7 +92,8 @@ static tt_err cpu_run(const tt_node *n, void *const *in, void *const *out, int r
                  (const T *)in[4], (T *)out[0], (T *)out[1], (T *)out[2], (int)nrows(x0), (int)ncols(x0));
         return 0;
     case TT_OP_ROPE:
-        DISPATCH(rope, (const T *)in[0], in[1], in[2], (T *)out[0], (int)nrows(x0), I(0), I(1), I(2));
+        DISPATCH(rope_scaled, (const T *)in[0], in[1], in[2], (T *)out[0], (int)nrows(x0), I(0), I(1), I(2),
+                 n->a.f[0]); /* a.f[0]: the cos/sin scale */
         return 0;
     case TT_OP_ATTENTION: {
         int B = I(0), Tt = I(1);

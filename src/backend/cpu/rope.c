@@ -8,9 +8,16 @@
  * every head. */
 #define RB 64
 
-/* x and y may be the same buffer (each pair is read before it is written). */
 void cpu_rope(const float *x, const int32_t *pos, const float *inv_freq, float *y, int N, int H,
               int hd, int inverse)
+{
+    cpu_rope_scaled(x, pos, inv_freq, y, N, H, hd, inverse, 1.0f);
+}
+
+/* x and y may be the same buffer (each pair is read before it is written).
+ * cos and sin are scaled in fp32 as transformers scales its cos/sin cache. */
+void cpu_rope_scaled(const float *x, const int32_t *pos, const float *inv_freq, float *y, int N, int H,
+                     int hd, int inverse, float scale)
 {
     int half = hd / 2;
     #pragma omp parallel for schedule(static)
@@ -20,8 +27,8 @@ void cpu_rope(const float *x, const int32_t *pos, const float *inv_freq, float *
             int ni = half - i0 < RB ? half - i0 : RB;
             for (int i = 0; i < ni; i++) {
                 float ang = (float)pos[n] * inv_freq[i0 + i]; /* fp32, as transformers */
-                c[i] = cosf(ang);
-                s[i] = inverse ? -sinf(ang) : sinf(ang);
+                c[i] = cosf(ang) * scale;
+                s[i] = (inverse ? -sinf(ang) : sinf(ang)) * scale;
             }
             for (int h = 0; h < H; h++) {
                 const float *x1 = x + ((size_t)n * H + h) * hd + i0, *x2 = x1 + half;
@@ -39,17 +46,56 @@ void cpu_rope(const float *x, const int32_t *pos, const float *inv_freq, float *
     }
 }
 
-/* Mirrors transformers' _compute_default_rope_parameters and
- * _compute_llama3_parameters operation by operation in fp32. Python scalars
- * meet fp32 tensors as fp32 values, and `scalar / tensor` is evaluated by
- * torch as tensor.reciprocal() * scalar, so it is written that way here. */
+/* YaRN's inverse dimension formula: the dimension whose wavelength turns
+ * num_rot times over the pretraining context (transformers' find_correction_dim). */
+static double yarn_correction_dim(double num_rot, int dim, double base, double max_pos)
+{
+    return (dim * log(max_pos / (num_rot * 2 * 3.14159265358979323846))) / (2 * log(base));
+}
+
+/* Mirrors transformers' _compute_default_rope_parameters, _compute_llama3_parameters,
+ * _compute_linear_scaling_rope_parameters and _compute_yarn_parameters operation by
+ * operation in fp32. Python scalars meet fp32 tensors as fp32 values, and
+ * `scalar / tensor` is evaluated by torch as tensor.reciprocal() * scalar, so it
+ * is written that way here; the Python-float arithmetic stays in double. */
 void tt_rope_inv_freq(const tt_rope_params *p, int hd, float *inv_freq)
+{
+    tt_rope_inv_freq_ext(p, NULL, hd, inv_freq);
+}
+
+void tt_rope_inv_freq_ext(const tt_rope_params *p, const tt_rope_ext *x, int hd, float *inv_freq)
 {
     int half = hd / 2;
     float base = (float)p->theta;
     for (int i = 0; i < half; i++) {
         float e = (float)(2 * i) / (float)hd;     /* arange(0, dim, 2).float() / dim */
         inv_freq[i] = 1.0f / powf(base, e);       /* 1.0 / (base ** e) */
+    }
+    if (x && x->linear) {
+        for (int i = 0; i < half; i++) inv_freq[i] /= (float)p->factor; /* inv_freq /= factor */
+        return;
+    }
+    if (x && x->yarn) {
+        double bf = x->beta_fast ? x->beta_fast : 32, bs = x->beta_slow ? x->beta_slow : 1;
+        double lo = yarn_correction_dim(bf, hd, p->theta, p->original_max_pos);
+        double hi = yarn_correction_dim(bs, hd, p->theta, p->original_max_pos);
+        if (!x->yarn_no_truncate) {
+            lo = floor(lo);
+            hi = ceil(hi);
+        }
+        lo = lo > 0 ? lo : 0;
+        hi = hi < hd - 1 ? hi : hd - 1;
+        if (lo == hi) hi += 0.001; /* prevent a zero-width ramp */
+        float flo = (float)lo, span = (float)(hi - lo), factor = (float)p->factor;
+        for (int i = 0; i < half; i++) {
+            float pf = powf(base, (float)(2 * i) / (float)hd);     /* pos_freqs */
+            float extra = 1.0f / pf, inter = 1.0f / (factor * pf);
+            float ramp = ((float)i - flo) / span;
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            float ext_f = 1.0f - ramp;                             /* inv_freq_extrapolation_factor */
+            inv_freq[i] = inter * (1.0f - ext_f) + extra * ext_f;
+        }
+        return;
     }
     if (!p->llama3) return;
     double old = p->original_max_pos;
@@ -67,4 +113,12 @@ void tt_rope_inv_freq(const tt_rope_params *p, int hd, float *inv_freq)
         int medium = !(wl < high_wl) && !(wl > low_wl);
         inv_freq[i] = medium ? smoothed : fl;
     }
+}
+
+double tt_rope_attention_scale(const tt_rope_params *p, const tt_rope_ext *x)
+{
+    if (!x) return 1.0;
+    if (x->attention_factor > 0) return x->attention_factor;
+    if (x->yarn && p->factor > 1) return 0.1 * log(p->factor) + 1.0; /* get_mscale(factor) */
+    return 1.0;
 }

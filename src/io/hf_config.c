@@ -1,0 +1,616 @@
+/* hf_config.c — Hugging Face config.json <-> tt_model_cfg. One table row per
+ * transformers class: its names, the keys it reads with their class
+ * defaults (what transformers uses when a key is absent), and its reader,
+ * writer and export check. MoE families (Mixtral, Qwen-MoE) are new rows. */
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/hf_config.h"
+#include "io/safetensors.h" /* tt_read_file */
+
+/* Features of the Llama-like classes (which keys they read, which weights they have). */
+enum {
+    F_ATTN_BIAS = 1 << 0,  /* attention_bias: q, k, v and o projections biased */
+    F_MLP_BIAS = 1 << 1,   /* mlp_bias: gate, up, down biased */
+    F_QKV_BIAS = 1 << 2,   /* q, k, v always biased, o never (Qwen2) */
+    F_QK_NORM = 1 << 3,    /* per-head RMSNorm of q and k (Qwen3) */
+    F_WINDOW_ALL = 1 << 4, /* sliding_window on every layer (Mistral) */
+    F_WINDOW_LAYERS = 1 << 5, /* use_sliding_window, max_window_layers, layer_types (Qwen2/3) */
+    F_HEAD_DIM = 1 << 6,   /* writes head_dim (classes that read it) */
+};
+
+typedef struct hf_spec hf_spec;
+struct hf_spec {
+    tt_hf_family family;
+    const char *architecture, *model_type;
+    tt_arch_id arch;
+    unsigned features;
+    /* class defaults for absent keys (head_dim 0: hidden_size / num_attention_heads) */
+    int hidden, inter, layers, heads, kv_heads, head_dim, vocab, max_pos, window;
+    double eps;
+    int tie;
+    tt_err (*read)(const hf_spec *s, const cJSON *j, const char *path, tt_hf_config *o);
+    tt_err (*write)(const hf_spec *s, const tt_hf_config *c, cJSON *j);
+    tt_err (*check)(const hf_spec *s, const tt_model_cfg *m, const tt_model_ext *x);
+};
+
+static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_hf_config *o);
+static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j);
+static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_model_ext *x);
+static tt_err read_gpt2(const hf_spec *s, const cJSON *j, const char *path, tt_hf_config *o);
+static tt_err write_gpt2(const hf_spec *s, const tt_hf_config *c, cJSON *j);
+static tt_err check_gpt2(const hf_spec *s, const tt_model_cfg *m, const tt_model_ext *x);
+
+static const hf_spec specs[] = {
+    {TT_HF_LLAMA, "LlamaForCausalLM", "llama", TT_ARCH_LLAMA, F_ATTN_BIAS | F_MLP_BIAS | F_HEAD_DIM,
+     4096, 11008, 32, 32, 0, 0, 32000, 2048, 0, 1e-6, 0, read_llama, write_llama, check_llama},
+    {TT_HF_MISTRAL, "MistralForCausalLM", "mistral", TT_ARCH_LLAMA, F_WINDOW_ALL | F_HEAD_DIM,
+     4096, 14336, 32, 32, 8, 0, 32000, 131072, 4096, 1e-6, 0, read_llama, write_llama, check_llama},
+    {TT_HF_QWEN2, "Qwen2ForCausalLM", "qwen2", TT_ARCH_LLAMA, F_QKV_BIAS | F_WINDOW_LAYERS,
+     4096, 22016, 32, 32, 32, 0, 151936, 32768, 4096, 1e-6, 0, read_llama, write_llama, check_llama},
+    {TT_HF_QWEN3, "Qwen3ForCausalLM", "qwen3", TT_ARCH_LLAMA, F_ATTN_BIAS | F_QK_NORM | F_WINDOW_LAYERS | F_HEAD_DIM,
+     4096, 22016, 32, 32, 32, 128, 151936, 32768, 4096, 1e-6, 0, read_llama, write_llama, check_llama},
+    {TT_HF_GPT2, "GPT2LMHeadModel", "gpt2", TT_ARCH_GPT2, 0,
+     768, 0, 12, 12, 12, 0, 50257, 1024, 0, 1e-5, 1, read_gpt2, write_gpt2, check_gpt2},
+};
+#define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
+
+static const hf_spec *spec_of(tt_hf_family f)
+{
+    for (int i = 0; i < N_SPECS; i++)
+        if (specs[i].family == f) return &specs[i];
+    return NULL;
+}
+
+const char *tt_hf_family_architecture(tt_hf_family f)
+{
+    const hf_spec *s = spec_of(f);
+    return s ? s->architecture : "?";
+}
+
+static void supported_list(char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < N_SPECS && at < cap; i++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s", i ? ", " : "", specs[i].architecture);
+}
+
+/* ---- typed access to JSON keys ---------------------------------------------
+ * A key that is absent or null takes the default; "present" means neither. */
+static const cJSON *present(const cJSON *o, const char *key)
+{
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+static void json_snip(const cJSON *v, char *buf, size_t cap)
+{
+    char *t = cJSON_PrintUnformatted(v);
+    snprintf(buf, cap, "%s", t ? t : "?");
+    if (t && strlen(t) >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4);
+    free(t);
+}
+
+static tt_err get_int(const char *path, const cJSON *o, const char *key, int def, int min, int *out)
+{
+    const cJSON *v = present(o, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(d == floor(d) && d >= min && d <= INT_MAX)) {
+        char got[64];
+        json_snip(v, got, sizeof got);
+        return tt_errorf("%s: key '%s' must be an integer >= %d (got %s)", path, key, min, got);
+    }
+    *out = (int)d;
+    return 0;
+}
+
+/* A positive finite number. */
+static tt_err get_pos(const char *path, const cJSON *o, const char *key, double def, double *out)
+{
+    const cJSON *v = present(o, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || !isfinite(v->valuedouble)) {
+        char got[64];
+        json_snip(v, got, sizeof got);
+        return tt_errorf("%s: key '%s' must be a positive number (got %s)", path, key, got);
+    }
+    *out = v->valuedouble;
+    return 0;
+}
+
+static tt_err get_bool(const char *path, const cJSON *o, const char *key, int def, int *out)
+{
+    const cJSON *v = present(o, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsBool(v)) return tt_errorf("%s: key '%s' must be true or false", path, key);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+static tt_err get_str(const char *path, const cJSON *o, const char *key, const char *def, const char **out)
+{
+    const cJSON *v = present(o, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsString(v)) return tt_errorf("%s: key '%s' must be a string", path, key);
+    *out = v->valuestring;
+    return 0;
+}
+
+/* ---- RoPE: rope_theta + rope_scaling (transformers 4) or rope_parameters (5) */
+static tt_err read_rope(const char *path, const cJSON *j, int max_pos, tt_rope_params *r, tt_rope_ext *x)
+{
+    const char *dn = "rope_parameters";
+    const cJSON *d = present(j, dn);
+    if (!d) d = present(j, dn = "rope_scaling");
+    if (d && !cJSON_IsObject(d)) return tt_errorf("%s: key '%s' must be an object or null", path, dn);
+    memset(r, 0, sizeof *r);
+    memset(x, 0, sizeof *x);
+    /* transformers 5 keeps rope_theta inside rope_parameters, and that one wins */
+    double top;
+    if (get_pos(path, j, "rope_theta", 10000, &top) || get_pos(path, d, "rope_theta", top, &r->theta)) return -1;
+    double prf;
+    if (get_pos(path, j, "partial_rotary_factor", 1, &prf) || get_pos(path, d, "partial_rotary_factor", prf, &prf))
+        return -1;
+    if (prf != 1) return tt_errorf("%s: partial_rotary_factor %g is not supported (only 1)", path, prf);
+    const char *type = "default";
+    if (d) {
+        if (get_str(path, d, "type", "default", &type) || get_str(path, d, "rope_type", type, &type)) return -1;
+        if (!present(d, "type") && !present(d, "rope_type"))
+            for (const cJSON *e = d->child; e; e = e->next)
+                if (cJSON_IsObject(e))
+                    return tt_errorf("%s: '%s' per layer type ('%s') is not supported", path, dn, e->string);
+    }
+    char dp[4200]; /* errors about the dict's keys name it: "DIR/config.json: rope_scaling: key ..." */
+    snprintf(dp, sizeof dp, "%s: %s", path, dn);
+    if (strcmp(type, "default") == 0) return 0;
+    if (strcmp(type, "linear") == 0) {
+        x->linear = 1;
+        if (!present(d, "factor")) return tt_errorf("%s: key 'factor' is missing", dp);
+        return get_pos(dp, d, "factor", 1, &r->factor);
+    }
+    if (strcmp(type, "llama3") == 0) {
+        static const char *const need[] = {"factor", "low_freq_factor", "high_freq_factor"};
+        for (int i = 0; i < 3; i++)
+            if (!present(d, need[i])) return tt_errorf("%s: key '%s' is missing", dp, need[i]);
+        r->llama3 = 1;
+        if (get_pos(dp, d, "factor", 1, &r->factor) || get_pos(dp, d, "low_freq_factor", 1, &r->low_freq_factor) ||
+            get_pos(dp, d, "high_freq_factor", 1, &r->high_freq_factor) ||
+            get_int(dp, d, "original_max_position_embeddings", max_pos, 1, &r->original_max_pos))
+            return -1;
+        if (!(r->high_freq_factor > r->low_freq_factor))
+            return tt_errorf("%s: key 'high_freq_factor' must be greater than low_freq_factor", dp);
+        return 0;
+    }
+    if (strcmp(type, "yarn") == 0) {
+        x->yarn = 1;
+        int trunc = 1;
+        double af = 0, ms = 0, msa = 0;
+        if (get_int(dp, d, "original_max_position_embeddings", max_pos, 1, &r->original_max_pos) ||
+            get_pos(dp, d, "factor", (double)max_pos / r->original_max_pos, &r->factor) ||
+            get_pos(dp, d, "attention_factor", 0, &af) || get_bool(dp, d, "truncate", 1, &trunc))
+            return -1;
+        /* beta_fast/beta_slow/mscale/mscale_all_dim: `x or default` in Python, so 0 is the default */
+        static const char *const opt[] = {"beta_fast", "beta_slow", "mscale", "mscale_all_dim"};
+        double *dst[] = {&x->beta_fast, &x->beta_slow, &ms, &msa};
+        for (int i = 0; i < 4; i++) {
+            const cJSON *v = present(d, opt[i]);
+            if (v && (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0))
+                return tt_errorf("%s: key '%s' must be a non-negative number", dp, opt[i]);
+            *dst[i] = v ? v->valuedouble : 0;
+        }
+        x->beta_fast = x->beta_fast ? x->beta_fast : 32;
+        x->beta_slow = x->beta_slow ? x->beta_slow : 1;
+        x->yarn_no_truncate = !trunc;
+        if (af == 0 && ms && msa && r->factor > 1) /* get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) */
+            af = (0.1 * ms * log(r->factor) + 1.0) / (0.1 * msa * log(r->factor) + 1.0);
+        else if (af == 0)
+            af = r->factor > 1 ? 0.1 * log(r->factor) + 1.0 : 1.0;
+        x->attention_factor = af;
+        return 0;
+    }
+    return tt_errorf("%s: rope type '%s' is not supported (supported: default, linear, llama3, yarn)", dp, type);
+}
+
+static cJSON *rope_to_json(const tt_rope_params *r, const tt_rope_ext *x)
+{
+    if (!x->linear && !r->llama3 && !x->yarn) return cJSON_CreateNull();
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "rope_type", x->linear ? "linear" : r->llama3 ? "llama3" : "yarn");
+    cJSON_AddNumberToObject(d, "factor", r->factor);
+    if (r->llama3) {
+        cJSON_AddNumberToObject(d, "low_freq_factor", r->low_freq_factor);
+        cJSON_AddNumberToObject(d, "high_freq_factor", r->high_freq_factor);
+    }
+    if (r->llama3 || x->yarn) cJSON_AddNumberToObject(d, "original_max_position_embeddings", r->original_max_pos);
+    if (x->yarn) {
+        cJSON_AddNumberToObject(d, "beta_fast", x->beta_fast ? x->beta_fast : 32);
+        cJSON_AddNumberToObject(d, "beta_slow", x->beta_slow ? x->beta_slow : 1);
+        cJSON_AddNumberToObject(d, "attention_factor", tt_rope_attention_scale(r, x));
+        if (x->yarn_no_truncate) cJSON_AddFalseToObject(d, "truncate");
+    }
+    return d;
+}
+
+/* ---- Llama, Mistral, Qwen2, Qwen3 ------------------------------------------ */
+static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x)
+{
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
+    int window = 0;
+    if (!sw) window = s->window; /* absent: the class default; null: no window */
+    else if (!cJSON_IsNull(sw) && get_int(path, j, "sliding_window", 0, 1, &window)) return -1;
+    if (s->features & F_WINDOW_ALL) {
+        m->window = window;
+        return 0;
+    }
+    int use = 0, mwl = 0;
+    if (get_bool(path, j, "use_sliding_window", 0, &use) || get_int(path, j, "max_window_layers", 28, 0, &mwl))
+        return -1;
+    const cJSON *lt = present(j, "layer_types");
+    if (lt && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != m->n_layers))
+        return tt_errorf("%s: key 'layer_types' must be a list of %d strings (one per layer)", path, m->n_layers);
+    m->window = use ? window : 0; /* transformers drops sliding_window unless use_sliding_window */
+    int any_sliding = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        int sliding = l >= mwl;
+        if (lt) {
+            const cJSON *e = cJSON_GetArrayItem(lt, l);
+            const char *t = cJSON_IsString(e) ? e->valuestring : "";
+            if (strcmp(t, "sliding_attention") && strcmp(t, "full_attention"))
+                return tt_errorf("%s: layer_types[%d] is '%s': only 'full_attention' and 'sliding_attention' are "
+                                 "supported", path, l, t);
+            sliding = strcmp(t, "sliding_attention") == 0;
+        }
+        if (!sliding && l >= TT_MODEL_MAX_LAYERS && m->window)
+            return tt_errorf("%s: per-layer sliding windows are supported for at most %d layers", path,
+                             TT_MODEL_MAX_LAYERS);
+        if (l < TT_MODEL_MAX_LAYERS) x->full_attention[l] = m->window && !sliding;
+        any_sliding |= sliding;
+    }
+    if (!any_sliding) { /* a window no layer uses is no window */
+        m->window = 0;
+        memset(x->full_attention, 0, sizeof x->full_attention);
+    }
+    return 0;
+}
+
+static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_hf_config *o)
+{
+    tt_model_cfg *m = &o->model;
+    int hd = 0;
+    m->arch = TT_ARCH_LLAMA;
+    if (get_int(path, j, "hidden_size", s->hidden, 1, &m->dim) ||
+        get_int(path, j, "intermediate_size", s->inter, 1, &m->ffn_dim) ||
+        get_int(path, j, "num_hidden_layers", s->layers, 1, &m->n_layers) ||
+        get_int(path, j, "num_attention_heads", s->heads, 1, &m->n_heads) ||
+        get_int(path, j, "num_key_value_heads", s->kv_heads ? s->kv_heads : m->n_heads, 1, &m->n_kv_heads) ||
+        get_int(path, j, "vocab_size", s->vocab, 1, &m->vocab_size) ||
+        get_int(path, j, "max_position_embeddings", s->max_pos, 1, &m->max_seq_len) ||
+        get_pos(path, j, "rms_norm_eps", s->eps, &m->norm_eps) ||
+        get_bool(path, j, "tie_word_embeddings", s->tie, &m->tie_embeddings))
+        return -1;
+    const cJSON *jk = cJSON_GetObjectItemCaseSensitive(j, "num_key_value_heads");
+    if (jk && cJSON_IsNull(jk)) m->n_kv_heads = m->n_heads; /* null: no GQA; absent: the class default */
+    /* head_dim: absent takes the class default, null means hidden_size / num_attention_heads */
+    const cJSON *jh = cJSON_GetObjectItemCaseSensitive(j, "head_dim");
+    if (jh && !cJSON_IsNull(jh)) {
+        if (get_int(path, j, "head_dim", 0, 1, &hd)) return -1;
+    } else if (!jh && s->head_dim)
+        hd = s->head_dim;
+    if (!hd) {
+        if (m->dim % m->n_heads)
+            return tt_errorf("%s: hidden_size %d is not a multiple of num_attention_heads %d", path, m->dim, m->n_heads);
+        hd = m->dim / m->n_heads;
+    }
+    m->head_dim = hd;
+    if (m->n_heads % m->n_kv_heads)
+        return tt_errorf("%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", path, m->n_heads,
+                         m->n_kv_heads);
+    if (hd % 2) return tt_errorf("%s: head_dim %d must be even for RoPE", path, hd);
+    const char *act = "";
+    if (get_str(path, j, "hidden_act", "silu", &act)) return -1;
+    if (strcmp(act, "silu"))
+        return tt_errorf("%s: hidden_act '%s' is not supported for %s (only 'silu')", path, act, s->architecture);
+    int ab = 0, mb = 0;
+    if ((s->features & F_ATTN_BIAS) && get_bool(path, j, "attention_bias", 0, &ab)) return -1;
+    if ((s->features & F_MLP_BIAS) && get_bool(path, j, "mlp_bias", 0, &mb)) return -1;
+    m->qkv_bias = ab || (s->features & F_QKV_BIAS);
+    o->ext.o_bias = ab;
+    o->ext.mlp_bias = mb;
+    m->qk_norm = (s->features & F_QK_NORM) != 0;
+    if (read_rope(path, j, m->max_seq_len, &m->rope, &o->ext.rope)) return -1;
+    if ((s->features & (F_WINDOW_ALL | F_WINDOW_LAYERS)) && read_windows(s, j, path, m, &o->ext)) return -1;
+    return 0;
+}
+
+static void add_window_keys(const hf_spec *s, const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
+{
+    if (s->features & F_WINDOW_ALL) {
+        if (m->window) cJSON_AddNumberToObject(j, "sliding_window", m->window);
+        else cJSON_AddNullToObject(j, "sliding_window");
+    }
+    if (!(s->features & F_WINDOW_LAYERS)) return;
+    cJSON_AddBoolToObject(j, "use_sliding_window", m->window > 0);
+    if (!m->window) {
+        cJSON_AddNullToObject(j, "sliding_window");
+        cJSON_AddNumberToObject(j, "max_window_layers", m->n_layers);
+        return;
+    }
+    int first = m->n_layers;
+    cJSON *lt = cJSON_CreateArray();
+    for (int l = 0; l < m->n_layers; l++) {
+        int sliding = tt_model_layer_window(m, x, l) > 0;
+        if (sliding && first == m->n_layers) first = l;
+        cJSON_AddItemToArray(lt, cJSON_CreateString(sliding ? "sliding_attention" : "full_attention"));
+    }
+    cJSON_AddNumberToObject(j, "sliding_window", m->window);
+    cJSON_AddNumberToObject(j, "max_window_layers", first); /* what transformers 4 reads */
+    cJSON_AddItemToObject(j, "layer_types", lt);            /* what transformers 5 reads */
+}
+
+static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
+{
+    const tt_model_cfg *m = &c->model;
+    cJSON_AddNumberToObject(j, "hidden_size", m->dim);
+    cJSON_AddNumberToObject(j, "intermediate_size", m->ffn_dim);
+    cJSON_AddNumberToObject(j, "num_hidden_layers", m->n_layers);
+    cJSON_AddNumberToObject(j, "num_attention_heads", m->n_heads);
+    cJSON_AddNumberToObject(j, "num_key_value_heads", m->n_kv_heads);
+    if (s->features & F_HEAD_DIM) cJSON_AddNumberToObject(j, "head_dim", m->head_dim);
+    cJSON_AddNumberToObject(j, "vocab_size", m->vocab_size);
+    cJSON_AddNumberToObject(j, "max_position_embeddings", m->max_seq_len);
+    cJSON_AddNumberToObject(j, "rms_norm_eps", m->norm_eps);
+    cJSON_AddStringToObject(j, "hidden_act", "silu");
+    cJSON_AddNumberToObject(j, "rope_theta", m->rope.theta);
+    cJSON_AddItemToObject(j, "rope_scaling", rope_to_json(&m->rope, &c->ext.rope));
+    cJSON_AddBoolToObject(j, "tie_word_embeddings", m->tie_embeddings);
+    if (s->features & F_ATTN_BIAS) cJSON_AddBoolToObject(j, "attention_bias", c->ext.o_bias);
+    if (s->features & F_MLP_BIAS) cJSON_AddBoolToObject(j, "mlp_bias", c->ext.mlp_bias);
+    add_window_keys(s, m, &c->ext, j);
+    return 0;
+}
+
+static tt_err cannot(const hf_spec *s, const char *what)
+{
+    return tt_errorf("%s cannot express this model: %s", s->architecture, what);
+}
+
+static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_model_ext *x)
+{
+    unsigned f = s->features;
+    if (m->arch != TT_ARCH_LLAMA) return cannot(s, "it is not a Llama-style model");
+    if (m->qk_norm != ((f & F_QK_NORM) != 0))
+        return cannot(s, m->qk_norm ? "it has q/k norms" : "it has no q/k norms (Qwen3 always has them)");
+    if (f & F_QKV_BIAS) {
+        if (!m->qkv_bias || x->o_bias) return cannot(s, "its q/k/v projections must have biases and o_proj none");
+    } else if (f & F_ATTN_BIAS) {
+        if (m->qkv_bias != x->o_bias) return cannot(s, "attention_bias covers q, k, v and o together");
+    } else if (m->qkv_bias || x->o_bias)
+        return cannot(s, "it has attention biases");
+    if (x->mlp_bias && !(f & F_MLP_BIAS)) return cannot(s, "it has MLP biases");
+    if (!(f & F_HEAD_DIM) && m->head_dim * m->n_heads != m->dim)
+        return cannot(s, "head_dim differs from hidden_size / num_attention_heads");
+    if (m->window && !(f & (F_WINDOW_ALL | F_WINDOW_LAYERS))) return cannot(s, "it has a sliding window");
+    if (m->window && (f & F_WINDOW_ALL))
+        for (int l = 0; l < m->n_layers && l < TT_MODEL_MAX_LAYERS; l++)
+            if (x->full_attention[l]) return cannot(s, "its sliding window is not on every layer");
+    return 0;
+}
+
+/* ---- GPT-2 ------------------------------------------------------------------
+ * GPT2Config's attribute_map lets hidden_size, num_hidden_layers,
+ * num_attention_heads and max_position_embeddings stand for its own names. */
+static tt_err gpt2_int(const char *path, const cJSON *j, const char *key, const char *alias, int def, int *out)
+{
+    return get_int(path, j, present(j, key) || !present(j, alias) ? key : alias, def, 1, out);
+}
+
+static tt_err read_gpt2(const hf_spec *s, const cJSON *j, const char *path, tt_hf_config *o)
+{
+    tt_model_cfg *m = &o->model;
+    m->arch = TT_ARCH_GPT2;
+    int inner = 0, flag = 0;
+    if (gpt2_int(path, j, "n_embd", "hidden_size", s->hidden, &m->dim) ||
+        gpt2_int(path, j, "n_layer", "num_hidden_layers", s->layers, &m->n_layers) ||
+        gpt2_int(path, j, "n_head", "num_attention_heads", s->heads, &m->n_heads) ||
+        gpt2_int(path, j, "n_positions", "max_position_embeddings", s->max_pos, &m->max_seq_len) ||
+        get_int(path, j, "vocab_size", s->vocab, 1, &m->vocab_size) || get_int(path, j, "n_inner", 0, 1, &inner) ||
+        get_pos(path, j, "layer_norm_epsilon", s->eps, &m->norm_eps))
+        return -1;
+    if (m->dim % m->n_heads)
+        return tt_errorf("%s: n_embd %d is not a multiple of n_head %d", path, m->dim, m->n_heads);
+    m->n_kv_heads = m->n_heads;
+    m->head_dim = m->dim / m->n_heads;
+    m->ffn_dim = inner ? inner : 4 * m->dim; /* n_inner null: 4 * n_embd */
+    m->tie_embeddings = 1;
+    m->rope.theta = 10000; /* unused: GPT-2 learns its positions */
+    const char *act = "";
+    if (get_str(path, j, "activation_function", "gelu_new", &act)) return -1;
+    if (strcmp(act, "gelu_new") && strcmp(act, "gelu_pytorch_tanh"))
+        return tt_errorf("%s: activation_function '%s' is not supported for %s (supported: gelu_new, "
+                         "gelu_pytorch_tanh)", path, act, s->architecture);
+    static const struct { const char *key; int def, want; } flags[] = {
+        {"tie_word_embeddings", 1, 1}, {"scale_attn_weights", 1, 1},
+        {"scale_attn_by_inverse_layer_idx", 0, 0}, {"add_cross_attention", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        if (get_bool(path, j, flags[i].key, flags[i].def, &flag)) return -1;
+        if (flag != flags[i].want)
+            return tt_errorf("%s: %s = %s is not supported for %s", path, flags[i].key, flag ? "true" : "false",
+                             s->architecture);
+    }
+    return 0;
+}
+
+static tt_err write_gpt2(const hf_spec *s, const tt_hf_config *c, cJSON *j)
+{
+    const tt_model_cfg *m = &c->model;
+    (void)s;
+    cJSON_AddNumberToObject(j, "n_embd", m->dim);
+    cJSON_AddNumberToObject(j, "n_layer", m->n_layers);
+    cJSON_AddNumberToObject(j, "n_head", m->n_heads);
+    cJSON_AddNumberToObject(j, "n_inner", m->ffn_dim);
+    cJSON_AddNumberToObject(j, "n_positions", m->max_seq_len);
+    cJSON_AddNumberToObject(j, "n_ctx", m->max_seq_len);
+    cJSON_AddNumberToObject(j, "vocab_size", m->vocab_size);
+    cJSON_AddNumberToObject(j, "layer_norm_epsilon", m->norm_eps);
+    cJSON_AddStringToObject(j, "activation_function", "gelu_new");
+    cJSON_AddTrueToObject(j, "tie_word_embeddings");
+    cJSON_AddTrueToObject(j, "scale_attn_weights");
+    cJSON_AddFalseToObject(j, "scale_attn_by_inverse_layer_idx");
+    cJSON_AddFalseToObject(j, "reorder_and_upcast_attn");
+    return 0;
+}
+
+static tt_err check_gpt2(const hf_spec *s, const tt_model_cfg *m, const tt_model_ext *x)
+{
+    if (m->arch != TT_ARCH_GPT2) return cannot(s, "it is not a GPT-2 model");
+    if (x->o_bias || x->mlp_bias) return cannot(s, "it has extra biases");
+    if (m->head_dim * m->n_heads != m->dim) return cannot(s, "head_dim must be n_embd / n_head");
+    if (m->window) return cannot(s, "it has a sliding window");
+    return 0;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+static tt_err read_common(const cJSON *j, const char *path, tt_hf_config *o)
+{
+    const cJSON *b = present(j, "bos_token_id"), *e = present(j, "eos_token_id");
+    o->bos_token_id = -1;
+    if (b && get_int(path, j, "bos_token_id", -1, 0, &o->bos_token_id)) return -1;
+    if (e && cJSON_IsArray(e)) {
+        if (cJSON_GetArraySize(e) > TT_HF_MAX_EOS)
+            return tt_errorf("%s: key 'eos_token_id' lists more than %d ids", path, TT_HF_MAX_EOS);
+        for (const cJSON *x = e->child; x; x = x->next) {
+            double d = cJSON_IsNumber(x) ? x->valuedouble : -1;
+            if (!(d >= 0 && d == floor(d) && d <= INT_MAX))
+                return tt_errorf("%s: key 'eos_token_id' must hold non-negative integers", path);
+            o->eos_token_ids[o->n_eos++] = (int)d;
+        }
+    } else if (e) {
+        if (get_int(path, j, "eos_token_id", 0, 0, &o->eos_token_ids[0])) return -1;
+        o->n_eos = 1;
+    }
+    const char *dt = "";
+    if (get_str(path, j, "torch_dtype", "", &dt) || get_str(path, j, "dtype", dt, &dt)) return -1;
+    snprintf(o->torch_dtype, sizeof o->torch_dtype, "%s", dt);
+    return 0;
+}
+
+tt_err tt_hf_config_parse(const char *json, size_t len, const char *path, tt_hf_config *out)
+{
+    memset(out, 0, sizeof *out);
+    cJSON *j = cJSON_ParseWithLength(json, len);
+    if (!j) return tt_errorf("%s: not valid JSON", path);
+    tt_err rc = -1;
+    char list[256];
+    supported_list(list, sizeof list);
+    const char *arch = NULL, *mtype = NULL;
+    if (!cJSON_IsObject(j)) {
+        tt_errorf("%s: not a JSON object", path);
+        goto done;
+    }
+    const cJSON *a = present(j, "architectures");
+    if (a) {
+        const cJSON *a0 = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, 0) : NULL;
+        if (!cJSON_IsString(a0)) {
+            tt_errorf("%s: key 'architectures' must be a list of class names", path);
+            goto done;
+        }
+        arch = a0->valuestring;
+    }
+    if (get_str(path, j, "model_type", NULL, &mtype)) goto done;
+    if (!arch && !mtype) {
+        tt_errorf("%s: neither 'architectures' nor 'model_type' says which model this is (supported: %s)", path, list);
+        goto done;
+    }
+    const hf_spec *s = NULL;
+    for (int i = 0; i < N_SPECS && !s; i++)
+        if (arch ? strcmp(arch, specs[i].architecture) == 0 : strcmp(mtype, specs[i].model_type) == 0) s = &specs[i];
+    if (!s) {
+        if (arch) tt_errorf("%s: architecture '%s' is not supported (supported: %s)", path, arch, list);
+        else tt_errorf("%s: model_type '%s' is not supported (supported: %s)", path, mtype, list);
+        goto done;
+    }
+    if (mtype && strcmp(mtype, s->model_type)) {
+        tt_errorf("%s: model_type '%s' does not match architecture '%s' (model_type '%s')", path, mtype,
+                  s->architecture, s->model_type);
+        goto done;
+    }
+    out->family = s->family;
+    if (s->read(s, j, path, out) || read_common(j, path, out)) goto done;
+    rc = 0;
+done:
+    cJSON_Delete(j);
+    return rc;
+}
+
+tt_err tt_hf_config_read(const char *dir, tt_hf_config *out)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
+        return tt_errorf("%s: path too long", dir);
+    size_t len;
+    char *text = tt_read_file(path, 16u << 20, &len);
+    if (!text) return -1;
+    tt_err rc = tt_hf_config_parse(text, len, path, out);
+    free(text);
+    return rc;
+}
+
+tt_err tt_hf_family_check(tt_hf_family f, const tt_model_cfg *m, const tt_model_ext *x)
+{
+    const hf_spec *s = spec_of(f);
+    if (!s) return tt_errorf("no Hugging Face class for family %d", (int)f);
+    return s->check(s, m, x);
+}
+
+tt_hf_family tt_hf_family_for(const tt_model_cfg *m, const tt_model_ext *x)
+{
+    for (int i = 0; i < N_SPECS; i++)
+        if (specs[i].check(&specs[i], m, x) == 0) return specs[i].family;
+    tt_errorf("no supported Hugging Face architecture can express this model (a %s with these options)",
+              tt_arch_name(m->arch));
+    return TT_HF_AUTO;
+}
+
+char *tt_hf_config_to_json(const tt_hf_config *c)
+{
+    tt_hf_family f = c->family == TT_HF_AUTO ? tt_hf_family_for(&c->model, &c->ext) : c->family;
+    const hf_spec *s = spec_of(f);
+    if (!s || s->check(s, &c->model, &c->ext)) {
+        if (!s && f != TT_HF_AUTO) tt_errorf("no Hugging Face class for family %d", (int)f);
+        return NULL;
+    }
+    cJSON *j = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(s->architecture));
+    cJSON_AddStringToObject(j, "model_type", s->model_type);
+    if (s->write(s, c, j)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    if (c->bos_token_id >= 0) cJSON_AddNumberToObject(j, "bos_token_id", c->bos_token_id);
+    if (c->n_eos == 1) cJSON_AddNumberToObject(j, "eos_token_id", c->eos_token_ids[0]);
+    else if (c->n_eos > 1) cJSON_AddItemToObject(j, "eos_token_id", cJSON_CreateIntArray(c->eos_token_ids, c->n_eos));
+    cJSON_AddStringToObject(j, "torch_dtype", "float32");
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!text) tt_errorf("out of memory writing config.json");
+    return text;
+}

@@ -1,0 +1,53 @@
+/* hf_config.h — Hugging Face config.json <-> tt_model_cfg for the supported
+ * architectures (a table: one row per transformers class), and the checks of
+ * which class can express a given model when exporting. */
+#ifndef TT_HF_CONFIG_H
+#define TT_HF_CONFIG_H
+
+#include <stddef.h>
+
+#include "models/model.h"
+
+/* One row per transformers class. TT_HF_AUTO picks a family when exporting. */
+typedef enum {
+    TT_HF_AUTO = 0,
+    TT_HF_LLAMA,   /* LlamaForCausalLM: Llama 2, 3, 3.1, 3.2, SmolLM */
+    TT_HF_MISTRAL, /* MistralForCausalLM */
+    TT_HF_QWEN2,   /* Qwen2ForCausalLM */
+    TT_HF_QWEN3,   /* Qwen3ForCausalLM */
+    TT_HF_GPT2,    /* GPT2LMHeadModel */
+    TT_HF_FAMILY_COUNT
+} tt_hf_family;
+
+#define TT_HF_MAX_EOS 8
+
+typedef struct {
+    tt_hf_family family;
+    tt_model_cfg model;              /* everything that changes the math ... */
+    tt_model_ext ext;                /* ... with the extras of tt_model_ext */
+    int bos_token_id;                /* -1: absent or null */
+    int n_eos;                       /* eos_token_id may be one id or a list */
+    int eos_token_ids[TT_HF_MAX_EOS];
+    char torch_dtype[16];            /* "float32", "bfloat16", ...; "" when absent */
+} tt_hf_config;
+
+/* Read <dir>/config.json. Errors name the file and the key:
+ * "DIR/config.json: architecture 'FooForCausalLM' is not supported (supported: ...)". */
+tt_err tt_hf_config_read(const char *dir, tt_hf_config *out);
+/* The same from JSON text; path names the file in errors. */
+tt_err tt_hf_config_parse(const char *json, size_t len, const char *path, tt_hf_config *out);
+
+/* config.json text (malloc'd, free() it) for c->family with the class's own
+ * keys, torch_dtype "float32"; NULL + error when the family cannot express
+ * the model. c->family TT_HF_AUTO picks one with tt_hf_family_for. */
+char *tt_hf_config_to_json(const tt_hf_config *c);
+
+/* 0 if family f can express the model (m, x) exactly, else -1 + an error
+ * naming the feature ("Qwen2ForCausalLM cannot express this model: ..."). */
+tt_err tt_hf_family_check(tt_hf_family f, const tt_model_cfg *m, const tt_model_ext *x);
+/* The first family in table order that can express it; TT_HF_AUTO + error if none. */
+tt_hf_family tt_hf_family_for(const tt_model_cfg *m, const tt_model_ext *x);
+/* "LlamaForCausalLM", ... ("?" for TT_HF_AUTO or out of range). */
+const char *tt_hf_family_architecture(tt_hf_family f);
+
+#endif

@@ -1,0 +1,370 @@
+/* hf_model.c — Hugging Face folders in and out: tensors are matched to titan
+ * parameters through the architecture's name map (tt_model_hf_slot), with
+ * GPT-2's Conv1D transposes and fused q/k/v split or re-fused, and every
+ * dtype converted to the fp32 master copy. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/hf_model.h"
+#include "io/safetensors.h"
+
+/* ---- which file holds a tensor (for error messages) ---------------------- */
+typedef struct {
+    const char *dir;
+    cJSON *weight_map; /* from model.safetensors.index.json; NULL for one file */
+    cJSON *index;
+} hf_files;
+
+static void files_open(hf_files *f, const char *dir)
+{
+    char path[4200];
+    memset(f, 0, sizeof *f);
+    f->dir = dir;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    if (access(path, R_OK) != 0) return;
+    size_t len;
+    char *text = tt_read_file(path, 256u << 20, &len); /* already read once by tt_st_open_dir */
+    if (!text) return;
+    f->index = cJSON_ParseWithLength(text, len);
+    free(text);
+    f->weight_map = f->index ? cJSON_GetObjectItemCaseSensitive(f->index, "weight_map") : NULL;
+}
+
+static const char *file_of(const hf_files *f, const char *tensor, char *buf, size_t cap)
+{
+    const cJSON *e = tensor && f->weight_map ? cJSON_GetObjectItemCaseSensitive(f->weight_map, tensor) : NULL;
+    if (cJSON_IsString(e)) snprintf(buf, cap, "%s/%s", f->dir, e->valuestring);
+    else snprintf(buf, cap, "%s/%s", f->dir, f->weight_map ? "model.safetensors.index.json" : "model.safetensors");
+    return buf;
+}
+
+/* ---- layouts ----------------------------------------------------------------
+ * The HF tensor of a slot, seen as (rows, cols): titan (r, c) sits at
+ * (r, part*pc + c), or at (c, part*pr + r) when transposed. */
+static tt_err hf_shape(const tt_tensor *p, const tt_hf_slot *s, int *nd, int64_t sh[2])
+{
+    if (p->ndim == 1) {
+        *nd = 1;
+        sh[0] = p->shape[0] * s->n_parts;
+        return 0;
+    }
+    if (p->ndim != 2) return tt_errorf("%s: %d-D parameters have no Hugging Face layout", p->name, p->ndim);
+    *nd = 2;
+    sh[0] = s->transpose ? p->shape[1] : p->shape[0];
+    sh[1] = (s->transpose ? p->shape[0] : p->shape[1]) * s->n_parts;
+    return 0;
+}
+
+/* Offset in the HF tensor of titan element (r, c). */
+static inline size_t hf_index(const tt_tensor *p, const tt_hf_slot *s, int64_t hf_cols, int64_t r, int64_t c)
+{
+    if (p->ndim == 1) return (size_t)(s->part * p->shape[0] + c);
+    if (s->transpose) return (size_t)(c * hf_cols + s->part * p->shape[0] + r);
+    return (size_t)(r * hf_cols + s->part * p->shape[1] + c);
+}
+
+static void fmt_shape(char *buf, size_t cap, int nd, const int64_t *sh)
+{
+    size_t at = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < nd && at < cap; i++) at += (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? ", " : "", (long long)sh[i]);
+    if (at < cap) snprintf(buf + at, cap - at, "]");
+}
+
+/* Copy one HF tensor (F32, BF16 or F16; data maybe unaligned) into a parameter. */
+static tt_err load_param(tt_param *p, const tt_hf_slot *s, const tt_st_tensor *t, const char *file)
+{
+    int nd = 0;
+    int64_t sh[2] = {0, 0};
+    char want[64], got[64];
+    if (hf_shape(&p->t, s, &nd, sh)) return -1;
+    fmt_shape(want, sizeof want, nd, sh);
+    fmt_shape(got, sizeof got, t->ndim, t->shape);
+    if (t->ndim != nd || t->shape[0] != sh[0] || (nd == 2 && t->shape[1] != sh[1]))
+        return tt_errorf("%s: tensor '%s' has shape %s, but the config gives %s (titan parameter '%s')", file, t->name,
+                         got, want, p->t.name);
+    int kind = strcmp(t->dtype, "F32") == 0 ? 0 : strcmp(t->dtype, "BF16") == 0 ? 1 : strcmp(t->dtype, "F16") == 0 ? 2 : -1;
+    if (kind < 0)
+        return tt_errorf("%s: tensor '%s' has dtype %s; only F32, BF16 and F16 weights can be loaded", file, t->name,
+                         t->dtype);
+    int64_t rows = p->t.ndim == 1 ? 1 : p->t.shape[0], cols = p->t.shape[p->t.ndim - 1];
+    int64_t hf_cols = nd == 2 ? sh[1] : sh[0];
+    const unsigned char *src = t->data;
+    float *dst = p->t.data;
+    #pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            size_t k = hf_index(&p->t, s, hf_cols, r, c);
+            float v;
+            uint16_t h;
+            if (kind == 0) memcpy(&v, src + 4 * k, 4);
+            else {
+                memcpy(&h, src + 2 * k, 2);
+                v = kind == 1 ? tt_bf16_to_f32(h) : tt_f16_to_f32(h);
+            }
+            dst[r * cols + c] = v;
+        }
+    return 0;
+}
+
+/* Effective RoPE scaling equality (zero YaRN betas mean transformers' 32 and 1). */
+static int same_rope(const tt_rope_params *p, const tt_rope_ext *px, const tt_rope_params *q, const tt_rope_ext *qx)
+{
+    if (p->theta != q->theta || !p->llama3 != !q->llama3 || !px->linear != !qx->linear || !px->yarn != !qx->yarn)
+        return 0;
+    if ((p->llama3 || px->linear || px->yarn) && p->factor != q->factor) return 0;
+    if (p->llama3 && (p->low_freq_factor != q->low_freq_factor || p->high_freq_factor != q->high_freq_factor))
+        return 0;
+    if ((p->llama3 || px->yarn) && p->original_max_pos != q->original_max_pos) return 0;
+    if (px->yarn && ((px->beta_fast ? px->beta_fast : 32) != (qx->beta_fast ? qx->beta_fast : 32) ||
+                     (px->beta_slow ? px->beta_slow : 1) != (qx->beta_slow ? qx->beta_slow : 1) ||
+                     !px->yarn_no_truncate != !qx->yarn_no_truncate))
+        return 0;
+    return tt_rope_attention_scale(p, px) == tt_rope_attention_scale(q, qx);
+}
+
+/* The folder's config.json must describe the model's math: its tensors alone
+ * cannot show a different rope_theta, norm epsilon, window or tied head. A
+ * folder without config.json is taken as weights only. */
+static tt_err check_config(const tt_model *m, const char *dir)
+{
+    char path[4200];
+    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path) return tt_errorf("%s: path too long", dir);
+    if (access(path, F_OK) != 0) return 0;
+    tt_hf_config h;
+    if (tt_hf_config_read(dir, &h)) return -1;
+    const tt_model_cfg *a = &h.model, *b = &m->cfg;
+    const tt_model_ext *ax = &h.ext, *bx = &m->ext;
+    int gpt2 = b->arch == TT_ARCH_GPT2;
+    if (a->arch != b->arch)
+        return tt_errorf("%s: describes a %s, but the model is a %s", path, tt_hf_family_architecture(h.family),
+                         tt_arch_name(b->arch));
+    const struct { const char *key; int want, have; } ints[] = {
+        {gpt2 ? "n_embd" : "hidden_size", a->dim, b->dim},
+        {gpt2 ? "n_layer" : "num_hidden_layers", a->n_layers, b->n_layers},
+        {gpt2 ? "n_head" : "num_attention_heads", a->n_heads, b->n_heads},
+        {"num_key_value_heads", a->n_kv_heads, b->n_kv_heads},
+        {"head_dim", a->head_dim, b->head_dim},
+        {gpt2 ? "n_inner" : "intermediate_size", a->ffn_dim, b->ffn_dim},
+        {"vocab_size", a->vocab_size, b->vocab_size},
+        {"n_positions", gpt2 ? a->max_seq_len : 0, gpt2 ? b->max_seq_len : 0}, /* only GPT-2 learns positions */
+        {"tie_word_embeddings", a->tie_embeddings, b->tie_embeddings},
+        {"q/k/v projection biases", a->qkv_bias, b->qkv_bias},
+        {"o_proj bias (attention_bias)", ax->o_bias, bx->o_bias},
+        {"mlp_bias", ax->mlp_bias, bx->mlp_bias},
+        {"q_norm/k_norm", a->qk_norm, b->qk_norm},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (ints[i].want != ints[i].have)
+            return tt_errorf("%s: %s is %d, but the model has %d", path, ints[i].key, ints[i].want, ints[i].have);
+    if (a->norm_eps != b->norm_eps)
+        return tt_errorf("%s: %s is %g, but the model has %g", path, gpt2 ? "layer_norm_epsilon" : "rms_norm_eps",
+                         a->norm_eps, b->norm_eps);
+    if (!gpt2 && !same_rope(&a->rope, &ax->rope, &b->rope, &bx->rope))
+        return tt_errorf("%s: rope_theta / rope_scaling differ from the model's RoPE (theta %g vs %g)", path,
+                         a->rope.theta, b->rope.theta);
+    for (int l = 0; l < a->n_layers; l++)
+        if (tt_model_layer_window(a, ax, l) != tt_model_layer_window(b, bx, l))
+            return tt_errorf("%s: layer %d has sliding window %d, but the model's has %d", path, l,
+                             tt_model_layer_window(a, ax, l), tt_model_layer_window(b, bx, l));
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+tt_err tt_hf_load_weights(tt_model *m, const char *dir)
+{
+    if (check_config(m, dir)) return -1;
+    tt_safetensors *st = tt_st_open_dir(dir);
+    if (!st) return -1;
+    hf_files fl;
+    files_open(&fl, dir);
+    const char *pre = tt_model_hf_optional_prefix(m);
+    size_t plen = pre ? strlen(pre) : 0;
+    int prefixed = 1; /* whether this checkpoint's names carry the optional prefix */
+    if (pre) {
+        prefixed = 0;
+        for (int k = 0; k < tt_st_count(st) && !prefixed; k++) prefixed = strncmp(tt_st_get(st, k)->name, pre, plen) == 0;
+    }
+    char file[4400];
+    tt_err rc = 0;
+    tt_hf_slot *slots = calloc((size_t)m->n_params, sizeof *slots);
+    const char **used = calloc((size_t)m->n_params, sizeof *used);
+    int n_used = 0;
+    if (!slots || !used) rc = tt_errorf("out of memory");
+    for (int i = 0; i < m->n_params && !rc; i++) {
+        tt_param *p = &m->params[i];
+        if (tt_numel(p->t.ndim, p->t.shape) == 0) continue; /* an optional weight this config does not have */
+        if (tt_model_hf_slot(m, i, &slots[i])) {
+            rc = -1;
+            break;
+        }
+        const char *name = slots[i].name;
+        if (!prefixed && strncmp(name, pre, plen) == 0) name += plen;
+        const tt_st_tensor *t = tt_st_find(st, name);
+        if (!t) rc = tt_errorf("%s: tensor '%s' is missing (titan parameter '%s')", file_of(&fl, NULL, file, sizeof file),
+                               name, p->t.name);
+        else rc = load_param(p, &slots[i], t, file_of(&fl, name, file, sizeof file));
+        used[n_used++] = slots[i].name;
+    }
+    if (!rc) qsort(used, (size_t)n_used, sizeof *used, cmp_str);
+    for (int k = 0; k < tt_st_count(st) && !rc; k++) {
+        const char *name = tt_st_get(st, k)->name, *key = name;
+        char canon[512];
+        if (!prefixed) {
+            snprintf(canon, sizeof canon, "%s%s", pre, name);
+            key = canon;
+        }
+        if (tt_model_hf_ignorable(m, key) || bsearch(&key, used, (size_t)n_used, sizeof *used, cmp_str)) continue;
+        rc = tt_errorf("%s: unexpected tensor '%s' (a %s model with this config has no such weight)",
+                       file_of(&fl, name, file, sizeof file), name, tt_arch_name(m->cfg.arch));
+    }
+    free(slots);
+    free(used);
+    cJSON_Delete(fl.index);
+    tt_st_close(st);
+    return rc;
+}
+
+tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out)
+{
+    tt_hf_config c;
+    if (tt_hf_config_read(dir, &c)) return NULL;
+    tt_model *m = tt_model_new_ext(&c.model, &c.ext);
+    if (!m) {
+        tt_error_prefix("%s/config.json: ", dir);
+        return NULL;
+    }
+    if (tt_hf_load_weights(m, dir)) {
+        tt_model_free(m);
+        return NULL;
+    }
+    if (cfg_out) *cfg_out = c;
+    return m;
+}
+
+/* ---- export ------------------------------------------------------------- */
+tt_hf_export_opts tt_hf_export_defaults(void)
+{
+    tt_hf_export_opts o;
+    memset(&o, 0, sizeof o);
+    o.family = TT_HF_AUTO;
+    o.bos_token_id = -1;
+    return o;
+}
+
+static tt_err write_text(const char *dir, const char *name, const char *text)
+{
+    char path[4200];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return tt_errorf("%s: path too long", dir);
+    return tt_write_file_atomic(path, text, strlen(text));
+}
+
+static tt_err write_generation_config(const char *dir, const tt_hf_config *c)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddTrueToObject(j, "_from_model_config");
+    if (c->bos_token_id >= 0) cJSON_AddNumberToObject(j, "bos_token_id", c->bos_token_id);
+    if (c->n_eos == 1) cJSON_AddNumberToObject(j, "eos_token_id", c->eos_token_ids[0]);
+    else if (c->n_eos > 1) cJSON_AddItemToObject(j, "eos_token_id", cJSON_CreateIntArray(c->eos_token_ids, c->n_eos));
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    tt_err rc = text ? write_text(dir, "generation_config.json", text) : tt_errorf("out of memory");
+    free(text);
+    return rc;
+}
+
+static tt_err copy_file(const char *src, const char *dir, const char *name)
+{
+    size_t len;
+    char *data = tt_read_file(src, 1u << 30, &len), path[4200];
+    if (!data) return -1;
+    tt_err rc = snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path
+                    ? tt_errorf("%s: path too long", dir)
+                    : tt_write_file_atomic(path, data, len);
+    free(data);
+    return rc;
+}
+
+/* One HF tensor being assembled: straight from a parameter, or (transposed
+ * or fused) into its own buffer. */
+typedef struct {
+    tt_st_tensor t;
+    float *buf;
+} out_tensor;
+
+tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts *o)
+{
+    tt_hf_export_opts def = tt_hf_export_defaults();
+    if (!o) o = &def;
+    if (o->n_eos < 0 || o->n_eos > TT_HF_MAX_EOS) return tt_errorf("export: n_eos must be 0..%d", TT_HF_MAX_EOS);
+    tt_hf_config c;
+    memset(&c, 0, sizeof c);
+    c.model = m->cfg;
+    c.ext = m->ext;
+    c.family = o->family == TT_HF_AUTO ? tt_hf_family_for(&m->cfg, &m->ext) : o->family;
+    if (c.family == TT_HF_AUTO || tt_hf_family_check(c.family, &m->cfg, &m->ext))
+        return tt_error_prefix("export to %s: ", dir);
+    c.bos_token_id = o->bos_token_id;
+    c.n_eos = o->n_eos;
+    memcpy(c.eos_token_ids, o->eos_token_ids, sizeof c.eos_token_ids);
+    char *config = tt_hf_config_to_json(&c);
+    if (!config) return tt_error_prefix("export to %s: ", dir);
+
+    out_tensor *out = calloc((size_t)m->n_params, sizeof *out);
+    char (*names)[128] = calloc((size_t)m->n_params, sizeof *names);
+    int n_out = 0;
+    tt_err rc = out && names ? 0 : tt_errorf("out of memory");
+    for (int i = 0; i < m->n_params && !rc; i++) {
+        const tt_param *p = &m->params[i];
+        if (tt_numel(p->t.ndim, p->t.shape) == 0) continue;
+        tt_hf_slot s;
+        if ((rc = tt_model_hf_slot(m, i, &s))) break;
+        int k = 0;
+        while (k < n_out && strcmp(names[k], s.name)) k++;
+        out_tensor *ot = &out[k];
+        int nd = 0;
+        int64_t sh[2] = {0, 0};
+        if ((rc = hf_shape(&p->t, &s, &nd, sh))) break;
+        if (k == n_out) { /* first part of this HF tensor */
+            n_out++;
+            snprintf(names[k], sizeof names[k], "%s", s.name);
+            ot->t.name = names[k];
+            snprintf(ot->t.dtype, sizeof ot->t.dtype, "F32");
+            ot->t.ndim = nd;
+            memcpy(ot->t.shape, sh, sizeof sh);
+            ot->t.nbytes = (size_t)tt_numel(nd, sh) * sizeof(float);
+            if (!s.transpose && s.n_parts == 1) {
+                ot->t.data = p->t.data; /* same layout: no copy */
+                continue;
+            }
+            if (!(ot->buf = tt_alloc(ot->t.nbytes))) {
+                rc = -1;
+                break;
+            }
+            ot->t.data = ot->buf;
+        }
+        if (!ot->buf || ot->t.ndim != nd || ot->t.shape[0] != sh[0] || (nd == 2 && ot->t.shape[1] != sh[1])) {
+            rc = tt_errorf("export: parameter '%s' does not fit HF tensor '%s'", p->t.name, s.name);
+            break;
+        }
+        int64_t rows = p->t.ndim == 1 ? 1 : p->t.shape[0], cols = p->t.shape[p->t.ndim - 1];
+        const float *src = p->t.data;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t cc = 0; cc < cols; cc++) ot->buf[hf_index(&p->t, &s, nd == 2 ? sh[1] : sh[0], r, cc)] = src[r * cols + cc];
+    }
+    tt_st_tensor *ts = rc ? NULL : calloc((size_t)n_out + 1, sizeof *ts);
+    if (!rc && !ts) rc = tt_errorf("out of memory");
+    for (int k = 0; k < n_out && !rc; k++) ts[k] = out[k].t;
+    if (!rc) rc = tt_st_write_sharded(dir, "model", n_out, ts, o->max_shard_bytes);
+    if (!rc && o->tokenizer_json) rc = copy_file(o->tokenizer_json, dir, "tokenizer.json");
+    if (!rc) rc = write_generation_config(dir, &c);
+    if (!rc) rc = write_text(dir, "config.json", config); /* last: a folder with config.json is whole */
+    free(ts);
+    for (int k = 0; out && k < n_out; k++) tt_free(out[k].buf);
+    free(out);
+    free(names);
+    free(config);
+    return rc;
+}

@@ -1,0 +1,42 @@
+/* hf_model.h — load a Hugging Face model folder (config.json + safetensors,
+ * single or sharded) into a titan model, and export a model back as a folder
+ * that transformers.AutoModelForCausalLM.from_pretrained loads. */
+#ifndef TT_HF_MODEL_H
+#define TT_HF_MODEL_H
+
+#include <stddef.h>
+
+#include "io/hf_config.h"
+
+/* Read <dir>/config.json, build the model and load its weights (F32, BF16 or
+ * F16, converted to the fp32 master copy). cfg_out (may be NULL) receives the
+ * parsed config (family, bos/eos ids). NULL + an error naming the file and
+ * the key or tensor. */
+tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out);
+
+/* Load the weights of the folder into an existing model (for example one
+ * built from a titan recipe). The folder's config.json, when present, must
+ * describe the same math (sizes, norm epsilon, RoPE, windows, tied head,
+ * biases; not max_position_embeddings, except GPT-2's n_positions); every
+ * parameter must be present with the model's shape; a tensor that maps to no
+ * parameter and is no known buffer is an error too. */
+tt_err tt_hf_load_weights(tt_model *m, const char *dir);
+
+typedef struct {
+    tt_hf_family family;       /* TT_HF_AUTO: the first class that can express the model */
+    size_t max_shard_bytes;    /* 0: one model.safetensors; else shards + model.safetensors.index.json */
+    int bos_token_id;          /* < 0: none */
+    int n_eos;                 /* eos ids (0 = none) */
+    int eos_token_ids[TT_HF_MAX_EOS];
+    const char *tokenizer_json;/* a tokenizer.json to copy into the folder, or NULL */
+} tt_hf_export_opts;
+
+/* Options with no bos/eos, one file, family chosen from the model. */
+tt_hf_export_opts tt_hf_export_defaults(void);
+
+/* Write <dir>/model.safetensors (fp32; sharded past max_shard_bytes),
+ * generation_config.json, tokenizer.json (copied when given) and, last,
+ * config.json. Creates dir if needed. */
+tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts *o);
+
+#endif

@@ -1,0 +1,702 @@
+/* test_hf.c — Hugging Face folders: logits parity with transformers (fp32,
+ * eager attention; reference logits made by tools/gen_hf_fixtures.py) for
+ * Llama, Mistral, Qwen2, Qwen3 and GPT-2 fixtures, export + reload giving the
+ * same logits bit for bit, config.json reading (both transformers 4 and 5
+ * spellings), and bad folders failing with errors that name the file and
+ * the tensor or key. */
+#include <ftw.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "graph/exec.h"
+#include "harness.h"
+#include "io/hf_model.h"
+#include "io/safetensors.h"
+
+#define FIX TITAN_SOURCE_DIR "/tests/fixtures/hf"
+static char tmp_root[64];
+static const char *export_root; /* tmp_root, or $TITAN_HF_EXPORT_DIR (kept for tests/hf_roundtrip.py) */
+
+/* ---- helpers ------------------------------------------------------------- */
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb, (void)flag, (void)f;
+    return remove(p);
+}
+
+static void path_in(char *buf, size_t cap, const char *dir, const char *name) { snprintf(buf, cap, "%s/%s", dir, name); }
+
+static char *slurp(const char *path, size_t *len)
+{
+    size_t n;
+    char *t = tt_read_file(path, 64u << 20, &n);
+    if (len) *len = n;
+    return t;
+}
+
+static int put(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int ok = fwrite(data, 1, len, f) == len;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* A fresh folder under the temp root holding copies of src's files named in `files`. */
+static void make_case(char *dir, size_t cap, const char *name, const char *src, const char *const *files)
+{
+    snprintf(dir, cap, "%s/%s", tmp_root, name);
+    mkdir(dir, 0755);
+    for (int i = 0; files && files[i]; i++) {
+        char a[4200], b[4200];
+        size_t len;
+        path_in(a, sizeof a, src, files[i]);
+        path_in(b, sizeof b, dir, files[i]);
+        char *t = slurp(a, &len);
+        if (t) put(b, t, len);
+        free(t);
+    }
+}
+
+/* Replace the first occurrence of `from` in dir/config.json by `to`. */
+static void edit_config(const char *dir, const char *from, const char *to)
+{
+    char p[4200];
+    path_in(p, sizeof p, dir, "config.json");
+    size_t len;
+    char *t = slurp(p, &len);
+    char *at = t ? strstr(t, from) : NULL;
+    CHECK_MSG(at != NULL, "'%s' not in %s", from, p);
+    if (!at) {
+        free(t);
+        return;
+    }
+    size_t out_len = len - strlen(from) + strlen(to);
+    char *o = malloc(out_len + 1);
+    size_t pre = (size_t)(at - t);
+    memcpy(o, t, pre);
+    memcpy(o + pre, to, strlen(to));
+    memcpy(o + pre + strlen(to), at + strlen(from), len - pre - strlen(from));
+    put(p, o, out_len);
+    free(o);
+    free(t);
+}
+
+/* Logits (T, V) of one sequence: B = 1, positions 0..T-1, one document, graph mode. */
+static tt_err run_logits(const tt_model *m, const int32_t *ids_in, int T, float *out)
+{
+    tt_graph *g = tt_graph_new();
+    tt_value **vals = calloc((size_t)m->n_params, sizeof *vals);
+    int32_t *ids = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4), *doc = calloc((size_t)T, 4);
+    tt_err rc = -1;
+    for (int t = 0; t < T; t++) ids[t] = ids_in[t], pos[t] = t;
+    int64_t n = T;
+    tt_exec *e = NULL;
+    if (tt_model_bind(g, m, vals) == 0) {
+        tt_fwd_inputs in = {1, T, tt_graph_input(g, "ids", TT_I32, 1, &n), tt_graph_input(g, "pos", TT_I32, 1, &n),
+                            tt_graph_input(g, "doc", TT_I32, 1, &n), NULL, NULL, NULL};
+        in.ids->data = ids;
+        in.pos->data = pos;
+        in.doc->data = doc;
+        tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
+        tt_value *logits = h ? tt_linear(g, h, head, NULL) : NULL; // (T, V)
+        if (logits && !g->failed) {
+            tt_graph_mark_output(g, logits);
+            e = tt_exec_new(g, &tt_backend_cpu, TT_EXEC_GRAPH);
+            if (e && tt_exec_run(e) == 0) {
+                memcpy(out, logits->data, (size_t)T * m->cfg.vocab_size * sizeof(float));
+                rc = 0;
+            }
+        }
+    }
+    tt_exec_free(e);
+    tt_graph_free(g);
+    free(vals), free(ids), free(pos), free(doc);
+    return rc;
+}
+
+/* Max |titan - transformers| over every sequence of a reference file; -1 if
+ * something failed (reported). With `keep`, the titan logits of all
+ * sequences are appended there. */
+static double parity(const tt_model *m, const char *ref_path, float *keep, int seq_only)
+{
+    tt_safetensors *ref = tt_st_open(ref_path);
+    CHECK_MSG(ref != NULL, "%s", tt_last_error());
+    if (!ref) return -1;
+    double worst = 0;
+    size_t kept = 0;
+    for (int k = 0;; k++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "ids.%d", k);
+        const tt_st_tensor *ti = tt_st_find(ref, nm);
+        snprintf(nm, sizeof nm, "logits.%d", k);
+        const tt_st_tensor *tl = tt_st_find(ref, nm);
+        if (!ti || !tl) break;
+        if (seq_only >= 0 && k != seq_only) continue;
+        int T = (int)ti->shape[0], V = m->cfg.vocab_size;
+        CHECK(tl->ndim == 2 && tl->shape[0] == T && tl->shape[1] == V && strcmp(tl->dtype, "F32") == 0);
+        if (tl->shape[1] != V) {
+            worst = -1;
+            break;
+        }
+        int32_t *ids = malloc((size_t)T * 4);
+        float *want = malloc(tl->nbytes), *got = malloc(tl->nbytes);
+        memcpy(ids, ti->data, (size_t)T * 4);
+        memcpy(want, tl->data, tl->nbytes);
+        tt_err rc = run_logits(m, ids, T, got);
+        CHECK_MSG(rc == 0, "%s", tt_last_error());
+        for (size_t i = 0; rc == 0 && i < (size_t)T * V; i++) worst = fmax(worst, fabs((double)got[i] - want[i]));
+        if (keep) memcpy(keep + kept, got, tl->nbytes);
+        kept += (size_t)T * V;
+        free(ids), free(want), free(got);
+        if (rc) worst = -1;
+    }
+    tt_st_close(ref);
+    return worst;
+}
+
+static int same_cfg(const tt_model_cfg *a, const tt_model_ext *ax, const tt_model_cfg *b, const tt_model_ext *bx)
+{
+    const tt_rope_params *p = &a->rope, *q = &b->rope;
+    const tt_rope_ext *px = &ax->rope, *qx = &bx->rope;
+    int same = a->arch == b->arch && a->dim == b->dim && a->n_layers == b->n_layers && a->n_heads == b->n_heads &&
+               a->n_kv_heads == b->n_kv_heads && a->head_dim == b->head_dim && a->ffn_dim == b->ffn_dim &&
+               a->vocab_size == b->vocab_size && a->max_seq_len == b->max_seq_len && a->norm_eps == b->norm_eps &&
+               a->tie_embeddings == b->tie_embeddings && a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm &&
+               a->window == b->window && ax->o_bias == bx->o_bias && ax->mlp_bias == bx->mlp_bias &&
+               memcmp(ax->full_attention, bx->full_attention, sizeof ax->full_attention) == 0;
+    int same_rope = p->theta == q->theta && p->llama3 == q->llama3 && px->linear == qx->linear && px->yarn == qx->yarn &&
+                    (!(p->llama3 || px->linear || px->yarn) || p->factor == q->factor) &&
+                    (!p->llama3 || (p->low_freq_factor == q->low_freq_factor &&
+                                    p->high_freq_factor == q->high_freq_factor)) &&
+                    (!(p->llama3 || px->yarn) || p->original_max_pos == q->original_max_pos) &&
+                    tt_rope_attention_scale(p, px) == tt_rope_attention_scale(q, qx) &&
+                    px->yarn_no_truncate == qx->yarn_no_truncate &&
+                    (!px->yarn || (px->beta_fast == qx->beta_fast && px->beta_slow == qx->beta_slow));
+    return same && same_rope;
+}
+
+/* ---- parity, export and reload, per fixture ------------------------------ */
+typedef struct {
+    const char *name;
+    tt_hf_family family;
+    size_t shard; /* export shard limit (0 = one file) */
+} fixture;
+
+static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
+{
+    const tt_model_cfg *c = &hc->model;
+    const tt_model_ext *x = &hc->ext;
+    if (!strcmp(name, "llama")) {
+        CHECK(c->rope.llama3 && c->rope.factor == 8 && c->rope.original_max_pos == 64 && c->n_kv_heads == 2);
+        CHECK(!c->tie_embeddings && hc->n_eos == 2 && hc->eos_token_ids[1] == 3 && hc->bos_token_id == 1);
+    } else if (!strcmp(name, "llama_bias_bf16")) {
+        CHECK(c->qkv_bias && x->o_bias && x->mlp_bias && c->tie_embeddings && x->rope.linear && c->rope.factor == 2);
+        CHECK(strcmp(hc->torch_dtype, "bfloat16") == 0);
+    } else if (!strcmp(name, "mistral")) {
+        CHECK(c->window == 4 && tt_model_layer_window(c, x, 0) == 4 && tt_model_layer_window(c, x, 1) == 4);
+    } else if (!strcmp(name, "qwen2")) {
+        CHECK(c->qkv_bias && !x->o_bias && x->rope.yarn && c->rope.factor == 4 && c->rope.original_max_pos == 64);
+        CHECK(c->window == 5 && tt_model_layer_window(c, x, 0) == 0 && tt_model_layer_window(c, x, 1) == 5);
+    } else if (!strcmp(name, "qwen3")) {
+        CHECK(c->qk_norm && c->head_dim == 24 && c->dim == 64 && c->tie_embeddings && !c->window);
+        CHECK(x->rope.yarn && x->rope.beta_fast == 16 && x->rope.beta_slow == 2 && x->rope.attention_factor == 1.1);
+    } else if (!strcmp(name, "gpt2")) {
+        CHECK(c->arch == TT_ARCH_GPT2 && c->ffn_dim == 4 * 48 && c->max_seq_len == 64 && c->tie_embeddings);
+    }
+}
+
+static void test_fixture(const fixture *fx)
+{
+    char dir[4200], ref[4200], out[4200];
+    snprintf(dir, sizeof dir, FIX "/%s", fx->name);
+    snprintf(ref, sizeof ref, FIX "/%s.logits.safetensors", fx->name);
+    tt_hf_config hc;
+    tt_model *m = tt_hf_load(dir, &hc);
+    CHECK_MSG(m != NULL, "%s: %s", fx->name, tt_last_error());
+    if (!m) return;
+    CHECK_MSG(hc.family == fx->family, "%s: family %d", fx->name, (int)hc.family);
+    check_fixture_cfg(fx->name, &hc);
+    CHECK_MSG(tt_hf_family_for(&m->cfg, &m->ext) == fx->family, "%s: auto family %s", fx->name,
+              tt_hf_family_architecture(tt_hf_family_for(&m->cfg, &m->ext)));
+    float *logits = malloc(64u << 20 >> 2); /* far more than any fixture's logits */
+    double d = parity(m, ref, logits, -1);
+    CHECK_MSG(d >= 0 && d <= 1e-4, "%s: max |titan - transformers| = %g", fx->name, d);
+    printf("%-16s %-18s max |logits - transformers| = %.2e\n", fx->name, tt_hf_family_architecture(hc.family), d);
+
+    /* the sliding window and YaRN's attention factor change the answer: the
+     * parity above could fail without them */
+    if (m->cfg.window) {
+        int w = m->cfg.window;
+        m->cfg.window = 0;
+        double dw = parity(m, ref, NULL, 2);
+        CHECK_MSG(dw > 1e-3, "%s: logits do not depend on the sliding window (%g)", fx->name, dw);
+        m->cfg.window = w;
+    }
+    if (m->ext.rope.yarn) {
+        double af = m->ext.rope.attention_factor;
+        m->ext.rope.attention_factor = 1;
+        double da = parity(m, ref, NULL, 2);
+        CHECK_MSG(da > 1e-3, "%s: logits do not depend on the YaRN attention factor (%g)", fx->name, da);
+        m->ext.rope.attention_factor = af;
+    }
+
+    /* export and reload: same config, same logits bit for bit */
+    snprintf(out, sizeof out, "%s/export-%s", export_root, fx->name);
+    tt_hf_export_opts o = tt_hf_export_defaults();
+    o.family = hc.family;
+    o.max_shard_bytes = fx->shard;
+    o.bos_token_id = hc.bos_token_id;
+    o.n_eos = hc.n_eos;
+    memcpy(o.eos_token_ids, hc.eos_token_ids, sizeof o.eos_token_ids);
+    CHECK_MSG(tt_hf_export(m, out, &o) == 0, "%s: %s", fx->name, tt_last_error());
+    char p[4300];
+    path_in(p, sizeof p, out, fx->shard ? "model.safetensors.index.json" : "model.safetensors");
+    CHECK_MSG(access(p, R_OK) == 0, "%s missing", p);
+    path_in(p, sizeof p, out, "generation_config.json");
+    CHECK(access(p, R_OK) == 0);
+    tt_hf_config hc2;
+    tt_model *m2 = tt_hf_load(out, &hc2);
+    CHECK_MSG(m2 != NULL, "%s reloaded: %s", fx->name, tt_last_error());
+    if (m2) {
+        CHECK_MSG(same_cfg(&m->cfg, &m->ext, &m2->cfg, &m2->ext), "%s: config changed in the round trip", fx->name);
+        CHECK(hc2.family == hc.family && hc2.bos_token_id == hc.bos_token_id && hc2.n_eos == hc.n_eos);
+        CHECK(strcmp(hc2.torch_dtype, "float32") == 0);
+        CHECK(m2->numel == m->numel && memcmp(m2->storage, m->storage, m->numel * sizeof(float)) == 0);
+        float *logits2 = malloc(64u << 20 >> 2);
+        double d2 = parity(m2, ref, logits2, -1);
+        CHECK(d2 == d);
+        size_t total = 0;
+        for (int k = 0; k < 3; k++) total += (size_t)(k == 0 ? 1 : k == 1 ? 7 : 13) * m->cfg.vocab_size;
+        CHECK_MSG(memcmp(logits, logits2, total * sizeof(float)) == 0, "%s: reloaded logits differ", fx->name);
+        free(logits2);
+        tt_model_free(m2);
+    }
+    free(logits);
+    tt_model_free(m);
+}
+
+/* The published tiny GPT-2 (transformers 4.36 config with extra keys GPT-2
+ * ignores), with its tokenizer.json copied on export. */
+static void test_shared_gpt2(void)
+{
+    const char *sh = th_shared_dir();
+    if (!sh) {
+        printf("tiny-random-gpt2: skipped (../shared not found)\n");
+        return;
+    }
+    char dir[4200], out[4200], a[4300], b[4300];
+    snprintf(dir, sizeof dir, "%s/fixtures/hf/tiny-random-gpt2", sh);
+    if (access(dir, R_OK) != 0) {
+        printf("tiny-random-gpt2: skipped (%s not found)\n", dir);
+        return;
+    }
+    tt_hf_config hc;
+    tt_model *m = tt_hf_load(dir, &hc);
+    CHECK_MSG(m != NULL, "%s", tt_last_error());
+    if (!m) return;
+    CHECK(hc.family == TT_HF_GPT2 && m->cfg.dim == 32 && m->cfg.n_layers == 5 && m->cfg.ffn_dim == 128);
+    CHECK(m->cfg.vocab_size == 1000 && m->cfg.max_seq_len == 512 && hc.bos_token_id == 98);
+    double d = parity(m, FIX "/tiny-random-gpt2.logits.safetensors", NULL, -1);
+    CHECK_MSG(d >= 0 && d <= 1e-4, "tiny-random-gpt2: %g", d);
+    printf("%-16s %-18s max |logits - transformers| = %.2e\n", "tiny-random-gpt2", "GPT2LMHeadModel", d);
+    snprintf(out, sizeof out, "%s/export-tiny-gpt2", export_root);
+    tt_hf_export_opts o = tt_hf_export_defaults();
+    o.bos_token_id = 98;
+    o.n_eos = 1;
+    o.eos_token_ids[0] = 98;
+    path_in(a, sizeof a, dir, "tokenizer.json");
+    o.tokenizer_json = a;
+    o.max_shard_bytes = 100000; /* sharded */
+    CHECK_MSG(tt_hf_export(m, out, &o) == 0, "%s", tt_last_error());
+    path_in(b, sizeof b, out, "tokenizer.json");
+    size_t la, lb;
+    char *ta = slurp(a, &la), *tb = slurp(b, &lb);
+    CHECK(ta && tb && la == lb && memcmp(ta, tb, la) == 0);
+    free(ta), free(tb);
+    tt_model *m2 = tt_hf_load(out, NULL);
+    CHECK_MSG(m2 && memcmp(m2->storage, m->storage, m->numel * sizeof(float)) == 0, "%s", tt_last_error());
+    tt_model_free(m2);
+    tt_model_free(m);
+}
+
+/* ---- tensor-level variants made by rewriting a fixture's safetensors ------ */
+typedef enum { V_DROP, V_ADD, V_RETYPE, V_STRIP_PREFIX, V_F16 } variant;
+
+static uint16_t f32_to_f16(float f)
+{
+    /* round to nearest even; the fixture weights are normal and small */
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    int exp = (int)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t mant = x & 0x7fffffu;
+    if (exp <= 0) return (uint16_t)sign; /* flush tiny values: none expected */
+    uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13);
+    uint32_t rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
+    return (uint16_t)h;
+}
+
+/* Write dir/model.safetensors from src's tensors, changed by `v` on `target`. */
+static void rewrite(const char *src, const char *dir, variant v, const char *target, const char *extra)
+{
+    char p[4300];
+    path_in(p, sizeof p, src, "model.safetensors");
+    tt_safetensors *st = tt_st_open(p);
+    CHECK_MSG(st != NULL, "%s", tt_last_error());
+    if (!st) return;
+    int n = tt_st_count(st), k = 0;
+    tt_st_tensor *ts = calloc((size_t)n + 2, sizeof *ts);
+    char (*names)[128] = calloc((size_t)n + 2, sizeof *names);
+    void **bufs = calloc((size_t)n + 2, sizeof *bufs);
+    static const int32_t ints[64];
+    for (int i = 0; i < n; i++) {
+        const tt_st_tensor *t = tt_st_get(st, i);
+        if (v == V_DROP && !strcmp(t->name, target)) continue;
+        ts[k] = *t;
+        if (v == V_STRIP_PREFIX && !strncmp(t->name, "transformer.", 12)) {
+            snprintf(names[k], sizeof names[k], "%s", t->name + 12);
+            ts[k].name = names[k];
+        }
+        if (v == V_RETYPE && !strcmp(t->name, target)) {
+            snprintf(ts[k].dtype, sizeof ts[k].dtype, "I32");
+        }
+        if (v == V_F16) {
+            size_t cnt = t->nbytes / 4;
+            uint16_t *h = malloc(cnt * 2);
+            for (size_t e = 0; e < cnt; e++) {
+                float f;
+                memcpy(&f, (const char *)t->data + 4 * e, 4);
+                h[e] = f32_to_f16(f);
+            }
+            bufs[k] = h;
+            ts[k].data = h;
+            ts[k].nbytes = cnt * 2;
+            snprintf(ts[k].dtype, sizeof ts[k].dtype, "F16");
+        }
+        k++;
+    }
+    if (v == V_ADD) { /* `target` (a 1-D F32 tensor of 4) and optionally `extra` */
+        for (int e = 0; e < 2; e++) {
+            const char *nm = e ? extra : target;
+            if (!nm) continue;
+            memset(&ts[k], 0, sizeof ts[k]);
+            ts[k].name = nm;
+            snprintf(ts[k].dtype, sizeof ts[k].dtype, "F32");
+            ts[k].ndim = 1;
+            ts[k].shape[0] = 4;
+            ts[k].data = ints;
+            ts[k].nbytes = 16;
+            k++;
+        }
+    }
+    path_in(p, sizeof p, dir, "model.safetensors");
+    CHECK_MSG(tt_st_write(p, k, ts, NULL, NULL, 0) == 0, "%s", tt_last_error());
+    for (int i = 0; i < n + 2; i++) free(bufs[i]);
+    free(bufs), free(names), free(ts);
+    tt_st_close(st);
+}
+
+/* tt_hf_load(dir) must fail, and the message hold each of the strings. */
+static void expect_fail(const char *dir, const char *what, const char *s1, const char *s2)
+{
+    tt_model *m = tt_hf_load(dir, NULL);
+    const char *e = tt_last_error();
+    CHECK_MSG(m == NULL, "%s: loaded", what);
+    CHECK_MSG(strstr(e, s1) != NULL, "%s: error '%s' lacks '%s'", what, e, s1);
+    if (s2) CHECK_MSG(strstr(e, s2) != NULL, "%s: error '%s' lacks '%s'", what, e, s2);
+    printf("  %-22s -> %s\n", what, e);
+    tt_model_free(m);
+}
+
+static void test_bad_folders(void)
+{
+    static const char *const both[] = {"config.json", "model.safetensors", NULL};
+    static const char *const cfg_only[] = {"config.json", NULL};
+    const char *llama = FIX "/llama", *gpt2 = FIX "/gpt2";
+    char dir[4200], p[4300];
+    size_t len;
+    printf("bad folders:\n");
+
+    make_case(dir, sizeof dir, "truncated", llama, both);
+    path_in(p, sizeof p, dir, "model.safetensors");
+    CHECK(truncate(p, 1000) == 0);
+    expect_fail(dir, "truncated file", "model.safetensors", NULL);
+
+    make_case(dir, sizeof dir, "corrupt", llama, both);
+    path_in(p, sizeof p, dir, "model.safetensors");
+    char *t = slurp(p, &len);
+    if (t) {
+        memset(t, 0xff, 8); /* header length */
+        put(p, t, len);
+        free(t);
+    }
+    expect_fail(dir, "corrupt header", "model.safetensors", "header");
+
+    make_case(dir, sizeof dir, "overlap", llama, cfg_only);
+    {
+        const char hdr[] = "{\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                           "\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
+        unsigned char buf[512] = {0};
+        uint64_t hl = sizeof hdr - 1;
+        memcpy(buf, &hl, 8);
+        memcpy(buf + 8, hdr, hl);
+        path_in(p, sizeof p, dir, "model.safetensors");
+        put(p, buf, 8 + hl + 12);
+    }
+    expect_fail(dir, "overlapping offsets", "model.safetensors", "overlap");
+
+    make_case(dir, sizeof dir, "shape", llama, both);
+    edit_config(dir, "\"intermediate_size\": 96", "\"intermediate_size\": 100");
+    expect_fail(dir, "shape mismatch", "model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight' has shape [96, 64]",
+                "[100, 64]");
+
+    make_case(dir, sizeof dir, "missing", llama, cfg_only);
+    rewrite(llama, dir, V_DROP, "model.norm.weight", NULL);
+    expect_fail(dir, "missing tensor", "model.safetensors: tensor 'model.norm.weight' is missing", NULL);
+
+    make_case(dir, sizeof dir, "extra", llama, cfg_only);
+    rewrite(llama, dir, V_ADD, "model.layers.0.self_attn.extra.weight", NULL);
+    expect_fail(dir, "unexpected tensor", "model.safetensors: unexpected tensor 'model.layers.0.self_attn.extra.weight'",
+                NULL);
+
+    make_case(dir, sizeof dir, "dtype", llama, cfg_only);
+    rewrite(llama, dir, V_RETYPE, "model.norm.weight", NULL);
+    expect_fail(dir, "integer weights", "tensor 'model.norm.weight' has dtype I32", "model.safetensors");
+
+    make_case(dir, sizeof dir, "arch", llama, both);
+    edit_config(dir, "\"LlamaForCausalLM\"", "\"FooForCausalLM\"");
+    expect_fail(dir, "unknown architecture",
+                "config.json: architecture 'FooForCausalLM' is not supported (supported: LlamaForCausalLM, "
+                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel)", NULL);
+
+    make_case(dir, sizeof dir, "rope", llama, both);
+    edit_config(dir, "\"rope_type\": \"llama3\"", "\"rope_type\": \"dynamic\"");
+    expect_fail(dir, "unsupported rope type", "config.json: rope_parameters: rope type 'dynamic' is not supported", NULL);
+
+    make_case(dir, sizeof dir, "act", llama, both);
+    edit_config(dir, "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"");
+    expect_fail(dir, "llama activation", "config.json: hidden_act 'gelu' is not supported for LlamaForCausalLM", NULL);
+
+    make_case(dir, sizeof dir, "gpt2act", gpt2, both);
+    edit_config(dir, "\"activation_function\": \"gelu_new\"", "\"activation_function\": \"relu\"");
+    expect_fail(dir, "gpt2 activation", "config.json: activation_function 'relu' is not supported for GPT2LMHeadModel",
+                NULL);
+
+    make_case(dir, sizeof dir, "type", llama, both);
+    edit_config(dir, "\"hidden_size\": 64", "\"hidden_size\": \"64\"");
+    expect_fail(dir, "string for an integer", "config.json: key 'hidden_size' must be an integer", NULL);
+
+    make_case(dir, sizeof dir, "notjson", llama, both);
+    edit_config(dir, "{", "[{");
+    expect_fail(dir, "config not JSON", "config.json: not valid JSON", NULL);
+
+    make_case(dir, sizeof dir, "noconfig", llama, NULL);
+    expect_fail(dir, "no config.json", "config.json", NULL);
+
+    static const char *const qwen3_files[] = {"config.json", "model.safetensors.index.json",
+                                              "model-00001-of-00007.safetensors", NULL};
+    make_case(dir, sizeof dir, "shard", FIX "/qwen3", qwen3_files);
+    expect_fail(dir, "missing shard", "model-00002-of-00007.safetensors", NULL);
+}
+
+/* Buffers that are no weights load; GPT-2 without "transformer."; F16. */
+static void test_tensor_variants(void)
+{
+    char dir[4200];
+    static const char *const cfg_only[] = {"config.json", NULL};
+    make_case(dir, sizeof dir, "inv_freq", FIX "/llama", cfg_only);
+    rewrite(FIX "/llama", dir, V_ADD, "model.layers.1.self_attn.rotary_emb.inv_freq", NULL);
+    tt_model *m = tt_hf_load(dir, NULL);
+    CHECK_MSG(m != NULL, "rotary_emb.inv_freq buffer: %s", tt_last_error());
+    tt_model_free(m);
+
+    tt_model *ref = tt_hf_load(FIX "/gpt2", NULL);
+    make_case(dir, sizeof dir, "gpt2_bare", FIX "/gpt2", cfg_only);
+    rewrite(FIX "/gpt2", dir, V_STRIP_PREFIX, NULL, NULL);
+    m = tt_hf_load(dir, NULL);
+    CHECK_MSG(m && ref && memcmp(m->storage, ref->storage, ref->numel * sizeof(float)) == 0,
+              "GPT-2 without the transformer. prefix: %s", tt_last_error());
+    tt_model_free(m);
+    make_case(dir, sizeof dir, "gpt2_buffers", FIX "/gpt2", cfg_only);
+    rewrite(FIX "/gpt2", dir, V_ADD, "transformer.h.0.attn.bias", "transformer.h.1.attn.masked_bias");
+    m = tt_hf_load(dir, NULL);
+    CHECK_MSG(m != NULL, "GPT-2 mask buffers: %s", tt_last_error());
+    tt_model_free(m);
+    make_case(dir, sizeof dir, "gpt2_lm_head", FIX "/gpt2", cfg_only);
+    rewrite(FIX "/gpt2", dir, V_ADD, "lm_head.weight", "transformer.h.1.attn.c_attn.extra");
+    const char *e = (m = tt_hf_load(dir, NULL)) ? "" : tt_last_error();
+    CHECK_MSG(!m && strstr(e, "unexpected tensor 'transformer.h.1.attn.c_attn.extra'"), "%s", e);
+    tt_model_free(m);
+    tt_model_free(ref);
+
+    /* F16 weights: each loaded value is exactly the f16 value, and the logits
+     * stay close to transformers' fp32 ones */
+    make_case(dir, sizeof dir, "f16", FIX "/llama", cfg_only);
+    rewrite(FIX "/llama", dir, V_F16, NULL, NULL);
+    m = tt_hf_load(dir, NULL);
+    ref = tt_hf_load(FIX "/llama", NULL);
+    CHECK_MSG(m && ref, "F16 weights: %s", tt_last_error());
+    if (m && ref) {
+        size_t bad = 0;
+        for (size_t i = 0; i < m->numel; i++) bad += m->storage[i] != tt_f16_to_f32(f32_to_f16(ref->storage[i]));
+        CHECK_MSG(bad == 0, "%zu F16 weights converted wrongly", bad);
+        double d = parity(m, FIX "/llama.logits.safetensors", NULL, -1);
+        CHECK_MSG(d > 0 && d < 0.05, "F16 llama vs fp32 transformers: %g", d);
+        printf("llama in F16      max |logits - transformers fp32| = %.2e (F16 rounding)\n", d);
+    }
+    tt_model_free(m);
+    tt_model_free(ref);
+}
+
+/* Loading into a model built elsewhere (a recipe): the folder's config must
+ * describe the same math, which tensors alone cannot show. */
+static void test_load_into(void)
+{
+    tt_hf_config hc;
+    CHECK(tt_hf_config_read(FIX "/llama", &hc) == 0);
+    tt_model *ref = tt_hf_load(FIX "/llama", NULL), *m = tt_model_new_ext(&hc.model, &hc.ext);
+    CHECK_MSG(m && ref && tt_hf_load_weights(m, FIX "/llama") == 0, "%s", tt_last_error());
+    CHECK(m && ref && memcmp(m->storage, ref->storage, m->numel * sizeof(float)) == 0);
+    tt_model_free(m);
+    tt_model_free(ref);
+    static const struct { const char *fix, *needle; int what; } cases[] = {
+        {"llama", "config.json: rope_theta / rope_scaling differ", 0},
+        {"llama", "config.json: rms_norm_eps is 1e-05, but the model has 1e-06", 1},
+        {"llama_bias_bf16", "config.json: tie_word_embeddings is 1, but the model has 0", 2},
+        {"qwen2", "config.json: layer 0 has sliding window 0, but the model's has 5", 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, FIX "/%s", cases[i].fix);
+        CHECK(tt_hf_config_read(dir, &hc) == 0);
+        if (cases[i].what == 0) hc.model.rope.theta = 10000;
+        if (cases[i].what == 1) hc.model.norm_eps = 1e-6;
+        if (cases[i].what == 2) hc.model.tie_embeddings = 0;
+        if (cases[i].what == 3) hc.ext.full_attention[0] = 0;
+        m = tt_model_new_ext(&hc.model, &hc.ext);
+        tt_err rc = m ? tt_hf_load_weights(m, dir) : 0;
+        CHECK_MSG(m && rc != 0 && strstr(tt_last_error(), cases[i].needle), "'%s': %s", cases[i].needle,
+                  rc ? tt_last_error() : "loaded");
+        tt_model_free(m);
+    }
+}
+
+/* ---- config.json reading and writing ------------------------------------- */
+static int parse(const char *json, tt_hf_config *c) { return tt_hf_config_parse(json, strlen(json), "t/config.json", c); }
+
+static void expect_parse_fail(const char *json, const char *needle)
+{
+    tt_hf_config c;
+    int rc = parse(json, &c);
+    CHECK_MSG(rc != 0 && strstr(tt_last_error(), needle), "'%s': rc %d, error '%s'", needle, rc, rc ? tt_last_error() : "");
+}
+
+static void test_config(void)
+{
+    tt_hf_config c;
+    /* transformers 4 spelling of Llama 3.1 8B */
+    const char *l31 = "{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"llama\",\"hidden_size\":4096,"
+                      "\"intermediate_size\":14336,\"num_hidden_layers\":32,\"num_attention_heads\":32,"
+                      "\"num_key_value_heads\":8,\"vocab_size\":128256,\"max_position_embeddings\":131072,"
+                      "\"rms_norm_eps\":1e-05,\"rope_theta\":500000.0,\"rope_scaling\":{\"factor\":8.0,"
+                      "\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,\"original_max_position_embeddings\":8192,"
+                      "\"rope_type\":\"llama3\"},\"tie_word_embeddings\":false,\"hidden_act\":\"silu\","
+                      "\"bos_token_id\":128000,\"eos_token_id\":[128001,128008,128009],\"torch_dtype\":\"bfloat16\","
+                      "\"pretraining_tp\":1,\"attention_bias\":false,\"mlp_bias\":false}";
+    CHECK_MSG(parse(l31, &c) == 0, "%s", tt_last_error());
+    CHECK(c.family == TT_HF_LLAMA && c.model.head_dim == 128 && c.model.n_kv_heads == 8 && c.model.rope.llama3);
+    CHECK(c.model.rope.theta == 500000 && c.model.rope.original_max_pos == 8192 && c.model.norm_eps == 1e-5);
+    CHECK(c.bos_token_id == 128000 && c.n_eos == 3 && c.eos_token_ids[2] == 128009);
+    CHECK(!strcmp(c.torch_dtype, "bfloat16") && c.model.max_seq_len == 131072 && !c.model.qkv_bias);
+    /* Mistral: sliding_window absent is the class default 4096, null is none */
+    CHECK(parse("{\"architectures\":[\"MistralForCausalLM\"],\"hidden_size\":128,\"num_attention_heads\":8}", &c) == 0);
+    CHECK(c.model.window == 4096 && c.model.n_kv_heads == 8 && c.model.head_dim == 16 && c.model.max_seq_len == 131072);
+    CHECK(parse("{\"model_type\":\"mistral\",\"hidden_size\":64,\"num_attention_heads\":4,\"sliding_window\":null,"
+                "\"num_key_value_heads\":null}", &c) == 0);
+    CHECK(c.family == TT_HF_MISTRAL && c.model.window == 0 && c.model.n_kv_heads == 4);
+    /* Qwen2: the window needs use_sliding_window; max_window_layers decides which layers */
+    CHECK(parse("{\"architectures\":[\"Qwen2ForCausalLM\"],\"hidden_size\":64,\"num_attention_heads\":4,"
+                "\"num_key_value_heads\":4,\"num_hidden_layers\":3,\"sliding_window\":4096,\"use_sliding_window\":false}",
+                &c) == 0);
+    CHECK(c.model.window == 0 && c.model.qkv_bias && !c.ext.o_bias && c.model.head_dim == 16);
+    CHECK(parse("{\"architectures\":[\"Qwen2ForCausalLM\"],\"hidden_size\":64,\"num_attention_heads\":4,"
+                "\"num_key_value_heads\":2,\"num_hidden_layers\":3,\"sliding_window\":8,\"use_sliding_window\":true,"
+                "\"max_window_layers\":1,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":4,"
+                "\"original_max_position_embeddings\":4096,\"mscale\":1,\"mscale_all_dim\":0.5}}", &c) == 0);
+    CHECK(tt_model_layer_window(&c.model, &c.ext, 0) == 0 && tt_model_layer_window(&c.model, &c.ext, 1) == 8 &&
+          tt_model_layer_window(&c.model, &c.ext, 2) == 8);
+    CHECK_NEAR(tt_rope_attention_scale(&c.model.rope, &c.ext.rope), (0.1 * log(4.0) + 1) / (0.05 * log(4.0) + 1), 1e-15);
+    /* Qwen3: head_dim absent is the class default 128 */
+    CHECK(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"hidden_size\":64,\"num_attention_heads\":4,"
+                "\"num_key_value_heads\":2}", &c) == 0);
+    CHECK(c.model.head_dim == 128 && c.model.qk_norm && !c.model.qkv_bias);
+    /* GPT-2 through its attribute_map names, no architectures key */
+    CHECK(parse("{\"model_type\":\"gpt2\",\"hidden_size\":64,\"num_hidden_layers\":3,\"num_attention_heads\":4}", &c) == 0);
+    CHECK(c.family == TT_HF_GPT2 && c.model.dim == 64 && c.model.n_layers == 3 && c.model.ffn_dim == 256 &&
+          c.model.max_seq_len == 1024 && c.model.vocab_size == 50257);
+
+    expect_parse_fail("{\"architectures\":[\"LlamaForCausalLM\"],\"partial_rotary_factor\":0.5}",
+                      "partial_rotary_factor 0.5 is not supported");
+    expect_parse_fail("{\"architectures\":[\"GPT2LMHeadModel\"],\"scale_attn_by_inverse_layer_idx\":true}",
+                      "t/config.json: scale_attn_by_inverse_layer_idx = true is not supported");
+    expect_parse_fail("{\"architectures\":[\"GPT2LMHeadModel\"],\"tie_word_embeddings\":false}",
+                      "tie_word_embeddings = false is not supported");
+    expect_parse_fail("{\"architectures\":[\"LlamaForCausalLM\"],\"model_type\":\"mistral\"}",
+                      "model_type 'mistral' does not match architecture 'LlamaForCausalLM'");
+    expect_parse_fail("{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":60,\"num_attention_heads\":4,"
+                      "\"head_dim\":15}", "head_dim 15 must be even");
+    expect_parse_fail("{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64,\"num_attention_heads\":6}",
+                      "hidden_size 64 is not a multiple of num_attention_heads 6");
+    expect_parse_fail("{\"architectures\":[\"Qwen2ForCausalLM\"],\"num_hidden_layers\":2,\"use_sliding_window\":true,"
+                      "\"layer_types\":[\"full_attention\",\"chunked_attention\"]}", "layer_types[1] is 'chunked_attention'");
+    expect_parse_fail("{\"architectures\":[\"LlamaForCausalLM\"],\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8}}",
+                      "rope_scaling: key 'low_freq_factor' is missing");
+    expect_parse_fail("{\"architectures\":[\"LlamaForCausalLM\"],\"rope_scaling\":{\"rope_type\":\"longrope\"}}",
+                      "rope type 'longrope' is not supported (supported: default, linear, llama3, yarn)");
+    expect_parse_fail("{\"model_type\":\"mixtral\"}", "model_type 'mixtral' is not supported");
+    expect_parse_fail("[1,2]", "t/config.json: not a JSON object");
+
+    /* export checks: which class can express which model */
+    CHECK(parse("{\"architectures\":[\"Qwen3ForCausalLM\"],\"hidden_size\":64,\"num_attention_heads\":4,"
+                "\"num_key_value_heads\":4,\"head_dim\":16,\"num_hidden_layers\":3}", &c) == 0);
+    CHECK(tt_hf_family_check(TT_HF_LLAMA, &c.model, &c.ext) != 0 &&
+          strstr(tt_last_error(), "LlamaForCausalLM cannot express"));
+    c.model.window = 4;
+    c.ext.full_attention[0] = 1;
+    CHECK(tt_hf_family_check(TT_HF_MISTRAL, &c.model, &c.ext) != 0);
+    c.family = TT_HF_MISTRAL;
+    CHECK(tt_hf_config_to_json(&c) == NULL);
+    /* a config written for each family parses back to the same model */
+    c.family = TT_HF_QWEN3;
+    c.model.rope = (tt_rope_params){20000, 0, 3, 0, 0, 512};
+    c.ext.rope = (tt_rope_ext){0, 1, 24, 2, 1, 0};
+    char *js = tt_hf_config_to_json(&c);
+    tt_hf_config back;
+    CHECK_MSG(js && parse(js, &back) == 0, "%s", tt_last_error());
+    CHECK(same_cfg(&c.model, &c.ext, &back.model, &back.ext) && back.family == TT_HF_QWEN3);
+    free(js);
+}
+
+int main(void)
+{
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/titan_test_hf_XXXXXX");
+    if (!mkdtemp(tmp_root)) return th_skip("test_hf", "cannot create a temporary directory");
+    export_root = getenv("TITAN_HF_EXPORT_DIR") ? getenv("TITAN_HF_EXPORT_DIR") : tmp_root;
+    static const fixture fx[] = {
+        {"llama", TT_HF_LLAMA, 0},  {"llama_bias_bf16", TT_HF_LLAMA, 0}, {"mistral", TT_HF_MISTRAL, 0},
+        {"qwen2", TT_HF_QWEN2, 0},  {"qwen3", TT_HF_QWEN3, 40000},       {"gpt2", TT_HF_GPT2, 0},
+    };
+    for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) test_fixture(&fx[i]);
+    test_shared_gpt2();
+    test_tensor_variants();
+    test_load_into();
+    test_bad_folders();
+    test_config();
+    nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return th_done("test_hf");
+}

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""gen_hf_fixtures.py — tiny random Hugging Face models and their reference
+logits for tests/test_hf.c (titan's loader must match transformers to 1e-4).
+
+Writes tests/fixtures/hf/<name>/ (save_pretrained, safetensors) and
+tests/fixtures/hf/<name>.logits.safetensors (int32 "ids.K" and float32
+"logits.K" of shape (T, V) for a few token sequences), computed by
+transformers in float32 with eager attention from the saved folder itself.
+With --shared DIR it also writes the reference logits (only) of the published
+tiny GPT-2 in DIR/fixtures/hf/tiny-random-gpt2.
+
+    pip install torch transformers safetensors
+    python3 tools/gen_hf_fixtures.py [--out tests/fixtures/hf] [--shared ../shared]
+"""
+import argparse
+import json
+import os
+import shutil
+
+import torch
+import transformers
+from safetensors.torch import save_file
+from transformers import (AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                          MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM)
+
+SEQ_LENS = (1, 7, 13)  # 13 > every sliding window below, so the windows matter
+
+
+def randomize(model, seed):
+    """HF initialises norms to 1 and biases to 0, which would hide a wrong
+    mapping of those tensors: give every parameter distinct values of a size
+    that keeps activations O(1)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim == 1 and ("norm" in name or "ln_" in name):
+                p.copy_(1 + 0.2 * torch.randn(p.shape, generator=g))
+            elif p.ndim == 1:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+            else:
+                # GPT-2's Conv1D is (in, out); embeddings (V, D) feed a norm and, when tied, the logits
+                fan_in = p.shape[0] if "transformer.h." in name else p.shape[1]
+                std = fan_in ** -0.5
+                p.copy_(std * torch.randn(p.shape, generator=g))
+
+
+def reference(folder, vocab, seed, out_path):
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+    model.eval()
+    g = torch.Generator().manual_seed(seed)
+    tensors = {}
+    with torch.no_grad():
+        for k, T in enumerate(SEQ_LENS):
+            ids = torch.randint(0, vocab, (1, T), generator=g)
+            logits = model(input_ids=ids).logits[0].float().contiguous()
+            tensors[f"ids.{k}"] = ids[0].to(torch.int32).contiguous()
+            tensors[f"logits.{k}"] = logits
+    # one metadata key: safetensors writes several in a random order, and the files should be reproducible
+    save_file(tensors, out_path, metadata={"made_by": f"transformers {transformers.__version__}, torch {torch.__version__}"})
+    print(f"{out_path}: {len(SEQ_LENS)} sequences, max |logit| {max(t.abs().max().item() for n, t in tensors.items() if n.startswith('logits')):.3f}")
+
+
+FIXTURES = {
+    # Llama 3.1 style: GQA, llama3 RoPE scaling with wavelengths on both sides of the band
+    "llama": (LlamaForCausalLM, LlamaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=500000.0,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                      "original_max_position_embeddings": 64},
+        tie_word_embeddings=False, bos_token_id=1, eos_token_id=[2, 3])),
+    # attention_bias + mlp_bias, linear RoPE, tied embeddings; saved in bf16
+    "llama_bias_bf16": (LlamaForCausalLM, LlamaConfig(
+        vocab_size=160, hidden_size=48, intermediate_size=80, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=3, max_position_embeddings=128, rms_norm_eps=1e-6, rope_theta=10000.0,
+        rope_scaling={"rope_type": "linear", "factor": 2.0}, attention_bias=True, mlp_bias=True,
+        tie_word_embeddings=True)),
+    "mistral": (MistralForCausalLM, MistralConfig(
+        vocab_size=200, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=1, max_position_embeddings=256, sliding_window=4, rope_theta=10000.0)),
+    # q/k/v bias; YaRN RoPE; sliding window on layer 1 only (max_window_layers = 1)
+    "qwen2": (Qwen2ForCausalLM, Qwen2Config(
+        vocab_size=224, hidden_size=64, intermediate_size=112, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, rope_theta=10000.0,
+        rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
+        use_sliding_window=True, sliding_window=5, max_window_layers=1, tie_word_embeddings=False)),
+    # q/k norm, head_dim 24 != 64 / 4; tied; YaRN with explicit betas; sharded files
+    "qwen3": (Qwen3ForCausalLM, Qwen3Config(
+        vocab_size=192, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=24, max_position_embeddings=64, rope_theta=1000000.0,
+        rope_scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32,
+                      "beta_fast": 16.0, "beta_slow": 2.0, "attention_factor": 1.1},
+        tie_word_embeddings=True)),
+    "gpt2": (GPT2LMHeadModel, GPT2Config(
+        vocab_size=150, n_embd=48, n_layer=2, n_head=4, n_inner=None, n_positions=64,
+        bos_token_id=0, eos_token_id=0)),
+}
+
+
+# RoPE cases for tests/test_rope_scaling.c: config.json text (Llama keys) and
+# what transformers' LlamaRotaryEmbedding makes of it.
+ROPE_CASES = {
+    "default": dict(head_dim=64, rope_theta=10000.0),
+    "linear_v4": dict(head_dim=32, rope_theta=10000.0, rope_scaling={"type": "linear", "factor": 4.0}),
+    "llama3_31": dict(head_dim=128, rope_theta=500000.0, max_position_embeddings=131072,
+                      rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                    "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+    "yarn_qwen25": dict(head_dim=128, rope_theta=1000000.0, max_position_embeddings=131072,
+                        rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}),
+    "yarn_betas_notrunc": dict(head_dim=64, rope_theta=10000.0, max_position_embeddings=8192,
+                               rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048,
+                                             "beta_fast": 24, "beta_slow": 2, "truncate": False}),
+    "yarn_mscale": dict(head_dim=64, rope_theta=10000.0, max_position_embeddings=16384,
+                        rope_scaling={"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 2048,
+                                      "mscale": 1.0, "mscale_all_dim": 0.5}),
+    "yarn_attn_factor": dict(head_dim=48, rope_theta=50000.0, max_position_embeddings=4096,
+                             rope_scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 2048,
+                                           "attention_factor": 0.9}),
+    "yarn_implicit_factor": dict(head_dim=64, rope_theta=10000.0, max_position_embeddings=8192,
+                                 rope_parameters={"rope_type": "yarn", "rope_theta": 20000.0,
+                                                  "original_max_position_embeddings": 2048}),
+}
+
+
+def rope_cases(out_path):
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    tensors, meta = {}, {}
+    for name, kw in ROPE_CASES.items():
+        cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4 * kw["head_dim"],
+               "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 1, "intermediate_size": 8,
+               "vocab_size": 8, **kw}
+        if name == "yarn_implicit_factor":  # transformers 5 spelling; factor: max_position / original
+            cfg["rope_parameters"]["factor"] = None
+        rot = LlamaRotaryEmbedding(LlamaConfig(**json.loads(json.dumps(cfg))))
+        tensors["inv_freq." + name] = rot.inv_freq.float().contiguous()
+        tensors["scale." + name] = torch.tensor([float(rot.attention_scaling)], dtype=torch.float64)
+        meta[name] = cfg
+    save_file(tensors, out_path, metadata={"configs": json.dumps(meta)})  # one key: reproducible files
+    print(f"{out_path}: {len(ROPE_CASES)} RoPE cases")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(here, "..", "tests", "fixtures", "hf"))
+    ap.add_argument("--shared", default=os.path.join(here, "..", "..", "shared"))
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    torch.manual_seed(0)
+    for seed, (name, (cls, cfg)) in enumerate(FIXTURES.items()):
+        folder = os.path.join(a.out, name)
+        shutil.rmtree(folder, ignore_errors=True)
+        model = cls(cfg)
+        randomize(model, 100 + seed)
+        kw = {"safe_serialization": True}
+        if name == "qwen3":
+            kw["max_shard_size"] = "60KB"  # exercises model.safetensors.index.json
+        if name.endswith("_bf16"):
+            model = model.to(torch.bfloat16)
+        model.save_pretrained(folder, **kw)
+        reference(folder, cfg.vocab_size, 200 + seed, os.path.join(a.out, name + ".logits.safetensors"))
+    rope_cases(os.path.join(a.out, "rope_cases.safetensors"))
+    gpt2 = os.path.join(a.shared, "fixtures", "hf", "tiny-random-gpt2")
+    if os.path.isdir(gpt2):
+        vocab = json.load(open(os.path.join(gpt2, "config.json")))["vocab_size"]
+        reference(gpt2, vocab, 300, os.path.join(a.out, "tiny-random-gpt2.logits.safetensors"))
+    else:
+        print(f"{gpt2} not found: no reference logits for the published tiny GPT-2")
+
+
+if __name__ == "__main__":
+    main()
