@@ -50,6 +50,7 @@ typedef struct tt_model_config {
     bool tie_embeddings, qkv_bias, qk_norm;
     int max_seq_len; /* context length; gpt2's learned position table has this many rows */
     tt_tokenizer_kind tokenizer;
+    char hf_assets_path[TT_CONFIG_PATH_MAX]; /* "" = none; else config.json + tokenizer.json from there */
 } tt_model_config;
 
 typedef struct tt_training_config {
@@ -100,6 +101,10 @@ typedef struct tt_checkpoint_config {
     int keep_latest_k; /* 0 = keep all */
     int load_step;     /* -1 = latest */
     bool fallback_to_previous; /* false: refuse a corrupt latest checkpoint */
+    bool initial_load_in_hf;   /* a fresh run loads Hugging Face weights */
+    char initial_load_path[TT_CONFIG_PATH_MAX]; /* "" = model.hf_assets_path */
+    bool last_save_in_hf;      /* also export <dump_folder>/hf at the end */
+    int hf_max_shard_mb;       /* 0 = one model.safetensors */
 } tt_checkpoint_config;
 
 /* TorchTitan's activation checkpointing: "full" keeps only each transformer

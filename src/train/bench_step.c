@@ -95,9 +95,10 @@ static void trace_events(cJSON *ev, const tt_exec *e, const double *start, const
 tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, const char *trace_path, FILE *out)
 {
     tt_model_cfg mc;
-    tt_model_cfg_from_config(c, &mc);
+    tt_model_ext ext;
+    if (tt_model_cfg_from_config(c, &mc, &ext, NULL)) return -1;
     int B = c->training.local_batch_size, T = c->training.seq_len;
-    tt_model *m = tt_model_new(&mc);
+    tt_model *m = tt_model_new_ext(&mc, &ext);
     tt_optim_state os = {0};
     tt_step_graph tr = {0}, op = {0};
     size_t n = (size_t)B * T;

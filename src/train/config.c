@@ -91,6 +91,9 @@ static const cfg_key keys[] = {
     INT_("model.max_seq_len", model.max_seq_len, 1, 1 << 24, FLAVOR, NULL,
          "context length; gpt2 learns this many positions"),
     ENUM_("model.tokenizer", model.tokenizer, tokenizers, 0, "byte", "tokenizer"),
+    STR_("model.hf_assets_path", model.hf_assets_path, "",
+         "Hugging Face model folder: the architecture comes from its config.json (replacing the model.* shape "
+         "keys) and the tokenizer from its tokenizer.json"),
 
     INT_("training.steps", training.steps, 1, BIG, 0, "600", "optimizer steps to train for"),
     I64_("training.seed", training.seed, 0, I64_BIG, "42", "seed of parameter init and data order"),
@@ -139,6 +142,14 @@ static const cfg_key keys[] = {
     INT_("checkpoint.load_step", checkpoint.load_step, 0, BIG, NEG1, "-1", "step to resume from; -1 = latest"),
     BOOL_("checkpoint.fallback_to_previous", checkpoint.fallback_to_previous, 0, "false",
           "use an older checkpoint when the latest is corrupt (else refuse)"),
+    BOOL_("checkpoint.initial_load_in_hf", checkpoint.initial_load_in_hf, 0, "false",
+          "a fresh run starts from Hugging Face weights (checkpoint.initial_load_path, else model.hf_assets_path)"),
+    STR_("checkpoint.initial_load_path", checkpoint.initial_load_path, "",
+         "folder of the weights a fresh run starts from (with initial_load_in_hf)"),
+    BOOL_("checkpoint.last_save_in_hf", checkpoint.last_save_in_hf, 0, "false",
+          "at the end of training also write the model as a Hugging Face folder, <dump_folder>/hf"),
+    INT_("checkpoint.hf_max_shard_mb", checkpoint.hf_max_shard_mb, 0, BIG, 0, "5000",
+         "Hugging Face export: split model.safetensors into shards of at most this many MB; 0 = one file"),
 
     ENUM_("activation_checkpoint.mode", activation_checkpoint.mode, ac_modes, 0, "none",
           "recompute activations in the backward: none, selective (keep matmul and attention outputs), "

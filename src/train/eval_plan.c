@@ -68,7 +68,7 @@ static double gib(double b) { return b / (1024.0 * 1024.0 * 1024.0); }
 tt_err tt_plan(const tt_config *c, FILE *out)
 {
     tt_model_cfg mc;
-    tt_model_cfg_from_config(c, &mc);
+    if (tt_model_cfg_from_config(c, &mc, NULL, NULL)) return -1;
     int64_t mm = 0, n = tt_model_count_params(&mc, &mm);
     if (n <= 0) return tt_error_prefix("model: ");
     int B = c->training.local_batch_size, T = c->training.seq_len;

@@ -9,13 +9,26 @@
 #include "backend/cpu/peak.h"
 #include "io/ckpt_files.h"
 #include "io/safetensors.h"
+#include "io/hf_model.h"
 #include "io/shard.h"
 #include "train/run.h"
 
-tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o)
+tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ext *ext, tt_hf_config *hf)
 {
     const tt_model_config *m = &c->model;
     memset(o, 0, sizeof *o);
+    if (ext) memset(ext, 0, sizeof *ext);
+    if (m->hf_assets_path[0]) { /* the architecture is the HF folder's config.json */
+        tt_hf_config hc;
+        if (tt_hf_config_read(m->hf_assets_path, &hc)) return tt_error_prefix("model.hf_assets_path: ");
+        *o = hc.model;
+        if (ext) *ext = hc.ext;
+        if (hf) *hf = hc;
+        if (o->arch == TT_ARCH_GPT2 && c->training.seq_len > o->max_seq_len)
+            return tt_errorf("training.seq_len = %d exceeds the model's %d positions (%s/config.json)",
+                             c->training.seq_len, o->max_seq_len, m->hf_assets_path);
+        return 0;
+    }
     o->arch = m->name == TT_MODEL_GPT2 ? TT_ARCH_GPT2 : TT_ARCH_LLAMA;
     o->dim = m->dim;
     o->n_layers = m->n_layers;
@@ -92,8 +105,10 @@ static tt_err open_data(tt_run *r, int training)
 static tt_err check_vocab(const tt_run *r, const tt_loader *ld)
 {
     uint32_t v = tt_loader_vocab_size(ld);
-    if ((int64_t)v > r->cfg->model.vocab_size)
-        return tt_errorf("data has token ids up to %u but model.vocab_size is %d", v - 1, r->cfg->model.vocab_size);
+    if ((int64_t)v > r->model->cfg.vocab_size)
+        return tt_errorf("the data's vocabulary has %u tokens but the model's embedding has %d rows%s", v,
+                         r->model->cfg.vocab_size,
+                         r->has_hf ? " (prepare the data with the model's tokenizer: titan prepare)" : " (model.vocab_size)");
     return 0;
 }
 
@@ -102,11 +117,14 @@ static tt_err restore(tt_run *r, int require);
 tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
 {
     int training = purpose == TT_RUN_TRAIN;
+    if (purpose == TT_RUN_HF && !cfg->model.hf_assets_path[0])
+        return tt_errorf("no Hugging Face folder given (model.hf_assets_path / --hf DIR)");
     memset(r, 0, sizeof *r);
     r->cfg = cfg;
     const tt_config *c = cfg;
     tt_model_cfg mc;
-    tt_model_cfg_from_config(c, &mc);
+    if (tt_model_cfg_from_config(c, &mc, &r->ext, &r->hf)) return -1;
+    r->has_hf = c->model.hf_assets_path[0] != 0;
     r->mode = c->training.exec_mode;
     if (!(r->be = tt_backend_get("cpu"))) return -1;
     int B = c->training.local_batch_size, T = c->training.seq_len;
@@ -117,10 +135,10 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                          TT_MAX_ACCUM);
     snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/%s", c->job.dump_folder, c->checkpoint.folder);
     if (tt_mkdir_p(c->job.dump_folder)) goto fail;
-    if (!(r->model = tt_model_new(&mc))) goto fail;
+    if (!(r->model = tt_model_new_ext(&mc, &r->ext))) goto fail;
     tt_model_init_weights(r->model, (uint64_t)c->training.seed);
     if (tt_optim_state_init(&r->opt, r->model)) goto fail;
-    if (purpose != TT_RUN_MODEL && open_data(r, training)) goto fail;
+    if (purpose != TT_RUN_MODEL && purpose != TT_RUN_HF && open_data(r, training)) goto fail;
     if ((r->train_loader && check_vocab(r, r->train_loader)) || (r->val_loader && check_vocab(r, r->val_loader)))
         goto fail;
 
@@ -153,7 +171,17 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
             goto fail;
     }
 
-    if (restore(r, !training)) goto fail;
+    if (restore(r, !training && purpose != TT_RUN_HF)) goto fail;
+    if (r->step == 0 && (c->checkpoint.initial_load_in_hf || purpose == TT_RUN_HF)) {
+        /* a fresh run starts from Hugging Face weights */
+        const char *dir = c->checkpoint.initial_load_path[0] ? c->checkpoint.initial_load_path : c->model.hf_assets_path;
+        if (!dir[0]) {
+            tt_errorf("checkpoint.initial_load_in_hf needs checkpoint.initial_load_path or model.hf_assets_path");
+            goto fail;
+        }
+        if (tt_hf_load_weights(r->model, dir)) goto fail;
+        if (training) tt_log("initial weights loaded from Hugging Face folder %s", dir);
+    }
 
     /* throughput accounting */
     r->flops_per_token = tt_model_flops_per_token(&mc, T);
@@ -177,7 +205,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                      tr->remat.graph_flops > 0 ? 100 * tr->remat.flops / tr->remat.graph_flops : 0.0);
         tt_log("model %s (%s): %.2fM parameters, %.2f MFLOPs/token | %d x %d tokens x %d accumulation | exec %s | "
                "activation checkpoint %s: arena %.1f MiB%s | peak %.0f GFLOP/s f32 (%s)",
-               tt_arch_name(mc.arch), c->model.flavor, n / 1e6, r->flops_per_token / 1e6, B, T, r->accum_steps,
+               tt_arch_name(mc.arch), r->has_hf ? c->model.hf_assets_path : c->model.flavor, n / 1e6, r->flops_per_token / 1e6, B, T, r->accum_steps,
                r->mode == TT_EXEC_GRAPH ? "graph" : r->mode == TT_EXEC_EAGER ? "eager" : "debug",
                tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac, r->peak_gflops, r->peak_source);
         if (r->builtin_corpus)

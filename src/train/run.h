@@ -4,6 +4,7 @@
 #ifndef TT_RUN_H
 #define TT_RUN_H
 #include "io/corpus.h"
+#include "io/hf_config.h"
 #include "io/loader.h"
 #include "titan/config.h"
 #include "train/lr_schedule.h"
@@ -15,6 +16,9 @@
 typedef struct {
     const tt_config *cfg;
     tt_model *model;
+    tt_model_ext ext;  /* the Hugging Face extras of the architecture */
+    tt_hf_config hf;   /* model.hf_assets_path's config.json, when has_hf */
+    int has_hf;
     tt_optim_state opt;
     tt_lr_sched sched;
     const tt_backend *be;
@@ -38,7 +42,8 @@ typedef struct {
 typedef enum {
     TT_RUN_TRAIN, /* train and optimizer graphs; resumes from the latest checkpoint if any */
     TT_RUN_EVAL,  /* the validation data and eval graph; a checkpoint is required */
-    TT_RUN_MODEL, /* only the model, loaded from a checkpoint (generation) */
+    TT_RUN_MODEL, /* only the model, loaded from a checkpoint (generation, export) */
+    TT_RUN_HF,    /* only the model, with the weights of model.hf_assets_path */
 } tt_run_purpose;
 tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose);
 tt_err tt_run_save(tt_run *r);
@@ -46,6 +51,7 @@ tt_err tt_run_validate(tt_run *r, double *loss, long *tokens);
 void tt_run_close(tt_run *r);
 /* Stream generate.max_new_tokens tokens continuing prompt (generate.c). */
 tt_err tt_generate_from(const tt_model *m, const tt_config *cfg, const char *prompt, FILE *out);
-/* model config from the run config */
-tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *out);
+/* The model's architecture: from model.hf_assets_path's config.json when
+ * set, else from the model.* keys. ext and hf may be NULL. */
+tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *out, tt_model_ext *ext, tt_hf_config *hf);
 #endif
