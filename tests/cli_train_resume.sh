@@ -65,6 +65,16 @@ check "eval" $?
 "$TITAN" generate "${COMMON[@]}" --job.dump_folder "$W/full" --generate.max_new_tokens 40 "The " >"$W/gen.log" 2>&1
 check "generate" $?
 
+# export as a Hugging Face folder, and generate from it: greedy text equals the checkpoint's
+"$TITAN" export "${COMMON[@]}" --job.dump_folder "$W/full" --checkpoint step-40 --out "$W/hf" \
+  >"$W/export.log" 2>&1 &&
+  [ -f "$W/hf/config.json" ] && [ -f "$W/hf/model.safetensors" ] && [ -f "$W/hf/generation_config.json" ]
+check "export writes a Hugging Face folder" $?
+A=$("$TITAN" generate "${COMMON[@]}" --job.dump_folder "$W/full" --generate.temperature 0 --generate.max_new_tokens 40 "The " 2>/dev/null)
+B=$("$TITAN" generate --hf "$W/hf" --generate.temperature 0 --generate.max_new_tokens 40 "The " 2>/dev/null)
+[ -n "$A" ] && [ "$A" = "$B" ]
+check "generate --hf on the export gives the checkpoint's greedy text" $?
+
 # truncate the newest checkpoint's state: refused, then used as fallback only when asked
 st="$W/full/checkpoint/step-40/state.safetensors"
 truncate -s $(( $(stat -c %s "$st") / 2 )) "$st"

@@ -17,6 +17,7 @@ static const char *usage_text =
     "  eval       loss and perplexity of the latest checkpoint on the validation data\n"
     "  generate   generate text from the latest checkpoint: titan generate [--config F] \"prompt\"\n"
     "  plan       parameters, FLOPs per token and memory of a config, without allocating it\n"
+    "  export     write a checkpoint as a Hugging Face model folder\n"
     "  bench peak measure this machine's fp32 and bf16 peak FLOP/s (cached for MFU)\n"
     "  bench step time a config's training step; --profile: per op and scope, Chrome trace\n"
     "  bench attention  time the attention kernels on a config's shapes\n"
@@ -36,9 +37,16 @@ static const char *command_help(const char *cmd)
         return "titan eval [--config FILE] [--checkpoint.load_step N] [--validation.steps N]\n"
                "  Loss and perplexity of a checkpoint on the validation set.\n";
     if (!strcmp(cmd, "generate"))
-        return "titan generate [--config FILE] [--generate.max_new_tokens N] [--generate.temperature T]\n"
+        return "titan generate [--config FILE] [--hf DIR | --checkpoint step-N|PATH]\n"
+               "               [--generate.max_new_tokens N] [--generate.temperature T]\n"
                "               [--generate.top_k K] [--generate.top_p P] [\"prompt\"]\n"
-               "  Streams text generated from the newest checkpoint of job.dump_folder (KV cache).\n";
+               "  Streams text generated with the KV cache, from the newest checkpoint of\n"
+               "  job.dump_folder, a given checkpoint, or a Hugging Face model folder (--hf).\n";
+    if (!strcmp(cmd, "export"))
+        return "titan export [--config FILE] [--checkpoint step-N|PATH] --out DIR [--checkpoint.hf_max_shard_mb MB]\n"
+               "  Writes a checkpoint (default: the newest of job.dump_folder) as a Hugging Face folder:\n"
+               "  config.json, model.safetensors (sharded past checkpoint.hf_max_shard_mb),\n"
+               "  generation_config.json and tokenizer.json, which transformers loads.\n";
     if (!strcmp(cmd, "plan"))
         return "titan plan [--config FILE] [--section.key value ...]\n"
                "  Parameter count, FLOPs per token and the memory of params, grads, optimizer\n"
@@ -168,6 +176,28 @@ static int cmd_bench(int argc, char **argv)
     return 0;
 }
 
+/* --checkpoint step-N (in job.dump_folder's checkpoint folder), a path to a
+ * step-N folder, or a path to a folder of them (its newest). */
+static int select_checkpoint(tt_config *c, const char *arg)
+{
+    char buf[4096], step[32], tail;
+    long n;
+    if (!strchr(arg, '/')) {
+        if (sscanf(arg, "step-%ld%c", &n, &tail) != 1 || n < 0)
+            return tt_config_set(c, "checkpoint.load_step", arg, "--checkpoint (expected step-N or a path)");
+        snprintf(step, sizeof step, "%ld", n);
+        return tt_config_set(c, "checkpoint.load_step", step, "--checkpoint");
+    }
+    if (!realpath(arg, buf)) return tt_config_set(c, "checkpoint.load_step", arg, "--checkpoint (no such folder)");
+    char *slash = strrchr(buf, '/');
+    if (slash && slash != buf && sscanf(slash + 1, "step-%ld%c", &n, &tail) == 1 && n >= 0) {
+        *slash = 0;
+        snprintf(step, sizeof step, "%ld", n);
+        if (tt_config_set(c, "checkpoint.load_step", step, "--checkpoint")) return -1;
+    }
+    return tt_config_set(c, "checkpoint.folder", buf, "--checkpoint");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -195,12 +225,32 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "bench")) return cmd_bench(sub_argc, sub_argv);
 
+    /* --hf (generate), --checkpoint (generate, export) and --out (export) are
+     * command flags, not config keys */
+    const char *hf = NULL, *ckpt = NULL, *out_dir = NULL;
+    char **args = calloc((size_t)sub_argc + 1, sizeof *args);
+    int n_args = 0, is_gen = !strcmp(cmd, "generate"), is_export = !strcmp(cmd, "export");
+    if (!args) return fail(cmd);
+    for (int i = 0; i < sub_argc; i++) {
+        const char **slot = is_gen && !strcmp(sub_argv[i], "--hf") ? &hf
+                          : (is_gen || is_export) && !strcmp(sub_argv[i], "--checkpoint") ? &ckpt
+                          : is_export && !strcmp(sub_argv[i], "--out") ? &out_dir : NULL;
+        if (!slot) {
+            args[n_args++] = sub_argv[i];
+        } else if (i + 1 < sub_argc) {
+            *slot = sub_argv[++i];
+        } else {
+            fprintf(stderr, "titan %s: %s needs a value\n", cmd, sub_argv[i]);
+            free(args);
+            return 2;
+        }
+    }
     tt_config *c = calloc(1, sizeof *c);
     char **rest = calloc((size_t)sub_argc + 1, sizeof *rest);
     int n_rest = 0, rc = 0;
     if (!c || !rest) return fail(cmd);
-    int allow_rest = !strcmp(cmd, "generate");
-    if (load_config(c, sub_argc, sub_argv, &n_rest, allow_rest ? rest : NULL)) {
+    if (load_config(c, n_args, args, &n_rest, is_gen ? rest : NULL) ||
+        (hf && tt_config_set(c, "model.hf_assets_path", hf, "--hf")) || (ckpt && select_checkpoint(c, ckpt))) {
         rc = fail(cmd);
     } else if (!strcmp(cmd, "train")) {
         if (tt_train(c)) rc = fail(cmd);
@@ -212,12 +262,20 @@ int main(int argc, char **argv)
         if (n_rest > 1) {
             fprintf(stderr, "titan generate: give one prompt (quote it), got %d arguments\n", n_rest);
             rc = 2;
-        } else if (tt_generate(c, n_rest ? rest[0] : c->generate.prompt, stdout)) {
+        } else if (tt_generate(c, n_rest ? rest[0] : c->generate.prompt, hf && !ckpt, stdout)) {
+            rc = fail(cmd);
+        }
+    } else if (is_export) {
+        if (!out_dir) {
+            fprintf(stderr, "titan export: --out DIR is required\n");
+            rc = 2;
+        } else if (tt_export(c, out_dir)) {
             rc = fail(cmd);
         }
     } else if (!strcmp(cmd, "plan")) {
         if (tt_plan(c, stdout)) rc = fail(cmd);
     }
+    free(args);
     free(rest);
     free(c);
     return rc;

@@ -25,8 +25,14 @@ tt_err tt_train(const struct tt_config *cfg);
 /* Loss and perplexity of the latest (or checkpoint.load_step) checkpoint on
  * the validation data. */
 tt_err tt_eval(const struct tt_config *cfg, double *loss, double *ppl, long *tokens);
-/* Generate from the checkpoint, streaming text to out (generate.* keys). */
-tt_err tt_generate(const struct tt_config *cfg, const char *prompt, FILE *out);
+/* Generate, streaming text to out (generate.* keys): from the newest (or
+ * checkpoint.load_step) checkpoint, or with from_hf from the weights of
+ * model.hf_assets_path. */
+tt_err tt_generate(const struct tt_config *cfg, const char *prompt, int from_hf, FILE *out);
+/* Write the newest (or checkpoint.load_step) checkpoint as a Hugging Face
+ * folder: config.json, model.safetensors (sharded past
+ * checkpoint.hf_max_shard_mb), generation_config.json, tokenizer.json. */
+tt_err tt_export(const struct tt_config *cfg, const char *out_dir);
 /* Time the training step of a config on random tokens: tokens/s, MFU,
  * memory; with profile, the share of each op and scope (GFLOP/s, GB/s) and,
  * when trace_path is set, a Chrome trace JSON of one step. */

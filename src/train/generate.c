@@ -129,10 +129,10 @@ done:
     return rc;
 }
 
-tt_err tt_generate(const tt_config *cfg, const char *prompt, FILE *out)
+tt_err tt_generate(const tt_config *cfg, const char *prompt, int from_hf, FILE *out)
 {
     tt_run r;
-    if (tt_run_open(&r, cfg, TT_RUN_MODEL)) return -1;
+    if (tt_run_open(&r, cfg, from_hf ? TT_RUN_HF : TT_RUN_MODEL)) return -1;
     tt_err rc = tt_generate_from(r.model, cfg, prompt, out);
     tt_run_close(&r);
     return rc;

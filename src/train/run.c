@@ -133,7 +133,10 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     if (r->accum_steps < 1 || r->accum_steps > TT_MAX_ACCUM)
         return tt_errorf("training.global_batch_size / local_batch_size = %d: must be within [1, %d]", r->accum_steps,
                          TT_MAX_ACCUM);
-    snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/%s", c->job.dump_folder, c->checkpoint.folder);
+    if (c->checkpoint.folder[0] == '/') /* an absolute folder stands on its own */
+        snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s", c->checkpoint.folder);
+    else
+        snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/%s", c->job.dump_folder, c->checkpoint.folder);
     if (tt_mkdir_p(c->job.dump_folder)) goto fail;
     if (!(r->model = tt_model_new_ext(&mc, &r->ext))) goto fail;
     tt_model_init_weights(r->model, (uint64_t)c->training.seed);
@@ -355,4 +358,37 @@ void tt_run_close(tt_run *r)
     tt_optim_state_free(&r->opt);
     tt_model_free(r->model);
     memset(r, 0, sizeof *r);
+}
+
+/* The Hugging Face export of a run's model: ids of the tokenizer it was
+ * trained with, and that tokenizer.json when it came from an HF folder. */
+tt_err tt_run_export_hf(const tt_run *r, const char *out_dir)
+{
+    tt_hf_export_opts o = tt_hf_export_defaults();
+    o.max_shard_bytes = (size_t)r->cfg->checkpoint.hf_max_shard_mb * 1000 * 1000;
+    char tok[TT_CONFIG_PATH_MAX + 32];
+    if (r->has_hf) {
+        o.bos_token_id = r->hf.bos_token_id;
+        o.n_eos = r->hf.n_eos;
+        memcpy(o.eos_token_ids, r->hf.eos_token_ids, sizeof o.eos_token_ids);
+        snprintf(tok, sizeof tok, "%s/tokenizer.json", r->cfg->model.hf_assets_path);
+        struct stat st;
+        if (stat(tok, &st) == 0) o.tokenizer_json = tok;
+    } else { /* the byte tokenizer: BOS 256, EOS 257 */
+        o.bos_token_id = 256;
+        o.n_eos = 1;
+        o.eos_token_ids[0] = 257;
+    }
+    if (tt_hf_export(r->model, out_dir, &o)) return tt_error_prefix("export to %s: ", out_dir);
+    tt_log("exported step %ld as a Hugging Face folder: %s", r->step, out_dir);
+    return 0;
+}
+
+tt_err tt_export(const tt_config *cfg, const char *out_dir)
+{
+    tt_run r;
+    if (tt_run_open(&r, cfg, TT_RUN_MODEL)) return -1;
+    tt_err rc = tt_run_export_hf(&r, out_dir);
+    tt_run_close(&r);
+    return rc;
 }

@@ -51,6 +51,8 @@ tt_err tt_run_validate(tt_run *r, double *loss, long *tokens);
 void tt_run_close(tt_run *r);
 /* Stream generate.max_new_tokens tokens continuing prompt (generate.c). */
 tt_err tt_generate_from(const tt_model *m, const tt_config *cfg, const char *prompt, FILE *out);
+/* Write the run's model as a Hugging Face folder (tt_hf_export). */
+tt_err tt_run_export_hf(const tt_run *r, const char *out_dir);
 /* The model's architecture: from model.hf_assets_path's config.json when
  * set, else from the model.* keys. ext and hf may be NULL. */
 tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *out, tt_model_ext *ext, tt_hf_config *hf);

@@ -140,6 +140,11 @@ tt_err tt_train(const tt_config *cfg)
                    100 * (r.corpus.unigram_nats - val_loss) / (r.corpus.unigram_nats - r.corpus.floor_nats),
                    val_loss / r.corpus.floor_nats);
     }
+    if (!rc && !stop_requested && r.step >= steps && c->checkpoint.last_save_in_hf) {
+        char dir[TT_CONFIG_PATH_MAX + 8];
+        snprintf(dir, sizeof dir, "%s/hf", c->job.dump_folder);
+        rc = tt_run_export_hf(&r, dir);
+    }
     if (!rc && !stop_requested && r.step >= steps && c->generate.max_new_tokens > 0) {
         tt_log("sample (generate.prompt \"%s\", temperature %.2f):", c->generate.prompt, c->generate.temperature);
         rc = tt_generate_from(r.model, c, c->generate.prompt, stdout);
