@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/cpu/peak.h"
 #include "default_config.h" /* generated from configs/default.toml */
@@ -18,6 +19,7 @@ static const char *usage_text =
     "  generate   generate text from the latest checkpoint: titan generate [--config F] \"prompt\"\n"
     "  plan       parameters, FLOPs per token and memory of a config, without allocating it\n"
     "  export     write a checkpoint as a Hugging Face model folder\n"
+    "  prepare    tokenize .txt / .jsonl / .jsonl.gz files into token shards for training\n"
     "  bench peak measure this machine's fp32 and bf16 peak FLOP/s (cached for MFU)\n"
     "  bench step time a config's training step; --profile: per op and scope, Chrome trace\n"
     "  bench attention  time the attention kernels on a config's shapes\n"
@@ -42,6 +44,14 @@ static const char *command_help(const char *cmd)
                "               [--generate.top_k K] [--generate.top_p P] [\"prompt\"]\n"
                "  Streams text generated with the KV cache, from the newest checkpoint of\n"
                "  job.dump_folder, a given checkpoint, or a Hugging Face model folder (--hf).\n";
+    if (!strcmp(cmd, "prepare"))
+        return "titan prepare --out DIR [--tokenizer byte|tokenizer.json | --hf DIR] [--val-fraction F]\n"
+               "              [--text-field text] [--on-error fail|skip] [--seed N] [--no-progress] INPUT...\n"
+               "  Tokenizes .txt files (one document each), .jsonl and .jsonl.gz files (one document per\n"
+               "  line, in the text field), or folders of them, on all cores, into DIR/train.bin and\n"
+               "  DIR/val.bin (val-fraction of the documents, default 0.01), for training.dataset_path and\n"
+               "  validation.dataset_path. A malformed line stops with its file and line number, or with\n"
+               "  --on-error skip is reported and skipped.\n";
     if (!strcmp(cmd, "export"))
         return "titan export [--config FILE] [--checkpoint step-N|PATH] --out DIR [--checkpoint.hf_max_shard_mb MB]\n"
                "  Writes a checkpoint (default: the newest of job.dump_folder) as a Hugging Face folder:\n"
@@ -145,6 +155,45 @@ static int cmd_bench_attention(int argc, char **argv)
     return rc;
 }
 
+static int cmd_prepare(int argc, char **argv)
+{
+    tt_prepare_opts o = {NULL, 0, NULL, "byte", "text", 0.01, 1234, 0, isatty(2)};
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    char tok[4200];
+    if (!inputs) return fail("prepare");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (!strcmp(a, "--no-progress")) { o.progress = 0; continue; }
+        if (a[0] != '-' || !strcmp(a, "-")) { inputs[o.n_inputs++] = a; continue; }
+        if (!v) { fprintf(stderr, "titan prepare: %s needs a value\n", a); free(inputs); return 2; }
+        i++;
+        if (!strcmp(a, "--out")) o.out_dir = v;
+        else if (!strcmp(a, "--tokenizer")) o.tokenizer = v;
+        else if (!strcmp(a, "--hf")) snprintf(tok, sizeof tok, "%s/tokenizer.json", v), o.tokenizer = tok;
+        else if (!strcmp(a, "--text-field")) o.text_field = v;
+        else if (!strcmp(a, "--val-fraction") && (o.val_fraction = strtod(v, &end), !*end) && o.val_fraction >= 0 &&
+                 o.val_fraction < 1) continue;
+        else if (!strcmp(a, "--seed") && (o.seed = strtoull(v, &end, 10), !*end)) continue;
+        else if (!strcmp(a, "--on-error") && (!strcmp(v, "skip") || !strcmp(v, "fail"))) o.on_error_skip = !strcmp(v, "skip");
+        else {
+            fprintf(stderr, "titan prepare: bad option %s %s (see titan prepare --help)\n", a, v);
+            free(inputs);
+            return 2;
+        }
+    }
+    o.inputs = inputs;
+    int rc = 0;
+    if (!o.out_dir || !o.n_inputs) {
+        fprintf(stderr, "titan prepare: needs --out DIR and at least one input (see titan prepare --help)\n");
+        rc = 2;
+    } else if (tt_prepare(&o, stdout)) {
+        rc = fail("prepare");
+    }
+    free(inputs);
+    return rc;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
     if (argc >= 1 && !strcmp(argv[0], "step")) return cmd_bench_step(argc - 1, argv + 1);
@@ -224,6 +273,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "bench")) return cmd_bench(sub_argc, sub_argv);
+    if (!strcmp(cmd, "prepare")) return cmd_prepare(sub_argc, sub_argv);
 
     /* --hf (generate), --checkpoint (generate, export) and --out (export) are
      * command flags, not config keys */

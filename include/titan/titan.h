@@ -40,6 +40,19 @@ tt_err tt_bench_step(const struct tt_config *cfg, int steps, int warmup, int pro
                      FILE *out);
 /* Time the attention kernels, forward and backward, on a config's shapes. */
 tt_err tt_bench_attention(const struct tt_config *cfg, int reps, FILE *out);
+/* titan prepare: tokenize text files into train.bin / val.bin shards. */
+typedef struct {
+    const char *const *inputs; /* .txt (one document each), .jsonl, .jsonl.gz, or folders of them */
+    int n_inputs;
+    const char *out_dir;       /* receives train.bin and val.bin */
+    const char *tokenizer;     /* "byte" or a tokenizer.json path */
+    const char *text_field;    /* the .jsonl field holding the text */
+    double val_fraction;       /* documents held out for validation, in [0, 1) */
+    uint64_t seed;             /* which documents are held out */
+    int on_error_skip;         /* a malformed .jsonl line: 1 = report and skip, 0 = stop with an error */
+    int progress;              /* draw a progress line on stderr */
+} tt_prepare_opts;
+tt_err tt_prepare(const tt_prepare_opts *opts, FILE *log);
 /* Parameter count, FLOPs per token and memory estimate, allocating nothing. */
 tt_err tt_plan(const struct tt_config *cfg, FILE *out);
 

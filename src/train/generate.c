@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/tokenizer_byte.h"
 #include "train/run.h"
 #include "train/sampler.h"
 
@@ -57,23 +56,41 @@ static void free_gen(gen_graph *gg)
     tt_free(gg->pos);
 }
 
-static void emit(FILE *out, int32_t tok)
+/* Is tok one of the ids that end generation? */
+static int is_stop(int tok, const int *stop, int n_stop)
 {
-    uint8_t b;
-    size_t nb = 0;
-    if (tt_byte_decode(&tok, 1, TT_BYTE_SKIP_INVALID, &b, 1, &nb) == 0 && nb) fputc(b, out);
-    fflush(out);
+    for (int i = 0; i < n_stop; i++)
+        if (tok == stop[i]) return 1;
+    return 0;
 }
 
-tt_err tt_generate_from(const tt_model *m, const tt_config *cfg, const char *prompt, FILE *out)
+tt_err tt_generate_from(const tt_model *m, const tt_tokenizer *tk, const int *stop, int n_stop, const tt_config *cfg,
+                        const char *prompt, FILE *out)
 {
     const tt_model_cfg *c = &m->cfg;
     const tt_generate_config *gc = &cfg->generate;
-    size_t plen = strlen(prompt);
-    int Tp = (int)plen + 1, Tmax = Tp + gc->max_new_tokens;
-    if (c->arch == TT_ARCH_GPT2 && Tmax > c->max_seq_len)
-        return tt_errorf("prompt (%d tokens) + generate.max_new_tokens (%d) exceed model.max_seq_len (%d)", Tp,
+    int32_t *prompt_ids = NULL;
+    size_t n_prompt = 0, cap_prompt = 0;
+    if (tt_tokenizer_encode(tk, prompt, strlen(prompt), 1, &prompt_ids, &n_prompt, &cap_prompt))
+        return tt_error_prefix("prompt: ");
+    if (n_prompt == 0) {
+        free(prompt_ids);
+        return tt_errorf("the prompt is empty and the tokenizer adds no BOS token: give a prompt");
+    }
+    /* the model's vocabulary may be padded past the tokenizer's: sample only real tokens */
+    int V = tt_tokenizer_vocab_size(tk) < c->vocab_size ? tt_tokenizer_vocab_size(tk) : c->vocab_size;
+    int Tp = (int)n_prompt, Tmax = Tp + gc->max_new_tokens;
+    for (size_t i = 0; i < n_prompt; i++)
+        if (prompt_ids[i] >= c->vocab_size) {
+            free(prompt_ids);
+            return tt_errorf("prompt token %d is outside the model's %d-token vocabulary", prompt_ids[i], c->vocab_size);
+        }
+    if (c->arch == TT_ARCH_GPT2 && Tmax > c->max_seq_len) {
+        free(prompt_ids);
+        return tt_errorf("prompt (%d tokens) + generate.max_new_tokens (%d) exceed the model's %d positions", Tp,
                          gc->max_new_tokens, c->max_seq_len);
+    }
+    tt_tok_stream *ts = tt_tok_stream_new(tk, 1);
     const tt_backend *be = tt_backend_get("cpu");
     int L = c->n_layers;
     size_t kvrow = (size_t)c->n_kv_heads * c->head_dim;
@@ -82,7 +99,7 @@ tt_err tt_generate_from(const tt_model *m, const tt_config *cfg, const char *pro
     gen_graph pre = {0}, dec = {0};
     tt_sampler smp = {0};
     tt_err rc = -1;
-    if (!ck || !cv || !cache || !be || tt_sampler_init(&smp, c->vocab_size)) goto done;
+    if (!ts || !ck || !cv || !cache || !be || tt_sampler_init(&smp, c->vocab_size)) goto done;
     for (int l = 0; l < L; l++) { /* (1, Tmax, Hk*hd) per layer */
         tt_tensor *t[2] = {&ck[l], &cv[l]};
         for (int k = 0; k < 2; k++) {
@@ -97,8 +114,7 @@ tt_err tt_generate_from(const tt_model *m, const tt_config *cfg, const char *pro
     }
     if (build_gen(&pre, m, Tp, ck, cv, be, cfg->training.exec_mode) || build_gen(&dec, m, 1, ck, cv, be, cfg->training.exec_mode))
         goto done;
-    size_t n_ids = 0;
-    if (tt_byte_encode(prompt, plen, TT_BYTE_ADD_BOS, pre.ids, (size_t)Tp, &n_ids)) goto done;
+    memcpy(pre.ids, prompt_ids, (size_t)Tp * sizeof(int32_t));
     for (int t = 0; t < Tp; t++) pre.pos[t] = t;
     pre.start = 0;
     if (tt_exec_run(pre.exec)) goto done;
@@ -107,9 +123,13 @@ tt_err tt_generate_from(const tt_model *m, const tt_config *cfg, const char *pro
     tt_rng rng = {(uint64_t)gc->seed, 0};
     for (int i = 0; i < gc->max_new_tokens; i++) {
         int tok;
-        if (tt_sample(&smp, row, c->vocab_size, (float)gc->temperature, gc->top_k, (float)gc->top_p, &rng, &tok)) goto done;
-        if (tok == TT_BYTE_EOS) break;
-        emit(out, tok);
+        if (tt_sample(&smp, row, V, (float)gc->temperature, gc->top_k, (float)gc->top_p, &rng, &tok)) goto done;
+        if (is_stop(tok, stop, n_stop)) break;
+        const char *piece;
+        size_t plen;
+        if (tt_tok_stream_feed(ts, tok, &piece, &plen)) goto done;
+        fwrite(piece, 1, plen, out); /* streamed as the tokens come */
+        fflush(out);
         if (i == gc->max_new_tokens - 1) break;
         dec.ids[0] = tok;
         dec.pos[0] = Tp + i;
@@ -117,9 +137,15 @@ tt_err tt_generate_from(const tt_model *m, const tt_config *cfg, const char *pro
         if (tt_exec_run(dec.exec)) goto done;
         row = (const float *)dec.logits->data;
     }
+    const char *piece;
+    size_t plen;
+    if (tt_tok_stream_finish(ts, &piece, &plen)) goto done;
+    fwrite(piece, 1, plen, out);
     fputc('\n', out);
     rc = 0;
 done:
+    tt_tok_stream_free(ts);
+    free(prompt_ids);
     free_gen(&pre);
     free_gen(&dec);
     tt_sampler_free(&smp);
@@ -129,11 +155,31 @@ done:
     return rc;
 }
 
+/* The run's tokenizer: the HF folder's tokenizer.json, or the byte tokenizer. */
+tt_err tt_run_generate(const tt_run *r, const char *prompt, FILE *out)
+{
+    char path[TT_CONFIG_PATH_MAX + 32];
+    tt_tokenizer *tk;
+    if (r->has_hf) {
+        snprintf(path, sizeof path, "%s/tokenizer.json", r->cfg->model.hf_assets_path);
+        tk = tt_tokenizer_load(path);
+    } else {
+        tk = tt_tokenizer_byte_new();
+    }
+    if (!tk) return -1;
+    int stop[TT_HF_MAX_EOS + 1], n_stop = 0;
+    if (tt_tokenizer_eos_id(tk) >= 0) stop[n_stop++] = tt_tokenizer_eos_id(tk);
+    for (int i = 0; r->has_hf && i < r->hf.n_eos; i++) stop[n_stop++] = r->hf.eos_token_ids[i];
+    tt_err rc = tt_generate_from(r->model, tk, stop, n_stop, r->cfg, prompt, out);
+    tt_tokenizer_free(tk);
+    return rc;
+}
+
 tt_err tt_generate(const tt_config *cfg, const char *prompt, int from_hf, FILE *out)
 {
     tt_run r;
     if (tt_run_open(&r, cfg, from_hf ? TT_RUN_HF : TT_RUN_MODEL)) return -1;
-    tt_err rc = tt_generate_from(r.model, cfg, prompt, out);
+    tt_err rc = tt_run_generate(&r, prompt, out);
     tt_run_close(&r);
     return rc;
 }

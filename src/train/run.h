@@ -6,6 +6,7 @@
 #include "io/corpus.h"
 #include "io/hf_config.h"
 #include "io/loader.h"
+#include "io/tokenizer.h"
 #include "titan/config.h"
 #include "train/lr_schedule.h"
 #include "train/metrics.h"
@@ -49,8 +50,12 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose);
 tt_err tt_run_save(tt_run *r);
 tt_err tt_run_validate(tt_run *r, double *loss, long *tokens);
 void tt_run_close(tt_run *r);
-/* Stream generate.max_new_tokens tokens continuing prompt (generate.c). */
-tt_err tt_generate_from(const tt_model *m, const tt_config *cfg, const char *prompt, FILE *out);
+/* Stream generate.max_new_tokens tokens continuing prompt (generate.c),
+ * stopping at any of the stop ids. */
+tt_err tt_generate_from(const tt_model *m, const tt_tokenizer *tk, const int *stop, int n_stop, const tt_config *cfg,
+                        const char *prompt, FILE *out);
+/* The same with the run's model and tokenizer. */
+tt_err tt_run_generate(const tt_run *r, const char *prompt, FILE *out);
 /* Write the run's model as a Hugging Face folder (tt_hf_export). */
 tt_err tt_run_export_hf(const tt_run *r, const char *out_dir);
 /* The model's architecture: from model.hf_assets_path's config.json when

@@ -147,7 +147,7 @@ tt_err tt_train(const tt_config *cfg)
     }
     if (!rc && !stop_requested && r.step >= steps && c->generate.max_new_tokens > 0) {
         tt_log("sample (generate.prompt \"%s\", temperature %.2f):", c->generate.prompt, c->generate.temperature);
-        rc = tt_generate_from(r.model, c, c->generate.prompt, stdout);
+        rc = tt_run_generate(&r, c->generate.prompt, stdout);
     }
     tt_run_close(&r);
     return rc;
