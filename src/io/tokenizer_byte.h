@@ -26,4 +26,9 @@ tt_err tt_byte_encode(const void *bytes, size_t n, int flags, int32_t *ids, size
  * hold cap bytes; n ids never need more than n. */
 tt_err tt_byte_decode(const int32_t *ids, size_t n, int flags, uint8_t *out, size_t cap, size_t *n_out);
 
+/* The byte tokenizer as a Hugging Face tokenizer.json (ByteLevel BPE with no
+ * merges, <|bos|> = 256 prepended, <|eos|> = 257), so an exported model
+ * works with `tokenizers` and transformers. malloc'ed; NULL on error. */
+char *tt_byte_tokenizer_hf_json(void);
+
 #endif

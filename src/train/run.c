@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "io/hf_model.h"
 #include "io/shard.h"
+#include "io/tokenizer_byte.h"
 #include "train/run.h"
 
 tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ext *ext, tt_hf_config *hf)
@@ -380,6 +381,13 @@ tt_err tt_run_export_hf(const tt_run *r, const char *out_dir)
         o.eos_token_ids[0] = 257;
     }
     if (tt_hf_export(r->model, out_dir, &o)) return tt_error_prefix("export to %s: ", out_dir);
+    if (!r->has_hf) { /* the byte tokenizer, written as a tokenizer.json transformers reads */
+        char *json = tt_byte_tokenizer_hf_json();
+        snprintf(tok, sizeof tok, "%s/tokenizer.json", out_dir);
+        tt_err rc = json ? tt_write_file_atomic(tok, json, strlen(json)) : -1;
+        free(json);
+        if (rc) return tt_error_prefix("export to %s: ", out_dir);
+    }
     tt_log("exported step %ld as a Hugging Face folder: %s", r->step, out_dir);
     return 0;
 }
