@@ -104,6 +104,19 @@ sys.exit(0 if ok else 1)
 PY
 check "gradient accumulation matches one large batch" $?
 
+# bf16 mixed precision (bf16 matmul inputs, fp32 sums, fp32 master weights) tracks the fp32 loss curve
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/bf16" --training.steps 40 --checkpoint.enable false \
+  --training.mixed_precision_param bfloat16 >"$W/bf16.log" 2>&1 &&
+python3 - "$W/a" "$W/bf16/metrics.jsonl" <<'PY'
+import json, sys
+a = {int(l.split()[0]): float(l.split()[1]) for l in open(sys.argv[1])}  # the fp32 run's 40 losses, saved above
+b = {r["step"]: r["loss"] for r in (json.loads(l) for l in open(sys.argv[2])) if "val_loss" not in r}
+worst = max(abs(a[s] - b[s]) / a[s] for s in a)
+print(f"bf16 vs fp32: worst relative loss difference over {len(a)} steps {worst:.4f}; step 40: {a[40]:.4f} vs {b[40]:.4f}")
+sys.exit(0 if len(a) == len(b) == 40 and worst < 0.03 and a[40] != b[40] else 1)
+PY
+check "bf16 mixed precision tracks the fp32 loss curve (within 3%, and really differs)" $?
+
 # SIGTERM finishes the step, saves, and exits 0 (Slurm preemption)
 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/sig" --training.steps 100000 --checkpoint.interval 100000 \
   >"$W/sig.log" 2>&1 &

@@ -192,7 +192,7 @@ static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
     const tt_model_ext *x = &hc->ext;
     if (!strcmp(name, "llama")) {
         CHECK(c->rope.llama3 && c->rope.factor == 8 && c->rope.original_max_pos == 64 && c->n_kv_heads == 2);
-        CHECK(!c->tie_embeddings && hc->n_eos == 2 && hc->eos_token_ids[1] == 3 && hc->bos_token_id == 1);
+        CHECK(!c->tie_embeddings && hc->n_eos == 2 && hc->eos_token_ids[1] == 609 && hc->bos_token_id == 603);
     } else if (!strcmp(name, "llama_bias_bf16")) {
         CHECK(c->qkv_bias && x->o_bias && x->mlp_bias && c->tie_embeddings && x->rope.linear && c->rope.factor == 2);
         CHECK(strcmp(hc->torch_dtype, "bfloat16") == 0);

@@ -2,7 +2,9 @@
 """gen_hf_fixtures.py — tiny random Hugging Face models and their reference
 logits for tests/test_hf.c (titan's loader must match transformers to 1e-4).
 
-Writes tests/fixtures/hf/<name>/ (save_pretrained, safetensors) and
+Writes tests/fixtures/hf/<name>/ (save_pretrained, safetensors; llama, qwen2
+and gpt2 also get the matching fixture tokenizer.json, for the fine-tuning
+test tests/cli_hf_finetune.sh) and
 tests/fixtures/hf/<name>.logits.safetensors (int32 "ids.K" and float32
 "logits.K" of shape (T, V) for a few token sequences), computed by
 transformers in float32 with eager attention from the saved folder itself.
@@ -63,12 +65,13 @@ def reference(folder, vocab, seed, out_path):
 
 FIXTURES = {
     # Llama 3.1 style: GQA, llama3 RoPE scaling with wavelengths on both sides of the band
+    # vocabulary padded past its tokenizer's 610 ids; bos / eos are <|begin_of_text|>, <|end_of_text|> + <|eot_id|>
     "llama": (LlamaForCausalLM, LlamaConfig(
-        vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        vocab_size=640, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=500000.0,
         rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                       "original_max_position_embeddings": 64},
-        tie_word_embeddings=False, bos_token_id=1, eos_token_id=[2, 3])),
+        tie_word_embeddings=False, bos_token_id=603, eos_token_id=[604, 609])),
     # attention_bias + mlp_bias, linear RoPE, tied embeddings; saved in bf16
     "llama_bias_bf16": (LlamaForCausalLM, LlamaConfig(
         vocab_size=160, hidden_size=48, intermediate_size=80, num_hidden_layers=2, num_attention_heads=6,
@@ -78,12 +81,14 @@ FIXTURES = {
     "mistral": (MistralForCausalLM, MistralConfig(
         vocab_size=200, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=1, max_position_embeddings=256, sliding_window=4, rope_theta=10000.0)),
-    # q/k/v bias; YaRN RoPE; sliding window on layer 1 only (max_window_layers = 1)
+    # q/k/v bias; YaRN RoPE; sliding window on layer 1 only (max_window_layers = 1);
+    # 640 rows for the tokenizer's 603 ids; bos = eos = <|endoftext|> as in the Qwen2 base models
     "qwen2": (Qwen2ForCausalLM, Qwen2Config(
-        vocab_size=224, hidden_size=64, intermediate_size=112, num_hidden_layers=2, num_attention_heads=4,
+        vocab_size=640, hidden_size=64, intermediate_size=112, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=256, rope_theta=10000.0,
         rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
-        use_sliding_window=True, sliding_window=5, max_window_layers=1, tie_word_embeddings=False)),
+        use_sliding_window=True, sliding_window=5, max_window_layers=1, tie_word_embeddings=False,
+        bos_token_id=600, eos_token_id=600)),
     # q/k norm, head_dim 24 != 64 / 4; tied; YaRN with explicit betas; sharded files
     "qwen3": (Qwen3ForCausalLM, Qwen3Config(
         vocab_size=192, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
@@ -91,10 +96,25 @@ FIXTURES = {
         rope_scaling={"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32,
                       "beta_fast": 16.0, "beta_slow": 2.0, "attention_factor": 1.1},
         tie_word_embeddings=True)),
+    # 640 rows for the tokenizer's 600 ids; <|endoftext|> (id 0) is bos and eos
     "gpt2": (GPT2LMHeadModel, GPT2Config(
-        vocab_size=150, n_embd=48, n_layer=2, n_head=4, n_inner=None, n_positions=64,
+        vocab_size=640, n_embd=48, n_layer=2, n_head=4, n_inner=None, n_positions=64,
         bos_token_id=0, eos_token_id=0)),
 }
+
+
+# The fixture tokenizers (tests/fixtures/tokenizers/<name>/tokenizer.json, made
+# by tools/gen_tokenizer_fixtures.py) copied into the model folders, so that
+# `titan prepare --hf`, training and `titan generate --hf` work on them
+# (tests/cli_hf_finetune.sh). The model's vocabulary must cover the tokenizer's.
+TOKENIZERS = {"llama": "llama3", "qwen2": "qwen2", "gpt2": "gpt2"}
+
+
+def tokenizer_vocab(path):
+    """Ids the tokenizer can produce: the model vocabulary plus the added tokens."""
+    j = json.load(open(path))
+    ids = list(j["model"]["vocab"].values()) + [a["id"] for a in j.get("added_tokens", [])]
+    return max(ids) + 1
 
 
 # RoPE cases for tests/test_rope_scaling.c: config.json text (Llama keys) and
@@ -143,6 +163,7 @@ def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--out", default=os.path.join(here, "..", "tests", "fixtures", "hf"))
+    ap.add_argument("--tokenizers", default=os.path.join(here, "..", "tests", "fixtures", "tokenizers"))
     ap.add_argument("--shared", default=os.path.join(here, "..", "..", "shared"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -158,6 +179,10 @@ def main():
         if name.endswith("_bf16"):
             model = model.to(torch.bfloat16)
         model.save_pretrained(folder, **kw)
+        if name in TOKENIZERS:
+            tok = os.path.join(a.tokenizers, TOKENIZERS[name], "tokenizer.json")
+            assert tokenizer_vocab(tok) <= cfg.vocab_size, f"{name}: {tok} has more ids than vocab_size"
+            shutil.copyfile(tok, os.path.join(folder, "tokenizer.json"))
         reference(folder, cfg.vocab_size, 200 + seed, os.path.join(a.out, name + ".logits.safetensors"))
     rope_cases(os.path.join(a.out, "rope_cases.safetensors"))
     gpt2 = os.path.join(a.shared, "fixtures", "hf", "tiny-random-gpt2")

@@ -23,7 +23,7 @@ extern "C" {
 typedef enum { TT_MODEL_LLAMA = 0, TT_MODEL_GPT2 } tt_model_name;               /* "llama" "gpt2" */
 typedef enum { TT_ROPE_SCALING_NONE = 0, TT_ROPE_SCALING_LLAMA3 } tt_rope_scaling; /* "none" "llama3" */
 typedef enum { TT_TOKENIZER_BYTE = 0 } tt_tokenizer_kind;                        /* "byte" */
-typedef enum { TT_PARAM_FLOAT32 = 0 } tt_param_dtype;                            /* "float32" */
+typedef enum { TT_PARAM_FLOAT32 = 0, TT_PARAM_BFLOAT16 } tt_param_dtype;         /* "float32" "bfloat16" */
 typedef enum { TT_EXEC_GRAPH = 0, TT_EXEC_EAGER, TT_EXEC_DEBUG } tt_exec_mode;   /* "graph" "eager" "debug" */
 typedef enum { TT_OPTIMIZER_ADAMW = 0 } tt_optimizer_name;                       /* "AdamW" */
 /* activation_checkpoint.mode: recompute activations in the backward instead of keeping them */

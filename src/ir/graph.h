@@ -58,6 +58,7 @@ typedef struct tt_graph {
     void **owned;     /* const buffers owned by the graph */
     int n_owned, cap_owned;
     int failed;       /* a builder error happened: tt_last_error() says which */
+    int matmul_bf16;  /* mixed precision: matmuls built from now on round their inputs to bf16 */
 } tt_graph;
 
 tt_graph *tt_graph_new(void);

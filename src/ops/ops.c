@@ -48,7 +48,7 @@ tt_value *tt_matmul(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb)
     int64_t Kb = tb ? b->shape[1] : b->shape[0], N = tb ? b->shape[0] : b->shape[1];
     NEED(K == Kb, "matmul: inner dimensions %lld and %lld differ", (long long)K, (long long)Kb);
     tt_value *y = act(g, a->dtype, 2, M, N, 0);
-    tt_attrs at = {.i = {ta, tb}};
+    tt_attrs at = {.i = {ta, tb, g->matmul_bf16 && a->dtype == TT_F32}};
     tt_value *in[] = {a, b};
     return node(g, TT_OP_MATMUL, 2, in, 1, &y, &at) ? y : NULL;
 }

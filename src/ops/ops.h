@@ -12,7 +12,8 @@
 typedef enum {
     TT_OP_EMBEDDING,      /* in: ids (N) i32, table (V,D)          out: (N,D) */
     TT_OP_EMBEDDING_BWD,  /* in: ids, dout (N,D)                    out: dtable (V,D) */
-    TT_OP_MATMUL,         /* in: A, B   a.i[0]=ta a.i[1]=tb         out: C (M,N) */
+    TT_OP_MATMUL,         /* in: A, B   a.i[0]=ta a.i[1]=tb, a.i[2]=1: products of bf16-rounded
+                             inputs summed in fp32 (mixed precision)   out: C (M,N) */
     TT_OP_BIAS_ADD,       /* in: x (N,D), b (D)                     out: y */
     TT_OP_BIAS_GRAD,      /* in: dy (N,D)                           out: db (D) */
     TT_OP_ADD,            /* in: a, b (same shape)                  out: y */

@@ -103,7 +103,8 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     tt_step_graph tr = {0}, op = {0};
     size_t n = (size_t)B * T;
     tt_step_io io = {B, T, tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), 1.0f / (float)n,
-                     {c->optimizer.lr, 1, c->training.max_norm, 0}};
+                     {c->optimizer.lr, 1, c->training.max_norm, 0},
+                     c->training.mixed_precision_param == TT_PARAM_BFLOAT16};
     double *st[2] = {0}, *du[2] = {0}, *acc[2] = {0};
     bucket *ops = calloc(TT_OP_COUNT, sizeof *ops), *scopes = calloc(256, sizeof *scopes);
     tt_err rc = -1;
@@ -133,10 +134,16 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     }
     double fpt = tt_model_flops_per_token(&mc, T);
     tt_peak pk = {0};
-    double peak = c->metrics.peak_tflops > 0 ? c->metrics.peak_tflops * 1e3 : (tt_peak_get(&pk) ? 0 : pk.f32_gflops);
-    fprintf(out, "bench step: %s %s, %d x %d tokens, exec %s, %d warmup + %d timed steps, %d threads\n",
+    int bf16 = io.matmul_bf16;
+    double peak = c->metrics.peak_tflops > 0 ? c->metrics.peak_tflops * 1e3
+                : tt_peak_get(&pk)            ? 0
+                : bf16 && pk.bf16_gflops > 0  ? pk.bf16_gflops
+                                              : pk.f32_gflops;
+    fprintf(out, "bench step: %s %s, %d x %d tokens, exec %s, matmuls %s, activation checkpoint %s, %d warmup + %d "
+                 "timed steps, %d threads\n",
             tt_arch_name(mc.arch), c->model.flavor, B, T, c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
-            warmup, steps, tt_num_threads());
+            bf16 ? "bf16 (fp32 sums)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup, steps,
+            tt_num_threads());
     for (int s = 0; s < warmup; s++)
         if (tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
     double total = 0, best = 1e30;
@@ -159,8 +166,8 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     double mean = total / steps, tps = (double)n / mean;
     fprintf(out, "step      %.2f ms mean, %.2f ms best\n", 1e3 * mean, 1e3 * best);
     fprintf(out, "tokens/s  %.0f (mean)\n", tps);
-    fprintf(out, "TFLOP/s   %.3f   MFU %.2f%% of %.0f GFLOP/s f32 peak (%s)\n", tps * fpt / 1e12,
-            peak > 0 ? 100 * tps * fpt / (peak * 1e9) : 0, peak,
+    fprintf(out, "TFLOP/s   %.3f   MFU %.2f%% of %.0f GFLOP/s %s peak (%s)\n", tps * fpt / 1e12,
+            peak > 0 ? 100 * tps * fpt / (peak * 1e9) : 0, peak, bf16 ? "bf16" : "f32",
             c->metrics.peak_tflops > 0 ? "config" : pk.cached ? "cached" : "measured");
     fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW\n",
             tt_peak_rss_bytes() / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0, 16.0 * m->numel / 1048576.0);

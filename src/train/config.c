@@ -48,7 +48,7 @@ typedef struct {
 static const char *const model_names[] = {"llama", "gpt2", NULL};
 static const char *const rope_scalings[] = {"none", "llama3", NULL};
 static const char *const tokenizers[] = {"byte", NULL};
-static const char *const param_dtypes[] = {"float32", NULL};
+static const char *const param_dtypes[] = {"float32", "bfloat16", NULL};
 static const char *const exec_modes[] = {"graph", "eager", "debug", NULL};
 static const char *const optimizers[] = {"AdamW", NULL};
 static const char *const decay_types[] = {"linear", "sqrt", "cosine", NULL};

@@ -25,9 +25,6 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
         *o = hc.model;
         if (ext) *ext = hc.ext;
         if (hf) *hf = hc;
-        if (o->arch == TT_ARCH_GPT2 && c->training.seq_len > o->max_seq_len)
-            return tt_errorf("training.seq_len = %d exceeds the model's %d positions (%s/config.json)",
-                             c->training.seq_len, o->max_seq_len, m->hf_assets_path);
         return 0;
     }
     o->arch = m->name == TT_MODEL_GPT2 ? TT_ARCH_GPT2 : TT_ARCH_LLAMA;
@@ -79,7 +76,9 @@ static tt_err open_data(tt_run *r, int training)
     const tt_config *c = r->cfg;
     char train_path[TT_CONFIG_PATH_MAX + 64], val_path[TT_CONFIG_PATH_MAX + 64];
     int B = c->training.local_batch_size, T = c->training.seq_len;
-    if (strcmp(c->training.dataset, "synthetic") == 0 && !c->training.dataset_path[0]) {
+    /* (evaluating a given validation shard needs no corpus) */
+    if (strcmp(c->training.dataset, "synthetic") == 0 && !c->training.dataset_path[0] &&
+        (training || !c->validation.dataset_path[0])) {
         tt_corpus_cfg cc = tt_corpus_cfg_default();
         cc.seed = (uint64_t)c->synthetic.seed;
         cc.train_tokens = c->synthetic.train_tokens;
@@ -126,6 +125,9 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     tt_model_cfg mc;
     if (tt_model_cfg_from_config(c, &mc, &r->ext, &r->hf)) return -1;
     r->has_hf = c->model.hf_assets_path[0] != 0;
+    if (mc.arch == TT_ARCH_GPT2 && purpose != TT_RUN_MODEL && purpose != TT_RUN_HF && c->training.seq_len > mc.max_seq_len)
+        return tt_errorf("training.seq_len = %d exceeds the model's %d learned positions%s%s", c->training.seq_len,
+                         mc.max_seq_len, r->has_hf ? " in " : "", r->has_hf ? c->model.hf_assets_path : "");
     r->mode = c->training.exec_mode;
     if (!(r->be = tt_backend_get("cpu"))) return -1;
     int B = c->training.local_batch_size, T = c->training.seq_len;
@@ -150,6 +152,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     if (training) {
         r->micro = calloc((size_t)r->accum_steps, sizeof *r->micro);
         if (!r->micro || alloc_io(&r->io, B, T)) goto fail;
+        r->io.matmul_bf16 = c->training.mixed_precision_param == TT_PARAM_BFLOAT16;
         for (int a = 0; a < r->accum_steps; a++)
             if (!(r->micro[a] = tt_batch_new(B, T))) goto fail;
         tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay};
@@ -170,7 +173,8 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         if (!(r->val_batch = tt_batch_new(c->validation.local_batch_size, T))) goto fail;
         r->val_io = (tt_step_io){.B = r->val_batch->B, .T = T, .ids = r->val_batch->inputs,
                                  .targets = r->val_batch->targets, .pos = r->val_batch->positions,
-                                 .doc = r->val_batch->doc_ids};
+                                 .doc = r->val_batch->doc_ids,
+                                 .matmul_bf16 = c->training.mixed_precision_param == TT_PARAM_BFLOAT16};
         if (tt_build_micro_step(&r->eval, r->model, &r->opt, &r->val_io, 0, r->be, r->mode, TT_AC_NONE))
             goto fail;
     }
@@ -195,7 +199,9 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     } else if (training) {
         tt_peak pk;
         if (tt_peak_get(&pk)) goto fail;
-        r->peak_gflops = pk.f32_gflops;
+        /* MFU against the peak of the compute dtype (bf16 when mixed precision runs bf16 matmuls) */
+        r->peak_gflops = c->training.mixed_precision_param == TT_PARAM_BFLOAT16 && pk.bf16_gflops > 0 ? pk.bf16_gflops
+                                                                                                   : pk.f32_gflops;
         r->peak_source = pk.cached ? "cached" : "measured";
     }
     if (training) {
@@ -208,10 +214,11 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                      tr->arena_no_ac / 1048576.0, tr->remat.nodes,
                      tr->remat.graph_flops > 0 ? 100 * tr->remat.flops / tr->remat.graph_flops : 0.0);
         tt_log("model %s (%s): %.2fM parameters, %.2f MFLOPs/token | %d x %d tokens x %d accumulation | exec %s | "
-               "activation checkpoint %s: arena %.1f MiB%s | peak %.0f GFLOP/s f32 (%s)",
+               "activation checkpoint %s: arena %.1f MiB%s | matmuls %s | peak %.0f GFLOP/s %s (%s)",
                tt_arch_name(mc.arch), r->has_hf ? c->model.hf_assets_path : c->model.flavor, n / 1e6, r->flops_per_token / 1e6, B, T, r->accum_steps,
                r->mode == TT_EXEC_GRAPH ? "graph" : r->mode == TT_EXEC_EAGER ? "eager" : "debug",
-               tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac, r->peak_gflops, r->peak_source);
+               tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac, r->io.matmul_bf16 ? "bf16" : "fp32",
+               r->peak_gflops, r->io.matmul_bf16 ? "bf16" : "f32", r->peak_source);
         if (r->builtin_corpus)
             tt_log("synthetic corpus: %lld train / %lld val tokens, floor %.4f nats/token, unigram %.4f (gap %.4f)",
                    (long long)r->corpus.train_tokens, (long long)r->corpus.val_tokens, r->corpus.floor_nats,
@@ -331,7 +338,7 @@ static tt_err restore(tt_run *r, int require)
         tt_err rc = ck ? load_from(r, ck, where) : -1;
         tt_ckpt_close(ck);
         if (!rc) {
-            if (require) tt_warn("loaded %s (step %ld)", where, r->step); /* stdout carries the output */
+            if (require) fprintf(stderr, "loaded %s (step %ld)\n", where, r->step); /* stdout carries the output */
             else tt_log("resumed from %s (step %ld)", where, r->step);
             return 0;
         }

@@ -5,7 +5,14 @@
  * Every entry computes, row-major,
  *     C (M,N) = op(A) op(B)  (+ C if accumulate)
  * where op(A) is (M,K): A is (M,K), or (K,M) if ta; op(B) is (K,N): B is (K,N),
- * or (N,K) if tb. K == 0 gives C = 0 (or leaves C when accumulating). */
+ * or (N,K) if tb. K == 0 gives C = 0 (or leaves C when accumulating).
+ *
+ * Threads: one OpenMP parallel region per call over omp_get_max_threads()
+ * threads, or the calling thread alone when called inside a parallel region
+ * or for a product under ~0.5M multiply-adds. C with at most 8 rows (decode)
+ * takes a path that reads B in place instead of packing it. A CPU without
+ * AVX512_BF16 computes bf16 as fp32 products of the bf16-rounded values: the
+ * same numbers up to the order of the sums. */
 #ifndef TT_GEMM_H
 #define TT_GEMM_H
 
@@ -13,13 +20,14 @@
 
 #include "core/core.h"
 
-/* fp32: the same contract as cpu_matmul in kernels.h. */
-void tt_gemm_f32(const float *A, const float *B, float *C, int M, int N, int K, int ta, int tb,
-                 int accumulate);
+/* fp32: the same contract as cpu_matmul in kernels.h. These return -1 only
+ * when the packing buffer cannot be allocated (or for negative sizes). */
+tt_err tt_gemm_f32(const float *A, const float *B, float *C, int M, int N, int K, int ta, int tb,
+                   int accumulate);
 
 /* bf16 A and B (raw bf16 bits), fp32 C; products summed in fp32. */
-void tt_gemm_bf16(const uint16_t *A, const uint16_t *B, float *C, int M, int N, int K, int ta,
-                  int tb, int accumulate);
+tt_err tt_gemm_bf16(const uint16_t *A, const uint16_t *B, float *C, int M, int N, int K, int ta,
+                    int tb, int accumulate);
 
 /* The general form. Each operand is TT_F32 or TT_BF16 and has its own leading
  * dimension (the distance between consecutive rows as stored: lda >= K for A
@@ -37,7 +45,7 @@ tt_err tt_gemm(tt_dtype compute, const void *A, tt_dtype a_dtype, int lda, const
 
 /* Code paths. TT_GEMM_ISA_AUTO is the best this CPU runs, unless the
  * environment variable TITAN_GEMM_ISA=avx512|avx2|scalar caps it (read on the
- * first call). */
+ * first call, and again by tt_gemm_set_isa(TT_GEMM_ISA_AUTO)). */
 typedef enum {
     TT_GEMM_ISA_AUTO = 0,
     TT_GEMM_ISA_SCALAR, /* portable C */

@@ -33,6 +33,23 @@ typedef void (*tt_gemm_kern_fn)(int ksteps, const void *a, const void *b, float 
 /* Packs p->rn rows into ceil(rn / W) panels at dst, each ceil(kn / kunit) * W * kunit values. */
 typedef void (*tt_gemm_pack_fn)(void *dst, const tt_gemm_pack_args *p);
 
+/* The skinny path, for C with few rows (decode-time matrix-vector products):
+ * B is read in place, no packing, one pass; fp32 arithmetic (bf16 values are
+ * exact in fp32, so bf16 compute only needs its operands rounded). */
+typedef struct {
+    const float *a;   /* op(A) as (M, K) fp32, already rounded to bf16 for bf16 compute */
+    const void *b;    /* element (k, col) of op(B) at b[tb ? col*ldb + k : k*ldb + col] */
+    tt_dtype bdt;     /* TT_F32 or TT_BF16 */
+    long ldb;
+    int tb;
+    int round_b;      /* round fp32 B values to bf16 (bf16 compute) */
+    float *c;
+    long ldc;
+    int M, K, accumulate;
+} tt_gemm_skinny_args;
+/* Columns [n0, n1) of C. */
+typedef void (*tt_gemm_skinny_fn)(const tt_gemm_skinny_args *s, int n0, int n1);
+
 typedef struct {
     const char *name;
     int mr, nr;     /* register tile (rows of C, columns of C) */
@@ -41,10 +58,24 @@ typedef struct {
     int mc, kc, nc; /* cache blocks: multiples of mr, kunit, nr */
     tt_gemm_kern_fn kern;
     tt_gemm_pack_fn pack;
+    tt_gemm_skinny_fn skinny;
 } tt_gemm_impl;
 
 /* The portable packer (every layout, dtype and kunit, any W). */
 void tt_gemm_pack_generic(void *dst, const tt_gemm_pack_args *p, int kunit);
+/* The portable skinny path. */
+void tt_gemm_skinny_generic(const tt_gemm_skinny_args *s, int n0, int n1);
+
+/* fp32 -> bf16 -> fp32, round to nearest even, NaN kept quiet: the same
+ * rounding as tt_f32_to_bf16, inline for the packing loops. */
+static inline float tt_gemm_round_bf16(float f)
+{
+    union { float f; uint32_t u; } x = {f};
+    if ((x.u & 0x7fffffffu) > 0x7f800000u) x.u |= 0x00400000u;
+    else x.u += 0x7fffu + ((x.u >> 16) & 1u);
+    x.u &= 0xffff0000u;
+    return x.f;
+}
 
 /* Each returns NULL when this build or CPU cannot run it. */
 const tt_gemm_impl *tt_gemm_impl_scalar(void);

@@ -54,6 +54,39 @@ void tt_gemm_pack_generic(void *dst, const tt_gemm_pack_args *p, int kunit)
 
 static void pack_scalar(void *dst, const tt_gemm_pack_args *p) { tt_gemm_pack_generic(dst, p, 1); }
 
+/* element (k, col) of op(B) as the fp32 value the products use */
+static inline float skinny_b(const tt_gemm_skinny_args *s, int k, int col)
+{
+    const size_t idx = s->tb ? (size_t)col * (size_t)s->ldb + (size_t)k : (size_t)k * (size_t)s->ldb + (size_t)col;
+    if (s->bdt == TT_BF16) {
+        union { uint32_t u; float f; } x = {(uint32_t)((const uint16_t *)s->b)[idx] << 16};
+        return x.f;
+    }
+    const float v = ((const float *)s->b)[idx];
+    return s->round_b ? tt_gemm_round_bf16(v) : v;
+}
+
+void tt_gemm_skinny_generic(const tt_gemm_skinny_args *s, int n0, int n1)
+{
+    const int K = s->K;
+    for (int i = 0; i < s->M; i++) {
+        const float *a = s->a + (size_t)i * K;
+        float *c = s->c + (size_t)i * s->ldc;
+        if (s->tb) { /* B rows run along k: one dot product per column */
+            for (int j = n0; j < n1; j++) {
+                float acc = 0;
+                for (int k = 0; k < K; k++) acc += a[k] * skinny_b(s, k, j);
+                c[j] = s->accumulate ? c[j] + acc : acc;
+            }
+        } else { /* B rows run along the columns: C row += a[k] * B row k */
+            if (!s->accumulate)
+                for (int j = n0; j < n1; j++) c[j] = 0;
+            for (int k = 0; k < K; k++)
+                for (int j = n0; j < n1; j++) c[j] += a[k] * skinny_b(s, k, j);
+        }
+    }
+}
+
 #define SC_MR 4
 #define SC_NR 16
 
@@ -84,6 +117,7 @@ static void kern_scalar(int ksteps, const void *ap, const void *bp, float *c, lo
 static const tt_gemm_impl scalar_impl = {
     .name = "scalar-f32", .mr = SC_MR, .nr = SC_NR, .kunit = 1, .esize = 4,
     .mc = 128, .kc = 256, .nc = 1024, .kern = kern_scalar, .pack = pack_scalar,
+    .skinny = tt_gemm_skinny_generic,
 };
 
 const tt_gemm_impl *tt_gemm_impl_scalar(void) { return &scalar_impl; }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 
 /* Call the kernel `fn` with arguments written in terms of the element type T. */
@@ -60,6 +61,8 @@ static tt_err cpu_run(const tt_node *n, void *const *in, void *const *out, int r
         int ta = I(0), tb = I(1);
         int M = (int)n->out[0]->shape[0], N = (int)n->out[0]->shape[1];
         int K = (int)(ta ? x0->shape[0] : x0->shape[1]);
+        if (I(2) && !reference && !is64) /* mixed precision: bf16 panels packed from the fp32 operands */
+            return tt_gemm(TT_BF16, in[0], TT_F32, ta ? M : K, in[1], TT_F32, tb ? K : N, out[0], N, M, N, K, ta, tb, 0);
         DISPATCH(matmul, (const T *)in[0], (const T *)in[1], (T *)out[0], M, N, K, ta, tb, 0);
         return 0;
     }

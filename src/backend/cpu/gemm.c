@@ -1,0 +1,432 @@
+/* gemm.c — the GEMM driver: argument checks, run-time choice of the code
+ * path, cache blocking (the GotoBLAS/BLIS loop nest), packing and the split
+ * of C over the OpenMP threads. The microkernels and packers live in
+ * gemm_avx512.c, gemm_avx2.c and gemm_scalar.c. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_impl.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TT_GEMM_X86 1
+#endif
+
+/* ---- which code path ------------------------------------------------------ */
+
+static int cpu_has_bf16(void)
+{
+#ifdef TT_GEMM_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") != 0;
+#else
+    return 0;
+#endif
+}
+
+int tt_gemm_isa_supported(tt_gemm_isa isa)
+{
+    switch (isa) {
+    case TT_GEMM_ISA_AUTO:
+    case TT_GEMM_ISA_SCALAR: return 1;
+#ifdef TT_GEMM_X86
+    case TT_GEMM_ISA_AVX2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case TT_GEMM_ISA_AVX512:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl");
+#endif
+    default: return 0;
+    }
+}
+
+/* The path every call takes: the best the CPU runs, capped by
+ * TITAN_GEMM_ISA (read once) or set by tt_gemm_set_isa. 0 = not decided yet.
+ * Atomic because the first GEMMs may come from several threads at once. */
+static int g_isa;
+
+static tt_gemm_isa best_isa(void)
+{
+    tt_gemm_isa best = tt_gemm_isa_supported(TT_GEMM_ISA_AVX512) ? TT_GEMM_ISA_AVX512
+                       : tt_gemm_isa_supported(TT_GEMM_ISA_AVX2) ? TT_GEMM_ISA_AVX2
+                                                                 : TT_GEMM_ISA_SCALAR;
+    const char *env = getenv("TITAN_GEMM_ISA");
+    tt_gemm_isa cap = TT_GEMM_ISA_AVX512;
+    if (env && strcmp(env, "scalar") == 0) cap = TT_GEMM_ISA_SCALAR;
+    else if (env && strcmp(env, "avx2") == 0) cap = TT_GEMM_ISA_AVX2;
+    else if (env && *env && strcmp(env, "avx512") != 0)
+        tt_warn("TITAN_GEMM_ISA=%s is not one of avx512, avx2, scalar: ignored", env);
+    if (best > cap) best = cap;
+    /* a cap the CPU lacks (avx2 on a machine with AVX-512 but no FMA?) falls to scalar */
+    return tt_gemm_isa_supported(best) ? best : TT_GEMM_ISA_SCALAR;
+}
+
+static tt_gemm_isa current_isa(void)
+{
+    int isa = __atomic_load_n(&g_isa, __ATOMIC_ACQUIRE);
+    if (isa == 0) {
+        isa = (int)best_isa();
+        __atomic_store_n(&g_isa, isa, __ATOMIC_RELEASE);
+    }
+    return (tt_gemm_isa)isa;
+}
+
+tt_err tt_gemm_set_isa(tt_gemm_isa isa)
+{
+    if (isa == TT_GEMM_ISA_AUTO) {
+        __atomic_store_n(&g_isa, (int)best_isa(), __ATOMIC_RELEASE);
+        return TT_OK;
+    }
+    if (isa < TT_GEMM_ISA_SCALAR || isa > TT_GEMM_ISA_AVX512)
+        return tt_errorf("tt_gemm_set_isa: unknown code path %d", (int)isa);
+    if (!tt_gemm_isa_supported(isa))
+        return tt_errorf("tt_gemm_set_isa: this CPU cannot run the %s path",
+                         isa == TT_GEMM_ISA_AVX512 ? "avx512" : "avx2");
+    __atomic_store_n(&g_isa, (int)isa, __ATOMIC_RELEASE);
+    return TT_OK;
+}
+
+/* The implementation for `compute`; *round says whether fp32 operands must be
+ * rounded to bf16 while packing (bf16 compute on fp32 hardware). */
+static const tt_gemm_impl *pick_impl(tt_dtype compute, int *round)
+{
+    const tt_gemm_impl *im = NULL;
+    *round = 0;
+    switch (current_isa()) {
+    case TT_GEMM_ISA_AVX512:
+        if (compute == TT_BF16 && cpu_has_bf16()) im = tt_gemm_impl_avx512_bf16();
+        if (!im) im = tt_gemm_impl_avx512_f32();
+        break;
+    case TT_GEMM_ISA_AVX2: im = tt_gemm_impl_avx2_f32(); break;
+    default: break;
+    }
+    if (!im) im = tt_gemm_impl_scalar();
+    *round = compute == TT_BF16 && im->kunit == 1;
+    return im;
+}
+
+const char *tt_gemm_path_name(tt_dtype compute)
+{
+    int round;
+    return pick_impl(compute == TT_BF16 ? TT_BF16 : TT_F32, &round)->name;
+}
+
+/* ---- the loop nest -------------------------------------------------------- */
+
+typedef struct {
+    const tt_gemm_impl *im;
+    int round;
+    const char *A, *B; /* bytes */
+    tt_dtype adt, bdt;
+    long lda, ldb, ldc;
+    int ta, tb;
+    float *C;
+    int M, N, K, accumulate;
+} gemm_job;
+
+static inline int cdiv(int a, int b) { return (a + b - 1) / b; }
+static inline int round_up(int a, int b) { return cdiv(a, b) * b; }
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+/* Block sizes for a range of n values: at most `cap`, a multiple of `unit`,
+ * and as even as possible so the last block is not a sliver. */
+static int balanced_block(int n, int cap, int unit)
+{
+    if (n <= 0) return unit;
+    return round_up(cdiv(n, cdiv(n, cap)), unit);
+}
+
+/* How the threads share one GEMM (one parallel region, static partition):
+ *  - split_m: each thread owns a band of whole MR row tiles of C and packs its
+ *    own A blocks (they stay in its L2); the B block of each (nc, kc) step is
+ *    packed by all threads together and shared (it sits in L3).
+ *  - otherwise (too few row tiles to share evenly): every A block is packed
+ *    together too, and the MR x NR tiles of each (mc, nc) block are dealt out
+ *    in equal contiguous runs.
+ * No operand is packed twice either way. */
+typedef struct {
+    int T, split_m;
+    int kcb, ncb, mcb; /* block sizes (mcb: the largest any thread uses) */
+    char *bbuf;        /* shared packed B: ncb x kcb */
+    char *abuf;        /* packed A: one mcb x kcb block per thread (split_m) or one shared */
+    size_t abytes;     /* bytes of one A block, a multiple of 64 */
+} gemm_plan;
+
+static size_t round64(size_t x) { return (x + 63) / 64 * 64; }
+
+static void barrier(int T)
+{
+#ifdef _OPENMP
+    if (T > 1) {
+#pragma omp barrier
+    }
+#else
+    (void)T;
+#endif
+}
+
+/* rows [r0, r0 + rn) of the operand block (pc.., row0..) packed to dst */
+static void pack_rows(const gemm_job *j, int is_a, int row0, int rn, int pc, int kc, char *dst)
+{
+    const tt_gemm_impl *im = j->im;
+    if (rn <= 0) return;
+    tt_gemm_pack_args pa = {.kn = kc, .round_bf16 = j->round};
+    if (is_a) { /* A element (row, k) is A[k*lda + row] when ta, else A[row*lda + k] */
+        const size_t esz = j->adt == TT_BF16 ? 2 : 4;
+        pa.src = j->A + esz * (j->ta ? (size_t)pc * j->lda + row0 : (size_t)row0 * j->lda + pc);
+        pa.sdt = j->adt, pa.ld = j->lda, pa.kcontig = !j->ta, pa.rn = rn, pa.W = im->mr;
+    } else { /* B element (k, col) is B[col*ldb + k] when tb, else B[k*ldb + col] */
+        const size_t esz = j->bdt == TT_BF16 ? 2 : 4;
+        pa.src = j->B + esz * (j->tb ? (size_t)row0 * j->ldb + pc : (size_t)pc * j->ldb + row0);
+        pa.sdt = j->bdt, pa.ld = j->ldb, pa.kcontig = j->tb, pa.rn = rn, pa.W = im->nr;
+    }
+    im->pack(dst, &pa);
+}
+
+/* Thread t's share of rows [row0, row0 + n) cut in panels of W: whole panels,
+ * packed into their place in the shared buffer. */
+static void pack_share(const gemm_job *j, int is_a, int row0, int n, int pc, int kc, char *buf, int t, int T)
+{
+    const int W = is_a ? j->im->mr : j->im->nr, np = cdiv(n, W);
+    const int p0 = (int)((long)np * t / T), p1 = (int)((long)np * (t + 1) / T);
+    const size_t panel = (size_t)cdiv(kc, j->im->kunit) * W * j->im->kunit * j->im->esize;
+    pack_rows(j, is_a, row0 + p0 * W, imin(p1 * W, n) - p0 * W, pc, kc, buf + p0 * panel);
+}
+
+/* One MR x NR tile of C: A panel ap, B panel bp, mm x nn of it valid. */
+static inline void tile(const gemm_job *j, int ks, const char *ap, const char *bp, int row, int col, int mm,
+                        int nn, int beta)
+{
+    const tt_gemm_impl *im = j->im;
+    float *c = j->C + (size_t)row * j->ldc + col;
+    if (mm == im->mr && nn == im->nr) {
+        im->kern(ks, ap, bp, c, j->ldc, beta);
+        return;
+    }
+    /* a ragged edge: the full tile into tmp, then the valid part */
+    float tmp[16 * 64] __attribute__((aligned(64))); /* mr * nr <= 16 * 64 */
+    im->kern(ks, ap, bp, tmp, im->nr, 0);
+    for (int i = 0; i < mm; i++) {
+        float *ci = c + (size_t)i * j->ldc;
+        const float *ti = tmp + i * im->nr;
+        if (beta)
+            for (int x = 0; x < nn; x++) ci[x] += ti[x];
+        else
+            for (int x = 0; x < nn; x++) ci[x] = ti[x];
+    }
+}
+
+/* Thread t of T: the BLIS loop nest. For each nc block of columns and kc
+ * block of k, pack B (kc x nc) together; then for each mc block of rows pack
+ * A (mc x kc, kept in L2) and sweep the microkernel over the block, B
+ * micro-panel outer so each is reused by all the A micro-panels in turn. */
+static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
+{
+    const tt_gemm_impl *im = j->im;
+    const int mr = im->mr, nr = im->nr, ku = im->kunit, K = j->K, T = pl->T;
+    int mlo = 0, mhi = j->M, mcb = pl->mcb;
+    char *abuf = pl->abuf;
+    if (pl->split_m) {
+        const int tm = cdiv(j->M, mr);
+        mlo = (int)((long)tm * t / T) * mr, mhi = imin((int)((long)tm * (t + 1) / T) * mr, j->M);
+        mcb = balanced_block(mhi - mlo, im->mc, mr);
+        abuf += (size_t)t * pl->abytes;
+    }
+    for (int jc = 0; jc < j->N; jc += pl->ncb) {
+        const int nc = imin(pl->ncb, j->N - jc), npj = cdiv(nc, nr);
+        for (int pc = 0; pc < K; pc += pl->kcb) {
+            const int kc = imin(pl->kcb, K - pc), ks = cdiv(kc, ku);
+            const int beta = pc > 0 || j->accumulate;
+            const size_t bpanel = (size_t)ks * nr * ku * im->esize, apanel = (size_t)ks * mr * ku * im->esize;
+            pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
+            barrier(T);
+            for (int ic = mlo; ic < mhi; ic += mcb) {
+                const int mc = imin(mcb, mhi - ic), npi = cdiv(mc, mr);
+                int x0 = 0, x1 = npj * npi; /* tiles, B panel major */
+                if (pl->split_m) {
+                    pack_rows(j, 1, ic, mc, pc, kc, abuf);
+                } else {
+                    pack_share(j, 1, ic, mc, pc, kc, abuf, t, T);
+                    barrier(T);
+                    x0 = (int)((long)x1 * t / T), x1 = (int)((long)x1 * (t + 1) / T);
+                }
+                for (int x = x0; x < x1; x++) {
+                    const int jr = x / npi, ir = x % npi;
+                    tile(j, ks, abuf + ir * apanel, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr,
+                         imin(mr, mc - ir * mr), imin(nr, nc - jr * nr), beta);
+                }
+                if (!pl->split_m) barrier(T); /* before the shared A block is packed again */
+            }
+            barrier(T); /* before the shared B block is packed again */
+        }
+    }
+}
+
+/* below this many multiply-adds one thread is faster than waking the team */
+#define TT_GEMM_SERIAL_MACS (1 << 19)
+/* C with at most this many rows takes the skinny path (no packing) */
+#define TT_GEMM_SKINNY_M 8
+
+/* Threads for this job: 1 inside another parallel region (no nesting, no
+ * oversubscription) or for a small product, else the OpenMP default. */
+static int team_size(const gemm_job *j)
+{
+    int nt = 1;
+#ifdef _OPENMP
+    if (!omp_in_parallel() && (double)j->M * j->N * j->K >= TT_GEMM_SERIAL_MACS)
+        nt = omp_get_max_threads();
+#endif
+    return nt < 1 ? 1 : nt;
+}
+
+/* Scratch memory of the calling thread, kept and grown on demand, so a GEMM
+ * allocates nothing once the shapes have been seen. */
+static char *scratch(size_t need, const gemm_job *j)
+{
+    static _Thread_local char *buf;
+    static _Thread_local size_t cap;
+    if (need > cap) {
+        tt_free(buf);
+        cap = 0;
+        buf = tt_alloc(need);
+        if (!buf) {
+            tt_error_prefix("gemm %dx%dx%d scratch: ", j->M, j->N, j->K);
+            return NULL;
+        }
+        cap = need;
+    }
+    return buf;
+}
+
+/* Few rows: op(A) converted once to fp32 rows, then the columns of C split
+ * over the threads, each streaming its part of B once. */
+static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
+{
+    const int M = j->M, K = j->K;
+    float *a = (float *)scratch((size_t)M * K * sizeof(float), j);
+    if (!a) return -1;
+    const int round_a = compute == TT_BF16 && j->adt == TT_F32;
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            const size_t idx = j->ta ? (size_t)k * j->lda + i : (size_t)i * j->lda + k;
+            float v;
+            if (j->adt == TT_BF16) {
+                union { uint32_t u; float f; } x = {(uint32_t)((const uint16_t *)j->A)[idx] << 16};
+                v = x.f;
+            } else {
+                v = ((const float *)j->A)[idx];
+                if (round_a) v = tt_gemm_round_bf16(v);
+            }
+            a[(size_t)i * K + k] = v;
+        }
+    const tt_gemm_skinny_args sa = {
+        .a = a, .b = j->B, .bdt = j->bdt, .ldb = j->ldb, .tb = j->tb,
+        .round_b = compute == TT_BF16 && j->bdt == TT_F32, .c = j->C, .ldc = j->ldc,
+        .M = M, .K = K, .accumulate = j->accumulate,
+    };
+    const int nt = team_size(j), unit = 64; /* whole 64-column blocks per thread */
+    const int nb = cdiv(j->N, unit);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        int t = 0, T = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num(), T = omp_get_num_threads();
+#endif
+        const int n0 = (int)((long)nb * t / T) * unit, n1 = imin((int)((long)nb * (t + 1) / T) * unit, j->N);
+        if (n0 < n1) j->im->skinny(&sa, n0, n1);
+    }
+    return TT_OK;
+}
+
+static tt_err gemm_run(gemm_job *j)
+{
+    const tt_gemm_impl *im = j->im;
+    const int nt = team_size(j);
+    /* Buffers for up to nt threads: block sizes never exceed min(cap, size
+     * rounded up to the tile), whatever a thread's share. */
+    gemm_plan pl = {.kcb = balanced_block(j->K, im->kc, im->kunit), .ncb = balanced_block(j->N, im->nc, im->nr)};
+    const size_t amax = round64((size_t)imin(im->mc, round_up(j->M, im->mr)) * pl.kcb * im->esize);
+    const size_t bbytes = round64((size_t)pl.ncb * pl.kcb * im->esize);
+    size_t need;
+    if (tt_mul_size(amax, (size_t)nt, &need) || need > SIZE_MAX - bbytes)
+        return tt_errorf("gemm: %dx%dx%d packing buffer overflows", j->M, j->N, j->K);
+    char *buf = scratch(need + bbytes, j);
+    if (!buf) return -1;
+    pl.bbuf = buf, pl.abuf = buf + bbytes, pl.abytes = amax;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        gemm_plan my = pl;
+#ifdef _OPENMP
+        my.T = omp_get_num_threads();
+        const int t = omp_get_thread_num();
+#else
+        my.T = 1;
+        const int t = 0;
+#endif
+        /* split rows when every thread gets an equal count of row tiles, within 5% */
+        const int tm = cdiv(j->M, im->mr);
+        my.split_m = my.T == 1 || (tm >= my.T && (double)cdiv(tm, my.T) * my.T <= 1.05 * tm);
+        my.mcb = balanced_block(j->M, im->mc, im->mr);
+        gemm_thread(j, &my, t);
+    }
+    return TT_OK;
+}
+
+tt_err tt_gemm(tt_dtype compute, const void *A, tt_dtype a_dtype, int lda, const void *B,
+               tt_dtype b_dtype, int ldb, float *C, int ldc, int M, int N, int K, int ta, int tb,
+               int accumulate)
+{
+    ta = ta != 0, tb = tb != 0;
+    if (compute != TT_F32 && compute != TT_BF16)
+        return tt_errorf("gemm: compute dtype must be f32 or bf16, not %s", tt_dtype_name(compute));
+    if ((a_dtype != TT_F32 && a_dtype != TT_BF16) || (b_dtype != TT_F32 && b_dtype != TT_BF16))
+        return tt_errorf("gemm: operands must be f32 or bf16 (A is %s, B is %s)", tt_dtype_name(a_dtype),
+                         tt_dtype_name(b_dtype));
+    if (M < 0 || N < 0 || K < 0) return tt_errorf("gemm: negative size %dx%dx%d", M, N, K);
+    /* tile and block arithmetic rounds sizes up in int */
+    if (M > INT_MAX - 4096 || N > INT_MAX - 4096 || K > INT_MAX - 4096)
+        return tt_errorf("gemm: size %dx%dx%d too large", M, N, K);
+    if (M == 0 || N == 0) return TT_OK;
+    if (ldc < N) return tt_errorf("gemm: ldc %d < N %d", ldc, N);
+    if (!C) return tt_errorf("gemm: C is NULL for a %dx%d result", M, N);
+    if (K == 0) { /* an empty sum */
+        if (!accumulate)
+            for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
+        return TT_OK;
+    }
+    if (lda < (ta ? M : K)) return tt_errorf("gemm: lda %d < %d", lda, ta ? M : K);
+    if (ldb < (tb ? K : N)) return tt_errorf("gemm: ldb %d < %d", ldb, tb ? K : N);
+    if (!A || !B) return tt_errorf("gemm: A or B is NULL for a %dx%dx%d product", M, N, K);
+    gemm_job j = {
+        .A = A, .B = B, .adt = a_dtype, .bdt = b_dtype, .lda = lda, .ldb = ldb, .ldc = ldc,
+        .ta = ta, .tb = tb, .C = C, .M = M, .N = N, .K = K, .accumulate = accumulate != 0,
+    };
+    j.im = pick_impl(compute, &j.round);
+    if (M <= TT_GEMM_SKINNY_M && j.im->skinny) return gemm_skinny(&j, compute);
+    return gemm_run(&j);
+}
+
+tt_err tt_gemm_f32(const float *A, const float *B, float *C, int M, int N, int K, int ta, int tb,
+                   int accumulate)
+{
+    return tt_gemm(TT_F32, A, TT_F32, ta ? M : K, B, TT_F32, tb ? K : N, C, N, M, N, K, ta, tb,
+                   accumulate);
+}
+
+tt_err tt_gemm_bf16(const uint16_t *A, const uint16_t *B, float *C, int M, int N, int K, int ta,
+                    int tb, int accumulate)
+{
+    return tt_gemm(TT_BF16, A, TT_BF16, ta ? M : K, B, TT_BF16, tb ? K : N, C, N, M, N, K, ta, tb,
+                   accumulate);
+}

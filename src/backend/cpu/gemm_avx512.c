@@ -1,0 +1,495 @@
+/* gemm_avx512.c — the AVX-512 GEMM path: 12x32 register-tile microkernels
+ * (fp32 FMA, and bf16 pair dot products with vdpbf16ps), vectorised packers
+ * and the skinny (few-row) kernels. Compiled into every build through target
+ * attributes; gemm.c only calls it after checking the CPU at run time.
+ * The BF16 instructions flush denormal inputs to zero (tt_f32_to_bf16 keeps
+ * them): a difference below 1e-38. */
+#include "backend/cpu/gemm_impl.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define TT_AVX512F __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define TT_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+/* The tile: 12 rows of C x 32 columns = 24 zmm accumulators, 2 zmm of B per
+ * k step and one broadcast of A at a time (27 of the 32 registers). Zen 4
+ * issues one 512-bit FMA (or vdpbf16ps) a cycle, with 4-6 cycles of latency,
+ * so 24 independent chains keep it busy; each k step loads 2 vectors and 12
+ * scalars for 24 FMAs, well within the two load ports. */
+#define MR 12
+#define NR 32
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* Each kernel first asks for its C tile (128 bytes a row), which is read only
+ * after the k loop: thousands of cycles to bring it from L3 or memory. */
+#define DECL(i)                                                           \
+    __m512 c##i##a = _mm512_setzero_ps(), c##i##b = _mm512_setzero_ps(); \
+    _mm_prefetch((const char *)(c + (long)(i) * ldc), _MM_HINT_T0);       \
+    _mm_prefetch((const char *)(c + (long)(i) * ldc + 16), _MM_HINT_T0);
+#define STORE(i)                                                       \
+    {                                                                  \
+        float *ci = c + (long)(i) * ldc;                               \
+        if (accumulate) {                                              \
+            c##i##a = _mm512_add_ps(c##i##a, _mm512_loadu_ps(ci));     \
+            c##i##b = _mm512_add_ps(c##i##b, _mm512_loadu_ps(ci + 16)); \
+        }                                                              \
+        _mm512_storeu_ps(ci, c##i##a);                                 \
+        _mm512_storeu_ps(ci + 16, c##i##b);                            \
+    }
+
+/* a: [ksteps][12] floats, b: [ksteps][32] floats (64-byte aligned) */
+TT_AVX512F static void kern_f32(int ksteps, const void *ap, const void *bp, float *c, long ldc,
+                                int accumulate)
+{
+    const float *a = ap, *b = bp;
+    ROWS(DECL)
+    for (int s = 0; s < ksteps; s++) {
+        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#define FMA(i)                                              \
+    {                                                       \
+        const __m512 ai = _mm512_set1_ps(a[i]);             \
+        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);         \
+        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);         \
+    }
+        ROWS(FMA)
+#undef FMA
+        a += MR;
+        b += NR;
+    }
+    ROWS(STORE)
+}
+
+/* a: [ksteps][12] bf16 pairs (32-bit words), b: [ksteps][32] bf16 pairs.
+ * Each vdpbf16ps adds a[k]b[k] + a[k+1]b[k+1] to 16 fp32 lanes. */
+TT_AVX512BF16 static void kern_bf16(int ksteps, const void *ap, const void *bp, float *c,
+                                    long ldc, int accumulate)
+{
+    const int32_t *a = ap;
+    const __m512i *b = bp;
+    ROWS(DECL)
+    for (int s = 0; s < ksteps; s++) {
+        const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 1);
+#define DOT(i)                                                    \
+    {                                                             \
+        const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[i]);    \
+        c##i##a = _mm512_dpbf16_ps(c##i##a, ai, b0);              \
+        c##i##b = _mm512_dpbf16_ps(c##i##b, ai, b1);              \
+    }
+        ROWS(DOT)
+#undef DOT
+        a += MR;
+        b += 2;
+    }
+    ROWS(STORE)
+}
+#undef DECL
+#undef STORE
+
+/* ---- packing --------------------------------------------------------------
+ * Two source layouts. When rows are contiguous (k-major source: A with ta, B
+ * without tb) a panel step is a masked copy of W values (for bf16 pairs, two
+ * source rows interleaved). When k is contiguous the block is transposed 16 x
+ * 16 (32-bit words) in registers: 16 k values of fp32, or 32 k values = 16
+ * bf16 pairs. */
+
+/* the first n lanes (n may be <= 0 or past the width) */
+static inline __mmask16 mask16(int n)
+{
+    return n <= 0 ? 0 : n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1);
+}
+static inline __mmask32 mask32(int n)
+{
+    return n <= 0 ? 0 : n >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << n) - 1);
+}
+
+/* r[0..15] rows of 16 words -> r[c] = column c (see the comment per stage) */
+TT_AVX512F static inline void transpose16(__m512i r[16])
+{
+    __m512i t[16], u[16];
+    /* per 128-bit lane: (a0 b0 a1 b1), (a2 b2 a3 b3) */
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i+j], lane L = rows 4i..4i+3 at column 4L+j */
+    for (int i = 0; i < 4; i++) {
+        u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    /* gather lane L of u[j], u[4+j], u[8+j], u[12+j] into column 4L+j */
+    for (int j = 0; j < 4; j++) {
+        const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
+        const __m512i w0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
+        const __m512i v1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
+        const __m512i w1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
+        r[j] = _mm512_shuffle_i32x4(v0, v1, 0x88);
+        r[8 + j] = _mm512_shuffle_i32x4(v0, v1, 0xdd);
+        r[4 + j] = _mm512_shuffle_i32x4(w0, w1, 0x88);
+        r[12 + j] = _mm512_shuffle_i32x4(w0, w1, 0xdd);
+    }
+}
+
+/* 16 words of row r starting at k value k0, for `kunit` and the source dtype;
+ * kleft = k values still in range (masked, zero beyond). */
+TT_AVX512F static inline __m512i load_row_f32(const tt_gemm_pack_args *p, int r, int k0, int kleft)
+{
+    const size_t off = (size_t)r * (size_t)p->ld + (size_t)k0;
+    if (p->sdt == TT_F32) return _mm512_castps_si512(_mm512_maskz_loadu_ps(mask16(kleft), (const float *)p->src + off));
+    const __m256i h = _mm256_maskz_loadu_epi16(mask16(kleft), (const uint16_t *)p->src + off);
+    return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+}
+
+TT_AVX512BF16 static inline __m512i load_row_pairs(const tt_gemm_pack_args *p, int r, int k0, int kleft)
+{
+    const size_t off = (size_t)r * (size_t)p->ld + (size_t)k0;
+    if (p->sdt == TT_BF16) return _mm512_maskz_loadu_epi16(mask32(kleft), (const uint16_t *)p->src + off);
+    const float *s = (const float *)p->src + off;
+    const __m512 lo = _mm512_maskz_loadu_ps(mask16(kleft), s);
+    const __m512 hi = _mm512_maskz_loadu_ps(mask16(kleft - 16), s + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* 16 consecutive rows of one k value (row-contiguous source) as 16-bit bf16 */
+TT_AVX512BF16 static inline __m256i load_col_bf16(const tt_gemm_pack_args *p, int k, int r0, int rleft)
+{
+    const size_t off = (size_t)k * (size_t)p->ld + (size_t)r0;
+    if (p->sdt == TT_BF16) return _mm256_maskz_loadu_epi16(mask16(rleft), (const uint16_t *)p->src + off);
+    return (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask16(rleft), (const float *)p->src + off));
+}
+
+/* Prefetch distance for the transposing packers: each of the 16 source rows
+ * is its own stream, too many for the hardware prefetcher to follow. */
+#define PF_BYTES 256
+
+/* One k step of the panel of rows [r0, r0 + W) from a row-contiguous source:
+ * its W values (zero past the block's rows) to d. */
+TT_AVX512F static inline void f32_step(const tt_gemm_pack_args *p, float *d, int k, int r0, int W)
+{
+    const size_t off = (size_t)k * (size_t)p->ld + (size_t)r0;
+    const int w = p->rn - r0 < W ? p->rn - r0 : W;
+    for (int g = 0; g < W; g += 16) {
+        __m512 v;
+        if (p->sdt == TT_F32) {
+            v = _mm512_maskz_loadu_ps(mask16(w - g), (const float *)p->src + off + g);
+        } else {
+            const __m256i h = _mm256_maskz_loadu_epi16(mask16(w - g), (const uint16_t *)p->src + off + g);
+            v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        }
+        _mm512_mask_storeu_ps(d + g, mask16(W - g), v);
+    }
+}
+
+/* fp32 panels ([ks][W] floats) */
+TT_AVX512F static void pack_f32(void *dst, const tt_gemm_pack_args *p)
+{
+    if (p->round_bf16 && p->sdt == TT_F32) { /* only when the CPU lacks BF16: rare, portable */
+        tt_gemm_pack_generic(dst, p, 1);
+        return;
+    }
+    const int W = p->W, kn = p->kn, rn = p->rn, np = (rn + W - 1) / W;
+    const size_t panel = (size_t)kn * W, esz = p->sdt == TT_F32 ? 4 : 2;
+    if (!p->kcontig) {
+        /* Narrow (A) panels go panel by panel, keeping each panel's writes
+         * together; wide (B) panels go k by k, reading each source row once
+         * front to back. Each order measured the faster on Zen 4. */
+        if (W < 16) {
+            for (int pi = 0; pi < np; pi++)
+                for (int k = 0; k < kn; k++) f32_step(p, (float *)dst + pi * panel + (size_t)k * W, k, pi * W, W);
+        } else {
+            for (int k = 0; k < kn; k++)
+                for (int pi = 0; pi < np; pi++) f32_step(p, (float *)dst + pi * panel + (size_t)k * W, k, pi * W, W);
+        }
+        return;
+    }
+    for (int pi = 0; pi < np; pi++) {
+        float *d = (float *)dst + pi * panel;
+        const int r0 = pi * W, w = rn - r0 < W ? rn - r0 : W;
+        for (int k0 = 0; k0 < kn; k0 += 16) {
+            const int nu = kn - k0 < 16 ? kn - k0 : 16;
+            for (int g = 0; g < W; g += 16) {
+                __m512i t[16];
+                for (int i = 0; i < 16; i++) {
+                    if (g + i < w) {
+                        _mm_prefetch((const char *)p->src + ((size_t)(r0 + g + i) * p->ld + k0) * esz + PF_BYTES, _MM_HINT_T0);
+                        t[i] = load_row_f32(p, r0 + g + i, k0, kn - k0);
+                    } else {
+                        t[i] = _mm512_setzero_si512();
+                    }
+                }
+                transpose16(t);
+                for (int u = 0; u < nu; u++)
+                    _mm512_mask_storeu_epi32(d + (size_t)(k0 + u) * W + g, mask16(W - g), t[u]);
+            }
+        }
+    }
+}
+
+/* One k step (source rows k and k+1) of the panel of rows [r0, r0 + W) from
+ * a row-contiguous source: W bf16 pairs to d. */
+TT_AVX512BF16 static inline void pairs_step(const tt_gemm_pack_args *p, int32_t *d, int k, int r0, int W)
+{
+    const int w = p->rn - r0 < W ? p->rn - r0 : W;
+    for (int g = 0; g < W; g += 16) {
+        const __m256i ev = load_col_bf16(p, k, r0 + g, w - g);
+        const __m256i od = k + 1 < p->kn ? load_col_bf16(p, k + 1, r0 + g, w - g) : _mm256_setzero_si256();
+        const __m512i v = _mm512_or_si512(_mm512_cvtepu16_epi32(ev), _mm512_slli_epi32(_mm512_cvtepu16_epi32(od), 16));
+        _mm512_mask_storeu_epi32(d + g, mask16(W - g), v);
+    }
+}
+
+/* bf16 pair panels ([ks][W] 32-bit words, ks = ceil(kn / 2)) */
+TT_AVX512BF16 static void pack_bf16(void *dst, const tt_gemm_pack_args *p)
+{
+    const int W = p->W, kn = p->kn, ks = (kn + 1) / 2, rn = p->rn, np = (rn + W - 1) / W;
+    const size_t panel = (size_t)ks * W, esz = p->sdt == TT_F32 ? 4 : 2; /* words */
+    if (!p->kcontig) { /* the two orders as in pack_f32 */
+        if (W < 16) {
+            for (int pi = 0; pi < np; pi++)
+                for (int s = 0; s < ks; s++) pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
+        } else {
+            for (int s = 0; s < ks; s++)
+                for (int pi = 0; pi < np; pi++) pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
+        }
+        return;
+    }
+    for (int pi = 0; pi < np; pi++) {
+        int32_t *d = (int32_t *)dst + pi * panel;
+        const int r0 = pi * W, w = rn - r0 < W ? rn - r0 : W;
+        for (int k0 = 0; k0 < kn; k0 += 32) {
+            const int nu = (kn - k0 + 1) / 2 < 16 ? (kn - k0 + 1) / 2 : 16;
+            for (int g = 0; g < W; g += 16) {
+                __m512i t[16];
+                for (int i = 0; i < 16; i++) {
+                    if (g + i < w) {
+                        const char *row = (const char *)p->src + ((size_t)(r0 + g + i) * p->ld + k0) * esz;
+                        _mm_prefetch(row + PF_BYTES, _MM_HINT_T0);
+                        if (esz == 4) _mm_prefetch(row + PF_BYTES + 64, _MM_HINT_T0);
+                        t[i] = load_row_pairs(p, r0 + g + i, k0, kn - k0);
+                    } else {
+                        t[i] = _mm512_setzero_si512();
+                    }
+                }
+                transpose16(t);
+                for (int u = 0; u < nu; u++)
+                    _mm512_mask_storeu_epi32(d + (size_t)(k0 / 2 + u) * W + g, mask16(W - g), t[u]);
+            }
+        }
+    }
+}
+
+/* ---- the skinny path (few rows of C) -----------------------------------------
+ * B is streamed once from where it lies; products in fp32. */
+
+/* How B's values become fp32, fixed per call so the loops carry no branch. */
+enum { SK_F32, SK_F32_ROUND, SK_BF16 };
+
+static int skinny_mode(const tt_gemm_skinny_args *s)
+{
+    return s->bdt == TT_BF16 ? SK_BF16 : s->round_b ? SK_F32_ROUND : SK_F32;
+}
+
+/* 16 values of B from element off (masked), as the fp32 values the products use */
+TT_AVX512F static inline __attribute__((always_inline)) __m512 skinny_load(const void *b, int mode, size_t off,
+                                                                            __mmask16 m)
+{
+    if (mode == SK_BF16) {
+        const __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)b + off);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    const __m512 v = _mm512_maskz_loadu_ps(m, (const float *)b + off);
+    if (mode == SK_F32) return v;
+    /* round to bf16 in integers (AVX512F only), as tt_gemm_round_bf16 */
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, x, _mm512_set1_epi32(0x00400000));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+/* [sum(a0), sum(a1), sum(a2), sum(a3)] of four 16-lane vectors */
+TT_AVX512F static inline __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
+{
+    /* per 128-bit lane: pairwise sums of a0|a1 and a2|a3, then of those */
+    const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+    const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+    __m512 s = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))));
+    /* each lane now holds [a0 a1 a2 a3] partial sums: add the four lanes */
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0x4e));
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0xb1));
+    return _mm512_castps512_ps128(s);
+}
+
+/* Named accumulators, not arrays: gcc keeps a 16-vector array in memory as
+ * well as in registers and stores it every step. */
+#define SK_ACC(h) __m512 acc##h##0 = _mm512_setzero_ps(), acc##h##1 = acc##h##0, acc##h##2 = acc##h##0, acc##h##3 = acc##h##0;
+
+/* R rows of A (R <= 4, a compile-time constant after inlining) against four
+ * B rows (columns of C): 4R dot products in zmm accumulators. */
+TT_AVX512F static inline __attribute__((always_inline)) void
+skinny_dot_block(const tt_gemm_skinny_args *s, int mode, const float *a, const size_t brow[4], int R, float *c,
+                 int nj)
+{
+    const int K = s->K;
+    SK_ACC(0) SK_ACC(1) SK_ACC(2) SK_ACC(3)
+    for (int k = 0; k < K; k += 16) {
+        const __mmask16 m = mask16(K - k);
+        const __m512 b0 = skinny_load(s->b, mode, brow[0] + k, m), b1 = skinny_load(s->b, mode, brow[1] + k, m);
+        const __m512 b2 = skinny_load(s->b, mode, brow[2] + k, m), b3 = skinny_load(s->b, mode, brow[3] + k, m);
+#define SK_DOT(h)                                                                \
+    if (h < R) {                                                                 \
+        const __m512 x = _mm512_maskz_loadu_ps(m, a + (size_t)(h) * K + k);      \
+        acc##h##0 = _mm512_fmadd_ps(x, b0, acc##h##0);                           \
+        acc##h##1 = _mm512_fmadd_ps(x, b1, acc##h##1);                           \
+        acc##h##2 = _mm512_fmadd_ps(x, b2, acc##h##2);                           \
+        acc##h##3 = _mm512_fmadd_ps(x, b3, acc##h##3);                           \
+    }
+        SK_DOT(0) SK_DOT(1) SK_DOT(2) SK_DOT(3)
+#undef SK_DOT
+    }
+#define SK_OUT(h)                                                                \
+    if (h < R) {                                                                 \
+        float v[4], *ch = c + (size_t)(h) * s->ldc;                              \
+        _mm_storeu_ps(v, reduce4(acc##h##0, acc##h##1, acc##h##2, acc##h##3));   \
+        for (int r = 0; r < nj; r++) ch[r] = s->accumulate ? ch[r] + v[r] : v[r]; \
+    }
+    SK_OUT(0) SK_OUT(1) SK_OUT(2) SK_OUT(3)
+#undef SK_OUT
+}
+
+/* tb: B rows run along k. Four columns (B rows) at a time against up to four
+ * rows of A; the four B rows stay in L1 while the rows of A pass. */
+TT_AVX512F static inline __attribute__((always_inline)) void skinny_dot_mode(const tt_gemm_skinny_args *s, int mode,
+                                                                             int n0, int n1)
+{
+    const int K = s->K, M = s->M;
+    for (int j = n0; j < n1; j += 4) {
+        const int nj = n1 - j < 4 ? n1 - j : 4;
+        size_t brow[4];
+        for (int r = 0; r < 4; r++) brow[r] = (size_t)(j + (r < nj ? r : nj - 1)) * (size_t)s->ldb;
+        for (int i = 0; i < M; i += 4) {
+            const float *a = s->a + (size_t)i * K;
+            float *c = s->c + (size_t)i * s->ldc + j;
+            switch (M - i < 4 ? M - i : 4) {
+            case 1: skinny_dot_block(s, mode, a, brow, 1, c, nj); break;
+            case 2: skinny_dot_block(s, mode, a, brow, 2, c, nj); break;
+            case 3: skinny_dot_block(s, mode, a, brow, 3, c, nj); break;
+            default: skinny_dot_block(s, mode, a, brow, 4, c, nj); break;
+            }
+        }
+    }
+}
+
+TT_AVX512F static void skinny_dot(const tt_gemm_skinny_args *s, int n0, int n1)
+{
+    switch (skinny_mode(s)) {
+    case SK_F32: skinny_dot_mode(s, SK_F32, n0, n1); break;
+    case SK_F32_ROUND: skinny_dot_mode(s, SK_F32_ROUND, n0, n1); break;
+    default: skinny_dot_mode(s, SK_BF16, n0, n1); break;
+    }
+}
+
+/* !tb: B rows run along the columns. A 4 x 64 block of C in 16 zmm
+ * accumulators, each k step one row of B (4 vectors) times 4 broadcasts. */
+TT_AVX512F static inline __attribute__((always_inline)) void
+skinny_axpy_block(const tt_gemm_skinny_args *s, int mode, const float *a, int R, float *c, int j, const __mmask16 m[4])
+{
+    const int K = s->K;
+    const size_t esz = mode == SK_BF16 ? 2 : 4;
+    SK_ACC(0) SK_ACC(1) SK_ACC(2) SK_ACC(3)
+    for (int k = 0; k < K; k++) {
+        const size_t off = (size_t)k * (size_t)s->ldb + (size_t)j;
+        /* B is walked down its rows: ask for the row 8 ahead */
+        const char *ahead = (const char *)s->b + (off + 8 * (size_t)s->ldb) * esz;
+        _mm_prefetch(ahead, _MM_HINT_T0);
+        _mm_prefetch(ahead + 64 * esz - 1, _MM_HINT_T0);
+        const __m512 b0 = skinny_load(s->b, mode, off, m[0]), b1 = skinny_load(s->b, mode, off + 16, m[1]);
+        const __m512 b2 = skinny_load(s->b, mode, off + 32, m[2]), b3 = skinny_load(s->b, mode, off + 48, m[3]);
+#define SK_AXPY(h)                                                               \
+    if (h < R) {                                                                 \
+        const __m512 x = _mm512_set1_ps(a[(size_t)(h) * K + k]);                 \
+        acc##h##0 = _mm512_fmadd_ps(x, b0, acc##h##0);                           \
+        acc##h##1 = _mm512_fmadd_ps(x, b1, acc##h##1);                           \
+        acc##h##2 = _mm512_fmadd_ps(x, b2, acc##h##2);                           \
+        acc##h##3 = _mm512_fmadd_ps(x, b3, acc##h##3);                           \
+    }
+        SK_AXPY(0) SK_AXPY(1) SK_AXPY(2) SK_AXPY(3)
+#undef SK_AXPY
+    }
+#define SK_STORE1(h, q)                                                                          \
+    {                                                                                            \
+        __m512 v = acc##h##q;                                                                    \
+        if (s->accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m[q], ch + 16 * q));       \
+        _mm512_mask_storeu_ps(ch + 16 * q, m[q], v);                                             \
+    }
+#define SK_STORE(h)                                                              \
+    if (h < R) {                                                                 \
+        float *ch = c + (size_t)(h) * s->ldc;                                    \
+        SK_STORE1(h, 0) SK_STORE1(h, 1) SK_STORE1(h, 2) SK_STORE1(h, 3)          \
+    }
+    SK_STORE(0) SK_STORE(1) SK_STORE(2) SK_STORE(3)
+#undef SK_STORE
+#undef SK_STORE1
+}
+
+TT_AVX512F static inline __attribute__((always_inline)) void skinny_axpy_mode(const tt_gemm_skinny_args *s,
+                                                                              int mode, int n0, int n1)
+{
+    const int K = s->K, M = s->M;
+    for (int j = n0; j < n1; j += 64) {
+        __mmask16 m[4];
+        for (int q = 0; q < 4; q++) m[q] = mask16(n1 - j - 16 * q);
+        for (int i = 0; i < M; i += 4) {
+            const float *a = s->a + (size_t)i * K;
+            float *c = s->c + (size_t)i * s->ldc + j;
+            switch (M - i < 4 ? M - i : 4) {
+            case 1: skinny_axpy_block(s, mode, a, 1, c, j, m); break;
+            case 2: skinny_axpy_block(s, mode, a, 2, c, j, m); break;
+            case 3: skinny_axpy_block(s, mode, a, 3, c, j, m); break;
+            default: skinny_axpy_block(s, mode, a, 4, c, j, m); break;
+            }
+        }
+    }
+}
+
+TT_AVX512F static void skinny_axpy(const tt_gemm_skinny_args *s, int n0, int n1)
+{
+    switch (skinny_mode(s)) {
+    case SK_F32: skinny_axpy_mode(s, SK_F32, n0, n1); break;
+    case SK_F32_ROUND: skinny_axpy_mode(s, SK_F32_ROUND, n0, n1); break;
+    default: skinny_axpy_mode(s, SK_BF16, n0, n1); break;
+    }
+}
+
+TT_AVX512F static void skinny(const tt_gemm_skinny_args *s, int n0, int n1)
+{
+    if (s->tb) skinny_dot(s, n0, n1);
+    else skinny_axpy(s, n0, n1);
+}
+
+/* Cache blocks for Zen 4 (32 KB L1D, 1 MB L2 per core, shared L3), tuned with
+ * bench_gemm: the mc x kc A block (288 KB) sits in L2 and the kc x nc B block
+ * (6 MB) in L3. A kc x 32 B micro-panel (64 KB) no longer fits L1, but Zen 4's
+ * L2 feeds the kernel at full speed (98% of peak measured with both panels in
+ * L2), and the long k runs halve the passes over C and the kernel calls:
+ * kc 512 (fp32) / 1024 (bf16) beat 256 / 512 by 3-5%. */
+static const tt_gemm_impl avx512_f32 = {
+    .name = "avx512-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
+    .mc = 144, .kc = 512, .nc = 3072, .kern = kern_f32, .pack = pack_f32, .skinny = skinny,
+};
+static const tt_gemm_impl avx512_bf16 = {
+    .name = "avx512-bf16", .mr = MR, .nr = NR, .kunit = 2, .esize = 2,
+    .mc = 144, .kc = 1024, .nc = 3072, .kern = kern_bf16, .pack = pack_bf16, .skinny = skinny,
+};
+
+const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }
+const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void) { return &avx512_bf16; }
+
+#else /* not x86-64 with GNU C: no AVX-512 path */
+const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return NULL; }
+const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void) { return NULL; }
+#endif

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""hf_finetune_check.py — the transformers side of tests/cli_hf_finetune.sh.
+For each model that script fine-tuned (WORK/<name>/run/hf, from the fixture
+FIXTURES/<name>):
+
+  weights   the export loads in transformers.AutoModelForCausalLM with no
+            missing or unexpected weights, and every tensor differs from the
+            fixture's (it holds the trained weights);
+  val loss  transformers' loss on WORK/<name>/data/val.bin, cut and scored
+            the way titan's loader does it, equals the validation loss titan
+            logged at step 20 (a check of the logits over every validation
+            token; cli_hf_finetune.sh checks that loss fell);
+  greedy    transformers' greedy generate() on tokenizers' ids for PROMPT
+            gives, byte for byte, the text `titan generate --hf ...
+            --generate.temperature 0` printed (tokens past the tokenizer's
+            vocabulary suppressed, as titan samples only real tokens);
+  ids       titan prepare's shard WORK/<name>/probe/train.bin holds, for
+            every document, BOS + tokenizers' ids (+ EOS where it differs
+            from BOS), and tokenizers' ids for PROMPT are titan's.
+
+    python3 tests/hf_finetune_check.py WORK FIXTURES PROMPT NAME...
+"""
+import json
+import os
+import struct
+import sys
+
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from tokenizers import Tokenizer  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
+
+SEQ_LEN = 64  # training.seq_len in cli_hf_finetune.sh
+MAX_NEW = 24  # generate.max_new_tokens there
+TIE_GAP = 1e-4  # a top-2 logit gap this small may flip between fp32 implementations
+
+
+def read_shard(path):
+    """TTSHARD: magic[8], version, token width, BOS id, vocab size (u32), token count (u64), tokens."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, version, width, bos, vocab, count = struct.unpack_from("<8sIIIIQ", data)
+    assert magic == b"TTSHARD\0" and version == 1 and width in (2, 4), f"{path}: not a token shard"
+    fmt = "<%d%s" % (count, "H" if width == 2 else "I")
+    return bos, vocab, list(struct.unpack_from(fmt, data, 32))
+
+
+def split_docs(tokens, bos):
+    """Documents start at BOS (as titan's loader splits them)."""
+    docs, start = [], 0
+    for i in range(1, len(tokens) + 1):
+        if i == len(tokens) or tokens[i] == bos:
+            docs.append(tokens[start:i])
+            start = i
+    return docs
+
+
+def byte_decoder():
+    """GPT-2's byte <-> printable-character table, reversed (ByteLevel decoding)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+def token_bytes(tok, ids, added, dec):
+    """The raw bytes of ids, as titan streams them (special tokens as their text)."""
+    out = b""
+    for i in ids:
+        piece = tok.id_to_token(i)
+        out += piece.encode() if i in added else bytes(dec[c] for c in piece)
+    return out
+
+
+def val_loss(model, docs):
+    """Mean next-token loss over docs cut into SEQ_LEN pieces, each its own
+    sequence: one right-padded batch (padding never changes earlier tokens)."""
+    pieces = [d[p:p + SEQ_LEN] for d in docs for p in range(0, len(d), SEQ_LEN)]
+    pieces = [q for q in pieces if len(q) >= 2]
+    ids = torch.zeros(len(pieces), SEQ_LEN, dtype=torch.long)
+    mask = torch.zeros(len(pieces), SEQ_LEN, dtype=torch.long)
+    targets = torch.full((len(pieces), SEQ_LEN), -100, dtype=torch.long)
+    for i, q in enumerate(pieces):
+        ids[i, :len(q)] = torch.tensor(q)
+        mask[i, :len(q)] = 1
+        targets[i, :len(q) - 1] = torch.tensor(q[1:])
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask).logits.double()
+    total = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum").item()
+    return total / (targets != -100).sum().item()
+
+
+def load(folder):
+    model, info = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager",
+                                                       output_loading_info=True)
+    model.eval()
+    problems = [f"{k}: {v}" for k, v in info.items() if v and k in ("missing_keys", "unexpected_keys",
+                                                                     "mismatched_keys", "error_msgs")]
+    return model, problems
+
+
+def check_model(work, fixtures, prompt, name):
+    results = []  # (what, ok, detail)
+    fix, hf, d = os.path.join(fixtures, name), os.path.join(work, name, "run", "hf"), os.path.join(work, name)
+    cfg = json.load(open(os.path.join(hf, "config.json")))
+    eos_ids = cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], list) else [cfg["eos_token_id"]]
+    bos, eos = cfg["bos_token_id"], eos_ids[0]
+    tok = Tokenizer.from_file(os.path.join(hf, "tokenizer.json"))
+    added = {t.content: i for i, t in tok.get_added_tokens_decoder().items()}
+    added_ids = set(added.values())
+    n_tok = tok.get_vocab_size(with_added_tokens=True)
+
+    # weights: the fixture's tensors (under the same Hugging Face names) against the export's
+    trained, problems = load(hf)
+    ps = trained.state_dict()
+    p0 = {}
+    for f in sorted(os.listdir(fix)):
+        if f.endswith(".safetensors"):
+            p0.update(load_file(os.path.join(fix, f)))
+    same = [k for k in p0 if k not in ps or ps[k].shape != p0[k].shape or torch.equal(ps[k], p0[k].float())]
+    rel = max((ps[k] - p0[k]).norm().item() / p0[k].norm().item() for k in p0 if k in ps and ps[k].shape == p0[k].shape)
+    results.append(("export loads in transformers with every weight", not problems, "; ".join(problems)))
+    results.append(("every weight changed by fine-tuning", not same,
+                    f"{len(p0)} tensors, largest relative change {rel:.3f}" + (f"; unchanged: {same}" if same else "")))
+
+    # validation loss, against titan's at step 20
+    vb, _, vtok = read_shard(os.path.join(d, "data", "val.bin"))
+    docs = split_docs(vtok, vb)
+    titan_v = [json.loads(l)["val_loss"] for l in open(os.path.join(d, "run", "metrics.jsonl")) if "val_loss" in l][-1]
+    hf_v = val_loss(trained, docs)
+    results.append(("validation loss in transformers equals titan's", abs(hf_v - titan_v) <= 2e-5 * max(1, titan_v),
+                    f"transformers {hf_v:.7f}, titan {titan_v:.7f}, |diff| {abs(hf_v - titan_v):.1e}"))
+
+    # greedy continuation, against titan generate's text
+    ids = tok.encode(prompt).ids  # with the template's special tokens, as titan's prompt encoding
+    with torch.no_grad():
+        g = trained.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                             max_new_tokens=MAX_NEW, do_sample=False, eos_token_id=eos_ids, pad_token_id=eos,
+                             suppress_tokens=list(range(n_tok, cfg["vocab_size"])) or None, output_scores=True,
+                             return_dict_in_generate=True)
+    new = g.sequences[0, len(ids):].tolist()
+    stopped = bool(new) and new[-1] in eos_ids
+    text_ids = new[:-1] if stopped else new
+    dec = byte_decoder()
+    want = prompt.encode() + token_bytes(tok, text_ids, added_ids, dec) + b"\n"
+    got = open(os.path.join(d, "greedy.txt"), "rb").read()
+    ok, detail = want == got, f"{len(new)} tokens{' (stopped at EOS)' if stopped else ''}: {want[:80]!r}"
+    if not ok:
+        # where the texts part, was transformers' choice a near tie? Then fp32 rounding may pick either.
+        common = 0
+        while common < min(len(want), len(got)) and want[common] == got[common]:
+            common += 1
+        at, pos = 0, len(prompt.encode())
+        while at < len(text_ids) and pos + len(token_bytes(tok, [text_ids[at]], added_ids, dec)) <= common:
+            pos += len(token_bytes(tok, [text_ids[at]], added_ids, dec))
+            at += 1
+        s = g.scores[min(at, len(g.scores) - 1)][0].float()
+        top = torch.topk(s[torch.isfinite(s)], 2).values
+        gap = (top[0] - top[1]).item()
+        ok = gap < TIE_GAP
+        detail = (f"texts part at new token {at}, where transformers' top-2 logit gap is {gap:.2e}"
+                  f"{' (a near tie: accepted)' if ok else ''}; transformers {want!r}, titan {got!r}")
+    results.append(("greedy generate() in transformers gives titan's text", ok, detail))
+
+    # token ids: titan prepare's shard against tokenizers
+    pb, pv, ptok = read_shard(os.path.join(d, "probe", "train.bin"))
+    texts = [json.loads(l)["text"] for f in ("corpus.jsonl", "probe.jsonl") for l in open(os.path.join(work, f))]
+    expect = []
+    for t in texts:
+        e = tok.encode(t, add_special_tokens=False).ids
+        if e:
+            expect.append([bos] + e + ([eos] if eos != bos else []))
+    pdocs = split_docs(ptok, pb)
+    bad = [i for i, (a, b) in enumerate(zip(pdocs, expect)) if a != b]
+    results.append(("titan prepare's ids equal tokenizers' for every document",
+                    pb == bos and pv == n_tok and len(pdocs) == len(expect) and not bad,
+                    f"{len(pdocs)} documents, {len(ptok)} tokens, shard BOS {pb}, vocab {pv}"
+                    + (f"; first differing document {bad[0]}: {texts[bad[0]]!r}" if bad else "")))
+    kept = [t for t in texts if tok.encode(t, add_special_tokens=False).ids]  # prepare skips empty documents
+    titan_prompt = pdocs[kept.index(prompt)][1:] if prompt in kept and len(pdocs) == len(kept) else []
+    if titan_prompt and eos != bos:
+        titan_prompt = titan_prompt[:-1]
+    template = ids[:len(ids) - len(titan_prompt)]  # what titan's generate adds: the post-processor's BOS
+    results.append(("tokenizers' ids for the prompt are titan's", bool(titan_prompt) and ids[len(template):] == titan_prompt
+                    and all(i in added_ids for i in template), f"{ids}"))
+    return results
+
+
+def main():
+    work, fixtures, prompt, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    torch.manual_seed(0)
+    transformers.utils.logging.disable_progress_bar()
+    torch.set_num_threads(2)
+    passed = failed = 0
+    for name in names:
+        try:
+            results = check_model(work, fixtures, prompt, name)
+        except Exception as e:  # a folder transformers cannot load, a missing file: a failure, with its reason
+            results = [("transformers side", False, repr(e))]
+        for what, ok, detail in results:
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: {what} ({detail})")
+            passed += ok
+            failed += not ok
+    print(f"hf_finetune_check: {passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

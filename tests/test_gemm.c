@@ -1,0 +1,196 @@
+/* test_gemm.c — titan's GEMM (backend/cpu/gemm.c) on every code path this CPU
+ * runs (avx512, avx2, scalar), every transpose combination, odd shapes,
+ * accumulate on/off, fp32 / bf16 / mixed operands, against a double
+ * reference. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/gemm.h"
+#include "harness.h"
+
+typedef struct { int M, N, K; } shape;
+
+/* Shapes: tiny, odd (not multiples of any tile), K = 1, few rows (the
+ * skinny path, up to 8 rows, also split over threads) and just past it, and
+ * two big enough to cross the cache blocks (kc, mc) and be split over threads. */
+static const shape shapes[] = {
+    {1, 1, 1}, {17, 33, 65}, {129, 5, 300}, {40, 50, 1}, {3, 70, 9}, {8, 20, 33}, {9, 100, 20},
+    {2, 700, 400}, {300, 70, 600}, {37, 1000, 45}, {20, 40, 1100},
+};
+
+static float rnd(tt_rng *r) { return (float)(2.0 * tt_rng_uniform(r) - 1.0); }
+static float to_bf16f(float x) { return tt_bf16_to_f32(tt_f32_to_bf16(x)); }
+
+/* op(X) is (R, K) given as logical rows; store it as (R, K), or (K, R) when t */
+static void store_op(const float *x, float *dst, int R, int K, int t)
+{
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < K; k++) {
+            if (t) dst[(size_t)k * R + r] = x[(size_t)r * K + k];
+            else dst[(size_t)r * K + k] = x[(size_t)r * K + k];
+        }
+}
+
+/* ref (M,N) = a (M,K) b^T where bt is (N,K); mag = sum |a b| (the scale of the rounding error) */
+static void reference(const float *a, const float *bt, double *ref, double *mag, int M, int N, int K)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0, m = 0;
+            for (int k = 0; k < K; k++) {
+                const double p = (double)a[(size_t)i * K + k] * bt[(size_t)j * K + k];
+                s += p;
+                m += fabs(p);
+            }
+            ref[(size_t)i * N + j] = s;
+            mag[(size_t)i * N + j] = m;
+        }
+}
+
+/* worst |c - want| / (mag + |c0| + tiny) over the matrix */
+static double worst_rel(const float *c, const double *ref, const double *mag, const float *c0, int acc, size_t n)
+{
+    double w = 0;
+    for (size_t x = 0; x < n; x++) {
+        const double want = ref[x] + (acc ? c0[x] : 0.0);
+        const double e = fabs((double)c[x] - want) / (mag[x] + (acc ? fabs(c0[x]) : 0.0) + 1e-30);
+        if (!(e <= w)) w = e; /* NaN sticks */
+    }
+    return w;
+}
+
+static const char *isa_names[] = {"auto", "scalar", "avx2", "avx512"};
+
+/* One shape on the current path: fp32, bf16 and mixed, 4 transposes, acc 0/1. */
+static void check_shape(shape s, tt_rng *rng, const char *isa)
+{
+    const int M = s.M, N = s.N, K = s.K;
+    const size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *a = malloc(na * 4), *bt = malloc(nb * 4), *ar = malloc(na * 4), *btr = malloc(nb * 4);
+    float *as = malloc(na * 4), *bs = malloc(nb * 4), *c0 = malloc(nc * 4), *c = malloc(nc * 4);
+    uint16_t *as16 = malloc(na * 2), *bs16 = malloc(nb * 2);
+    double *ref = malloc(nc * 8), *mag = malloc(nc * 8), *ref32 = malloc(nc * 8), *mag32 = malloc(nc * 8);
+    for (size_t x = 0; x < na; x++) a[x] = rnd(rng), ar[x] = to_bf16f(a[x]);
+    for (size_t x = 0; x < nb; x++) bt[x] = rnd(rng), btr[x] = to_bf16f(bt[x]);
+    for (size_t x = 0; x < nc; x++) c0[x] = rnd(rng);
+    reference(a, bt, ref32, mag32, M, N, K);
+    reference(ar, btr, ref, mag, M, N, K);
+
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            /* op(B) (K,N) is bt^T: B stored (K,N) is bt stored transposed, (N,K) when tb */
+            store_op(a, as, M, K, ta);
+            store_op(bt, bs, N, K, !tb);
+            for (size_t x = 0; x < na; x++) as16[x] = tt_f32_to_bf16(as[x]);
+            for (size_t x = 0; x < nb; x++) bs16[x] = tt_f32_to_bf16(bs[x]);
+            for (int acc = 0; acc < 2; acc++) {
+                /* fp32 */
+                memcpy(c, c0, nc * 4);
+                CHECK(tt_gemm_f32(as, bs, c, M, N, K, ta, tb, acc) == 0);
+                double w = worst_rel(c, ref32, mag32, c0, acc, nc);
+                CHECK_MSG(w < 1e-5, "%s f32 %dx%dx%d ta=%d tb=%d acc=%d: rel err %g", isa, M, N, K, ta, tb, acc, w);
+                /* bf16: exact products of the rounded inputs, summed in fp32 */
+                memcpy(c, c0, nc * 4);
+                CHECK(tt_gemm_bf16(as16, bs16, c, M, N, K, ta, tb, acc) == 0);
+                w = worst_rel(c, ref, mag, c0, acc, nc);
+                CHECK_MSG(w < 1e-5, "%s bf16 %dx%dx%d ta=%d tb=%d acc=%d: rel err %g", isa, M, N, K, ta, tb, acc, w);
+                /* mixed: fp32 A rounded while packing, bf16 B */
+                memcpy(c, c0, nc * 4);
+                CHECK(tt_gemm(TT_BF16, as, TT_F32, ta ? M : K, bs16, TT_BF16, tb ? K : N, c, N, M, N, K,
+                              ta, tb, acc) == 0);
+                w = worst_rel(c, ref, mag, c0, acc, nc);
+                CHECK_MSG(w < 1e-5, "%s mixed A %dx%dx%d ta=%d tb=%d acc=%d: rel err %g", isa, M, N, K, ta, tb, acc, w);
+                /* mixed the other way: bf16 A, fp32 B */
+                memcpy(c, c0, nc * 4);
+                CHECK(tt_gemm(TT_BF16, as16, TT_BF16, ta ? M : K, bs, TT_F32, tb ? K : N, c, N, M, N, K,
+                              ta, tb, acc) == 0);
+                w = worst_rel(c, ref, mag, c0, acc, nc);
+                CHECK_MSG(w < 1e-5, "%s mixed B %dx%dx%d ta=%d tb=%d acc=%d: rel err %g", isa, M, N, K, ta, tb, acc, w);
+            }
+            /* fp32 compute on bf16 operands widens them exactly */
+            memcpy(c, c0, nc * 4);
+            CHECK(tt_gemm(TT_F32, as16, TT_BF16, ta ? M : K, bs16, TT_BF16, tb ? K : N, c, N, M, N, K,
+                          ta, tb, 0) == 0);
+            double w = worst_rel(c, ref, mag, c0, 0, nc);
+            CHECK_MSG(w < 1e-5, "%s f32-of-bf16 %dx%dx%d ta=%d tb=%d: rel err %g", isa, M, N, K, ta, tb, w);
+        }
+    /* the bf16 path really rounds: far from the unrounded product once K is not tiny */
+    if (K >= 64) {
+        store_op(a, as, M, K, 0);
+        store_op(bt, bs, N, K, 1);
+        CHECK(tt_gemm(TT_BF16, as, TT_F32, K, bs, TT_F32, N, c, N, M, N, K, 0, 0, 0) == 0);
+        double w = worst_rel(c, ref32, mag32, c0, 0, nc);
+        CHECK_MSG(w > 1e-4, "%s bf16 %dx%dx%d matches the fp32 product too well (%g): not rounded?", isa, M, N, K, w);
+    }
+    free(a), free(bt), free(ar), free(btr), free(as), free(bs), free(c0), free(c);
+    free(as16), free(bs16), free(ref), free(mag), free(ref32), free(mag32);
+}
+
+/* Leading dimensions larger than the rows: a sub-block of bigger matrices. */
+static void check_strides(tt_rng *rng, const char *isa)
+{
+    const int M = 23, N = 37, K = 41, lda = 50, ldb = 45, ldc = 60;
+    float A[23 * 50], B[41 * 45], C[23 * 60], C0[23 * 60];
+    for (int x = 0; x < 23 * 50; x++) A[x] = rnd(rng);
+    for (int x = 0; x < 41 * 45; x++) B[x] = rnd(rng);
+    for (int x = 0; x < 23 * 60; x++) C0[x] = C[x] = rnd(rng);
+    CHECK(tt_gemm(TT_F32, A, TT_F32, lda, B, TT_F32, ldb, C, ldc, M, N, K, 0, 0, 1) == 0);
+    double worst = 0;
+    int outside_ok = 1;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < ldc; j++) {
+            if (j >= N) { /* columns past N are not C's: untouched */
+                outside_ok &= C[i * ldc + j] == C0[i * ldc + j];
+                continue;
+            }
+            double s = C0[i * ldc + j], m = fabs(C0[i * ldc + j]);
+            for (int k = 0; k < K; k++) s += (double)A[i * lda + k] * B[k * ldb + j], m += fabs((double)A[i * lda + k] * B[k * ldb + j]);
+            const double e = fabs(C[i * ldc + j] - s) / m;
+            if (!(e <= worst)) worst = e;
+        }
+    CHECK_MSG(worst < 1e-5, "%s strided: rel err %g", isa, worst);
+    CHECK_MSG(outside_ok, "%s strided: wrote past N", isa);
+}
+
+int main(void)
+{
+    tt_rng rng = {1234, 0};
+    int paths = 0;
+    for (int isa = TT_GEMM_ISA_SCALAR; isa <= TT_GEMM_ISA_AVX512; isa++) {
+        if (!tt_gemm_isa_supported((tt_gemm_isa)isa)) {
+            CHECK(tt_gemm_set_isa((tt_gemm_isa)isa) != 0); /* refused, with a message */
+            fprintf(stderr, "test_gemm: this CPU has no %s path, skipped\n", isa_names[isa]);
+            continue;
+        }
+        CHECK(tt_gemm_set_isa((tt_gemm_isa)isa) == 0);
+        const char *f32 = tt_gemm_path_name(TT_F32), *bf16 = tt_gemm_path_name(TT_BF16);
+        CHECK_MSG(strncmp(f32, isa_names[isa], strlen(isa_names[isa])) == 0, "%s path is %s", isa_names[isa], f32);
+        CHECK_MSG(strncmp(bf16, isa_names[isa], strlen(isa_names[isa])) == 0, "%s path is %s", isa_names[isa], bf16);
+        fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s\n", isa_names[isa], f32, bf16);
+        for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) check_shape(shapes[s], &rng, isa_names[isa]);
+        check_strides(&rng, isa_names[isa]);
+        paths++;
+    }
+    CHECK(paths >= 1);
+
+    /* TITAN_GEMM_ISA caps the automatic choice */
+    setenv("TITAN_GEMM_ISA", "scalar", 1);
+    CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);
+    CHECK(strcmp(tt_gemm_path_name(TT_BF16), "scalar-f32") == 0);
+    unsetenv("TITAN_GEMM_ISA");
+    CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);
+
+    /* K = 0: an empty sum */
+    float a1[1] = {1}, b1[1] = {1}, c1[6] = {5, 5, 5, 5, 5, 5};
+    CHECK(tt_gemm_f32(a1, b1, c1, 2, 3, 0, 0, 0, 1) == 0 && c1[0] == 5 && c1[5] == 5);
+    CHECK(tt_gemm_f32(a1, b1, c1, 2, 3, 0, 0, 0, 0) == 0 && c1[0] == 0 && c1[5] == 0);
+    /* bad arguments are refused, not run */
+    CHECK(tt_gemm_f32(a1, b1, c1, -1, 1, 1, 0, 0, 0) != 0);
+    CHECK(tt_gemm(TT_F16, a1, TT_F32, 1, b1, TT_F32, 1, c1, 1, 1, 1, 1, 0, 0, 0) != 0);
+    CHECK(tt_gemm(TT_F32, a1, TT_I32, 1, b1, TT_F32, 1, c1, 1, 1, 1, 1, 0, 0, 0) != 0);
+    CHECK(tt_gemm(TT_F32, a1, TT_F32, 1, b1, TT_F32, 1, c1, 1, 1, 2, 1, 0, 0, 0) != 0); /* ldc < N */
+    CHECK(tt_gemm(TT_F32, a1, TT_F32, 1, b1, TT_F32, 1, c1, 2, 2, 2, 2, 0, 0, 0) != 0); /* lda < K */
+    CHECK(strstr(tt_last_error(), "lda") != NULL);
+    return th_done("test_gemm");
+}
