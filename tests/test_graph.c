@@ -173,8 +173,20 @@ static void test_modes_agree(tt_arch_id arch)
     tt_model_free(m);
 }
 
+/* DESIGN.md's model FLOPs: 6*N + 12*L*d*T, N = all parameters but the input
+ * embedding (a tied head counted once), checked on GPT-2 small's shape. */
+static void test_flops_per_token(void)
+{
+    tt_model_cfg c = {TT_ARCH_GPT2, 768, 12, 12, 12, 64, 3072, 50304, 1024, 1e-5, {10000, 0, 0, 0, 0, 0}, 1, 0, 0, 0};
+    int64_t mm = 0, n = tt_model_count_params(&c, &mm);
+    CHECK(n == 124475904); /* 50304 x 768 + 1024 x 768 + 12 blocks + final norm */
+    CHECK(mm == n - 1024 * 768); /* only the position table does no matmul */
+    CHECK_NEAR(tt_model_flops_per_token(&c, 1024), 6.0 * (double)mm + 12.0 * 12 * 768 * 1024, 1);
+}
+
 int main(void)
 {
+    test_flops_per_token();
     test_autodiff_fd();
     test_modes_agree(TT_ARCH_LLAMA);
     test_modes_agree(TT_ARCH_GPT2);

@@ -58,6 +58,16 @@ static int put_utf8(char *p, unsigned c)
     return 2; /* every char of the map is below U+0800 */
 }
 
+/* {"type": "ByteLevel", ...} without prefix space or regex: bytes as they are */
+static void add_byte_level(cJSON *parent, const char *key)
+{
+    cJSON *o = cJSON_AddObjectToObject(parent, key);
+    cJSON_AddStringToObject(o, "type", "ByteLevel");
+    cJSON_AddBoolToObject(o, "add_prefix_space", 0);
+    cJSON_AddBoolToObject(o, "trim_offsets", 0);
+    cJSON_AddBoolToObject(o, "use_regex", 0);
+}
+
 char *tt_byte_tokenizer_hf_json(void)
 {
     cJSON *root = cJSON_CreateObject(), *vocab = cJSON_CreateObject(), *added = cJSON_CreateArray();
@@ -78,11 +88,7 @@ char *tt_byte_tokenizer_hf_json(void)
     }
     cJSON_AddItemToObject(root, "added_tokens", added);
     cJSON_AddNullToObject(root, "normalizer");
-    cJSON *pre = cJSON_AddObjectToObject(root, "pre_tokenizer");
-    cJSON_AddStringToObject(pre, "type", "ByteLevel");
-    cJSON_AddBoolToObject(pre, "add_prefix_space", 0);
-    cJSON_AddBoolToObject(pre, "trim_offsets", 0);
-    cJSON_AddBoolToObject(pre, "use_regex", 0);
+    add_byte_level(root, "pre_tokenizer");
     /* BOS before every text, as the byte tokenizer's documents start */
     cJSON *post = cJSON_AddObjectToObject(root, "post_processor");
     cJSON_AddStringToObject(post, "type", "TemplateProcessing");
@@ -107,11 +113,7 @@ char *tt_byte_tokenizer_hf_json(void)
     cJSON *ids = cJSON_AddArrayToObject(sbos, "ids"), *toks = cJSON_AddArrayToObject(sbos, "tokens");
     cJSON_AddItemToArray(ids, cJSON_CreateNumber(TT_BYTE_BOS));
     cJSON_AddItemToArray(toks, cJSON_CreateString(special[0]));
-    cJSON *dec = cJSON_AddObjectToObject(root, "decoder");
-    cJSON_AddStringToObject(dec, "type", "ByteLevel");
-    cJSON_AddBoolToObject(dec, "add_prefix_space", 0);
-    cJSON_AddBoolToObject(dec, "trim_offsets", 0);
-    cJSON_AddBoolToObject(dec, "use_regex", 0);
+    add_byte_level(root, "decoder");
     /* a BPE without merges: every byte is its own token, id = byte value */
     cJSON *model = cJSON_AddObjectToObject(root, "model");
     cJSON_AddStringToObject(model, "type", "BPE");

@@ -13,11 +13,6 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-double tt_flops_per_token(long n_matmul_params, int n_layers, int n_heads, int head_dim, int seq_len)
-{
-    return 6.0 * (double)n_matmul_params + 12.0 * n_layers * ((double)n_heads * head_dim) * seq_len;
-}
-
 double tt_tflops(double tokens_per_sec, double flops_per_token) { return tokens_per_sec * flops_per_token * 1e-12; }
 
 double tt_mfu_percent(double tokens_per_sec, double flops_per_token, double peak_gflops)

@@ -10,9 +10,7 @@
 #include "titan/titan.h"
 
 /* ---- FLOPs and MFU ------------------------------------------------------- */
-/* Model FLOPs per trained token, TorchTitan's formula: 6*N + 12*L*d*T with
- * N = parameters that do matmuls, L = layers, d = n_heads*head_dim, T = seq_len. */
-double tt_flops_per_token(long n_matmul_params, int n_layers, int n_heads, int head_dim, int seq_len);
+/* (Model FLOPs per token come from the model: tt_model_flops_per_token.) */
 /* Achieved TFLOP/s for a token rate. */
 double tt_tflops(double tokens_per_sec, double flops_per_token);
 /* Model FLOPs utilisation in percent of peak_gflops (GFLOP/s); 0 if the peak is unknown (<= 0). */
