@@ -52,5 +52,18 @@ expect_error "eval without checkpoint" "no checkpoint" "$TITAN" eval --job.dump_
 expect_error "unknown command" "unknown command" "$TITAN" trian
 expect_error "unknown flag" "bogus" "$TITAN" plan --bogus
 
+# titan prepare: a malformed .jsonl line stops with its file and line, or is skipped when asked
+printf '{"text": "one"}\n{"text": "two"\n{"text": "three"}\n' >"$W/bad.jsonl"
+expect_error "prepare: malformed jsonl line" "bad.jsonl:2: malformed JSON" "$TITAN" prepare --out "$W/p1" "$W/bad.jsonl"
+"$TITAN" prepare --out "$W/p2" --on-error skip --val-fraction 0 "$W/bad.jsonl" >"$W/out" 2>"$W/err"
+if [ $? -eq 0 ] && grep -q "bad.jsonl:2: malformed JSON: skipped" "$W/err" && grep -q "train: 2 documents" "$W/out"; then
+  echo "ok   prepare --on-error skip: reports and skips the line"; pass=$((pass + 1))
+else
+  echo "FAIL prepare --on-error skip"; cat "$W/out" "$W/err"; fail=$((fail + 1))
+fi
+printf 'not a jsonl name\n' >"$W/notes.md"
+expect_error "prepare: unknown input kind" "notes.md: not a .txt, .jsonl or .jsonl.gz" "$TITAN" prepare --out "$W/p3" "$W/notes.md"
+expect_error "prepare: bad tokenizer.json" "bad.jsonl" "$TITAN" prepare --out "$W/p4" --tokenizer "$W/bad.jsonl" "$W/bad.jsonl"
+
 echo "cli_bad_input: $pass passed, $fail failed"
 [ $fail -eq 0 ]
