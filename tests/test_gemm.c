@@ -12,11 +12,12 @@
 typedef struct { int M, N, K; } shape;
 
 /* Shapes: tiny, odd (not multiples of any tile), K = 1, few rows (the
- * skinny path, up to 8 rows, also split over threads) and just past it, and
- * two big enough to cross the cache blocks (kc, mc) and be split over threads. */
+ * skinny path: up to 8 rows for bf16 on AVX-512, 32 otherwise; also split
+ * over threads) and just past it, and some big enough to cross the cache
+ * blocks (kc, mc) and be split over threads. */
 static const shape shapes[] = {
     {1, 1, 1}, {17, 33, 65}, {129, 5, 300}, {40, 50, 1}, {3, 70, 9}, {8, 20, 33}, {9, 100, 20},
-    {2, 700, 400}, {300, 70, 600}, {37, 1000, 45}, {20, 40, 1100},
+    {32, 50, 40}, {33, 40, 20}, {2, 700, 400}, {300, 70, 600}, {37, 1000, 45}, {20, 40, 1100},
 };
 
 static float rnd(tt_rng *r) { return (float)(2.0 * tt_rng_uniform(r) - 1.0); }
@@ -127,15 +128,18 @@ static void check_shape(shape s, tt_rng *rng, const char *isa)
     free(as16), free(bs16), free(ref), free(mag), free(ref32), free(mag32);
 }
 
-/* Leading dimensions larger than the rows: a sub-block of bigger matrices. */
-static void check_strides(tt_rng *rng, const char *isa)
+/* Leading dimensions larger than the rows (a sub-block of bigger matrices):
+ * the padding is neither read into the result nor written. */
+static void check_strides(tt_rng *rng, const char *isa, int M, tt_dtype compute, int ta, int tb)
 {
-    const int M = 23, N = 37, K = 41, lda = 50, ldb = 45, ldc = 60;
-    float A[23 * 50], B[41 * 45], C[23 * 60], C0[23 * 60];
-    for (int x = 0; x < 23 * 50; x++) A[x] = rnd(rng);
-    for (int x = 0; x < 41 * 45; x++) B[x] = rnd(rng);
-    for (int x = 0; x < 23 * 60; x++) C0[x] = C[x] = rnd(rng);
-    CHECK(tt_gemm(TT_F32, A, TT_F32, lda, B, TT_F32, ldb, C, ldc, M, N, K, 0, 0, 1) == 0);
+    const int N = 37, K = 41, pad = 7;
+    const int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+    const size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+    float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *C0 = malloc(nc * 4);
+    for (size_t x = 0; x < na; x++) A[x] = rnd(rng);
+    for (size_t x = 0; x < nb; x++) B[x] = rnd(rng);
+    for (size_t x = 0; x < nc; x++) C0[x] = C[x] = rnd(rng);
+    CHECK(tt_gemm(compute, A, TT_F32, lda, B, TT_F32, ldb, C, ldc, M, N, K, ta, tb, 1) == 0);
     double worst = 0;
     int outside_ok = 1;
     for (int i = 0; i < M; i++)
@@ -145,12 +149,17 @@ static void check_strides(tt_rng *rng, const char *isa)
                 continue;
             }
             double s = C0[i * ldc + j], m = fabs(C0[i * ldc + j]);
-            for (int k = 0; k < K; k++) s += (double)A[i * lda + k] * B[k * ldb + j], m += fabs((double)A[i * lda + k] * B[k * ldb + j]);
+            for (int k = 0; k < K; k++) {
+                float x = ta ? A[k * lda + i] : A[i * lda + k], y = tb ? B[j * ldb + k] : B[k * ldb + j];
+                if (compute == TT_BF16) x = to_bf16f(x), y = to_bf16f(y);
+                s += (double)x * y, m += fabs((double)x * y);
+            }
             const double e = fabs(C[i * ldc + j] - s) / m;
             if (!(e <= worst)) worst = e;
         }
-    CHECK_MSG(worst < 1e-5, "%s strided: rel err %g", isa, worst);
-    CHECK_MSG(outside_ok, "%s strided: wrote past N", isa);
+    CHECK_MSG(worst < 1e-5, "%s strided %s M=%d ta=%d tb=%d: rel err %g", isa, tt_dtype_name(compute), M, ta, tb, worst);
+    CHECK_MSG(outside_ok, "%s strided %s M=%d: wrote past N", isa, tt_dtype_name(compute), M);
+    free(A), free(B), free(C), free(C0);
 }
 
 int main(void)
@@ -169,7 +178,10 @@ int main(void)
         CHECK_MSG(strncmp(bf16, isa_names[isa], strlen(isa_names[isa])) == 0, "%s path is %s", isa_names[isa], bf16);
         fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s\n", isa_names[isa], f32, bf16);
         for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) check_shape(shapes[s], &rng, isa_names[isa]);
-        check_strides(&rng, isa_names[isa]);
+        for (int t = 0; t < 4; t++) { /* few rows (skinny for fp32) and many (packed) */
+            check_strides(&rng, isa_names[isa], 23, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
+            check_strides(&rng, isa_names[isa], 45, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
+        }
         paths++;
     }
     CHECK(paths >= 1);

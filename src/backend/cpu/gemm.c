@@ -144,19 +144,18 @@ static int balanced_block(int n, int cap, int unit)
 }
 
 /* How the threads share one GEMM (one parallel region, static partition):
- *  - split_m: each thread owns a band of whole MR row tiles of C and packs its
- *    own A blocks (they stay in its L2); the B block of each (nc, kc) step is
- *    packed by all threads together and shared (it sits in L3).
- *  - otherwise (too few row tiles to share evenly): every A block is packed
- *    together too, and the MR x NR tiles of each (mc, nc) block are dealt out
- *    in equal contiguous runs.
- * No operand is packed twice either way. */
+ * every block of B (kc x nc) and of A (mc x kc) is packed by all threads
+ * together, each packing whole panels, and the MR x NR tiles of each (mc, nc)
+ * block are dealt out in equal contiguous runs, B panel major. A thread's run
+ * then mostly uses the B panels it packed itself, still in its own L2.
+ * (Giving each thread its own band of rows with a private A block and the
+ * whole shared B block was measured slower on Zen 4, by up to 30% when M is
+ * small: half of B then comes from the other core's L2.) */
 typedef struct {
-    int T, split_m;
-    int kcb, ncb, mcb; /* block sizes (mcb: the largest any thread uses) */
-    char *bbuf;        /* shared packed B: ncb x kcb */
-    char *abuf;        /* packed A: one mcb x kcb block per thread (split_m) or one shared */
-    size_t abytes;     /* bytes of one A block, a multiple of 64 */
+    int T;
+    int kcb, ncb, mcb; /* block sizes */
+    char *bbuf;        /* packed B: ncb x kcb */
+    char *abuf;        /* packed A: mcb x kcb */
 } gemm_plan;
 
 static size_t round64(size_t x) { return (x + 63) / 64 * 64; }
@@ -224,21 +223,13 @@ static inline void tile(const gemm_job *j, int ks, const char *ap, const char *b
 }
 
 /* Thread t of T: the BLIS loop nest. For each nc block of columns and kc
- * block of k, pack B (kc x nc) together; then for each mc block of rows pack
- * A (mc x kc, kept in L2) and sweep the microkernel over the block, B
+ * block of k, pack B (kc x nc); then for each mc block of rows pack A (mc x
+ * kc, it stays in L2) and sweep the microkernel over the block's tiles, B
  * micro-panel outer so each is reused by all the A micro-panels in turn. */
 static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
 {
     const tt_gemm_impl *im = j->im;
     const int mr = im->mr, nr = im->nr, ku = im->kunit, K = j->K, T = pl->T;
-    int mlo = 0, mhi = j->M, mcb = pl->mcb;
-    char *abuf = pl->abuf;
-    if (pl->split_m) {
-        const int tm = cdiv(j->M, mr);
-        mlo = (int)((long)tm * t / T) * mr, mhi = imin((int)((long)tm * (t + 1) / T) * mr, j->M);
-        mcb = balanced_block(mhi - mlo, im->mc, mr);
-        abuf += (size_t)t * pl->abytes;
-    }
     for (int jc = 0; jc < j->N; jc += pl->ncb) {
         const int nc = imin(pl->ncb, j->N - jc), npj = cdiv(nc, nr);
         for (int pc = 0; pc < K; pc += pl->kcb) {
@@ -246,33 +237,31 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
             const int beta = pc > 0 || j->accumulate;
             const size_t bpanel = (size_t)ks * nr * ku * im->esize, apanel = (size_t)ks * mr * ku * im->esize;
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
-            barrier(T);
-            for (int ic = mlo; ic < mhi; ic += mcb) {
-                const int mc = imin(mcb, mhi - ic), npi = cdiv(mc, mr);
-                int x0 = 0, x1 = npj * npi; /* tiles, B panel major */
-                if (pl->split_m) {
-                    pack_rows(j, 1, ic, mc, pc, kc, abuf);
-                } else {
-                    pack_share(j, 1, ic, mc, pc, kc, abuf, t, T);
-                    barrier(T);
-                    x0 = (int)((long)x1 * t / T), x1 = (int)((long)x1 * (t + 1) / T);
-                }
+            for (int ic = 0; ic < j->M; ic += pl->mcb) {
+                const int mc = imin(pl->mcb, j->M - ic), npi = cdiv(mc, mr);
+                pack_share(j, 1, ic, mc, pc, kc, pl->abuf, t, T);
+                barrier(T); /* the A block (and, the first time, the B block) is whole */
+                const int ntile = npj * npi;
+                const int x0 = (int)((long)ntile * t / T), x1 = (int)((long)ntile * (t + 1) / T);
                 for (int x = x0; x < x1; x++) {
                     const int jr = x / npi, ir = x % npi;
-                    tile(j, ks, abuf + ir * apanel, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr,
+                    tile(j, ks, pl->abuf + ir * apanel, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr,
                          imin(mr, mc - ir * mr), imin(nr, nc - jr * nr), beta);
                 }
-                if (!pl->split_m) barrier(T); /* before the shared A block is packed again */
+                barrier(T); /* everyone is done with the A block (and the B block, after the last) */
             }
-            barrier(T); /* before the shared B block is packed again */
         }
     }
 }
 
 /* below this many multiply-adds one thread is faster than waking the team */
 #define TT_GEMM_SERIAL_MACS (1 << 19)
-/* C with at most this many rows takes the skinny path (no packing) */
-#define TT_GEMM_SKINNY_M 8
+/* C with at most this many rows takes the skinny path (no packing: B is read
+ * once, in place). Measured crossovers on Zen 4: up to 32 rows for fp32
+ * products; only 8 when the packed path has bf16 dot products (2x the FLOPs
+ * of the skinny path's fp32 FMAs). */
+#define TT_GEMM_SKINNY_M_F32 32
+#define TT_GEMM_SKINNY_M_BF16 8
 
 /* Threads for this job: 1 inside another parallel region (no nesting, no
  * oversubscription) or for a small product, else the OpenMP default. */
@@ -313,19 +302,23 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
     float *a = (float *)scratch((size_t)M * K * sizeof(float), j);
     if (!a) return -1;
     const int round_a = compute == TT_BF16 && j->adt == TT_F32;
-    for (int i = 0; i < M; i++)
+    for (int i = 0; i < M; i++) {
+        float *ai = a + (size_t)i * K;
+        if (!j->ta && j->adt == TT_F32 && !round_a) { /* the common case: a plain copy */
+            memcpy(ai, (const float *)j->A + (size_t)i * j->lda, (size_t)K * sizeof(float));
+            continue;
+        }
         for (int k = 0; k < K; k++) {
             const size_t idx = j->ta ? (size_t)k * j->lda + i : (size_t)i * j->lda + k;
-            float v;
             if (j->adt == TT_BF16) {
-                union { uint32_t u; float f; } x = {(uint32_t)((const uint16_t *)j->A)[idx] << 16};
-                v = x.f;
+                const uint32_t u = (uint32_t)((const uint16_t *)j->A)[idx] << 16;
+                memcpy(ai + k, &u, sizeof(float));
             } else {
-                v = ((const float *)j->A)[idx];
-                if (round_a) v = tt_gemm_round_bf16(v);
+                const float v = ((const float *)j->A)[idx];
+                ai[k] = round_a ? tt_gemm_round_bf16(v) : v;
             }
-            a[(size_t)i * K + k] = v;
         }
+    }
     const tt_gemm_skinny_args sa = {
         .a = a, .b = j->B, .bdt = j->bdt, .ldb = j->ldb, .tb = j->tb,
         .round_b = compute == TT_BF16 && j->bdt == TT_F32, .c = j->C, .ldc = j->ldc,
@@ -347,37 +340,38 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
     return TT_OK;
 }
 
+/* the most bytes of packed A in one block (of L2's 1 MB on Zen 4) */
+#define A_BLOCK_BYTES (384 * 1024)
+
 static tt_err gemm_run(gemm_job *j)
 {
     const tt_gemm_impl *im = j->im;
     const int nt = team_size(j);
-    /* Buffers for up to nt threads: block sizes never exceed min(cap, size
-     * rounded up to the tile), whatever a thread's share. */
-    gemm_plan pl = {.kcb = balanced_block(j->K, im->kc, im->kunit), .ncb = balanced_block(j->N, im->nc, im->nr)};
-    const size_t amax = round64((size_t)imin(im->mc, round_up(j->M, im->mr)) * pl.kcb * im->esize);
+    gemm_plan pl = {
+        .kcb = balanced_block(j->K, im->kc, im->kunit),
+        .ncb = balanced_block(j->N, im->nc, im->nr),
+    };
+    /* A short k block leaves room for more rows of A in L2: fewer, larger A
+     * blocks mean fewer barriers and packing calls. */
+    int mcap = (int)(A_BLOCK_BYTES / ((size_t)pl.kcb * im->esize)) / im->mr * im->mr;
+    if (mcap < im->mc) mcap = im->mc;
+    pl.mcb = balanced_block(j->M, mcap, im->mr);
+    const size_t abytes = round64((size_t)pl.mcb * pl.kcb * im->esize);
     const size_t bbytes = round64((size_t)pl.ncb * pl.kcb * im->esize);
-    size_t need;
-    if (tt_mul_size(amax, (size_t)nt, &need) || need > SIZE_MAX - bbytes)
-        return tt_errorf("gemm: %dx%dx%d packing buffer overflows", j->M, j->N, j->K);
-    char *buf = scratch(need + bbytes, j);
+    char *buf = scratch(abytes + bbytes, j);
     if (!buf) return -1;
-    pl.bbuf = buf, pl.abuf = buf + bbytes, pl.abytes = amax;
+    pl.bbuf = buf, pl.abuf = buf + bbytes;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
     {
         gemm_plan my = pl;
+        int t = 0;
+        my.T = 1;
 #ifdef _OPENMP
         my.T = omp_get_num_threads();
-        const int t = omp_get_thread_num();
-#else
-        my.T = 1;
-        const int t = 0;
+        t = omp_get_thread_num();
 #endif
-        /* split rows when every thread gets an equal count of row tiles, within 5% */
-        const int tm = cdiv(j->M, im->mr);
-        my.split_m = my.T == 1 || (tm >= my.T && (double)cdiv(tm, my.T) * my.T <= 1.05 * tm);
-        my.mcb = balanced_block(j->M, im->mc, im->mr);
         gemm_thread(j, &my, t);
     }
     return TT_OK;
@@ -413,7 +407,8 @@ tt_err tt_gemm(tt_dtype compute, const void *A, tt_dtype a_dtype, int lda, const
         .ta = ta, .tb = tb, .C = C, .M = M, .N = N, .K = K, .accumulate = accumulate != 0,
     };
     j.im = pick_impl(compute, &j.round);
-    if (M <= TT_GEMM_SKINNY_M && j.im->skinny) return gemm_skinny(&j, compute);
+    if (j.im->skinny && M <= (j.im->kunit == 2 ? TT_GEMM_SKINNY_M_BF16 : TT_GEMM_SKINNY_M_F32))
+        return gemm_skinny(&j, compute);
     return gemm_run(&j);
 }
 

@@ -9,10 +9,11 @@
  *
  * Threads: one OpenMP parallel region per call over omp_get_max_threads()
  * threads, or the calling thread alone when called inside a parallel region
- * or for a product under ~0.5M multiply-adds. C with at most 8 rows (decode)
- * takes a path that reads B in place instead of packing it. A CPU without
- * AVX512_BF16 computes bf16 as fp32 products of the bf16-rounded values: the
- * same numbers up to the order of the sums. */
+ * or for a product under ~0.5M multiply-adds. C with few rows (up to 32; 8
+ * for bf16 on AVX512_BF16), as in decoding, takes a path that reads B in
+ * place instead of packing it. A CPU without AVX512_BF16 computes bf16 as
+ * fp32 products of the bf16-rounded values: the same numbers up to the order
+ * of the sums. */
 #ifndef TT_GEMM_H
 #define TT_GEMM_H
 
@@ -21,7 +22,8 @@
 #include "core/core.h"
 
 /* fp32: the same contract as cpu_matmul in kernels.h. These return -1 only
- * when the packing buffer cannot be allocated (or for negative sizes). */
+ * for negative or huge sizes, or when the scratch buffer (packed blocks, kept
+ * per calling thread and reused) cannot be allocated. */
 tt_err tt_gemm_f32(const float *A, const float *B, float *C, int M, int N, int K, int ta, int tb,
                    int accumulate);
 
