@@ -19,7 +19,7 @@ def titan_shape(titan, config, overrides):
     return dict(dim=dim, layers=layers, heads=heads, kv=kv, hd=hd, ffn=ffn, vocab=vocab, tied=m.group(8) == "tied")
 
 
-def run_torch(shape, B, T, steps, warmup, dtype, compile_, threads, lr):
+def run_torch(python, shape, B, T, steps, warmup, dtype, compile_, threads, lr):
     """Runs in a child process so that its peak RSS is its own."""
     code = f"""
 import math, resource, time, torch, torch.nn as nn, torch.nn.functional as F
@@ -33,6 +33,11 @@ cos, sin = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
 def rope(x):
     x1, x2 = x[..., : HD // 2], x[..., HD // 2 :]
     return x * cos + torch.cat([-x2, x1], -1) * sin
+causal = torch.full((T, T), float("-inf")).triu(1)
+def attend(q, k, v):
+    if hasattr(F, "scaled_dot_product_attention"): return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    # torch < 2.0 has no fused attention: the textbook form
+    return torch.softmax((q @ k.transpose(-2, -1)) * HD ** -0.5 + causal, -1) @ v
 class Block(nn.Module):
     def __init__(s):
         super().__init__(); s.n1, s.n2 = RMSNorm(D), RMSNorm(D)
@@ -43,7 +48,7 @@ class Block(nn.Module):
         q = rope(s.q(h).view(B, T, H, HD).transpose(1, 2)); k = rope(s.k(h).view(B, T, KV, HD).transpose(1, 2))
         v = s.v(h).view(B, T, KV, HD).transpose(1, 2)
         if KV != H: k, v = k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, H*HD)
+        a = attend(q, k, v).transpose(1, 2).reshape(B, T, H*HD)
         x = x + s.o(a); h = s.n2(x)
         return x + s.w2(F.silu(s.w1(h)) * s.w3(h))
 class Model(nn.Module):
@@ -73,7 +78,7 @@ el = time.perf_counter() - t0
 print("TPS", B * T * {steps} / el, "RSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "VER", torch.__version__)
 """
     env = dict(os.environ)
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
+    out = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
     m = re.search(r"TPS ([\d.e+]+) RSS (\d+) VER (\S+)", out)
     return float(m.group(1)), int(m.group(2)), m.group(3)
 
@@ -102,6 +107,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--compile", action="store_true", help="torch.compile the PyTorch model")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--python", default=sys.executable, help="the Python whose torch to run (e.g. /usr/bin/python3 for Debian's python3-torch)")
     ap.add_argument("titan_overrides", nargs="*", help="extra --section.key value pairs for titan (after --)")
     a = ap.parse_args()
     over = list(a.titan_overrides)
@@ -119,7 +125,7 @@ def main():
     for r in range(a.rounds):
         x, y = run_titan(a.titan, a.config, over, a.steps, a.warmup)
         tt.append(x); tr.append(y)
-        x, y, ver = run_torch(shape, B, T, a.steps, a.warmup, a.dtype, a.compile, a.threads, lr)
+        x, y, ver = run_torch(a.python, shape, B, T, a.steps, a.warmup, a.dtype, a.compile, a.threads, lr)
         pt.append(x); pr.append(y)
         print(f"round {r + 1}: titan {tt[-1]:,.0f} tok/s  torch {pt[-1]:,.0f} tok/s  ratio {tt[-1] / pt[-1]:.2f}")
     name = f"torch {ver}" + (" compile" if a.compile else " eager")

@@ -63,6 +63,46 @@ static double worst_rel(const float *c, const double *ref, const double *mag, co
 
 static const char *isa_names[] = {"auto", "scalar", "avx2", "avx512"};
 
+/* the general entry with an fp32 C, argument by argument */
+static tt_err gemm(tt_dtype compute, const void *A, tt_dtype adt, int lda, const void *B, tt_dtype bdt, int ldb,
+                   float *C, int ldc, int M, int N, int K, int ta, int tb, int acc)
+{
+    return tt_gemm(&(tt_gemm_args){.compute = compute, .A = A, .adt = adt, .lda = lda, .ta = ta, .B = B, .bdt = bdt,
+                                   .ldb = ldb, .tb = tb, .C = C, .cdt = TT_F32, .ldc = ldc, .M = M, .N = N, .K = K,
+                                   .accumulate = acc});
+}
+
+/* A bf16 C is the fp32 result rounded once: computing into fp32 and rounding
+ * must give the same bits, up to the rounding of values that sit within an
+ * fp32 ulp of a bf16 tie (counted, and allowed to be a few). Accumulating
+ * adds the old bf16 value in fp32 before that rounding. */
+static void check_bf16_out(tt_rng *rng, const char *isa, int M, int N, int K, tt_dtype compute)
+{
+    const size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *cf = malloc(nc * 4);
+    uint16_t *c = malloc(nc * 2), *c0 = malloc(nc * 2);
+    for (size_t x = 0; x < na; x++) a[x] = rnd(rng);
+    for (size_t x = 0; x < nb; x++) b[x] = rnd(rng);
+    for (size_t x = 0; x < nc; x++) c0[x] = tt_f32_to_bf16(rnd(rng));
+    for (int acc = 0; acc < 2; acc++) {
+        for (size_t x = 0; x < nc; x++) cf[x] = acc ? tt_bf16_to_f32(c0[x]) : 0;
+        memcpy(c, c0, nc * 2);
+        CHECK(gemm(compute, a, TT_F32, K, b, TT_F32, N, cf, N, M, N, K, 0, 0, acc) == 0);
+        CHECK(tt_gemm(&(tt_gemm_args){.compute = compute, .A = a, .adt = TT_F32, .lda = K, .B = b, .bdt = TT_F32,
+                                      .ldb = N, .C = c, .cdt = TT_BF16, .ldc = N, .M = M, .N = N, .K = K,
+                                      .accumulate = acc}) == 0);
+        size_t off = 0, far = 0;
+        for (size_t x = 0; x < nc; x++) {
+            const float want = tt_bf16_to_f32(tt_f32_to_bf16(cf[x])), got = tt_bf16_to_f32(c[x]);
+            if (got != want) off++;
+            if (fabsf(got - want) > 1.01f * fabsf(want) / 128) far++; /* more than one bf16 ulp */
+        }
+        CHECK_MSG(far == 0 && off <= 2 + nc / 1000, "%s %s -> bf16 C %dx%dx%d acc=%d: %zu of %zu differ, %zu by more than an ulp",
+                  isa, tt_dtype_name(compute), M, N, K, acc, off, nc, far);
+    }
+    free(a), free(b), free(cf), free(c), free(c0);
+}
+
 /* One shape on the current path: fp32, bf16 and mixed, 4 transposes, acc 0/1. */
 static void check_shape(shape s, tt_rng *rng, const char *isa)
 {
@@ -98,20 +138,20 @@ static void check_shape(shape s, tt_rng *rng, const char *isa)
                 CHECK_MSG(w < 1e-5, "%s bf16 %dx%dx%d ta=%d tb=%d acc=%d: rel err %g", isa, M, N, K, ta, tb, acc, w);
                 /* mixed: fp32 A rounded while packing, bf16 B */
                 memcpy(c, c0, nc * 4);
-                CHECK(tt_gemm(TT_BF16, as, TT_F32, ta ? M : K, bs16, TT_BF16, tb ? K : N, c, N, M, N, K,
+                CHECK(gemm(TT_BF16, as, TT_F32, ta ? M : K, bs16, TT_BF16, tb ? K : N, c, N, M, N, K,
                               ta, tb, acc) == 0);
                 w = worst_rel(c, ref, mag, c0, acc, nc);
                 CHECK_MSG(w < 1e-5, "%s mixed A %dx%dx%d ta=%d tb=%d acc=%d: rel err %g", isa, M, N, K, ta, tb, acc, w);
                 /* mixed the other way: bf16 A, fp32 B */
                 memcpy(c, c0, nc * 4);
-                CHECK(tt_gemm(TT_BF16, as16, TT_BF16, ta ? M : K, bs, TT_F32, tb ? K : N, c, N, M, N, K,
+                CHECK(gemm(TT_BF16, as16, TT_BF16, ta ? M : K, bs, TT_F32, tb ? K : N, c, N, M, N, K,
                               ta, tb, acc) == 0);
                 w = worst_rel(c, ref, mag, c0, acc, nc);
                 CHECK_MSG(w < 1e-5, "%s mixed B %dx%dx%d ta=%d tb=%d acc=%d: rel err %g", isa, M, N, K, ta, tb, acc, w);
             }
             /* fp32 compute on bf16 operands widens them exactly */
             memcpy(c, c0, nc * 4);
-            CHECK(tt_gemm(TT_F32, as16, TT_BF16, ta ? M : K, bs16, TT_BF16, tb ? K : N, c, N, M, N, K,
+            CHECK(gemm(TT_F32, as16, TT_BF16, ta ? M : K, bs16, TT_BF16, tb ? K : N, c, N, M, N, K,
                           ta, tb, 0) == 0);
             double w = worst_rel(c, ref, mag, c0, 0, nc);
             CHECK_MSG(w < 1e-5, "%s f32-of-bf16 %dx%dx%d ta=%d tb=%d: rel err %g", isa, M, N, K, ta, tb, w);
@@ -120,7 +160,7 @@ static void check_shape(shape s, tt_rng *rng, const char *isa)
     if (K >= 64) {
         store_op(a, as, M, K, 0);
         store_op(bt, bs, N, K, 1);
-        CHECK(tt_gemm(TT_BF16, as, TT_F32, K, bs, TT_F32, N, c, N, M, N, K, 0, 0, 0) == 0);
+        CHECK(gemm(TT_BF16, as, TT_F32, K, bs, TT_F32, N, c, N, M, N, K, 0, 0, 0) == 0);
         double w = worst_rel(c, ref32, mag32, c0, 0, nc);
         CHECK_MSG(w > 1e-4, "%s bf16 %dx%dx%d matches the fp32 product too well (%g): not rounded?", isa, M, N, K, w);
     }
@@ -139,7 +179,7 @@ static void check_strides(tt_rng *rng, const char *isa, int M, tt_dtype compute,
     for (size_t x = 0; x < na; x++) A[x] = rnd(rng);
     for (size_t x = 0; x < nb; x++) B[x] = rnd(rng);
     for (size_t x = 0; x < nc; x++) C0[x] = C[x] = rnd(rng);
-    CHECK(tt_gemm(compute, A, TT_F32, lda, B, TT_F32, ldb, C, ldc, M, N, K, ta, tb, 1) == 0);
+    CHECK(gemm(compute, A, TT_F32, lda, B, TT_F32, ldb, C, ldc, M, N, K, ta, tb, 1) == 0);
     double worst = 0;
     int outside_ok = 1;
     for (int i = 0; i < M; i++)
@@ -182,6 +222,12 @@ int main(void)
             check_strides(&rng, isa_names[isa], 23, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
             check_strides(&rng, isa_names[isa], 45, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
         }
+        /* bf16 C: one k block, several (the partial sums), and few rows (skinny) */
+        for (int t = 0; t < 2; t++) {
+            check_bf16_out(&rng, isa_names[isa], 37, 70, 50, t ? TT_BF16 : TT_F32);
+            check_bf16_out(&rng, isa_names[isa], 40, 45, 2500, t ? TT_BF16 : TT_F32);
+            check_bf16_out(&rng, isa_names[isa], 3, 130, 90, t ? TT_BF16 : TT_F32);
+        }
         paths++;
     }
     CHECK(paths >= 1);
@@ -199,10 +245,12 @@ int main(void)
     CHECK(tt_gemm_f32(a1, b1, c1, 2, 3, 0, 0, 0, 0) == 0 && c1[0] == 0 && c1[5] == 0);
     /* bad arguments are refused, not run */
     CHECK(tt_gemm_f32(a1, b1, c1, -1, 1, 1, 0, 0, 0) != 0);
-    CHECK(tt_gemm(TT_F16, a1, TT_F32, 1, b1, TT_F32, 1, c1, 1, 1, 1, 1, 0, 0, 0) != 0);
-    CHECK(tt_gemm(TT_F32, a1, TT_I32, 1, b1, TT_F32, 1, c1, 1, 1, 1, 1, 0, 0, 0) != 0);
-    CHECK(tt_gemm(TT_F32, a1, TT_F32, 1, b1, TT_F32, 1, c1, 1, 1, 2, 1, 0, 0, 0) != 0); /* ldc < N */
-    CHECK(tt_gemm(TT_F32, a1, TT_F32, 1, b1, TT_F32, 1, c1, 2, 2, 2, 2, 0, 0, 0) != 0); /* lda < K */
+    CHECK(gemm(TT_F16, a1, TT_F32, 1, b1, TT_F32, 1, c1, 1, 1, 1, 1, 0, 0, 0) != 0);
+    CHECK(gemm(TT_F32, a1, TT_I32, 1, b1, TT_F32, 1, c1, 1, 1, 1, 1, 0, 0, 0) != 0);
+    CHECK(gemm(TT_F32, a1, TT_F32, 1, b1, TT_F32, 1, c1, 1, 1, 2, 1, 0, 0, 0) != 0); /* ldc < N */
+    CHECK(gemm(TT_F32, a1, TT_F32, 1, b1, TT_F32, 1, c1, 2, 2, 2, 2, 0, 0, 0) != 0); /* lda < K */
     CHECK(strstr(tt_last_error(), "lda") != NULL);
+    CHECK(tt_gemm(&(tt_gemm_args){.compute = TT_F32, .A = a1, .adt = TT_F32, .lda = 1, .B = b1, .bdt = TT_F32,
+                                  .ldb = 1, .C = c1, .cdt = TT_I32, .ldc = 1, .M = 1, .N = 1, .K = 1}) != 0);
     return th_done("test_gemm");
 }

@@ -68,8 +68,10 @@ static tt_err check_finite(const tt_node *n)
         const tt_value *v = n->out[o];
         int64_t cnt = tt_value_numel(v);
         for (int64_t i = 0; i < cnt; i++) {
-            double x = v->dtype == TT_F32 ? ((const float *)v->data)[i]
-                     : v->dtype == TT_F64 ? ((const double *)v->data)[i] : 0.0;
+            double x = v->dtype == TT_F32    ? ((const float *)v->data)[i]
+                       : v->dtype == TT_F64  ? ((const double *)v->data)[i]
+                       : v->dtype == TT_BF16 ? tt_bf16_to_f32(((const uint16_t *)v->data)[i])
+                                             : 0.0;
             /* attention's logsumexp is -inf for rows that see no key (padding) */
             if (isnan(x) || (isinf(x) && !(n->op == TT_OP_ATTENTION && o == 1 && x < 0))) {
                 char d[96];

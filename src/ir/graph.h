@@ -58,7 +58,10 @@ typedef struct tt_graph {
     void **owned;     /* const buffers owned by the graph */
     int n_owned, cap_owned;
     int failed;       /* a builder error happened: tt_last_error() says which */
-    int matmul_bf16;  /* mixed precision: matmuls built from now on round their inputs to bf16 */
+    /* Mixed precision: TT_BF16 makes the activations that embeddings produce
+     * from fp32 tables bf16, and every op after them follows its inputs (fp32
+     * weights, fp32 statistics and fp32 parameter gradients stay fp32). */
+    tt_dtype act_dtype;
 } tt_graph;
 
 tt_graph *tt_graph_new(void);

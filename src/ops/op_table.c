@@ -49,8 +49,9 @@ static void bw_matmul(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value *
     /* C = op(A) op(B).  dA = dC op(B)^T, dB = op(A)^T dC, written back in A's and B's storage layouts. */
     tt_value *A = n->in[0], *B = n->in[1], *dC = gout[0];
     int ta = (int)n->a.i[0], tb = (int)n->a.i[1];
-    gin[0] = ta ? tt_matmul(g, B, dC, tb, 1) : tt_matmul(g, dC, B, 0, !tb);
-    gin[1] = tb ? tt_matmul(g, dC, A, 1, ta) : tt_matmul(g, A, dC, !ta, 0);
+    /* each gradient has its input's dtype: bf16 for activations, fp32 for weights */
+    gin[0] = ta ? tt_matmul_to(g, B, dC, tb, 1, A->dtype) : tt_matmul_to(g, dC, B, 0, !tb, A->dtype);
+    gin[1] = tb ? tt_matmul_to(g, dC, A, 1, ta, B->dtype) : tt_matmul_to(g, A, dC, !ta, 0, B->dtype);
 }
 
 static void bw_bias_add(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)

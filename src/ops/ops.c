@@ -31,33 +31,53 @@ static int same_shape(const tt_value *a, const tt_value *b)
     } while (0)
 
 static int64_t rows(const tt_value *v) { return v->ndim == 1 ? 1 : v->shape[0]; }
+
+/* Statistics a kernel saves for the backward (rstd, mean, logsumexp) and
+ * scalar losses stay fp32 when the activations are bf16. */
+static tt_dtype stat_dtype(tt_dtype d) { return d == TT_BF16 ? TT_F32 : d; }
+/* Two floating operands may meet when they have one dtype, or when they are
+ * fp32 and bf16: fp32 weights (and statistics) beside bf16 activations. */
+static int meet(const tt_value *a, const tt_value *b)
+{
+    if (a->dtype == b->dtype) return a->dtype == TT_F32 || a->dtype == TT_BF16 || a->dtype == TT_F64;
+    return (a->dtype == TT_F32 || a->dtype == TT_BF16) && (b->dtype == TT_F32 || b->dtype == TT_BF16);
+}
 static int64_t cols(const tt_value *v) { return v->shape[v->ndim - 1]; }
 
 tt_value *tt_embedding(tt_graph *g, tt_value *ids, tt_value *table)
 {
     NEED(ids && table && ids->dtype == TT_I32 && table->ndim == 2, "embedding: needs i32 ids and a (V, D) table");
-    tt_value *y = act(g, table->dtype, 2, tt_value_numel(ids), table->shape[1], 0);
+    tt_dtype dt = table->dtype == TT_F32 && g->act_dtype == TT_BF16 ? TT_BF16 : table->dtype;
+    tt_value *y = act(g, dt, 2, tt_value_numel(ids), table->shape[1], 0);
     tt_value *in[] = {ids, table};
     return node(g, TT_OP_EMBEDDING, 2, in, 1, &y, NULL) ? y : NULL;
 }
 
-tt_value *tt_matmul(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb)
+tt_value *tt_matmul_to(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb, tt_dtype out)
 {
-    NEED(a && b && a->ndim == 2 && b->ndim == 2 && a->dtype == b->dtype, "matmul: needs two 2-D values");
+    NEED(a && b && a->ndim == 2 && b->ndim == 2 && meet(a, b) &&
+             (a->dtype == TT_F64 ? out == TT_F64 : out == TT_F32 || out == TT_BF16),
+         "matmul: needs two 2-D values of one float dtype (or fp32 and bf16)");
     int64_t M = ta ? a->shape[1] : a->shape[0], K = ta ? a->shape[0] : a->shape[1];
     int64_t Kb = tb ? b->shape[1] : b->shape[0], N = tb ? b->shape[0] : b->shape[1];
     NEED(K == Kb, "matmul: inner dimensions %lld and %lld differ", (long long)K, (long long)Kb);
-    tt_value *y = act(g, a->dtype, 2, M, N, 0);
-    tt_attrs at = {.i = {ta, tb, g->matmul_bf16 && a->dtype == TT_F32}};
+    tt_value *y = act(g, out, 2, M, N, 0);
+    tt_attrs at = {.i = {ta, tb}};
     tt_value *in[] = {a, b};
     return node(g, TT_OP_MATMUL, 2, in, 1, &y, &at) ? y : NULL;
+}
+
+tt_value *tt_matmul(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb)
+{
+    NEED(a && b, "matmul: missing operand");
+    return tt_matmul_to(g, a, b, ta, tb, a->dtype == TT_BF16 || b->dtype == TT_BF16 ? TT_BF16 : a->dtype);
 }
 
 tt_value *tt_linear(tt_graph *g, tt_value *x, tt_value *w, tt_value *b)
 {
     tt_value *y = tt_matmul(g, x, w, 0, 1);
     if (!y || !b) return y;
-    NEED(b->ndim == 1 && b->shape[0] == cols(y), "linear: bias has %lld entries, output has %lld columns",
+    NEED(b->ndim == 1 && b->shape[0] == cols(y) && meet(y, b), "linear: bias has %lld entries, output has %lld columns",
          (long long)b->shape[0], (long long)cols(y));
     tt_value *z = act(g, y->dtype, 2, y->shape[0], y->shape[1], 0);
     tt_value *in[] = {y, b};
@@ -74,10 +94,11 @@ tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
 
 tt_value *tt_rmsnorm_groups(tt_graph *g, tt_value *x, tt_value *w, double eps, int group)
 {
-    NEED(x && w && x->ndim == 2 && w->ndim == 1 && group > 0 && w->shape[0] == group && cols(x) % group == 0,
+    NEED(x && w && x->ndim == 2 && w->ndim == 1 && group > 0 && w->shape[0] == group && cols(x) % group == 0 &&
+             meet(x, w),
          "rmsnorm: weight of %lld for rows of %lld", w ? (long long)w->shape[0] : -1LL, x ? (long long)cols(x) : -1LL);
     tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0),
-                       act(g, x->dtype, 1, tt_value_numel(x) / group, 0, 0)};
+                       act(g, stat_dtype(x->dtype), 1, tt_value_numel(x) / group, 0, 0)};
     tt_attrs at = {.i = {group}, .f = {eps}};
     tt_value *in[] = {x, w};
     return node(g, TT_OP_RMSNORM, 2, in, 2, out, &at) ? out[0] : NULL;
@@ -91,10 +112,12 @@ tt_value *tt_rmsnorm(tt_graph *g, tt_value *x, tt_value *w, double eps)
 
 tt_value *tt_layernorm(tt_graph *g, tt_value *x, tt_value *w, tt_value *b, double eps)
 {
-    NEED(x && w && b && x->ndim == 2 && w->shape[0] == x->shape[1] && b->shape[0] == x->shape[1],
+    NEED(x && w && b && x->ndim == 2 && w->shape[0] == x->shape[1] && b->shape[0] == x->shape[1] && meet(x, w) &&
+             meet(x, b),
          "layernorm: weight/bias do not match rows");
-    tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), act(g, x->dtype, 1, x->shape[0], 0, 0),
-                       act(g, x->dtype, 1, x->shape[0], 0, 0)};
+    tt_dtype sd = stat_dtype(x->dtype);
+    tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), act(g, sd, 1, x->shape[0], 0, 0),
+                       act(g, sd, 1, x->shape[0], 0, 0)};
     tt_attrs at = {.f = {eps}};
     tt_value *in[] = {x, w, b};
     return node(g, TT_OP_LAYERNORM, 3, in, 3, out, &at) ? out[0] : NULL;
@@ -130,7 +153,8 @@ tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_va
              tt_value_numel(doc) == rows(q) && doc->dtype == TT_I32,
          "attention: q must be (%d*%d, %d*%d), k and v (%d*%d, %d*%d), doc ids (%d*%d)", B, T, H, hd, B, T, Hk,
          hd, B, T);
-    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, q->dtype, 3, B, H, T)};
+    NEED(q->dtype == k->dtype && q->dtype == v->dtype, "attention: q, k and v have different dtypes");
+    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, stat_dtype(q->dtype), 3, B, H, T)};
     tt_attrs at = {.i = {B, T, H, Hk, hd, window}};
     tt_value *in[] = {q, k, v, doc};
     return node(g, TT_OP_ATTENTION, 4, in, 2, out, &at) ? out[0] : NULL;
@@ -144,7 +168,7 @@ tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt
              same_shape(cache_k, cache_v) && cache_k->ndim == 3 && cache_k->shape[0] == B &&
              cache_k->shape[2] == (int64_t)Hk * hd && start->dtype == TT_I32,
          "attention with KV cache: shapes do not match");
-    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, q->dtype, 3, B, H, Tq)};
+    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, stat_dtype(q->dtype), 3, B, H, Tq)};
     tt_attrs at = {.i = {B, Tq, H, Hk, hd, window, cache_k->shape[1]}};
     tt_value *in[] = {q, k, v, cache_k, cache_v, start};
     return node(g, TT_OP_ATTENTION_KV, 6, in, 2, out, &at) ? out[0] : NULL;
@@ -167,7 +191,7 @@ tt_value *tt_gelu(tt_graph *g, tt_value *x)
 
 tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets, tt_value *scale, int ignore_index)
 {
-    NEED(h && w && targets && scale && h->ndim == 2 && w->ndim == 2 && cols(h) == cols(w) &&
+    NEED(h && w && targets && scale && h->ndim == 2 && w->ndim == 2 && cols(h) == cols(w) && meet(h, w) &&
              tt_value_numel(targets) == rows(h) && targets->dtype == TT_I32,
          "cross-entropy: hidden (N, D), head (V, D) and N targets needed");
     tt_value *loss = act(g, h->dtype == TT_F64 ? TT_F64 : TT_F32, 1, 1, 0, 0);

@@ -12,8 +12,8 @@
 typedef enum {
     TT_OP_EMBEDDING,      /* in: ids (N) i32, table (V,D)          out: (N,D) */
     TT_OP_EMBEDDING_BWD,  /* in: ids, dout (N,D)                    out: dtable (V,D) */
-    TT_OP_MATMUL,         /* in: A, B   a.i[0]=ta a.i[1]=tb, a.i[2]=1: products of bf16-rounded
-                             inputs summed in fp32 (mixed precision)   out: C (M,N) */
+    TT_OP_MATMUL,         /* in: A, B   a.i[0]=ta a.i[1]=tb   out: C (M,N). Products in bf16 (fp32
+                             sums) when A or B is bf16; C fp32 or bf16 */
     TT_OP_BIAS_ADD,       /* in: x (N,D), b (D)                     out: y */
     TT_OP_BIAS_GRAD,      /* in: dy (N,D)                           out: db (D) */
     TT_OP_ADD,            /* in: a, b (same shape)                  out: y */
@@ -64,7 +64,10 @@ extern tt_value tt_loss_seed;
 
 /* ---- builders (return NULL after recording an error on the graph) ------- */
 tt_value *tt_embedding(tt_graph *g, tt_value *ids, tt_value *table);
+/* C = op(A) op(B), C bf16 when A or B is; tt_matmul_to names C's dtype (fp32
+ * or bf16: a weight gradient from bf16 activations is fp32) */
 tt_value *tt_matmul(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb);
+tt_value *tt_matmul_to(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb, tt_dtype out);
 /* y = x W^T (+ b): W is (out, in) as in PyTorch's nn.Linear */
 tt_value *tt_linear(tt_graph *g, tt_value *x, tt_value *w, tt_value *b);
 tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b);

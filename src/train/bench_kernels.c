@@ -19,53 +19,53 @@ static double time_it(int reps, void (*fn)(void *), void *arg)
     return best;
 }
 
-typedef struct {
-    int B, T, H, Hk, hd, window;
-    float *q, *k, *v, *o, *lse, *dout, *dq, *dk, *dv;
-    int32_t *doc;
-} attn_args;
-
 static void run_fwd(void *p)
 {
-    attn_args *a = p;
-    cpu_attention_fwd(a->q, a->k, a->v, a->doc, a->o, a->lse, a->B, a->T, a->T, a->T, 0, a->H, a->Hk, a->hd,
-                      a->window, 1.0 / sqrt((double)a->hd));
+    if (cpu_attention_fwd(p)) tt_warn("attention forward: %s", tt_last_error());
 }
 
 static void run_bwd(void *p)
 {
-    attn_args *a = p;
-    cpu_attention_bwd(a->q, a->k, a->v, a->doc, a->o, a->lse, a->dout, a->dq, a->dk, a->dv, a->B, a->T, a->H, a->Hk,
-                      a->hd, a->window, 1.0 / sqrt((double)a->hd));
+    if (cpu_attention_bwd(p)) tt_warn("attention backward: %s", tt_last_error());
 }
 
 tt_err tt_bench_attention(const tt_config *c, int reps, FILE *out)
 {
-    attn_args a = {c->training.local_batch_size, c->training.seq_len, c->model.n_heads, c->model.n_kv_heads,
-                   c->model.head_dim, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    size_t nq = (size_t)a.B * a.T * a.H * a.hd, nk = (size_t)a.B * a.T * a.Hk * a.hd;
-    float **bufs[] = {&a.q, &a.o, &a.dout, &a.dq, &a.k, &a.v, &a.dk, &a.dv};
+    const int B = c->training.local_batch_size, T = c->training.seq_len, H = c->model.n_heads,
+              Hk = c->model.n_kv_heads, hd = c->model.head_dim;
+    const tt_dtype dt = c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+    const size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * Hk * hd, es = tt_dtype_size(dt);
+    void *bufs[8] = {0}; /* q, o, dout, dq, k, v, dk, dv */
+    float *lse = NULL;
+    int32_t *doc = NULL;
     tt_err rc = -1;
     for (int i = 0; i < 8; i++)
-        if (!(*bufs[i] = tt_alloc((i < 4 ? nq : nk) * sizeof(float)))) goto done;
-    if (!(a.lse = tt_alloc((size_t)a.B * a.H * a.T * sizeof(float))) ||
-        !(a.doc = tt_alloc((size_t)a.B * a.T * sizeof(int32_t))))
+        if (!(bufs[i] = tt_alloc((i < 4 ? nq : nk) * es))) goto done;
+    if (!(lse = tt_alloc((size_t)B * H * T * sizeof(float))) || !(doc = tt_alloc((size_t)B * T * sizeof(int32_t))))
         goto done;
     tt_rng r = {1, 0};
     for (int i = 0; i < 8; i++)
-        for (size_t j = 0; j < (i < 4 ? nq : nk); j++) (*bufs[i])[j] = (float)tt_rng_normal(&r);
-    /* causal, one document per row: the usual pretraining case */
-    double flops = 4.0 * a.B * a.H * (double)a.T * a.T * a.hd * 0.5;
+        for (size_t j = 0; j < (i < 4 ? nq : nk); j++) {
+            const float x = (float)tt_rng_normal(&r);
+            if (dt == TT_BF16) ((uint16_t *)bufs[i])[j] = tt_f32_to_bf16(x);
+            else ((float *)bufs[i])[j] = x;
+        }
+    for (int i = 0; i < B * T; i++) doc[i] = i / T; /* causal, one document per row: the usual pretraining case */
+    const long lq = (long)H * hd, lk = (long)Hk * hd;
+    tt_attn a = {.B = B, .T = T, .H = H, .Hk = Hk, .hd = hd, .dt = dt, .q = bufs[0], .k = bufs[4], .v = bufs[5],
+                 .ldq = lq, .ldk = lk, .ldv = lk, .doc = doc, .o = bufs[1], .ldo = lq, .lse = lse, .dout = bufs[2],
+                 .lddo = lq, .dq = bufs[3], .dk = bufs[6], .dv = bufs[7], .lddq = lq, .lddk = lk, .lddv = lk};
+    double flops = 4.0 * B * H * (double)T * T * hd * 0.5;
     double tf = time_it(reps, run_fwd, &a), tb = time_it(reps, run_bwd, &a);
-    fprintf(out, "attention B=%d T=%d H=%d Hk=%d hd=%d causal, %d threads (best of %d)\n", a.B, a.T, a.H, a.Hk, a.hd,
-            tt_num_threads(), reps);
+    fprintf(out, "attention B=%d T=%d H=%d Hk=%d hd=%d causal, %s, %d threads (best of %d)\n", B, T, H, Hk, hd,
+            tt_dtype_name(dt), tt_num_threads(), reps);
     fprintf(out, "forward   %8.3f ms  %7.1f GFLOP/s\n", 1e3 * tf, flops / tf / 1e9);
     fprintf(out, "backward  %8.3f ms  %7.1f GFLOP/s (2.5x the forward's FLOPs: recompute + 4 products)\n", 1e3 * tb,
             2.5 * flops / tb / 1e9);
     rc = 0;
 done:
-    for (int i = 0; i < 8; i++) tt_free(*bufs[i]);
-    tt_free(a.lse);
-    tt_free(a.doc);
+    for (int i = 0; i < 8; i++) tt_free(bufs[i]);
+    tt_free(lse);
+    tt_free(doc);
     return rc;
 }

@@ -104,7 +104,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     size_t n = (size_t)B * T;
     tt_step_io io = {B, T, tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), 1.0f / (float)n,
                      {c->optimizer.lr, 1, c->training.max_norm, 0},
-                     c->training.mixed_precision_param == TT_PARAM_BFLOAT16};
+                     c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32};
     double *st[2] = {0}, *du[2] = {0}, *acc[2] = {0};
     bucket *ops = calloc(TT_OP_COUNT, sizeof *ops), *scopes = calloc(256, sizeof *scopes);
     tt_err rc = -1;
@@ -134,15 +134,15 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     }
     double fpt = tt_model_flops_per_token(&mc, T);
     tt_peak pk = {0};
-    int bf16 = io.matmul_bf16;
+    int bf16 = io.act_dtype == TT_BF16;
     double peak = c->metrics.peak_tflops > 0 ? c->metrics.peak_tflops * 1e3
                 : tt_peak_get(&pk)            ? 0
                 : bf16 && pk.bf16_gflops > 0  ? pk.bf16_gflops
                                               : pk.f32_gflops;
-    fprintf(out, "bench step: %s %s, %d x %d tokens, exec %s, matmuls %s, activation checkpoint %s, %d warmup + %d "
+    fprintf(out, "bench step: %s %s, %d x %d tokens, exec %s, compute %s, activation checkpoint %s, %d warmup + %d "
                  "timed steps, %d threads\n",
             tt_arch_name(mc.arch), c->model.flavor, B, T, c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
-            bf16 ? "bf16 (fp32 sums)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup, steps,
+            bf16 ? "bf16 (fp32 master weights)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup, steps,
             tt_num_threads());
     for (int s = 0; s < warmup; s++)
         if (tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;

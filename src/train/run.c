@@ -152,7 +152,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     if (training) {
         r->micro = calloc((size_t)r->accum_steps, sizeof *r->micro);
         if (!r->micro || alloc_io(&r->io, B, T)) goto fail;
-        r->io.matmul_bf16 = c->training.mixed_precision_param == TT_PARAM_BFLOAT16;
+        r->io.act_dtype = c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
         for (int a = 0; a < r->accum_steps; a++)
             if (!(r->micro[a] = tt_batch_new(B, T))) goto fail;
         tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay};
@@ -174,7 +174,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         r->val_io = (tt_step_io){.B = r->val_batch->B, .T = T, .ids = r->val_batch->inputs,
                                  .targets = r->val_batch->targets, .pos = r->val_batch->positions,
                                  .doc = r->val_batch->doc_ids,
-                                 .matmul_bf16 = c->training.mixed_precision_param == TT_PARAM_BFLOAT16};
+                                 .act_dtype = r->io.act_dtype};
         if (tt_build_micro_step(&r->eval, r->model, &r->opt, &r->val_io, 0, r->be, r->mode, TT_AC_NONE))
             goto fail;
     }
@@ -214,11 +214,11 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                      tr->arena_no_ac / 1048576.0, tr->remat.nodes,
                      tr->remat.graph_flops > 0 ? 100 * tr->remat.flops / tr->remat.graph_flops : 0.0);
         tt_log("model %s (%s): %.2fM parameters, %.2f MFLOPs/token | %d x %d tokens x %d accumulation | exec %s | "
-               "activation checkpoint %s: arena %.1f MiB%s | matmuls %s | peak %.0f GFLOP/s %s (%s)",
+               "activation checkpoint %s: arena %.1f MiB%s | compute %s | peak %.0f GFLOP/s %s (%s)",
                tt_arch_name(mc.arch), r->has_hf ? c->model.hf_assets_path : c->model.flavor, n / 1e6, r->flops_per_token / 1e6, B, T, r->accum_steps,
                r->mode == TT_EXEC_GRAPH ? "graph" : r->mode == TT_EXEC_EAGER ? "eager" : "debug",
-               tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac, r->io.matmul_bf16 ? "bf16" : "fp32",
-               r->peak_gflops, r->io.matmul_bf16 ? "bf16" : "f32", r->peak_source);
+               tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac, r->io.act_dtype == TT_BF16 ? "bf16 (fp32 master weights)" : "fp32",
+               r->peak_gflops, r->io.act_dtype == TT_BF16 ? "bf16" : "f32", r->peak_source);
         if (r->builtin_corpus)
             tt_log("synthetic corpus: %lld train / %lld val tokens, floor %.4f nats/token, unigram %.4f (gap %.4f)",
                    (long long)r->corpus.train_tokens, (long long)r->corpus.val_tokens, r->corpus.floor_nats,

@@ -63,7 +63,7 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state 
         return tt_errorf("out of memory building the step graph");
     }
     int64_t n = (int64_t)io->B * io->T;
-    g->matmul_bf16 = io->matmul_bf16;
+    g->act_dtype = io->act_dtype;
     tt_model_bind(g, m, vals);
     tt_fwd_inputs in = {io->B, io->T, host_input(g, "ids", TT_I32, n, io->ids), host_input(g, "pos", TT_I32, n, io->pos),
                         host_input(g, "doc", TT_I32, n, io->doc), NULL, NULL, NULL};

@@ -23,7 +23,7 @@ typedef struct {
     int32_t *ids, *targets, *pos, *doc;
     float scale;       /* 1 / tokens scored in the whole global batch */
     double hp[4];      /* optimizer: lr, step, max_norm, unused */
-    int matmul_bf16;   /* mixed precision: the step's matmuls use bf16 inputs, fp32 sums */
+    tt_dtype act_dtype; /* TT_BF16: mixed precision (bf16 activations, fp32 master weights); else TT_F32 */
 } tt_step_io;
 
 typedef struct {

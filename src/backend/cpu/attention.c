@@ -1,14 +1,19 @@
-/* attention.c — fast fp32 causal attention with GQA, document masking and a
- * sliding window. The T x T score matrix is never held: the forward runs an
- * online softmax over 64 x 64 tiles of scores and saves the logsumexp; the
- * backward recomputes each tile's probabilities from it. Tile products go
- * through cblas_sgemm (single-threaded inside our parallel loops), reading
- * q/k/v in place through their row strides, so GQA copies nothing. */
+/* attention.c — the portable attention kernels: causal, GQA, document
+ * masking and a sliding window, fp32. The T x T score matrix is never held:
+ * the forward runs an online softmax over 64 x 64 tiles of scores and saves
+ * the logsumexp; the backward recomputes each tile's probabilities from it.
+ * Tile products go through cblas_sgemm (single-threaded inside our parallel
+ * loops), reading q/k/v in place through their row strides, so GQA copies
+ * nothing. Training calls on other layouts (bf16, column ranges of a fused
+ * qkv buffer, RoPE inside) are brought to this form in fp32 scratch first;
+ * attention_avx512.c runs them without that detour where the CPU allows. */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 
+#include "backend/cpu/attention_impl.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/simd.h"
 
 #define QB 64 /* query rows per tile */
 #define KB 64 /* keys per tile */
@@ -41,9 +46,8 @@ static inline float dotf(const float *restrict a, const float *restrict b, int n
     return s;
 }
 
-void cpu_attention_fwd(const float *q, const float *k, const float *v, const int32_t *doc, float *o,
-                       float *lse, int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, int hd,
-                       int window, double scale)
+static void attn_fwd_f32(const float *q, const float *k, const float *v, const int32_t *doc, float *o, float *lse,
+                         int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, int hd, int window, double scale)
 {
     int group = H / Hk, nqb = (Tq + QB - 1) / QB, ldq = H * hd, ldk = Hk * hd;
     float sc = (float)scale;
@@ -114,9 +118,9 @@ void cpu_attention_fwd(const float *q, const float *k, const float *v, const int
  * outer loop so their dk/dv stay in cache while the query tiles that see them
  * stream by. Per tile, with P = exp(S - lse) and D_i = dout_i . o_i:
  * dP = dO V^T, dS = P (dP - D) scale, dV += P^T dO, dK += dS^T Q, dQ += dS K. */
-void cpu_attention_bwd(const float *q, const float *k, const float *v, const int32_t *doc,
-                       const float *o, const float *lse, const float *dout, float *dq, float *dk,
-                       float *dv, int B, int T_, int H, int Hk, int hd, int window, double scale)
+static void attn_bwd_f32(const float *q, const float *k, const float *v, const int32_t *doc, const float *o,
+                         const float *lse, const float *dout, float *dq, float *dk, float *dv, int B, int T_, int H,
+                         int Hk, int hd, int window, double scale)
 {
     int group = H / Hk, T = T_, ldq = H * hd, ldk = Hk * hd;
     float sc = (float)scale;
@@ -168,3 +172,77 @@ void cpu_attention_bwd(const float *q, const float *k, const float *v, const int
         }
     }
 }
+
+void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, float *lse, int B, int Tq, int Tk,
+                      int kvT, int q_off, int H, int Hk, int hd, int window, double scale)
+{
+    attn_fwd_f32(q, k, v, NULL, o, lse, B, Tq, Tk, kvT, q_off, H, Hk, hd, window, scale);
+}
+
+/* ---- training calls in any layout, through fp32 scratch ---------------------- */
+
+/* dst (N, heads*hd) fp32 = the strided view src, RoPE'd by `inverse` when pos is set */
+static void gather(float *dst, const void *src, long ld, int N, int heads, const tt_attn *a, int rope)
+{
+    const int w = heads * a->hd;
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) tt_cpu_to_f32(dst + (size_t)n * w, (const char *)src + (size_t)n * ld * tt_dtype_size(a->dt), a->dt, (size_t)w);
+    if (rope && a->pos) cpu_rope(dst, a->pos, a->inv_freq, dst, N, heads, a->hd, 0, a->rope_scale, TT_F32);
+}
+
+/* the strided view dst = src (N, heads*hd) fp32, inverse-RoPE'd first when asked */
+static void scatter(void *dst, long ld, float *src, int N, int heads, const tt_attn *a, int rope)
+{
+    const int w = heads * a->hd;
+    if (rope && a->pos) cpu_rope(src, a->pos, a->inv_freq, src, N, heads, a->hd, 1, a->rope_scale, TT_F32);
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) tt_cpu_from_f32((char *)dst + (size_t)n * ld * tt_dtype_size(a->dt), a->dt, src + (size_t)n * w, (size_t)w);
+}
+
+/* fp32 scratch for the views: q and o (N, H*hd), k and v (N, Hk*hd), and in
+ * the backward dout, dq, dk, dv too */
+static float *views_scratch(const tt_attn *a, int bwd, float **q, float **k, float **v, float **o, float **dout,
+                            float **dq, float **dk, float **dv)
+{
+    const size_t N = (size_t)a->B * a->T, nq = N * a->H * a->hd, nk = N * a->Hk * a->hd;
+    float *buf = tt_cpu_scratch(TT_SCRATCH_REF, (bwd ? 4 * nq + 4 * nk : 2 * nq + 2 * nk) * sizeof(float));
+    if (!buf) return NULL;
+    *q = buf, *o = *q + nq, *k = *o + nq, *v = *k + nk;
+    if (bwd) *dout = *v + nk, *dq = *dout + nq, *dk = *dq + nq, *dv = *dk + nk;
+    return buf;
+}
+
+tt_err tt_attention_fwd_portable(const tt_attn *a)
+{
+    float *q, *k, *v, *o;
+    const int N = a->B * a->T;
+    if (!views_scratch(a, 0, &q, &k, &v, &o, NULL, NULL, NULL, NULL)) return -1;
+    gather(q, a->q, a->ldq, N, a->H, a, 1);
+    gather(k, a->k, a->ldk, N, a->Hk, a, 1);
+    gather(v, a->v, a->ldv, N, a->Hk, a, 0);
+    attn_fwd_f32(q, k, v, a->doc, o, a->lse, a->B, a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, a->window,
+                 1.0 / sqrt((double)a->hd));
+    scatter(a->o, a->ldo, o, N, a->H, a, 0);
+    return 0;
+}
+
+tt_err tt_attention_bwd_portable(const tt_attn *a)
+{
+    float *q, *k, *v, *o, *dout, *dq, *dk, *dv;
+    const int N = a->B * a->T;
+    if (!views_scratch(a, 1, &q, &k, &v, &o, &dout, &dq, &dk, &dv)) return -1;
+    gather(q, a->q, a->ldq, N, a->H, a, 1);
+    gather(k, a->k, a->ldk, N, a->Hk, a, 1);
+    gather(v, a->v, a->ldv, N, a->Hk, a, 0);
+    gather(o, a->o, a->ldo, N, a->H, a, 0);
+    gather(dout, a->dout, a->lddo, N, a->H, a, 0);
+    attn_bwd_f32(q, k, v, a->doc, o, a->lse, dout, dq, dk, dv, a->B, a->T, a->H, a->Hk, a->hd, a->window,
+                 1.0 / sqrt((double)a->hd));
+    scatter(a->dq, a->lddq, dq, N, a->H, a, 1);
+    scatter(a->dk, a->lddk, dk, N, a->Hk, a, 1);
+    scatter(a->dv, a->lddv, dv, N, a->Hk, a, 0);
+    return 0;
+}
+
+tt_err cpu_attention_fwd(const tt_attn *a) { return tt_attention_fwd_portable(a); }
+tt_err cpu_attention_bwd(const tt_attn *a) { return tt_attention_bwd_portable(a); }

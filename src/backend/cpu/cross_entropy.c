@@ -1,100 +1,127 @@
-/* cross_entropy.c — fused linear + cross-entropy in fp32. The logits h W^T
- * are made one block of rows at a time (all of the vocabulary for R rows,
- * R*V at most CE_BLOCK floats) and never held whole; the loss and the
- * softmax gradient come from that block, and dh and dW from two more
- * products with it, so each block costs exactly three GEMMs. */
-#include <cblas.h>
+/* cross_entropy.c — fused linear + cross-entropy. The logits h W^T are made
+ * one block of rows at a time (all of the vocabulary for R rows) and never
+ * held whole; the loss and the softmax gradient come from that block, and dh
+ * and dW from two more products with it, so each block costs exactly three
+ * GEMMs. With bf16 activations the products run on bf16 panels and the
+ * gradient of the logits is kept in bf16 (half the bytes for the two GEMMs
+ * that read it); the logits, the softmax and every sum stay fp32. */
 #include <math.h>
 #include <string.h>
 
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
-#include "backend/cpu/vmath.h"
-#include "core/core.h"
+#include "backend/cpu/simd.h"
 
-#define CE_BLOCK (4u << 20) /* floats of logits per block: 16 MB */
+/* Logits per block: 16M floats (64 MB). Big blocks keep the dW product
+ * (K = rows of the block) efficient; the whole [N, V] logits that PyTorch
+ * materialises are several times larger. */
+#define CE_BLOCK (16u << 20)
+#define CE_MIN_ROWS 64
 
-static inline int ce_valid(int t, int V, int ignore_index)
+static inline int ce_valid(int t, int V, int ignore_index) { return t != ignore_index && t >= 0 && t < V; }
+
+/* One row of logits z (V): returns logsumexp - z[t]; with grads, writes
+ * dlogits = scale (softmax - onehot) to g (fp32, may be z) or gb (bf16). */
+TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float *g, uint16_t *gb)
 {
-    return t != ignore_index && t >= 0 && t < V;
+    float m = -INFINITY;
+    for (int j = 0; j < V; j++) m = z[j] > m ? z[j] : m;
+    const float zt = z[t];
+    float sum = 0;
+    if (g || gb) { /* keep exp(z - m): it becomes the gradient below */
+        for (int j = 0; j < V; j++) {
+            z[j] = tt_expf(z[j] - m);
+            sum += z[j];
+        }
+        const float a = scale / sum;
+        if (gb) {
+            for (int j = 0; j < V; j++) gb[j] = tt_bf16_bits(z[j] * a);
+            gb[t] = tt_bf16_bits(z[t] * a - scale);
+        } else {
+            for (int j = 0; j < V; j++) g[j] = z[j] * a;
+            g[t] -= scale;
+        }
+    } else {
+        for (int j = 0; j < V; j++) sum += tt_expf(z[j] - m);
+    }
+    return (double)m + log((double)sum) - (double)zt;
+}
+TT_CLONES static double ce_row(float *z, int V, int t, float scale, float *g, uint16_t *gb)
+{
+    return ce_row_body(z, V, t, scale, g, gb);
 }
 
 /* Rows are processed in blocks, one after the other; each block's three
- * products are large GEMMs that OpenBLAS spreads over the cores, and the
- * row-wise softmax in between is an OpenMP loop. Every output element has one
- * owner and a fixed summation order, so the result is deterministic for a
- * thread count. Returns NAN (with the error set) only if the block cannot be
- * allocated. */
-double cpu_ce_linear(const float *h, const float *W, const int32_t *targets, int N, int D, int V,
-                     int ignore_index, double scale, float *dh, float *dW)
+ * products are large GEMMs spread over the cores, and the row-wise softmax in
+ * between is an OpenMP loop. Every output element has one owner and a fixed
+ * summation order, so the result is deterministic for a thread count. */
+double cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int N, int D, int V, int ignore_index,
+                     double scale, void *dh, float *dW, tt_dtype dt)
 {
     if (N <= 0) return 0;
+    const size_t esz = tt_dtype_size(dt);
     if (D <= 0 || V <= 0) { /* logits are all zero (or there is no class to be right about) */
-        if (dh && D > 0) memset(dh, 0, (size_t)N * D * sizeof(float));
+        if (dh && D > 0) memset(dh, 0, (size_t)N * D * esz);
         long valid = 0;
         for (int n = 0; n < N; n++) valid += ce_valid(targets[n], V, ignore_index);
         return valid ? scale * valid * log((double)V) : 0.0;
     }
+    const int grads = dh || dW, bf = dt == TT_BF16;
+    const tt_dtype compute = bf ? TT_BF16 : TT_F32, gdt = bf && grads ? TT_BF16 : TT_F32;
     int R = (int)(CE_BLOCK / (size_t)V);
-    if (R < 16) R = 16;
+    if (R < CE_MIN_ROWS) R = CE_MIN_ROWS;
     if (R > N) R = N;
-    float *z = tt_alloc((size_t)R * V * sizeof(float)); /* (R, V) */
-    double *rowloss = tt_alloc((size_t)N * sizeof(double));
-    if (!z || !rowloss) {
-        tt_free(z);
-        tt_free(rowloss);
-        tt_errorf("cpu_ce_linear: out of memory for a %d x %d block of logits", R, V);
+    R = (N + (N + R - 1) / R - 1) / ((N + R - 1) / R); /* even blocks: no sliver at the end */
+    /* z (R, V) fp32 logits; gz (R, V) their gradient in bf16 (else in z); rowloss (N) */
+    const size_t zb = (size_t)R * V * sizeof(float), gb = gdt == TT_BF16 ? (size_t)R * V * 2 : 0;
+    char *buf = tt_cpu_scratch(TT_SCRATCH_CE, zb + gb + (size_t)N * sizeof(double));
+    if (!buf) {
+        tt_error_prefix("cross-entropy: %d x %d block of logits: ", R, V);
         return NAN;
     }
-    int grads = dh || dW;
-    float fscale = (float)scale;
+    float *z = (float *)buf;
+    uint16_t *gz16 = gb ? (uint16_t *)(buf + zb) : NULL;
+    double *rowloss = (double *)(buf + zb + gb);
+    const void *gz = gz16 ? (const void *)gz16 : (const void *)z;
+    const float fscale = (float)scale;
     for (int r0 = 0; r0 < N; r0 += R) {
-        int nr = N - r0 < R ? N - r0 : R, any = 0;
+        const int nr = N - r0 < R ? N - r0 : R;
+        const void *hb = (const char *)h + (size_t)r0 * D * esz;
+        int any = 0;
         for (int r = 0; r < nr; r++) any |= ce_valid(targets[r0 + r], V, ignore_index);
         if (!any) { /* nothing scored here: no loss, no gradient */
             for (int r = 0; r < nr; r++) rowloss[r0 + r] = 0;
-            if (dh) memset(dh + (size_t)r0 * D, 0, (size_t)nr * D * sizeof(float));
+            if (dh) memset((char *)dh + (size_t)r0 * D * esz, 0, (size_t)nr * D * esz);
             continue;
         }
         /* logits (nr, V) = h_block (nr, D) W^T */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, V, D, 1.0f, h + (size_t)r0 * D, D, W, D, 0.0f, z, V);
+        if (tt_gemm(&(tt_gemm_args){.compute = compute, .A = hb, .adt = dt, .lda = D, .B = W, .bdt = TT_F32,
+                                    .ldb = D, .tb = 1, .C = z, .cdt = TT_F32, .ldc = V, .M = nr, .N = V, .K = D}))
+            return NAN;
         #pragma omp parallel for schedule(static)
         for (int r = 0; r < nr; r++) {
             float *zr = z + (size_t)r * V;
-            int t = targets[r0 + r];
+            const int t = targets[r0 + r];
             if (!ce_valid(t, V, ignore_index)) {
                 rowloss[r0 + r] = 0;
-                if (grads) memset(zr, 0, (size_t)V * sizeof(float));
+                if (gz16) memset(gz16 + (size_t)r * V, 0, (size_t)V * 2);
+                else if (grads) memset(zr, 0, (size_t)V * sizeof(float));
                 continue;
             }
-            float m = -INFINITY, zt = zr[t];
-            for (int j = 0; j < V; j++) m = zr[j] > m ? zr[j] : m;
-            float sum = 0;
-            if (grads) { /* keep exp(z - m): it becomes the gradient below */
-                #pragma omp simd reduction(+ : sum)
-                for (int j = 0; j < V; j++) {
-                    zr[j] = tt_expf(zr[j] - m);
-                    sum += zr[j];
-                }
-                float a = fscale / sum; /* dlogits = scale (softmax - onehot) */
-                #pragma omp simd
-                for (int j = 0; j < V; j++) zr[j] *= a;
-                zr[t] -= fscale;
-            } else {
-                #pragma omp simd reduction(+ : sum)
-                for (int j = 0; j < V; j++) sum += tt_expf(zr[j] - m);
-            }
-            rowloss[r0 + r] = (double)m + log((double)sum) - (double)zt;
+            rowloss[r0 + r] = ce_row(zr, V, t, fscale, grads && !gz16 ? zr : NULL, gz16 ? gz16 + (size_t)r * V : NULL);
         }
-        if (dh) /* dh_block (nr, D) = dlogits (nr, V) W (V, D) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, D, V, 1.0f, z, V, W, D, 0.0f,
-                        dh + (size_t)r0 * D, D);
-        if (dW) /* dW (V, D) += dlogits^T (V, nr) h_block (nr, D) */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, V, D, nr, 1.0f, z, V, h + (size_t)r0 * D, D, 1.0f,
-                        dW, D);
+        /* dh_block (nr, D) = dlogits (nr, V) W (V, D) */
+        if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .B = W, .bdt = TT_F32,
+                                          .ldb = D, .C = (char *)dh + (size_t)r0 * D * esz, .cdt = dt, .ldc = D,
+                                          .M = nr, .N = D, .K = V}))
+            return NAN;
+        /* dW (V, D) += dlogits^T (V, nr) h_block (nr, D) */
+        if (dW && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .ta = 1, .B = hb,
+                                          .bdt = dt, .ldb = D, .C = dW, .cdt = TT_F32, .ldc = D, .M = V, .N = D,
+                                          .K = nr, .accumulate = 1}))
+            return NAN;
     }
     double total = 0;
     for (int n = 0; n < N; n++) total += rowloss[n];
-    tt_free(z);
-    tt_free(rowloss);
     return scale * total;
 }

@@ -8,6 +8,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_impl.h"
+#include "backend/cpu/simd.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -127,7 +128,9 @@ typedef struct {
     tt_dtype adt, bdt;
     long lda, ldb, ldc;
     int ta, tb;
-    float *C;
+    void *C;
+    tt_dtype cdt;
+    float *part; /* bf16 C over several k blocks: the fp32 partial sums, (M, N) */
     int M, N, K, accumulate;
 } gemm_job;
 
@@ -199,27 +202,63 @@ static void pack_share(const gemm_job *j, int is_a, int row0, int n, int pc, int
     pack_rows(j, is_a, row0 + p0 * W, imin(p1 * W, n) - p0 * W, pc, kc, buf + p0 * panel);
 }
 
-/* One MR x NR tile of C: A panel ap, B panel bp, mm x nn of it valid. */
+/* c (mm, nn) = bf16(t (+ part) (+ c when acc)): the one rounding of a bf16 C */
+TT_CLONES static void store_bf16(uint16_t *c, long ldc, const float *t, int ldt, const float *part, long ldp, int mm,
+                                 int nn, int acc)
+{
+    for (int i = 0; i < mm; i++) {
+        uint16_t *ci = c + (size_t)i * ldc;
+        const float *ti = t + (size_t)i * ldt, *pi = part ? part + (size_t)i * ldp : NULL;
+        for (int x = 0; x < nn; x++) {
+            float v = ti[x];
+            if (pi) v += pi[x];
+            if (acc) v += tt_bf16_float(ci[x]);
+            ci[x] = tt_bf16_bits(v);
+        }
+    }
+}
+
+/* out (mm, nn, stride ldo) = (or +=) the valid part of a full tile t */
+static void put_tile(float *out, long ldo, const float *t, int ldt, int mm, int nn, int beta)
+{
+    for (int i = 0; i < mm; i++) {
+        float *oi = out + (size_t)i * ldo;
+        const float *ti = t + (size_t)i * ldt;
+        if (beta)
+            for (int x = 0; x < nn; x++) oi[x] += ti[x];
+        else
+            for (int x = 0; x < nn; x++) oi[x] = ti[x];
+    }
+}
+
+/* One MR x NR tile of C: A panel ap, B panel bp, mm x nn of it valid; kbeta:
+ * an earlier k block has summed into it; last: this is the last k block. */
 static inline void tile(const gemm_job *j, int ks, const char *ap, const char *bp, int row, int col, int mm,
-                        int nn, int beta)
+                        int nn, int kbeta, int last)
 {
     const tt_gemm_impl *im = j->im;
-    float *c = j->C + (size_t)row * j->ldc + col;
-    if (mm == im->mr && nn == im->nr) {
-        im->kern(ks, ap, bp, c, j->ldc, beta);
+    float tmp[16 * 64] __attribute__((aligned(64))); /* mr * nr <= 16 * 64 */
+    float *sum = NULL; /* where the fp32 sums of C live: C itself, or the partial buffer */
+    long lds = 0;
+    int beta = kbeta;
+    if (j->cdt == TT_F32) {
+        sum = (float *)j->C + (size_t)row * j->ldc + col, lds = j->ldc, beta = kbeta || j->accumulate;
+    } else if (!last) {
+        sum = j->part + (size_t)row * j->N + col, lds = j->N;
+    }
+    if (sum) {
+        if (mm == im->mr && nn == im->nr) {
+            im->kern(ks, ap, bp, sum, lds, beta);
+        } else { /* a ragged edge: the full tile into tmp, then the valid part */
+            im->kern(ks, ap, bp, tmp, im->nr, 0);
+            put_tile(sum, lds, tmp, im->nr, mm, nn, beta);
+        }
         return;
     }
-    /* a ragged edge: the full tile into tmp, then the valid part */
-    float tmp[16 * 64] __attribute__((aligned(64))); /* mr * nr <= 16 * 64 */
+    /* the last k block of a bf16 C: add up in fp32 and round once */
     im->kern(ks, ap, bp, tmp, im->nr, 0);
-    for (int i = 0; i < mm; i++) {
-        float *ci = c + (size_t)i * j->ldc;
-        const float *ti = tmp + i * im->nr;
-        if (beta)
-            for (int x = 0; x < nn; x++) ci[x] += ti[x];
-        else
-            for (int x = 0; x < nn; x++) ci[x] = ti[x];
-    }
+    store_bf16((uint16_t *)j->C + (size_t)row * j->ldc + col, j->ldc, tmp, im->nr,
+               kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, mm, nn, j->accumulate);
 }
 
 /* Thread t of T: the BLIS loop nest. For each nc block of columns and kc
@@ -233,8 +272,7 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
     for (int jc = 0; jc < j->N; jc += pl->ncb) {
         const int nc = imin(pl->ncb, j->N - jc), npj = cdiv(nc, nr);
         for (int pc = 0; pc < K; pc += pl->kcb) {
-            const int kc = imin(pl->kcb, K - pc), ks = cdiv(kc, ku);
-            const int beta = pc > 0 || j->accumulate;
+            const int kc = imin(pl->kcb, K - pc), ks = cdiv(kc, ku), last = pc + kc >= K;
             const size_t bpanel = (size_t)ks * nr * ku * im->esize, apanel = (size_t)ks * mr * ku * im->esize;
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
             for (int ic = 0; ic < j->M; ic += pl->mcb) {
@@ -246,7 +284,7 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
                 for (int x = x0; x < x1; x++) {
                     const int jr = x / npi, ir = x % npi;
                     tile(j, ks, pl->abuf + ir * apanel, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr,
-                         imin(mr, mc - ir * mr), imin(nr, nc - jr * nr), beta);
+                         imin(mr, mc - ir * mr), imin(nr, nc - jr * nr), pc > 0, last);
                 }
                 barrier(T); /* everyone is done with the A block (and the B block, after the last) */
             }
@@ -275,22 +313,12 @@ static int team_size(const gemm_job *j)
     return nt < 1 ? 1 : nt;
 }
 
-/* Scratch memory of the calling thread, kept and grown on demand, so a GEMM
- * allocates nothing once the shapes have been seen. */
+/* Scratch memory of the calling thread (packed blocks, partial sums), kept
+ * and grown on demand, so a GEMM allocates nothing once the shapes have been seen. */
 static char *scratch(size_t need, const gemm_job *j)
 {
-    static _Thread_local char *buf;
-    static _Thread_local size_t cap;
-    if (need > cap) {
-        tt_free(buf);
-        cap = 0;
-        buf = tt_alloc(need);
-        if (!buf) {
-            tt_error_prefix("gemm %dx%dx%d scratch: ", j->M, j->N, j->K);
-            return NULL;
-        }
-        cap = need;
-    }
+    char *buf = tt_cpu_scratch(TT_SCRATCH_GEMM, need);
+    if (!buf) tt_error_prefix("gemm %dx%dx%d: ", j->M, j->N, j->K);
     return buf;
 }
 
@@ -298,9 +326,12 @@ static char *scratch(size_t need, const gemm_job *j)
  * over the threads, each streaming its part of B once. */
 static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
 {
-    const int M = j->M, K = j->K;
-    float *a = (float *)scratch((size_t)M * K * sizeof(float), j);
-    if (!a) return -1;
+    const int M = j->M, N = j->N, K = j->K;
+    /* op(A) as fp32 rows, then (bf16 C only) room for the fp32 sums */
+    const size_t abytes = round64((size_t)M * K * sizeof(float));
+    char *buf = scratch(abytes + (j->cdt == TT_BF16 ? (size_t)M * N * sizeof(float) : 0), j);
+    if (!buf) return -1;
+    float *a = (float *)buf;
     const int round_a = compute == TT_BF16 && j->adt == TT_F32;
     for (int i = 0; i < M; i++) {
         float *ai = a + (size_t)i * K;
@@ -311,21 +342,21 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
         for (int k = 0; k < K; k++) {
             const size_t idx = j->ta ? (size_t)k * j->lda + i : (size_t)i * j->lda + k;
             if (j->adt == TT_BF16) {
-                const uint32_t u = (uint32_t)((const uint16_t *)j->A)[idx] << 16;
-                memcpy(ai + k, &u, sizeof(float));
+                ai[k] = tt_bf16_float(((const uint16_t *)j->A)[idx]);
             } else {
                 const float v = ((const float *)j->A)[idx];
                 ai[k] = round_a ? tt_gemm_round_bf16(v) : v;
             }
         }
     }
+    float *sums = j->cdt == TT_BF16 ? (float *)(buf + abytes) : (float *)j->C;
     const tt_gemm_skinny_args sa = {
         .a = a, .b = j->B, .bdt = j->bdt, .ldb = j->ldb, .tb = j->tb,
-        .round_b = compute == TT_BF16 && j->bdt == TT_F32, .c = j->C, .ldc = j->ldc,
-        .M = M, .K = K, .accumulate = j->accumulate,
+        .round_b = compute == TT_BF16 && j->bdt == TT_F32, .c = sums, .ldc = j->cdt == TT_BF16 ? N : j->ldc,
+        .M = M, .K = K, .accumulate = j->cdt == TT_F32 && j->accumulate,
     };
     const int nt = team_size(j), unit = 64; /* whole 64-column blocks per thread */
-    const int nb = cdiv(j->N, unit);
+    const int nb = cdiv(N, unit);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
@@ -334,8 +365,12 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
 #ifdef _OPENMP
         t = omp_get_thread_num(), T = omp_get_num_threads();
 #endif
-        const int n0 = (int)((long)nb * t / T) * unit, n1 = imin((int)((long)nb * (t + 1) / T) * unit, j->N);
-        if (n0 < n1) j->im->skinny(&sa, n0, n1);
+        const int n0 = (int)((long)nb * t / T) * unit, n1 = imin((int)((long)nb * (t + 1) / T) * unit, N);
+        if (n0 < n1) {
+            j->im->skinny(&sa, n0, n1);
+            if (j->cdt == TT_BF16)
+                store_bf16((uint16_t *)j->C + n0, j->ldc, sums + n0, N, NULL, 0, M, n1 - n0, j->accumulate);
+        }
     }
     return TT_OK;
 }
@@ -358,9 +393,12 @@ static tt_err gemm_run(gemm_job *j)
     pl.mcb = balanced_block(j->M, mcap, im->mr);
     const size_t abytes = round64((size_t)pl.mcb * pl.kcb * im->esize);
     const size_t bbytes = round64((size_t)pl.ncb * pl.kcb * im->esize);
-    char *buf = scratch(abytes + bbytes, j);
+    /* a bf16 C summed over several k blocks keeps its partial sums in fp32 */
+    const size_t pbytes = j->cdt == TT_BF16 && j->K > pl.kcb ? (size_t)j->M * j->N * sizeof(float) : 0;
+    char *buf = scratch(abytes + bbytes + pbytes, j);
     if (!buf) return -1;
     pl.bbuf = buf, pl.abuf = buf + bbytes;
+    j->part = pbytes ? (float *)(buf + abytes + bbytes) : NULL;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
@@ -377,51 +415,53 @@ static tt_err gemm_run(gemm_job *j)
     return TT_OK;
 }
 
-tt_err tt_gemm(tt_dtype compute, const void *A, tt_dtype a_dtype, int lda, const void *B,
-               tt_dtype b_dtype, int ldb, float *C, int ldc, int M, int N, int K, int ta, int tb,
-               int accumulate)
+tt_err tt_gemm(const tt_gemm_args *g)
 {
-    ta = ta != 0, tb = tb != 0;
-    if (compute != TT_F32 && compute != TT_BF16)
-        return tt_errorf("gemm: compute dtype must be f32 or bf16, not %s", tt_dtype_name(compute));
-    if ((a_dtype != TT_F32 && a_dtype != TT_BF16) || (b_dtype != TT_F32 && b_dtype != TT_BF16))
-        return tt_errorf("gemm: operands must be f32 or bf16 (A is %s, B is %s)", tt_dtype_name(a_dtype),
-                         tt_dtype_name(b_dtype));
+    const int ta = g->ta != 0, tb = g->tb != 0, M = g->M, N = g->N, K = g->K;
+    if (g->compute != TT_F32 && g->compute != TT_BF16)
+        return tt_errorf("gemm: compute dtype must be f32 or bf16, not %s", tt_dtype_name(g->compute));
+    if ((g->adt != TT_F32 && g->adt != TT_BF16) || (g->bdt != TT_F32 && g->bdt != TT_BF16) ||
+        (g->cdt != TT_F32 && g->cdt != TT_BF16))
+        return tt_errorf("gemm: operands must be f32 or bf16 (A is %s, B is %s, C is %s)", tt_dtype_name(g->adt),
+                         tt_dtype_name(g->bdt), tt_dtype_name(g->cdt));
     if (M < 0 || N < 0 || K < 0) return tt_errorf("gemm: negative size %dx%dx%d", M, N, K);
-    /* tile and block arithmetic rounds sizes up in int */
-    if (M > INT_MAX - 4096 || N > INT_MAX - 4096 || K > INT_MAX - 4096)
+    /* tile and block arithmetic rounds sizes up in int; the partial sums of a bf16 C are (M, N) */
+    if (M > INT_MAX - 4096 || N > INT_MAX - 4096 || K > INT_MAX - 4096 || (size_t)M * N > (SIZE_MAX >> 3))
         return tt_errorf("gemm: size %dx%dx%d too large", M, N, K);
     if (M == 0 || N == 0) return TT_OK;
-    if (ldc < N) return tt_errorf("gemm: ldc %d < N %d", ldc, N);
-    if (!C) return tt_errorf("gemm: C is NULL for a %dx%d result", M, N);
+    if (g->ldc < N) return tt_errorf("gemm: ldc %d < N %d", g->ldc, N);
+    if (!g->C) return tt_errorf("gemm: C is NULL for a %dx%d result", M, N);
     if (K == 0) { /* an empty sum */
-        if (!accumulate)
-            for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
+        if (!g->accumulate)
+            for (int i = 0; i < M; i++)
+                memset((char *)g->C + (size_t)i * g->ldc * tt_dtype_size(g->cdt), 0, (size_t)N * tt_dtype_size(g->cdt));
         return TT_OK;
     }
-    if (lda < (ta ? M : K)) return tt_errorf("gemm: lda %d < %d", lda, ta ? M : K);
-    if (ldb < (tb ? K : N)) return tt_errorf("gemm: ldb %d < %d", ldb, tb ? K : N);
-    if (!A || !B) return tt_errorf("gemm: A or B is NULL for a %dx%dx%d product", M, N, K);
+    if (g->lda < (ta ? M : K)) return tt_errorf("gemm: lda %d < %d", g->lda, ta ? M : K);
+    if (g->ldb < (tb ? K : N)) return tt_errorf("gemm: ldb %d < %d", g->ldb, tb ? K : N);
+    if (!g->A || !g->B) return tt_errorf("gemm: A or B is NULL for a %dx%dx%d product", M, N, K);
     gemm_job j = {
-        .A = A, .B = B, .adt = a_dtype, .bdt = b_dtype, .lda = lda, .ldb = ldb, .ldc = ldc,
-        .ta = ta, .tb = tb, .C = C, .M = M, .N = N, .K = K, .accumulate = accumulate != 0,
+        .A = g->A, .B = g->B, .adt = g->adt, .bdt = g->bdt, .lda = g->lda, .ldb = g->ldb, .ldc = g->ldc,
+        .ta = ta, .tb = tb, .C = g->C, .cdt = g->cdt, .M = M, .N = N, .K = K, .accumulate = g->accumulate != 0,
     };
-    j.im = pick_impl(compute, &j.round);
+    j.im = pick_impl(g->compute, &j.round);
     if (j.im->skinny && M <= (j.im->kunit == 2 ? TT_GEMM_SKINNY_M_BF16 : TT_GEMM_SKINNY_M_F32))
-        return gemm_skinny(&j, compute);
+        return gemm_skinny(&j, g->compute);
     return gemm_run(&j);
 }
 
 tt_err tt_gemm_f32(const float *A, const float *B, float *C, int M, int N, int K, int ta, int tb,
                    int accumulate)
 {
-    return tt_gemm(TT_F32, A, TT_F32, ta ? M : K, B, TT_F32, tb ? K : N, C, N, M, N, K, ta, tb,
-                   accumulate);
+    return tt_gemm(&(tt_gemm_args){.compute = TT_F32, .A = A, .adt = TT_F32, .lda = ta ? M : K, .ta = ta,
+                                   .B = B, .bdt = TT_F32, .ldb = tb ? K : N, .tb = tb,
+                                   .C = C, .cdt = TT_F32, .ldc = N, .M = M, .N = N, .K = K, .accumulate = accumulate});
 }
 
 tt_err tt_gemm_bf16(const uint16_t *A, const uint16_t *B, float *C, int M, int N, int K, int ta,
                     int tb, int accumulate)
 {
-    return tt_gemm(TT_BF16, A, TT_BF16, ta ? M : K, B, TT_BF16, tb ? K : N, C, N, M, N, K, ta, tb,
-                   accumulate);
+    return tt_gemm(&(tt_gemm_args){.compute = TT_BF16, .A = A, .adt = TT_BF16, .lda = ta ? M : K, .ta = ta,
+                                   .B = B, .bdt = TT_BF16, .ldb = tb ? K : N, .tb = tb,
+                                   .C = C, .cdt = TT_F32, .ldc = N, .M = M, .N = N, .K = K, .accumulate = accumulate});
 }

@@ -31,19 +31,39 @@ tt_err tt_gemm_f32(const float *A, const float *B, float *C, int M, int N, int K
 tt_err tt_gemm_bf16(const uint16_t *A, const uint16_t *B, float *C, int M, int N, int K, int ta,
                     int tb, int accumulate);
 
-/* The general form. Each operand is TT_F32 or TT_BF16 and has its own leading
- * dimension (the distance between consecutive rows as stored: lda >= K for A
- * (M,K), >= M for A (K,M) when ta; likewise ldb; ldc >= N). `compute` says how
- * the products are formed:
+/* The general form, one struct so that calls name what they pass:
+ *
+ *   tt_gemm(&(tt_gemm_args){.compute = TT_BF16, .A = x, .adt = TT_BF16, .lda = D,
+ *                           .B = w, .bdt = TT_F32, .ldb = D, .tb = 1,
+ *                           .C = y, .cdt = TT_BF16, .ldc = N, .M = M, .N = N, .K = D});
+ *
+ * A, B are TT_F32 or TT_BF16, each with its own leading dimension (the
+ * distance between consecutive rows as stored: lda >= K for A (M,K), >= M
+ * for A (K,M) when ta; likewise ldb; ldc >= N). C is TT_F32 or TT_BF16;
+ * a bf16 C is rounded once, from the fp32 sum (partial sums over k blocks
+ * stay in fp32 scratch). `compute` says how the products are formed:
  *   TT_BF16: every operand is rounded to bf16 (round to nearest even) while it
  *            is packed, products of bf16 summed in fp32 — the mixed-precision
- *            path: fp32 master weights in, bf16 panels, fp32 out.
+ *            path: fp32 master weights in, bf16 panels, fp32 sums.
  *   TT_F32:  bf16 operands are widened to fp32 (exactly), fp32 FMAs.
  * Returns -1 (tt_last_error says why) for a bad dtype, a negative size or a
  * leading dimension that is too small. */
-tt_err tt_gemm(tt_dtype compute, const void *A, tt_dtype a_dtype, int lda, const void *B,
-               tt_dtype b_dtype, int ldb, float *C, int ldc, int M, int N, int K, int ta, int tb,
-               int accumulate);
+typedef struct {
+    tt_dtype compute;
+    const void *A;
+    tt_dtype adt;
+    int lda, ta;
+    const void *B;
+    tt_dtype bdt;
+    int ldb, tb;
+    void *C;
+    tt_dtype cdt;
+    int ldc;
+    int M, N, K;
+    int accumulate; /* C += op(A) op(B) instead of C = */
+} tt_gemm_args;
+
+tt_err tt_gemm(const tt_gemm_args *g);
 
 /* Code paths. TT_GEMM_ISA_AUTO is the best this CPU runs, unless the
  * environment variable TITAN_GEMM_ISA=avx512|avx2|scalar caps it (read on the

@@ -1,236 +1,413 @@
-/* kernels.c — fast fp32 CPU kernels for the elementwise, bias, embedding and
- * normalisation ops: OpenMP over rows, contiguous inner loops gcc vectorises.
- * Sums over rows (bias and norm weight gradients) run over column blocks, each
- * summed by one thread in row order, so they need no scratch and give the
- * same bits on any thread count. Outputs may alias their inputs (in place),
- * so they carry no restrict; `omp simd` states what restrict would (not on
- * loops that call libm, which neither compiler vectorises without -ffast-math). */
+/* kernels.c — the CPU kernels for the elementwise, bias, embedding and
+ * normalisation ops, in both activation dtypes. Each kernel's arithmetic is
+ * written once, in fp32, as a body that takes the dtype as a constant `bf`
+ * (simd.h's tt_ld / tt_st); TWO_DTYPES makes its fp32 and bf16 instances,
+ * each compiled for AVX-512, AVX2 and baseline x86-64 (TT_CLONES). The
+ * OpenMP loops live in the plain functions that call them.
+ *
+ * Sums over rows (bias and norm weight gradients) run over column blocks,
+ * each summed by one thread in row order, so they need no scratch and give
+ * the same bits on any thread count. Outputs may alias their inputs (in
+ * place), so the bodies carry no restrict. */
 #include <math.h>
 #include <string.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/simd.h"
 
 /* Columns per block in the column-parallel reductions over rows. */
 #define COLS 64
+/* Elements per task of the elementwise kernels. */
+#define CHUNK 8192
 
-void cpu_add(const float *a, const float *b, float *y, size_t n)
+/* body(args..., 0) and body(args..., 1) as name_f32 and name_bf16 */
+#define TWO_DTYPES(name, params, ...)                                 \
+    TT_CLONES static void name##_f32 params { name(__VA_ARGS__, 0); } \
+    TT_CLONES static void name##_bf16 params { name(__VA_ARGS__, 1); }
+#define PICK(name, dt) ((dt) == TT_BF16 ? name##_bf16 : name##_f32)
+
+/* element i of a buffer of dtype dt, as an address */
+static inline const void *at(const void *p, size_t i, tt_dtype dt) { return (const char *)p + i * tt_dtype_size(dt); }
+static inline void *atw(void *p, size_t i, tt_dtype dt) { return (char *)p + i * tt_dtype_size(dt); }
+
+/* ---- elementwise -------------------------------------------------------- */
+
+TT_INLINE void add_body(const void *a, const void *b, void *y, size_t n, int bf)
 {
-    #pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+    for (size_t i = 0; i < n; i++) tt_st(y, i, tt_ld(a, i, bf) + tt_ld(b, i, bf), bf);
 }
+TWO_DTYPES(add_body, (const void *a, const void *b, void *y, size_t n), a, b, y, n)
 
-void cpu_bias_add(const float *x, const float *b, float *y, int N, int D)
+void cpu_add(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
 {
+    const long nc = (long)((n + CHUNK - 1) / CHUNK);
     #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const float *xr = x + (size_t)n * D;
-        float *yr = y + (size_t)n * D;
-        #pragma omp simd
-        for (int d = 0; d < D; d++) yr[d] = xr[d] + b[d];
+    for (long c = 0; c < nc; c++) {
+        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
+        PICK(add_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m);
     }
 }
 
-void cpu_bias_grad(const float *restrict dy, float *restrict db, int N, int D)
+TT_INLINE void accum_body(float *acc, const void *g, size_t n, int bf)
 {
-    int nblk = (D + COLS - 1) / COLS;
+    for (size_t i = 0; i < n; i++) acc[i] += tt_ld(g, i, bf);
+}
+TWO_DTYPES(accum_body, (float *acc, const void *g, size_t n), acc, g, n)
+
+void cpu_accum(float *acc, const void *g, size_t n, tt_dtype dt)
+{
+    const long nc = (long)((n + CHUNK - 1) / CHUNK);
+    #pragma omp parallel for schedule(static)
+    for (long c = 0; c < nc; c++) {
+        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
+        PICK(accum_body, dt)(acc + i, at(g, i, dt), m);
+    }
+}
+
+/* silu(a) * b and its derivatives; the exp is simd.h's, which vectorises */
+TT_INLINE void swiglu_body(const void *a, const void *b, void *y, size_t n, int bf)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float x = tt_ld(a, i, bf);
+        tt_st(y, i, x / (1.0f + tt_expf(-x)) * tt_ld(b, i, bf), bf);
+    }
+}
+TWO_DTYPES(swiglu_body, (const void *a, const void *b, void *y, size_t n), a, b, y, n)
+
+TT_INLINE void swiglu_bwd_body(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, int bf)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float x = tt_ld(a, i, bf), u = tt_ld(b, i, bf), g = tt_ld(dy, i, bf);
+        const float s = 1.0f / (1.0f + tt_expf(-x));
+        tt_st(da, i, g * u * s * (1.0f + x * (1.0f - s)), bf);
+        tt_st(db, i, g * x * s, bf);
+    }
+}
+TWO_DTYPES(swiglu_bwd_body, (const void *a, const void *b, const void *dy, void *da, void *db, size_t n), a, b, dy, da,
+           db, n)
+
+void cpu_swiglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
+{
+    const long nc = (long)((n + CHUNK - 1) / CHUNK);
+    #pragma omp parallel for schedule(static)
+    for (long c = 0; c < nc; c++) {
+        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
+        PICK(swiglu_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m);
+    }
+}
+
+void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt)
+{
+    const long nc = (long)((n + CHUNK - 1) / CHUNK);
+    #pragma omp parallel for schedule(static)
+    for (long c = 0; c < nc; c++) {
+        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
+        PICK(swiglu_bwd_body, dt)(at(a, i, dt), at(b, i, dt), at(dy, i, dt), atw(da, i, dt), atw(db, i, dt), m);
+    }
+}
+
+/* GELU, tanh form: tanh(u) = 1 - 2 / (exp(2u) + 1), with the vectorised exp */
+#define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
+TT_INLINE float tanh_v(float u) { return 1.0f - 2.0f / (tt_expf(2.0f * u) + 1.0f); }
+
+TT_INLINE void gelu_body(const void *x, void *y, size_t n, int bf)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = tt_ld(x, i, bf);
+        tt_st(y, i, 0.5f * v * (1.0f + tanh_v(GELU_C * (v + 0.044715f * v * v * v))), bf);
+    }
+}
+TWO_DTYPES(gelu_body, (const void *x, void *y, size_t n), x, y, n)
+
+TT_INLINE void gelu_bwd_body(const void *x, const void *dy, void *dx, size_t n, int bf)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = tt_ld(x, i, bf), t = tanh_v(GELU_C * (v + 0.044715f * v * v * v));
+        const float g = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * 0.044715f * v * v);
+        tt_st(dx, i, tt_ld(dy, i, bf) * g, bf);
+    }
+}
+TWO_DTYPES(gelu_bwd_body, (const void *x, const void *dy, void *dx, size_t n), x, dy, dx, n)
+
+void cpu_gelu_fwd(const void *x, void *y, size_t n, tt_dtype dt)
+{
+    const long nc = (long)((n + CHUNK - 1) / CHUNK);
+    #pragma omp parallel for schedule(static)
+    for (long c = 0; c < nc; c++) {
+        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
+        PICK(gelu_body, dt)(at(x, i, dt), atw(y, i, dt), m);
+    }
+}
+
+void cpu_gelu_bwd(const void *x, const void *dy, void *dx, size_t n, tt_dtype dt)
+{
+    const long nc = (long)((n + CHUNK - 1) / CHUNK);
+    #pragma omp parallel for schedule(static)
+    for (long c = 0; c < nc; c++) {
+        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
+        PICK(gelu_bwd_body, dt)(at(x, i, dt), at(dy, i, dt), atw(dx, i, dt), m);
+    }
+}
+
+/* ---- bias --------------------------------------------------------------- */
+
+TT_INLINE void bias_add_body(const void *x, const float *b, void *y, int n0, int n1, int D, int bf)
+{
+    for (int n = n0; n < n1; n++)
+        for (int d = 0; d < D; d++) {
+            const size_t i = (size_t)n * D + d;
+            tt_st(y, i, tt_ld(x, i, bf) + b[d], bf);
+        }
+}
+TWO_DTYPES(bias_add_body, (const void *x, const float *b, void *y, int n0, int n1, int D), x, b, y, n0, n1, D)
+
+void cpu_bias_add(const void *x, const float *b, void *y, int N, int D, tt_dtype dt)
+{
+    const int rows = D > 0 && D < CHUNK ? CHUNK / D : 1, nt = (N + rows - 1) / rows;
+    #pragma omp parallel for schedule(static)
+    for (int t = 0; t < nt; t++)
+        PICK(bias_add_body, dt)(x, b, y, t * rows, (t + 1) * rows < N ? (t + 1) * rows : N, D);
+}
+
+/* sum over rows of the columns [d0, d0 + nd) into acc */
+TT_INLINE void colsum_body(const void *dy, float *acc, int N, int D, int d0, int nd, int bf)
+{
+    for (int n = 0; n < N; n++)
+        for (int d = 0; d < nd; d++) acc[d] += tt_ld(dy, (size_t)n * D + d0 + d, bf);
+}
+TWO_DTYPES(colsum_body, (const void *dy, float *acc, int N, int D, int d0, int nd), dy, acc, N, D, d0, nd)
+
+void cpu_bias_grad(const void *dy, float *db, int N, int D, tt_dtype dt)
+{
+    const int nblk = (D + COLS - 1) / COLS;
     #pragma omp parallel for schedule(static)
     for (int blk = 0; blk < nblk; blk++) {
-        int d0 = blk * COLS, nd = D - d0 < COLS ? D - d0 : COLS;
+        const int d0 = blk * COLS, nd = D - d0 < COLS ? D - d0 : COLS;
         float acc[COLS] = {0};
-        for (int n = 0; n < N; n++) {
-            const float *restrict r = dy + (size_t)n * D + d0;
-            for (int d = 0; d < nd; d++) acc[d] += r[d];
-        }
+        PICK(colsum_body, dt)(dy, acc, N, D, d0, nd);
         memcpy(db + d0, acc, (size_t)nd * sizeof(float));
     }
 }
 
+/* ---- embedding ---------------------------------------------------------- */
+
 /* An id outside [0, V) is a caller error; it reads as a zero row. */
-void cpu_embedding_fwd(const int32_t *ids, const float *table, float *out, int N, int V, int D)
+void cpu_embedding_fwd(const int32_t *ids, const float *table, void *out, int N, int V, int D, tt_dtype dt)
 {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
-        int id = ids[n];
-        if (id >= 0 && id < V) memcpy(out + (size_t)n * D, table + (size_t)id * D, (size_t)D * sizeof(float));
-        else memset(out + (size_t)n * D, 0, (size_t)D * sizeof(float));
+        const int id = ids[n];
+        void *row = atw(out, (size_t)n * D, dt);
+        if (id < 0 || id >= V) memset(row, 0, (size_t)D * tt_dtype_size(dt));
+        else tt_cpu_from_f32(row, dt, table + (size_t)id * D, (size_t)D);
     }
 }
 
+/* dtable rows id (columns d0..d0+nd) += dout row n, for every n */
+TT_INLINE void scatter_body(const int32_t *ids, const void *dout, float *dtable, int N, int V, int D, int d0, int nd,
+                            int bf)
+{
+    for (int n = 0; n < N; n++) {
+        const int id = ids[n];
+        if (id < 0 || id >= V) continue;
+        float *dst = dtable + (size_t)id * D + d0;
+        for (int d = 0; d < nd; d++) dst[d] += tt_ld(dout, (size_t)n * D + d0 + d, bf);
+    }
+}
+TWO_DTYPES(scatter_body, (const int32_t *ids, const void *dout, float *dtable, int N, int V, int D, int d0, int nd), ids,
+           dout, dtable, N, V, D, d0, nd)
+
 /* Repeated ids make a row-parallel scatter race, so each thread owns a slice
  * of columns and walks all rows in order: deterministic and race-free. */
-void cpu_embedding_bwd(const int32_t *ids, const float *restrict dout, float *restrict dtable, int N,
-                       int V, int D)
+void cpu_embedding_bwd(const int32_t *ids, const void *dout, float *dtable, int N, int V, int D, tt_dtype dt,
+                       int accumulate)
 {
     #pragma omp parallel
     {
-        #pragma omp for schedule(static)
-        for (int v = 0; v < V; v++) memset(dtable + (size_t)v * D, 0, (size_t)D * sizeof(float));
-        int nblk = (D + COLS - 1) / COLS;
+        if (!accumulate) {
+            #pragma omp for schedule(static)
+            for (int v = 0; v < V; v++) memset(dtable + (size_t)v * D, 0, (size_t)D * sizeof(float));
+        }
+        const int nblk = (D + COLS - 1) / COLS;
         #pragma omp for schedule(static)
         for (int blk = 0; blk < nblk; blk++) {
-            int d0 = blk * COLS, nd = D - d0 < COLS ? D - d0 : COLS;
-            for (int n = 0; n < N; n++) {
-                int id = ids[n];
-                if (id < 0 || id >= V) continue;
-                float *restrict dst = dtable + (size_t)id * D + d0;
-                const float *restrict src = dout + (size_t)n * D + d0;
-                for (int d = 0; d < nd; d++) dst[d] += src[d];
-            }
+            const int d0 = blk * COLS, nd = D - d0 < COLS ? D - d0 : COLS;
+            PICK(scatter_body, dt)(ids, dout, dtable, N, V, D, d0, nd);
         }
     }
 }
 
-/* As Hugging Face's LlamaRMSNorm in fp32: y = w * (x * rstd). */
-void cpu_rmsnorm_fwd(const float *x, const float *w, float *y,
-                     float *rstd, int N, int D, double eps)
+/* ---- RMSNorm ------------------------------------------------------------ */
+
+/* As Hugging Face's LlamaRMSNorm in fp32: y = w * (x * rstd). Rows [n0, n1). */
+TT_INLINE void rmsnorm_body(const void *x, const float *w, void *y, float *rstd, int n0, int n1, int D, float eps,
+                            int bf)
 {
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const float *xr = x + (size_t)n * D;
-        float *yr = y + (size_t)n * D;
+    for (int n = n0; n < n1; n++) {
+        const size_t o = (size_t)n * D;
         float ss = 0;
-        #pragma omp simd reduction(+ : ss)
-        for (int d = 0; d < D; d++) ss += xr[d] * xr[d];
-        float r = 1.0f / sqrtf(ss / (float)D + (float)eps);
-        #pragma omp simd
-        for (int d = 0; d < D; d++) yr[d] = w[d] * (xr[d] * r);
+        for (int d = 0; d < D; d++) {
+            const float v = tt_ld(x, o + d, bf);
+            ss += v * v;
+        }
+        const float r = 1.0f / sqrtf(ss / (float)D + eps);
+        for (int d = 0; d < D; d++) tt_st(y, o + d, w[d] * (tt_ld(x, o + d, bf) * r), bf);
         rstd[n] = r;
     }
 }
+TWO_DTYPES(rmsnorm_body, (const void *x, const float *w, void *y, float *rstd, int n0, int n1, int D, float eps), x, w,
+           y, rstd, n0, n1, D, eps)
 
-void cpu_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const float *dy, float *dx,
-                     float *dw, int N, int D)
+/* Rows per task: enough work per call for short rows. */
+static int row_block(int D) { return D > 0 && D < 1024 ? 1024 / D : 1; }
+
+void cpu_rmsnorm_fwd(const void *x, const float *w, void *y, float *rstd, int N, int D, double eps, tt_dtype dt)
 {
-    int nblk = (D + COLS - 1) / COLS;
+    const int rb = row_block(D), nt = (N + rb - 1) / rb;
+    #pragma omp parallel for schedule(static)
+    for (int t = 0; t < nt; t++)
+        PICK(rmsnorm_body, dt)(x, w, y, rstd, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D, (float)eps);
+}
+
+/* dw columns [d0, d0 + nd) = sum over rows of dy * x * rstd */
+TT_INLINE void rmsnorm_dw_body(const void *x, const float *rstd, const void *dy, float *acc, int N, int D, int d0,
+                               int nd, int bf)
+{
+    for (int n = 0; n < N; n++) {
+        const size_t o = (size_t)n * D + d0;
+        const float r = rstd[n];
+        for (int d = 0; d < nd; d++) acc[d] += tt_ld(dy, o + d, bf) * tt_ld(x, o + d, bf) * r;
+    }
+}
+TWO_DTYPES(rmsnorm_dw_body, (const void *x, const float *rstd, const void *dy, float *acc, int N, int D, int d0, int nd),
+           x, rstd, dy, acc, N, D, d0, nd)
+
+TT_INLINE void rmsnorm_dx_body(const void *x, const float *w, const float *rstd, const void *dy, void *dx, int n0,
+                               int n1, int D, int bf)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t o = (size_t)n * D;
+        const float r = rstd[n];
+        float dot = 0;
+        for (int d = 0; d < D; d++) dot += tt_ld(dy, o + d, bf) * w[d] * tt_ld(x, o + d, bf);
+        const float c = r * r * r * dot / (float)D;
+        for (int d = 0; d < D; d++) tt_st(dx, o + d, r * w[d] * tt_ld(dy, o + d, bf) - c * tt_ld(x, o + d, bf), bf);
+    }
+}
+TWO_DTYPES(rmsnorm_dx_body, (const void *x, const float *w, const float *rstd, const void *dy, void *dx, int n0, int n1,
+                             int D),
+           x, w, rstd, dy, dx, n0, n1, D)
+
+void cpu_rmsnorm_bwd(const void *x, const float *w, const float *rstd, const void *dy, void *dx, float *dw, int N,
+                     int D, tt_dtype dt)
+{
+    const int nblk = (D + COLS - 1) / COLS, rb = row_block(D), nt = (N + rb - 1) / rb;
     #pragma omp parallel
     {
         /* dw first, so that dx may overwrite dy in place */
         #pragma omp for schedule(static)
         for (int blk = 0; blk < nblk; blk++) {
-            int d0 = blk * COLS, nd = D - d0 < COLS ? D - d0 : COLS;
+            const int d0 = blk * COLS, nd = D - d0 < COLS ? D - d0 : COLS;
             float acc[COLS] = {0};
-            for (int n = 0; n < N; n++) {
-                const float *xr = x + (size_t)n * D + d0, *dyr = dy + (size_t)n * D + d0;
-                float r = rstd[n];
-                #pragma omp simd
-                for (int d = 0; d < nd; d++) acc[d] += dyr[d] * xr[d] * r;
-            }
+            PICK(rmsnorm_dw_body, dt)(x, rstd, dy, acc, N, D, d0, nd);
             memcpy(dw + d0, acc, (size_t)nd * sizeof(float));
         }
         #pragma omp for schedule(static)
-        for (int n = 0; n < N; n++) {
-            const float *xr = x + (size_t)n * D, *dyr = dy + (size_t)n * D;
-            float *dxr = dx + (size_t)n * D;
-            float r = rstd[n], dot = 0;
-            #pragma omp simd reduction(+ : dot)
-            for (int d = 0; d < D; d++) dot += dyr[d] * w[d] * xr[d];
-            float c = r * r * r * dot / (float)D;
-            #pragma omp simd
-            for (int d = 0; d < D; d++) dxr[d] = r * w[d] * dyr[d] - c * xr[d];
-        }
+        for (int t = 0; t < nt; t++)
+            PICK(rmsnorm_dx_body, dt)(x, w, rstd, dy, dx, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D);
     }
 }
 
-void cpu_layernorm_fwd(const float *x, const float *w, const float *b,
-                       float *y, float *mean, float *rstd, int N, int D,
-                       double eps)
+/* ---- LayerNorm ---------------------------------------------------------- */
+
+TT_INLINE void layernorm_body(const void *x, const float *w, const float *b, void *y, float *mean, float *rstd,
+                              int n0, int n1, int D, float eps, int bf)
 {
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const float *xr = x + (size_t)n * D;
-        float *yr = y + (size_t)n * D;
+    for (int n = n0; n < n1; n++) {
+        const size_t o = (size_t)n * D;
         float s = 0, v = 0;
-        #pragma omp simd reduction(+ : s)
-        for (int d = 0; d < D; d++) s += xr[d];
-        float mu = s / (float)D;
+        for (int d = 0; d < D; d++) s += tt_ld(x, o + d, bf);
+        const float mu = s / (float)D;
         /* two passes: the variance of centred values loses nothing to cancellation */
-        #pragma omp simd reduction(+ : v)
-        for (int d = 0; d < D; d++) v += (xr[d] - mu) * (xr[d] - mu);
-        float r = 1.0f / sqrtf(v / (float)D + (float)eps);
-        #pragma omp simd
-        for (int d = 0; d < D; d++) yr[d] = (xr[d] - mu) * r * w[d] + b[d];
+        for (int d = 0; d < D; d++) {
+            const float c = tt_ld(x, o + d, bf) - mu;
+            v += c * c;
+        }
+        const float r = 1.0f / sqrtf(v / (float)D + eps);
+        for (int d = 0; d < D; d++) tt_st(y, o + d, (tt_ld(x, o + d, bf) - mu) * r * w[d] + b[d], bf);
         mean[n] = mu;
         rstd[n] = r;
     }
 }
+TWO_DTYPES(layernorm_body, (const void *x, const float *w, const float *b, void *y, float *mean, float *rstd, int n0,
+                            int n1, int D, float eps),
+           x, w, b, y, mean, rstd, n0, n1, D, eps)
 
-void cpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd,
-                       const float *dy, float *dx, float *dw, float *db, int N, int D)
+void cpu_layernorm_fwd(const void *x, const float *w, const float *b, void *y, float *mean, float *rstd, int N,
+                       int D, double eps, tt_dtype dt)
 {
-    int nblk = (D + COLS - 1) / COLS;
+    const int rb = row_block(D), nt = (N + rb - 1) / rb;
+    #pragma omp parallel for schedule(static)
+    for (int t = 0; t < nt; t++)
+        PICK(layernorm_body, dt)(x, w, b, y, mean, rstd, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D, (float)eps);
+}
+
+TT_INLINE void layernorm_dwb_body(const void *x, const float *mean, const float *rstd, const void *dy, float *aw,
+                                  float *ab, int N, int D, int d0, int nd, int bf)
+{
+    for (int n = 0; n < N; n++) {
+        const size_t o = (size_t)n * D + d0;
+        const float mu = mean[n], r = rstd[n];
+        for (int d = 0; d < nd; d++) {
+            const float g = tt_ld(dy, o + d, bf);
+            aw[d] += g * (tt_ld(x, o + d, bf) - mu) * r;
+            ab[d] += g;
+        }
+    }
+}
+TWO_DTYPES(layernorm_dwb_body, (const void *x, const float *mean, const float *rstd, const void *dy, float *aw, float *ab,
+                                int N, int D, int d0, int nd),
+           x, mean, rstd, dy, aw, ab, N, D, d0, nd)
+
+TT_INLINE void layernorm_dx_body(const void *x, const float *w, const float *mean, const float *rstd, const void *dy,
+                                 void *dx, int n0, int n1, int D, int bf)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t o = (size_t)n * D;
+        const float mu = mean[n], r = rstd[n];
+        float mg = 0, mgx = 0;
+        for (int d = 0; d < D; d++) {
+            const float g = tt_ld(dy, o + d, bf) * w[d];
+            mg += g;
+            mgx += g * (tt_ld(x, o + d, bf) - mu) * r;
+        }
+        mg /= (float)D;
+        mgx /= (float)D;
+        for (int d = 0; d < D; d++)
+            tt_st(dx, o + d, r * (tt_ld(dy, o + d, bf) * w[d] - mg - (tt_ld(x, o + d, bf) - mu) * r * mgx), bf);
+    }
+}
+TWO_DTYPES(layernorm_dx_body, (const void *x, const float *w, const float *mean, const float *rstd, const void *dy,
+                               void *dx, int n0, int n1, int D),
+           x, w, mean, rstd, dy, dx, n0, n1, D)
+
+void cpu_layernorm_bwd(const void *x, const float *w, const float *mean, const float *rstd, const void *dy,
+                       void *dx, float *dw, float *db, int N, int D, tt_dtype dt)
+{
+    const int nblk = (D + COLS - 1) / COLS, rb = row_block(D), nt = (N + rb - 1) / rb;
     #pragma omp parallel
     {
         /* dw and db first, so that dx may overwrite dy in place */
         #pragma omp for schedule(static)
         for (int blk = 0; blk < nblk; blk++) {
-            int d0 = blk * COLS, nd = D - d0 < COLS ? D - d0 : COLS;
+            const int d0 = blk * COLS, nd = D - d0 < COLS ? D - d0 : COLS;
             float aw[COLS] = {0}, ab[COLS] = {0};
-            for (int n = 0; n < N; n++) {
-                const float *xr = x + (size_t)n * D + d0, *dyr = dy + (size_t)n * D + d0;
-                float mu = mean[n], r = rstd[n];
-                #pragma omp simd
-                for (int d = 0; d < nd; d++) {
-                    aw[d] += dyr[d] * (xr[d] - mu) * r;
-                    ab[d] += dyr[d];
-                }
-            }
+            PICK(layernorm_dwb_body, dt)(x, mean, rstd, dy, aw, ab, N, D, d0, nd);
             memcpy(dw + d0, aw, (size_t)nd * sizeof(float));
             memcpy(db + d0, ab, (size_t)nd * sizeof(float));
         }
         #pragma omp for schedule(static)
-        for (int n = 0; n < N; n++) {
-            const float *xr = x + (size_t)n * D, *dyr = dy + (size_t)n * D;
-            float *dxr = dx + (size_t)n * D;
-            float mu = mean[n], r = rstd[n], mg = 0, mgx = 0;
-            #pragma omp simd reduction(+ : mg, mgx)
-            for (int d = 0; d < D; d++) {
-                float g = dyr[d] * w[d];
-                mg += g;
-                mgx += g * (xr[d] - mu) * r;
-            }
-            mg /= (float)D;
-            mgx /= (float)D;
-            #pragma omp simd
-            for (int d = 0; d < D; d++)
-                dxr[d] = r * (dyr[d] * w[d] - mg - (xr[d] - mu) * r * mgx);
-        }
-    }
-}
-
-void cpu_swiglu_fwd(const float *a, const float *b, float *y, size_t n)
-{
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) y[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
-}
-
-void cpu_swiglu_bwd(const float *a, const float *b, const float *dy,
-                    float *da, float *db, size_t n)
-{
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float x = a[i], s = 1.0f / (1.0f + expf(-x));
-        da[i] = dy[i] * b[i] * s * (1.0f + x * (1.0f - s));
-        db[i] = dy[i] * x * s;
-    }
-}
-
-#define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
-
-void cpu_gelu_fwd(const float *x, float *y, size_t n)
-{
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = 0.5f * v * (1.0f + tanhf(GELU_C * (v + 0.044715f * v * v * v)));
-    }
-}
-
-void cpu_gelu_bwd(const float *x, const float *dy, float *dx, size_t n)
-{
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float v = x[i], t = tanhf(GELU_C * (v + 0.044715f * v * v * v));
-        float g = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * 0.044715f * v * v);
-        dx[i] = dy[i] * g;
+        for (int t = 0; t < nt; t++)
+            PICK(layernorm_dx_body, dt)(x, w, mean, rstd, dy, dx, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D);
     }
 }

@@ -84,40 +84,82 @@
 TT_REF_KERNELS(float, f32)
 TT_REF_KERNELS(double, f64)
 
-/* ---- fast fp32 kernels: same contracts as the reference kernels ---------- */
-void cpu_matmul(const float *A, const float *B, float *C, int M, int N, int K, int ta, int tb,
-                int accumulate);
-void cpu_bias_add(const float *x, const float *b, float *y, int N, int D);
-void cpu_bias_grad(const float *dy, float *db, int N, int D);
-void cpu_add(const float *a, const float *b, float *y, size_t n);
-void cpu_embedding_fwd(const int32_t *ids, const float *table, float *out, int N, int V, int D);
-void cpu_embedding_bwd(const int32_t *ids, const float *dout, float *dtable, int N, int V, int D);
-void cpu_rmsnorm_fwd(const float *x, const float *w, float *y, float *rstd, int N, int D, double eps);
-void cpu_rmsnorm_bwd(const float *x, const float *w, const float *rstd, const float *dy, float *dx,
-                     float *dw, int N, int D);
-void cpu_layernorm_fwd(const float *x, const float *w, const float *b, float *y, float *mean,
-                       float *rstd, int N, int D, double eps);
-void cpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd,
-                       const float *dy, float *dx, float *dw, float *db, int N, int D);
-void cpu_rope(const float *x, const int32_t *pos, const float *inv_freq, float *y, int N, int H,
-              int hd, int inverse);
-void cpu_rope_scaled(const float *x, const int32_t *pos, const float *inv_freq, float *y, int N,
-                     int H, int hd, int inverse, float scale);
-void cpu_attention_fwd(const float *q, const float *k, const float *v, const int32_t *doc, float *o,
-                       float *lse, int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, int hd,
-                       int window, double scale);
-void cpu_attention_bwd(const float *q, const float *k, const float *v, const int32_t *doc,
-                       const float *o, const float *lse, const float *dout, float *dq, float *dk,
-                       float *dv, int B, int T_, int H, int Hk, int hd, int window, double scale);
-void cpu_swiglu_fwd(const float *a, const float *b, float *y, size_t n);
-void cpu_swiglu_bwd(const float *a, const float *b, const float *dy, float *da, float *db, size_t n);
-void cpu_gelu_fwd(const float *x, float *y, size_t n);
-void cpu_gelu_bwd(const float *x, const float *dy, float *dx, size_t n);
-double cpu_ce_linear(const float *h, const float *W, const int32_t *targets, int N, int D, int V,
-                     int ignore_index, double scale, float *dh, float *dW);
+/* ---- fast kernels: the reference contracts, in both activation dtypes ------
+ * Activation buffers (x, y, dy, dx, q, k, v, o, ...) are void * of dtype
+ * `dt`, TT_F32 or TT_BF16 (mixed precision: bf16 activations, every sum and
+ * statistic in fp32, rounded once when stored). Weights, biases, saved
+ * statistics (rstd, mean, lse) and weight gradients are always fp32. */
+#include "core/core.h"
+
+/* C (M,N) = op(A) op(B) (+ C): A, B, C each fp32 or bf16, products of
+ * bf16-rounded values when A or B is bf16. Returns -1 only when scratch
+ * memory runs out. */
+tt_err cpu_matmul(const void *A, tt_dtype adt, const void *B, tt_dtype bdt, void *C, tt_dtype cdt, int M, int N,
+                  int K, int ta, int tb, int accumulate);
+/* What cpu_matmul runs for such a call, for benchmark output: "titan avx512-bf16", "openblas sgemm", ... */
+const char *cpu_matmul_path(tt_dtype adt, tt_dtype bdt, int M, int N, int K, int ta, int tb);
+void cpu_bias_add(const void *x, const float *b, void *y, int N, int D, tt_dtype dt);
+void cpu_bias_grad(const void *dy, float *db, int N, int D, tt_dtype dt);
+void cpu_add(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
+/* acc (n, fp32) += g (n, dt) */
+void cpu_accum(float *acc, const void *g, size_t n, tt_dtype dt);
+void cpu_embedding_fwd(const int32_t *ids, const float *table, void *out, int N, int V, int D, tt_dtype dt);
+/* dtable (V,D) = (accumulate: +=) scatter-add of dout rows */
+void cpu_embedding_bwd(const int32_t *ids, const void *dout, float *dtable, int N, int V, int D, tt_dtype dt,
+                       int accumulate);
+void cpu_rmsnorm_fwd(const void *x, const float *w, void *y, float *rstd, int N, int D, double eps, tt_dtype dt);
+void cpu_rmsnorm_bwd(const void *x, const float *w, const float *rstd, const void *dy, void *dx, float *dw, int N,
+                     int D, tt_dtype dt);
+void cpu_layernorm_fwd(const void *x, const float *w, const float *b, void *y, float *mean, float *rstd, int N,
+                       int D, double eps, tt_dtype dt);
+void cpu_layernorm_bwd(const void *x, const float *w, const float *mean, const float *rstd, const void *dy,
+                       void *dx, float *dw, float *db, int N, int D, tt_dtype dt);
+void cpu_rope(const void *x, const int32_t *pos, const float *inv_freq, void *y, int N, int H, int hd, int inverse,
+              float scale, tt_dtype dt);
+void cpu_swiglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
+void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt);
+void cpu_gelu_fwd(const void *x, void *y, size_t n, tt_dtype dt);
+void cpu_gelu_bwd(const void *x, const void *dy, void *dx, size_t n, tt_dtype dt);
+
+/* Training attention (Tq = Tk = T, causal, GQA, document mask, window): the
+ * operands as row-strided views, so q, k, v may be column ranges of one qkv
+ * buffer. Token row n = b*T + t of q starts at q + n*ldq elements and head h
+ * at + h*hd; likewise k, v (Hk heads), o, dout and the gradients. When pos is
+ * not NULL, RoPE (rotate-half, inv_freq, cos/sin times rope_scale) is applied
+ * to q and k inside the kernel: the forward attends with rotated q and k, and
+ * the backward returns gradients with respect to the unrotated ones. */
+typedef struct {
+    int B, T, H, Hk, hd, window;
+    tt_dtype dt;
+    const void *q, *k, *v;
+    long ldq, ldk, ldv;
+    const int32_t *doc;      /* (B*T) or NULL */
+    const int32_t *pos;      /* (B*T) or NULL */
+    const float *inv_freq;   /* (hd/2) */
+    float rope_scale;
+    void *o;                 /* forward out; backward in */
+    long ldo;
+    float *lse;              /* (B, H, T): forward out; backward in */
+    const void *dout;        /* backward in */
+    long lddo;
+    void *dq, *dk, *dv;      /* backward out (overwritten) */
+    long lddq, lddk, lddv;
+} tt_attn;
+/* Return -1 only when scratch memory runs out. */
+tt_err cpu_attention_fwd(const tt_attn *a);
+tt_err cpu_attention_bwd(const tt_attn *a);
+/* Decoding with a KV cache (fp32): the general form of ref_attention_fwd. */
+void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, float *lse, int B, int Tq, int Tk,
+                      int kvT, int q_off, int H, int Hk, int hd, int window, double scale);
+
+/* Fused linear + cross-entropy: h (N,D) of dtype dt, W (V,D) fp32, dh (dt),
+ * dW fp32 accumulated into. Logit products in bf16 when dt is bf16. Returns
+ * NAN (with the error set) when its block of logits cannot be allocated. */
+double cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int N, int D, int V, int ignore_index,
+                     double scale, void *dh, float *dW, tt_dtype dt);
 double cpu_sumsq(const float *g, size_t n);
-void cpu_adamw(float *p, const float *g, float *m, float *v, size_t n, double lr, double b1,
-               double b2, double eps, double wd, double clip, long step);
+void cpu_adamw(float *p, const float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double eps,
+               double wd, double clip, long step);
 
 /* RoPE inverse frequencies (hd/2 floats), computed in fp32 as transformers
  * does (modeling_rope_utils.py): inv_freq[i] = 1 / theta^(2i/hd), then llama3

@@ -1,18 +1,23 @@
-/* matmul.c — the fp32 matmul through OpenBLAS (the OpenMP build, which shares
- * our thread pool). Row-major, transposes by flag, accumulation through beta. */
-#include <cblas.h>
-#include <string.h>
+/* matmul.c — the matmul op on the CPU: titan's own GEMM (gemm.h) for every
+ * dtype mix, row-major, transposes by flag, accumulation into C. */
+#include <stdio.h>
 
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 
-void cpu_matmul(const float *A, const float *B, float *C, int M, int N, int K, int ta, int tb,
-                int accumulate)
+tt_err cpu_matmul(const void *A, tt_dtype adt, const void *B, tt_dtype bdt, void *C, tt_dtype cdt, int M, int N,
+                  int K, int ta, int tb, int accumulate)
 {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) { /* an empty sum: BLAS would reject the zero leading dimensions */
-        if (!accumulate) memset(C, 0, (size_t)M * N * sizeof(float));
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
-                N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, accumulate ? 1.0f : 0.0f, C, N);
+    const tt_dtype compute = adt == TT_BF16 || bdt == TT_BF16 ? TT_BF16 : TT_F32;
+    return tt_gemm(&(tt_gemm_args){.compute = compute, .A = A, .adt = adt, .lda = ta ? M : K, .ta = ta,
+                                   .B = B, .bdt = bdt, .ldb = tb ? K : N, .tb = tb,
+                                   .C = C, .cdt = cdt, .ldc = N, .M = M, .N = N, .K = K, .accumulate = accumulate});
+}
+
+const char *cpu_matmul_path(tt_dtype adt, tt_dtype bdt, int M, int N, int K, int ta, int tb)
+{
+    (void)M, (void)N, (void)K, (void)ta, (void)tb;
+    static _Thread_local char name[64];
+    snprintf(name, sizeof name, "titan %s", tt_gemm_path_name(adt == TT_BF16 || bdt == TT_BF16 ? TT_BF16 : TT_F32));
+    return name;
 }

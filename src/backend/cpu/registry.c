@@ -1,25 +1,25 @@
 /* registry.c — the CPU backend: adapts each graph node to its kernel call.
- * f64 nodes (tests) always take the reference kernel; f32 nodes take the fast
- * kernel unless the executor asks for the reference (debug mode). */
+ * f64 nodes (tests) always take the reference kernel; f32 and bf16 nodes take
+ * the fast kernel unless the executor asks for the reference (debug mode).
+ * The reference kernels are fp32/f64 only: a bf16 node in debug mode runs
+ * them on fp32 copies of its bf16 inputs and rounds its bf16 outputs, so
+ * debug mode checks bf16 graphs against the same reference as fp32 ones. */
 #include <math.h>
 #include <string.h>
 
 #include "backend/backend.h"
-#include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/simd.h"
 
-/* Call the kernel `fn` with arguments written in terms of the element type T. */
-#define DISPATCH(fn, ...)                                                                          \
+/* Call the reference kernel `fn` (f64 or f32) with arguments written in terms of the element type T. */
+#define REF(fn, ...)                                                                               \
     do {                                                                                           \
         if (is64) {                                                                                \
             typedef double T;                                                                      \
             ref_##fn##_f64(__VA_ARGS__);                                                           \
-        } else if (reference) {                                                                    \
-            typedef float T;                                                                       \
-            ref_##fn##_f32(__VA_ARGS__);                                                           \
         } else {                                                                                   \
             typedef float T;                                                                       \
-            cpu_##fn(__VA_ARGS__);                                                                 \
+            ref_##fn##_f32(__VA_ARGS__);                                                           \
         }                                                                                          \
     } while (0)
 
@@ -36,88 +36,125 @@ static tt_err check_ids(const int32_t *ids, int64_t n, int64_t V, int allow, con
     return 0;
 }
 
-static tt_err cpu_run(const tt_node *n, void *const *in, void *const *out, int reference)
+static int floating(tt_dtype d) { return d == TT_F32 || d == TT_BF16 || d == TT_F64; }
+
+/* ref: run the reference kernel; all bf16 buffers have been widened to fp32 by then. */
+static tt_err run(const tt_node *n, void *const *in, void *const *out, int ref)
 {
     const tt_value *x0 = n->in[0];
-    int is64 = x0->dtype == TT_F64; /* the first input's type picks the kernel */
-    if (!is64 && x0->dtype != TT_F32 && n->op != TT_OP_EMBEDDING && n->op != TT_OP_EMBEDDING_BWD)
-        return tt_errorf("cpu: %s has no kernel for %s", tt_op_name(n->op), tt_dtype_name(x0->dtype));
+    const tt_dtype dt = x0->dtype; /* the activation dtype of most ops: their first input's */
+    int is64 = dt == TT_F64;
+    if (!floating(dt) && n->op != TT_OP_EMBEDDING && n->op != TT_OP_EMBEDDING_BWD)
+        return tt_errorf("cpu: %s has no kernel for %s", tt_op_name(n->op), tt_dtype_name(dt));
+    ref |= is64;
     switch (n->op) {
     case TT_OP_EMBEDDING: {
         const tt_value *tab = n->in[1];
         int N = (int)tt_value_numel(x0), V = (int)tab->shape[0], D = (int)tab->shape[1];
         if (check_ids(in[0], N, V, INT32_MIN, "token id")) return -1;
         is64 = tab->dtype == TT_F64;
-        DISPATCH(embedding_fwd, in[0], (const T *)in[1], (T *)out[0], N, V, D);
+        if (ref || is64) REF(embedding_fwd, in[0], (const T *)in[1], (T *)out[0], N, V, D);
+        else cpu_embedding_fwd(in[0], in[1], out[0], N, V, D, n->out[0]->dtype);
         return 0;
     }
     case TT_OP_EMBEDDING_BWD: {
-        const tt_value *dt = n->out[0];
-        int N = (int)tt_value_numel(x0), V = (int)dt->shape[0], D = (int)dt->shape[1];
-        DISPATCH(embedding_bwd, in[0], (const T *)in[1], (T *)out[0], N, V, D);
+        const tt_value *dtab = n->out[0];
+        int N = (int)tt_value_numel(x0), V = (int)dtab->shape[0], D = (int)dtab->shape[1];
+        is64 = dtab->dtype == TT_F64;
+        if (ref || is64) REF(embedding_bwd, in[0], (const T *)in[1], (T *)out[0], N, V, D);
+        else cpu_embedding_bwd(in[0], in[1], out[0], N, V, D, n->in[1]->dtype, 0);
         return 0;
     }
     case TT_OP_MATMUL: {
         int ta = I(0), tb = I(1);
         int M = (int)n->out[0]->shape[0], N = (int)n->out[0]->shape[1];
         int K = (int)(ta ? x0->shape[0] : x0->shape[1]);
-        if (I(2) && !reference && !is64) /* mixed precision: bf16 panels packed from the fp32 operands */
-            return tt_gemm(TT_BF16, in[0], TT_F32, ta ? M : K, in[1], TT_F32, tb ? K : N, out[0], N, M, N, K, ta, tb, 0);
-        DISPATCH(matmul, (const T *)in[0], (const T *)in[1], (T *)out[0], M, N, K, ta, tb, 0);
+        if (ref) REF(matmul, (const T *)in[0], (const T *)in[1], (T *)out[0], M, N, K, ta, tb, 0);
+        else return cpu_matmul(in[0], dt, in[1], n->in[1]->dtype, out[0], n->out[0]->dtype, M, N, K, ta, tb, 0);
         return 0;
     }
     case TT_OP_BIAS_ADD:
-        DISPATCH(bias_add, (const T *)in[0], (const T *)in[1], (T *)out[0], (int)nrows(x0), (int)ncols(x0));
+        if (ref) REF(bias_add, (const T *)in[0], (const T *)in[1], (T *)out[0], (int)nrows(x0), (int)ncols(x0));
+        else cpu_bias_add(in[0], in[1], out[0], (int)nrows(x0), (int)ncols(x0), dt);
         return 0;
     case TT_OP_BIAS_GRAD:
-        DISPATCH(bias_grad, (const T *)in[0], (T *)out[0], (int)nrows(x0), (int)ncols(x0));
+        if (ref) REF(bias_grad, (const T *)in[0], (T *)out[0], (int)nrows(x0), (int)ncols(x0));
+        else cpu_bias_grad(in[0], out[0], (int)nrows(x0), (int)ncols(x0), dt);
         return 0;
     case TT_OP_ADD:
-        DISPATCH(add, (const T *)in[0], (const T *)in[1], (T *)out[0], (size_t)tt_value_numel(x0));
+        if (ref) REF(add, (const T *)in[0], (const T *)in[1], (T *)out[0], (size_t)tt_value_numel(x0));
+        else cpu_add(in[0], in[1], out[0], (size_t)tt_value_numel(x0), dt);
         return 0;
     case TT_OP_ACCUM: /* acc += g, in place on the persistent accumulator */
-        DISPATCH(add, (const T *)in[0], (const T *)in[1], (T *)in[0], (size_t)tt_value_numel(x0));
+        if (ref) REF(add, (const T *)in[0], (const T *)in[1], (T *)in[0], (size_t)tt_value_numel(x0));
+        else cpu_accum(in[0], in[1], (size_t)tt_value_numel(x0), n->in[1]->dtype);
         return 0;
-    case TT_OP_RMSNORM:
-        DISPATCH(rmsnorm_fwd, (const T *)in[0], (const T *)in[1], (T *)out[0], (T *)out[1],
-                 (int)(tt_value_numel(x0) / I(0)), I(0), n->a.f[0]);
-        return 0;
-    case TT_OP_RMSNORM_BWD:
-        DISPATCH(rmsnorm_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (const T *)in[3], (T *)out[0],
-                 (T *)out[1], (int)(tt_value_numel(x0) / I(0)), I(0));
-        return 0;
-    case TT_OP_LAYERNORM:
-        DISPATCH(layernorm_fwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1],
-                 (T *)out[2], (int)nrows(x0), (int)ncols(x0), n->a.f[0]);
-        return 0;
-    case TT_OP_LAYERNORM_BWD:
-        DISPATCH(layernorm_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (const T *)in[3],
-                 (const T *)in[4], (T *)out[0], (T *)out[1], (T *)out[2], (int)nrows(x0), (int)ncols(x0));
-        return 0;
-    case TT_OP_ROPE:
-        DISPATCH(rope_scaled, (const T *)in[0], in[1], in[2], (T *)out[0], (int)nrows(x0), I(0), I(1), I(2),
-                 n->a.f[0]); /* a.f[0]: the cos/sin scale */
-        return 0;
-    case TT_OP_ATTENTION: {
-        int B = I(0), Tt = I(1);
-        double scale = 1.0 / sqrt((double)I(4));
-        DISPATCH(attention_fwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (T *)out[0],
-                 (T *)out[1], B, Tt, Tt, Tt, 0, I(2), I(3), I(4), I(5), scale);
+    case TT_OP_RMSNORM: {
+        int N = (int)(tt_value_numel(x0) / I(0)), D = I(0);
+        if (ref) REF(rmsnorm_fwd, (const T *)in[0], (const T *)in[1], (T *)out[0], (T *)out[1], N, D, n->a.f[0]);
+        else cpu_rmsnorm_fwd(in[0], in[1], out[0], out[1], N, D, n->a.f[0], dt);
         return 0;
     }
-    case TT_OP_ATTENTION_BWD: {
-        double scale = 1.0 / sqrt((double)I(4));
-        DISPATCH(attention_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (const T *)in[4],
-                 (const T *)in[5], (const T *)in[6], (T *)out[0], (T *)out[1], (T *)out[2], I(0), I(1), I(2), I(3),
-                 I(4), I(5), scale);
+    case TT_OP_RMSNORM_BWD: {
+        int N = (int)(tt_value_numel(x0) / I(0)), D = I(0);
+        if (ref)
+            REF(rmsnorm_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (const T *)in[3], (T *)out[0],
+                (T *)out[1], N, D);
+        else cpu_rmsnorm_bwd(in[0], in[1], in[2], in[3], out[0], out[1], N, D, dt);
         return 0;
+    }
+    case TT_OP_LAYERNORM:
+        if (ref)
+            REF(layernorm_fwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1],
+                (T *)out[2], (int)nrows(x0), (int)ncols(x0), n->a.f[0]);
+        else cpu_layernorm_fwd(in[0], in[1], in[2], out[0], out[1], out[2], (int)nrows(x0), (int)ncols(x0), n->a.f[0], dt);
+        return 0;
+    case TT_OP_LAYERNORM_BWD:
+        if (ref)
+            REF(layernorm_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (const T *)in[3],
+                (const T *)in[4], (T *)out[0], (T *)out[1], (T *)out[2], (int)nrows(x0), (int)ncols(x0));
+        else
+            cpu_layernorm_bwd(in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2], (int)nrows(x0),
+                              (int)ncols(x0), dt);
+        return 0;
+    case TT_OP_ROPE: /* a.f[0]: the cos/sin scale */
+        if (ref)
+            REF(rope_scaled, (const T *)in[0], in[1], in[2], (T *)out[0], (int)nrows(x0), I(0), I(1), I(2), n->a.f[0]);
+        else cpu_rope(in[0], in[1], in[2], out[0], (int)nrows(x0), I(0), I(1), I(2), (float)n->a.f[0], dt);
+        return 0;
+    case TT_OP_ATTENTION: {
+        const int B = I(0), Tt = I(1), H = I(2), Hk = I(3), hd = I(4);
+        if (ref) {
+            REF(attention_fwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (T *)out[0], (T *)out[1],
+                B, Tt, Tt, Tt, 0, H, Hk, hd, I(5), 1.0 / sqrt((double)hd));
+            return 0;
+        }
+        const tt_attn a = {.B = B, .T = Tt, .H = H, .Hk = Hk, .hd = hd, .window = I(5), .dt = dt,
+                           .q = in[0], .k = in[1], .v = in[2], .ldq = (long)H * hd, .ldk = (long)Hk * hd,
+                           .ldv = (long)Hk * hd, .doc = in[3], .o = out[0], .ldo = (long)H * hd, .lse = out[1]};
+        return cpu_attention_fwd(&a);
+    }
+    case TT_OP_ATTENTION_BWD: {
+        const int B = I(0), Tt = I(1), H = I(2), Hk = I(3), hd = I(4);
+        if (ref) {
+            REF(attention_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (const T *)in[4],
+                (const T *)in[5], (const T *)in[6], (T *)out[0], (T *)out[1], (T *)out[2], B, Tt, H, Hk, hd, I(5),
+                1.0 / sqrt((double)hd));
+            return 0;
+        }
+        const long lq = (long)H * hd, lk = (long)Hk * hd;
+        const tt_attn a = {.B = B, .T = Tt, .H = H, .Hk = Hk, .hd = hd, .window = I(5), .dt = dt,
+                           .q = in[0], .k = in[1], .v = in[2], .ldq = lq, .ldk = lk, .ldv = lk, .doc = in[3],
+                           .o = in[4], .ldo = lq, .lse = in[5], .dout = in[6], .lddo = lq,
+                           .dq = out[0], .dk = out[1], .dv = out[2], .lddq = lq, .lddk = lk, .lddv = lk};
+        return cpu_attention_bwd(&a);
     }
     case TT_OP_ATTENTION_KV: {
         int B = I(0), Tq = I(1), Hk = I(3), hd = I(4), Tmax = I(6);
         int start = *(const int32_t *)in[5];
         if (start < 0 || start + Tq > Tmax)
             return tt_errorf("KV cache holds %d positions; cannot write %d at %d", Tmax, Tq, start);
-        size_t row = (size_t)Hk * hd * tt_dtype_size(x0->dtype);
+        size_t row = (size_t)Hk * hd * (is64 ? sizeof(double) : sizeof(float));
         for (int b = 0; b < B; b++) /* append the new keys and values to the cache */
             for (int t = 0; t < Tq; t++) {
                 size_t src = ((size_t)b * Tq + t) * row, dst = ((size_t)b * Tmax + start + t) * row;
@@ -125,22 +162,33 @@ static tt_err cpu_run(const tt_node *n, void *const *in, void *const *out, int r
                 memcpy((char *)in[4] + dst, (const char *)in[2] + src, row);
             }
         double scale = 1.0 / sqrt((double)hd);
-        DISPATCH(attention_fwd, (const T *)in[0], (const T *)in[3], (const T *)in[4], NULL, (T *)out[0], (T *)out[1],
-                 B, Tq, start + Tq, Tmax, start, I(2), Hk, hd, I(5), scale);
+        if (ref)
+            REF(attention_fwd, (const T *)in[0], (const T *)in[3], (const T *)in[4], NULL, (T *)out[0], (T *)out[1],
+                B, Tq, start + Tq, Tmax, start, I(2), Hk, hd, I(5), scale);
+        else if (dt != TT_F32)
+            return tt_errorf("cpu: attention with a KV cache runs in fp32, not %s", tt_dtype_name(dt));
+        else
+            cpu_attention_kv(in[0], in[3], in[4], out[0], out[1], B, Tq, start + Tq, Tmax, start, I(2), Hk, hd, I(5),
+                             scale);
         return 0;
     }
     case TT_OP_SWIGLU:
-        DISPATCH(swiglu_fwd, (const T *)in[0], (const T *)in[1], (T *)out[0], (size_t)tt_value_numel(x0));
+        if (ref) REF(swiglu_fwd, (const T *)in[0], (const T *)in[1], (T *)out[0], (size_t)tt_value_numel(x0));
+        else cpu_swiglu_fwd(in[0], in[1], out[0], (size_t)tt_value_numel(x0), dt);
         return 0;
     case TT_OP_SWIGLU_BWD:
-        DISPATCH(swiglu_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1],
-                 (size_t)tt_value_numel(x0));
+        if (ref)
+            REF(swiglu_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1],
+                (size_t)tt_value_numel(x0));
+        else cpu_swiglu_bwd(in[0], in[1], in[2], out[0], out[1], (size_t)tt_value_numel(x0), dt);
         return 0;
     case TT_OP_GELU:
-        DISPATCH(gelu_fwd, (const T *)in[0], (T *)out[0], (size_t)tt_value_numel(x0));
+        if (ref) REF(gelu_fwd, (const T *)in[0], (T *)out[0], (size_t)tt_value_numel(x0));
+        else cpu_gelu_fwd(in[0], out[0], (size_t)tt_value_numel(x0), dt);
         return 0;
     case TT_OP_GELU_BWD:
-        DISPATCH(gelu_bwd, (const T *)in[0], (const T *)in[1], (T *)out[0], (size_t)tt_value_numel(x0));
+        if (ref) REF(gelu_bwd, (const T *)in[0], (const T *)in[1], (T *)out[0], (size_t)tt_value_numel(x0));
+        else cpu_gelu_bwd(in[0], in[1], out[0], (size_t)tt_value_numel(x0), dt);
         return 0;
     case TT_OP_CE_LINEAR: {
         int N = (int)nrows(x0), D = (int)ncols(x0), V = (int)n->in[1]->shape[0], ign = I(0);
@@ -148,17 +196,18 @@ static tt_err cpu_run(const tt_node *n, void *const *in, void *const *out, int r
         int grads = n->n_out == 3;
         if (grads) memset(out[2], 0, tt_value_bytes(n->out[2])); /* the kernel accumulates dW */
         double scale = is64 ? *(const double *)in[3] : *(const float *)in[3];
+        void *dh = grads ? out[1] : NULL, *dW = grads ? out[2] : NULL;
         double loss;
-        if (is64) loss = ref_ce_linear_f64(in[0], in[1], in[2], N, D, V, ign, scale, grads ? out[1] : NULL, grads ? out[2] : NULL);
-        else if (reference) loss = ref_ce_linear_f32(in[0], in[1], in[2], N, D, V, ign, scale, grads ? out[1] : NULL, grads ? out[2] : NULL);
-        else loss = cpu_ce_linear(in[0], in[1], in[2], N, D, V, ign, scale, grads ? out[1] : NULL, grads ? out[2] : NULL);
+        if (is64) loss = ref_ce_linear_f64(in[0], in[1], in[2], N, D, V, ign, scale, dh, dW);
+        else if (ref) loss = ref_ce_linear_f32(in[0], in[1], in[2], N, D, V, ign, scale, dh, dW);
+        else if (isnan(loss = cpu_ce_linear(in[0], in[1], in[2], N, D, V, ign, scale, dh, dW, dt))) return -1;
         if (n->out[0]->dtype == TT_F64) *(double *)out[0] = loss;
         else *(float *)out[0] = (float)loss;
         return 0;
     }
     case TT_OP_SUMSQ: {
         size_t cnt = (size_t)tt_value_numel(x0);
-        double s = is64 ? ref_sumsq_f64(in[0], cnt) : reference ? ref_sumsq_f32(in[0], cnt) : cpu_sumsq(in[0], cnt);
+        double s = is64 ? ref_sumsq_f64(in[0], cnt) : ref ? ref_sumsq_f32(in[0], cnt) : cpu_sumsq(in[0], cnt);
         if (n->n_in > 1) s += *(const float *)in[1];
         *(float *)out[0] = (float)s;
         return 0;
@@ -168,13 +217,63 @@ static tt_err cpu_run(const tt_node *n, void *const *in, void *const *out, int r
         double norm = sqrt(*(const float *)in[4]);
         double clip = hp[2] > 0 && norm > hp[2] ? hp[2] / (norm + 1e-6) : 1.0;
         size_t cnt = (size_t)tt_value_numel(x0);
-        DISPATCH(adamw, (T *)in[0], (const T *)in[1], (T *)in[2], (T *)in[3], cnt, hp[0], n->a.f[0], n->a.f[1],
-                 n->a.f[2], n->a.f[3], clip, (long)hp[1]);
+        if (ref)
+            REF(adamw, (T *)in[0], (const T *)in[1], (T *)in[2], (T *)in[3], cnt, hp[0], n->a.f[0], n->a.f[1],
+                n->a.f[2], n->a.f[3], clip, (long)hp[1]);
+        else
+            cpu_adamw(in[0], in[1], in[2], in[3], cnt, hp[0], n->a.f[0], n->a.f[1], n->a.f[2], n->a.f[3], clip,
+                      (long)hp[1]);
         memset(in[1], 0, cnt * tt_dtype_size(x0->dtype)); /* the accumulator starts the next step at zero */
         return 0;
     }
     }
     return tt_errorf("cpu: no kernel for op %s", tt_op_name(n->op));
+}
+
+/* A node with bf16 values, in debug mode: the reference kernel on fp32 copies. */
+static tt_err run_widened(const tt_node *n, void *const *in, void *const *out)
+{
+    void *win[TT_MAX_IN] = {0}, *wout[TT_MAX_OUT] = {0};
+    float *tmp_in[TT_MAX_IN] = {0}, *tmp_out[TT_MAX_OUT] = {0};
+    tt_err rc = 0;
+    for (int k = 0; k < n->n_in && !rc; k++) {
+        win[k] = in[k];
+        if (n->in[k]->dtype != TT_BF16) continue;
+        size_t cnt = (size_t)tt_value_numel(n->in[k]);
+        if (!(tmp_in[k] = tt_alloc((cnt ? cnt : 1) * sizeof(float)))) rc = tt_errorf("out of memory");
+        else tt_cpu_to_f32(tmp_in[k], in[k], TT_BF16, cnt), win[k] = tmp_in[k];
+    }
+    for (int k = 0; k < n->n_out && !rc; k++) {
+        wout[k] = out[k];
+        if (n->out[k]->dtype != TT_BF16) continue;
+        size_t cnt = (size_t)tt_value_numel(n->out[k]);
+        if (!(tmp_out[k] = tt_alloc((cnt ? cnt : 1) * sizeof(float)))) rc = tt_errorf("out of memory");
+        else wout[k] = tmp_out[k];
+    }
+    if (!rc) rc = run(n, win, wout, 1);
+    for (int k = 0; k < n->n_out; k++)
+        if (tmp_out[k]) {
+            if (!rc) tt_cpu_from_f32(out[k], TT_BF16, tmp_out[k], (size_t)tt_value_numel(n->out[k]));
+            tt_free(tmp_out[k]);
+        }
+    for (int k = 0; k < n->n_in; k++)
+        if (tmp_in[k]) { /* inputs a kernel writes in place (accumulators) go back too */
+            if (!rc && (n->op == TT_OP_ACCUM || n->op == TT_OP_ADAMW || n->op == TT_OP_ATTENTION_KV))
+                tt_cpu_from_f32(in[k], TT_BF16, tmp_in[k], (size_t)tt_value_numel(n->in[k]));
+            tt_free(tmp_in[k]);
+        }
+    return rc;
+}
+
+static tt_err cpu_run(const tt_node *n, void *const *in, void *const *out, int reference)
+{
+    if (reference) {
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k]->dtype == TT_BF16) return run_widened(n, in, out);
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k]->dtype == TT_BF16) return run_widened(n, in, out);
+    }
+    return run(n, in, out, reference);
 }
 
 const tt_backend tt_backend_cpu = {"cpu", cpu_run, tt_alloc, tt_free};

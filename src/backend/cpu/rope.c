@@ -3,47 +3,63 @@
 #include <math.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/simd.h"
 
 /* Frequencies per block: their cos and sin are made once per row and used by
  * every head. */
 #define RB 64
 
-void cpu_rope(const float *x, const int32_t *pos, const float *inv_freq, float *y, int N, int H,
-              int hd, int inverse)
+/* Rows [n0, n1): each pair (i, i + hd/2) of each head rotated by pos * inv_freq[i]. */
+TT_INLINE void rope_body(const void *x, const int32_t *pos, const float *inv_freq, void *y, int n0, int n1, int H,
+                         int hd, int inverse, float scale, int bf)
 {
-    cpu_rope_scaled(x, pos, inv_freq, y, N, H, hd, inverse, 1.0f);
-}
-
-/* x and y may be the same buffer (each pair is read before it is written).
- * cos and sin are scaled in fp32 as transformers scales its cos/sin cache. */
-void cpu_rope_scaled(const float *x, const int32_t *pos, const float *inv_freq, float *y, int N, int H,
-                     int hd, int inverse, float scale)
-{
-    int half = hd / 2;
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        float c[RB], s[RB];
+    const int half = hd / 2;
+    float c[RB], s[RB];
+    for (int n = n0; n < n1; n++) {
         for (int i0 = 0; i0 < half; i0 += RB) {
-            int ni = half - i0 < RB ? half - i0 : RB;
+            const int ni = half - i0 < RB ? half - i0 : RB;
             for (int i = 0; i < ni; i++) {
-                float ang = (float)pos[n] * inv_freq[i0 + i]; /* fp32, as transformers */
+                const float ang = (float)pos[n] * inv_freq[i0 + i]; /* fp32, as transformers */
                 c[i] = cosf(ang) * scale;
                 s[i] = (inverse ? -sinf(ang) : sinf(ang)) * scale;
             }
             for (int h = 0; h < H; h++) {
-                const float *x1 = x + ((size_t)n * H + h) * hd + i0, *x2 = x1 + half;
-                float *y1 = y + ((size_t)n * H + h) * hd + i0, *y2 = y1 + half;
-                #pragma omp simd
+                const size_t o = ((size_t)n * H + h) * hd + i0;
                 for (int i = 0; i < ni; i++) {
-                    float a = x1[i], b = x2[i];
-                    y1[i] = a * c[i] - b * s[i];
-                    y2[i] = b * c[i] + a * s[i];
+                    const float a = tt_ld(x, o + i, bf), b = tt_ld(x, o + half + i, bf);
+                    tt_st(y, o + i, a * c[i] - b * s[i], bf);
+                    tt_st(y, o + half + i, b * c[i] + a * s[i], bf);
                 }
             }
         }
         if (hd % 2) /* an odd last feature has no partner: it passes through */
-            for (int h = 0; h < H; h++) y[((size_t)n * H + h) * hd + hd - 1] = x[((size_t)n * H + h) * hd + hd - 1];
+            for (int h = 0; h < H; h++) {
+                const size_t o = ((size_t)n * H + h) * hd + hd - 1;
+                tt_st(y, o, tt_ld(x, o, bf), bf);
+            }
     }
+}
+TT_CLONES static void rope_f32(const void *x, const int32_t *pos, const float *inv_freq, void *y, int n0, int n1, int H,
+                               int hd, int inverse, float scale)
+{
+    rope_body(x, pos, inv_freq, y, n0, n1, H, hd, inverse, scale, 0);
+}
+TT_CLONES static void rope_bf16(const void *x, const int32_t *pos, const float *inv_freq, void *y, int n0, int n1,
+                                int H, int hd, int inverse, float scale)
+{
+    rope_body(x, pos, inv_freq, y, n0, n1, H, hd, inverse, scale, 1);
+}
+
+/* x and y may be the same buffer (each pair is read before it is written).
+ * cos and sin are scaled in fp32 as transformers scales its cos/sin cache. */
+void cpu_rope(const void *x, const int32_t *pos, const float *inv_freq, void *y, int N, int H, int hd, int inverse,
+              float scale, tt_dtype dt)
+{
+    const int rb = 8, nt = (N + rb - 1) / rb;
+    #pragma omp parallel for schedule(static)
+    for (int t = 0; t < nt; t++)
+        (dt == TT_BF16 ? rope_bf16 : rope_f32)(x, pos, inv_freq, y, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, H, hd,
+                                               inverse, scale);
 }
 
 /* YaRN's inverse dimension formula: the dimension whose wavelength turns

@@ -1,0 +1,536 @@
+/* test_kernels_fast.c — every fast CPU kernel against its fp32 reference
+ * kernel on awkward shapes, in both activation dtypes. For bf16 the inputs
+ * are rounded to bf16 first, so the reference sees exactly the values the
+ * fast kernel reads; the tolerances then allow for the rounding of bf16
+ * outputs (and, in the products, of the fp32 weights). The backward
+ * references are checked against finite differences in test_kernels.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels.h"
+#include "core/core.h"
+#include "harness.h"
+
+static tt_rng g_rng = {20241201, 0};
+
+static void *must(void *p)
+{
+    if (!p) {
+        fprintf(stderr, "test_kernels_fast: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+static float *zf(size_t n) { return must(calloc(n ? n : 1, sizeof(float))); }
+static float *rf(size_t n, double s)
+{
+    float *p = zf(n);
+    for (size_t i = 0; i < n; i++) p[i] = (float)(s * tt_rng_normal(&g_rng));
+    return p;
+}
+static float *cpf(const float *a, size_t n) { float *p = zf(n); memcpy(p, a, n * sizeof(float)); return p; }
+static int32_t *ri(size_t n, int lo, int hi) /* uniform in [lo, hi) */
+{
+    int32_t *p = must(calloc(n ? n : 1, sizeof(int32_t)));
+    for (size_t i = 0; i < n; i++) p[i] = lo + (int32_t)tt_rng_below(&g_rng, (uint64_t)(hi - lo));
+    return p;
+}
+/* document ids (B, T): each row starts a new document with probability 1/4 */
+static int32_t *docs(int B, int T)
+{
+    int32_t *d = must(calloc((size_t)B * T, sizeof(int32_t)));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) d[b * T + t] = t == 0 ? 100 * b : d[b * T + t - 1] + (tt_rng_below(&g_rng, 4) == 0);
+    return d;
+}
+
+/* ---- the two dtypes ------------------------------------------------------- */
+static tt_dtype dt_of(int bf) { return bf ? TT_BF16 : TT_F32; }
+/* x rounded to bf16 values in place when bf: the reference's inputs */
+static float *round_if(float *x, size_t n, int bf)
+{
+    if (bf)
+        for (size_t i = 0; i < n; i++) x[i] = tt_bf16_to_f32(tt_f32_to_bf16(x[i]));
+    return x;
+}
+/* an activation buffer of the dtype holding x */
+static void *act_of(const float *x, size_t n, int bf)
+{
+    if (!bf) return cpf(x, n);
+    uint16_t *p = must(calloc(n ? n : 1, 2));
+    for (size_t i = 0; i < n; i++) p[i] = tt_f32_to_bf16(x[i]);
+    return p;
+}
+static void *act_new(size_t n, int bf) { return must(calloc(n ? n : 1, bf ? 2 : 4)); }
+/* fp32 copy of an activation buffer */
+static float *f32_of(const void *x, size_t n, int bf)
+{
+    float *p = zf(n);
+    for (size_t i = 0; i < n; i++) p[i] = bf ? tt_bf16_to_f32(((const uint16_t *)x)[i]) : ((const float *)x)[i];
+    return p;
+}
+/* the fp32 tolerance, or bf16's when bf: a bf16 output is within 2^-9 of its fp32 value */
+static double tol(int bf, double t32, double t16) { return bf ? t16 : t32; }
+
+/* max |got - want| <= tol * max |want| (at least 1e-2: the values are O(1),
+ * so entries that cancel to ~0, such as a gradient that is 0 in exact
+ * arithmetic, do not demand ulps); infinities must match. */
+static void close_f(const char *what, const float *got, const float *want, size_t n, double t)
+{
+    double err = 0, mag = 0;
+    int infbad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isinf(want[i])) {
+            infbad += got[i] != want[i];
+            continue;
+        }
+        double d = fabs((double)got[i] - want[i]);
+        if (!(d <= err)) err = d; /* NaN sticks */
+        if (fabs(want[i]) > mag) mag = fabs(want[i]);
+    }
+    CHECK_MSG(!infbad && err <= t * (mag > 1e-2 ? mag : 1e-2), "%s: max err %.3g, max |ref| %.3g, inf mismatches %d",
+              what, err, mag, infbad);
+}
+/* the fast kernel's activation output (dtype bf) against the reference's fp32 */
+static void close_act(const char *what, const void *got, const float *want, size_t n, int bf, double t)
+{
+    float *g = f32_of(got, n, bf);
+    close_f(what, g, want, n, t);
+    free(g);
+}
+
+/* ---- matmul ----------------------------------------------------------------- */
+
+static void test_matmul(void)
+{
+    static const int shapes[][3] = {{1, 1, 1}, {17, 23, 5}, {33, 7, 65}, {64, 48, 32}, {5, 1, 19}, {70, 90, 300}};
+    /* A dtype, B dtype, C dtype: fp32; bf16 activations times fp32 weights; two bf16
+     * activations into an fp32 weight gradient; fp32 A with a bf16 B into bf16 */
+    static const int mix[][3] = {{0, 0, 0}, {1, 0, 1}, {1, 1, 0}, {0, 1, 1}};
+    char name[160];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t x = 0; x < sizeof mix / sizeof mix[0]; x++)
+            for (int t = 0; t < 8; t++) {
+                const int ta = t & 1, tb = (t >> 1) & 1, acc = t >> 2;
+                const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                const int ba = mix[x][0], bb = mix[x][1], bc = mix[x][2], bfc = ba || bb;
+                float *A = round_if(rf((size_t)M * K, 1), (size_t)M * K, ba);
+                float *B = round_if(rf((size_t)K * N, 1), (size_t)K * N, bb);
+                float *C0 = round_if(rf((size_t)M * N, 1), (size_t)M * N, bc), *C2 = cpf(C0, (size_t)M * N);
+                void *a = act_of(A, (size_t)M * K, ba), *b = act_of(B, (size_t)K * N, bb);
+                void *c = act_of(C0, (size_t)M * N, bc);
+                CHECK(cpu_matmul(a, dt_of(ba), b, dt_of(bb), c, dt_of(bc), M, N, K, ta, tb, acc) == 0);
+                ref_matmul_f32(A, B, C2, M, N, K, ta, tb, acc);
+                snprintf(name, sizeof name, "matmul %s x %s -> %s M=%d N=%d K=%d ta=%d tb=%d acc=%d",
+                         tt_dtype_name(dt_of(ba)), tt_dtype_name(dt_of(bb)), tt_dtype_name(dt_of(bc)), M, N, K, ta,
+                         tb, acc);
+                close_act(name, c, C2, (size_t)M * N, bc, bfc ? 1.5e-2 : bc ? 5e-3 : 1e-5);
+                free(A), free(B), free(C0), free(C2), free(a), free(b), free(c);
+            }
+    /* K = 0 is an empty sum */
+    float A[1] = {0}, B[1] = {0}, C[6] = {1, 2, 3, 4, 5, 6};
+    CHECK(cpu_matmul(A, TT_F32, B, TT_F32, C, TT_F32, 2, 3, 0, 0, 0, 1) == 0 && C[5] == 6);
+    CHECK(cpu_matmul(A, TT_F32, B, TT_F32, C, TT_F32, 2, 3, 0, 0, 0, 0) == 0 && C[0] == 0 && C[5] == 0);
+}
+
+/* ---- row-wise: bias, add, norms ------------------------------------------------ */
+
+static void test_rowwise(void)
+{
+    static const int shapes[][2] = {{1, 1}, {1, 8}, {7, 13}, {13, 67}, {100, 129}, {40, 1100}};
+    char name[128];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int bf = 0; bf < 2; bf++) {
+            const int N = shapes[s][0], D = shapes[s][1];
+            const size_t nd = (size_t)N * D;
+            float *x = round_if(rf(nd, 1.5), nd, bf), *dy = round_if(rf(nd, 1), nd, bf);
+            float *w = rf(D, 1), *b = rf(D, 1);
+            void *xa = act_of(x, nd, bf), *dya = act_of(dy, nd, bf), *ya = act_new(nd, bf), *dxa = act_new(nd, bf);
+            float *y2 = zf(nd), *dx2 = zf(nd), *r1 = zf(N), *r2 = zf(N), *m1 = zf(N), *m2 = zf(N);
+            float *dw1 = rf(D, 1), *dw2 = rf(D, 1), *db1 = rf(D, 1), *db2 = rf(D, 1);
+            const char *dn = tt_dtype_name(dt_of(bf));
+
+            cpu_bias_add(xa, b, ya, N, D, dt_of(bf));
+            ref_bias_add_f32(x, b, y2, N, D);
+            snprintf(name, sizeof name, "bias_add %s N=%d D=%d", dn, N, D);
+            close_act(name, ya, y2, nd, bf, tol(bf, 1e-6, 4e-3));
+            cpu_bias_grad(dya, db1, N, D, dt_of(bf));
+            ref_bias_grad_f32(dy, db2, N, D);
+            snprintf(name, sizeof name, "bias_grad %s N=%d D=%d", dn, N, D);
+            close_f(name, db1, db2, D, 1e-5);
+            cpu_add(xa, dya, ya, nd, dt_of(bf));
+            ref_add_f32(x, dy, y2, nd);
+            snprintf(name, sizeof name, "add %s n=%zu", dn, nd);
+            close_act(name, ya, y2, nd, bf, tol(bf, 1e-6, 4e-3));
+            float *acc1 = rf(nd, 1), *acc2 = cpf(acc1, nd);
+            cpu_accum(acc1, dya, nd, dt_of(bf));
+            ref_add_f32(acc2, dy, acc2, nd);
+            snprintf(name, sizeof name, "accum %s n=%zu", dn, nd);
+            close_f(name, acc1, acc2, nd, 1e-6);
+
+            cpu_rmsnorm_fwd(xa, w, ya, r1, N, D, 1e-5, dt_of(bf));
+            ref_rmsnorm_fwd_f32(x, w, y2, r2, N, D, 1e-5);
+            snprintf(name, sizeof name, "rmsnorm_fwd %s N=%d D=%d", dn, N, D);
+            close_act(name, ya, y2, nd, bf, tol(bf, 1e-5, 4e-3));
+            close_f(name, r1, r2, N, 1e-5);
+            cpu_rmsnorm_bwd(xa, w, r2, dya, dxa, dw1, N, D, dt_of(bf));
+            ref_rmsnorm_bwd_f32(x, w, r2, dy, dx2, dw2, N, D);
+            snprintf(name, sizeof name, "rmsnorm_bwd %s N=%d D=%d", dn, N, D);
+            close_act(name, dxa, dx2, nd, bf, tol(bf, 1e-4, 5e-3));
+            close_f(name, dw1, dw2, D, 1e-4);
+            /* in place: dx overwrites dy */
+            void *dyc = act_of(dy, nd, bf);
+            cpu_rmsnorm_bwd(xa, w, r2, dyc, dyc, dw1, N, D, dt_of(bf));
+            snprintf(name, sizeof name, "rmsnorm_bwd in place %s N=%d D=%d", dn, N, D);
+            close_act(name, dyc, dx2, nd, bf, tol(bf, 1e-4, 5e-3));
+            close_f(name, dw1, dw2, D, 1e-4);
+
+            cpu_layernorm_fwd(xa, w, b, ya, m1, r1, N, D, 1e-5, dt_of(bf));
+            ref_layernorm_fwd_f32(x, w, b, y2, m2, r2, N, D, 1e-5);
+            snprintf(name, sizeof name, "layernorm_fwd %s N=%d D=%d", dn, N, D);
+            close_act(name, ya, y2, nd, bf, tol(bf, 1e-4, 4e-3));
+            close_f(name, m1, m2, N, 1e-5);
+            close_f(name, r1, r2, N, 1e-4);
+            cpu_layernorm_bwd(xa, w, m2, r2, dya, dxa, dw1, db1, N, D, dt_of(bf));
+            ref_layernorm_bwd_f32(x, w, m2, r2, dy, dx2, dw2, db2, N, D);
+            snprintf(name, sizeof name, "layernorm_bwd %s N=%d D=%d", dn, N, D);
+            close_act(name, dxa, dx2, nd, bf, tol(bf, 1e-4, 5e-3));
+            close_f(name, dw1, dw2, D, 1e-4);
+            close_f(name, db1, db2, D, 1e-4);
+
+            float *f[] = {x, dy, w, b, y2, dx2, r1, r2, m1, m2, dw1, dw2, db1, db2, acc1, acc2};
+            for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
+            free(xa), free(dya), free(ya), free(dxa), free(dyc);
+        }
+}
+
+static void test_embedding(void)
+{
+    static const int shapes[][3] = {{1, 1, 1}, {1, 5, 7}, {50, 17, 37}, {300, 40, 130}};
+    char name[128];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int bf = 0; bf < 2; bf++) {
+            const int N = shapes[s][0], V = shapes[s][1], D = shapes[s][2];
+            const size_t nd = (size_t)N * D, vd = (size_t)V * D;
+            int32_t *ids = ri(N, 0, V);
+            float *table = rf(vd, 1), *dout = round_if(rf(nd, 1), nd, bf), *o2 = zf(nd);
+            void *o1 = act_new(nd, bf), *douta = act_of(dout, nd, bf);
+            float *g1 = rf(vd, 1), *g2 = rf(vd, 1); /* garbage: must be overwritten */
+            cpu_embedding_fwd(ids, table, o1, N, V, D, dt_of(bf));
+            ref_embedding_fwd_f32(ids, table, o2, N, V, D);
+            snprintf(name, sizeof name, "embedding_fwd %s N=%d V=%d D=%d", tt_dtype_name(dt_of(bf)), N, V, D);
+            close_act(name, o1, o2, nd, bf, tol(bf, 0, 4e-3));
+            cpu_embedding_bwd(ids, douta, g1, N, V, D, dt_of(bf), 0);
+            ref_embedding_bwd_f32(ids, dout, g2, N, V, D);
+            snprintf(name, sizeof name, "embedding_bwd %s N=%d V=%d D=%d", tt_dtype_name(dt_of(bf)), N, V, D);
+            close_f(name, g1, g2, vd, 1e-5);
+            /* accumulating adds the same scatter once more */
+            cpu_embedding_bwd(ids, douta, g1, N, V, D, dt_of(bf), 1);
+            for (size_t i = 0; i < vd; i++) g2[i] *= 2;
+            close_f(name, g1, g2, vd, 1e-5);
+            free(ids), free(table), free(dout), free(o1), free(o2), free(douta), free(g1), free(g2);
+        }
+}
+
+static void test_rope(void)
+{
+    static const int shapes[][3] = {{1, 1, 2}, {9, 3, 18}, {20, 4, 130}, {5, 2, 64}};
+    char name[128];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int c = 0; c < 8; c++) {
+            const int llama3 = c & 1, inv = (c >> 1) & 1, bf = c >> 2;
+            const int N = shapes[s][0], H = shapes[s][1], hd = shapes[s][2];
+            const size_t n = (size_t)N * H * hd;
+            tt_rope_params rp = {500000.0, llama3, 8.0, 1.0, 4.0, 8192};
+            float *freq = zf(hd / 2);
+            tt_rope_inv_freq(&rp, hd, freq);
+            int32_t *pos = ri(N, 0, 4000);
+            float *x = round_if(rf(n, 1), n, bf), *y2 = zf(n);
+            void *xa = act_of(x, n, bf), *y1 = act_new(n, bf);
+            cpu_rope(xa, pos, freq, y1, N, H, hd, inv, 0.75f, dt_of(bf));
+            ref_rope_scaled_f32(x, pos, freq, y2, N, H, hd, inv, 0.75);
+            snprintf(name, sizeof name, "rope %s N=%d H=%d hd=%d llama3=%d inverse=%d", tt_dtype_name(dt_of(bf)), N,
+                     H, hd, llama3, inv);
+            close_act(name, y1, y2, n, bf, tol(bf, 1e-5, 4e-3));
+            /* in place, and the inverse (unscaled) undoes the forward up to the scale */
+            cpu_rope(y1, pos, freq, y1, N, H, hd, !inv, 1.0f / 0.75f, dt_of(bf));
+            close_act(name, y1, x, n, bf, tol(bf, 1e-5, 8e-3));
+            free(freq), free(pos), free(x), free(y2), free(xa), free(y1);
+        }
+}
+
+static void test_pointwise(void)
+{
+    static const size_t sizes[] = {1, 17, 1001, 20000};
+    char name[64];
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int bf = 0; bf < 2; bf++) {
+            const size_t n = sizes[s];
+            float *a = rf(n, 3), *b = rf(n, 1), *dy = rf(n, 1);
+            a[0] = -40, b[0] = 2; /* saturated sigmoid */
+            round_if(a, n, bf), round_if(b, n, bf), round_if(dy, n, bf);
+            void *aa = act_of(a, n, bf), *ba = act_of(b, n, bf), *dya = act_of(dy, n, bf);
+            void *y1 = act_new(n, bf), *d1 = act_new(n, bf), *e1 = act_new(n, bf);
+            float *y2 = zf(n), *d2 = zf(n), *e2 = zf(n);
+            const tt_dtype dt = dt_of(bf);
+            snprintf(name, sizeof name, "swiglu %s n=%zu", tt_dtype_name(dt), n);
+            cpu_swiglu_fwd(aa, ba, y1, n, dt);
+            ref_swiglu_fwd_f32(a, b, y2, n);
+            close_act(name, y1, y2, n, bf, tol(bf, 1e-5, 4e-3));
+            cpu_swiglu_bwd(aa, ba, dya, d1, e1, n, dt);
+            ref_swiglu_bwd_f32(a, b, dy, d2, e2, n);
+            close_act(name, d1, d2, n, bf, tol(bf, 1e-5, 4e-3));
+            close_act(name, e1, e2, n, bf, tol(bf, 1e-5, 4e-3));
+            snprintf(name, sizeof name, "gelu %s n=%zu", tt_dtype_name(dt), n);
+            cpu_gelu_fwd(aa, y1, n, dt);
+            ref_gelu_fwd_f32(a, y2, n);
+            close_act(name, y1, y2, n, bf, tol(bf, 1e-5, 4e-3));
+            cpu_gelu_bwd(aa, dya, d1, n, dt);
+            ref_gelu_bwd_f32(a, dy, d2, n);
+            close_act(name, d1, d2, n, bf, tol(bf, 1e-5, 4e-3));
+            float *p[] = {a, b, dy, y2, d2, e2};
+            for (int i = 0; i < 6; i++) free(p[i]);
+            free(aa), free(ba), free(dya), free(y1), free(d1), free(e1);
+        }
+}
+
+/* ---- attention ---------------------------------------------------------------- */
+
+typedef struct {
+    int B, T, H, Hk, hd, window, use_doc;
+} attn_case;
+
+/* Training attention: q, k, v laid out as the column ranges [0, H*hd),
+ * [H*hd, (H+Hk)*hd), [(H+Hk)*hd, (H+2Hk)*hd) of one qkv buffer with `pad`
+ * unused columns after them (pad = -1: three separate buffers instead), with
+ * RoPE inside or not, against the reference on the rotated values. */
+static void check_attention(attn_case c, int bf, int rope, int pad)
+{
+    const int N = c.B * c.T, wq = c.H * c.hd, wk = c.Hk * c.hd;
+    const size_t nq = (size_t)N * wq, nk = (size_t)N * wk;
+    char name[200];
+    snprintf(name, sizeof name, "attention %s B=%d T=%d H=%d Hk=%d hd=%d window=%d doc=%d rope=%d layout=%s",
+             tt_dtype_name(dt_of(bf)), c.B, c.T, c.H, c.Hk, c.hd, c.window, c.use_doc, rope,
+             pad < 0 ? "separate" : "fused qkv");
+    float *q = round_if(rf(nq, 1), nq, bf), *k = round_if(rf(nk, 1), nk, bf), *v = round_if(rf(nk, 1), nk, bf);
+    float *dout = round_if(rf(nq, 1), nq, bf);
+    int32_t *doc = c.use_doc ? docs(c.B, c.T) : NULL, *pos = ri(N, 0, 300);
+    float *freq = zf(c.hd / 2);
+    tt_rope_inv_freq(&(tt_rope_params){10000.0, 0, 0, 0, 0, 0}, c.hd, freq);
+    /* the reference: rotate, attend, and rotate the q and k gradients back */
+    float *qr = zf(nq), *kr = zf(nk), *o2 = zf(nq), *l2 = zf((size_t)c.B * c.H * c.T);
+    float *dq2 = zf(nq), *dk2 = zf(nk), *dv2 = zf(nk);
+    if (rope) {
+        ref_rope_scaled_f32(q, pos, freq, qr, N, c.H, c.hd, 0, 0.9);
+        ref_rope_scaled_f32(k, pos, freq, kr, N, c.Hk, c.hd, 0, 0.9);
+    } else {
+        memcpy(qr, q, nq * 4), memcpy(kr, k, nk * 4);
+    }
+    const double scale = 1.0 / sqrt(c.hd);
+    ref_attention_fwd_f32(qr, kr, v, doc, o2, l2, c.B, c.T, c.T, c.T, 0, c.H, c.Hk, c.hd, c.window, scale);
+    round_if(o2, nq, bf); /* the backward reads the forward's stored output */
+    ref_attention_bwd_f32(qr, kr, v, doc, o2, l2, dout, dq2, dk2, dv2, c.B, c.T, c.H, c.Hk, c.hd, c.window, scale);
+    if (rope) {
+        ref_rope_scaled_f32(dq2, pos, freq, dq2, N, c.H, c.hd, 1, 0.9);
+        ref_rope_scaled_f32(dk2, pos, freq, dk2, N, c.Hk, c.hd, 1, 0.9);
+    }
+    /* the fast kernel's layout */
+    const size_t es = bf ? 2 : 4;
+    const long ld = pad < 0 ? 0 : wq + 2 * wk + pad;
+    char *qkv = NULL, *dqkv = NULL;
+    void *qa, *ka, *va, *dqa, *dka, *dva;
+    if (pad < 0) {
+        qa = act_of(q, nq, bf), ka = act_of(k, nk, bf), va = act_of(v, nk, bf);
+        dqa = act_new(nq, bf), dka = act_new(nk, bf), dva = act_new(nk, bf);
+    } else {
+        qkv = act_new((size_t)N * ld, bf), dqkv = act_new((size_t)N * ld, bf);
+        for (int n = 0; n < N; n++) {
+            void *qrow = act_of(q + (size_t)n * wq, wq, bf), *krow = act_of(k + (size_t)n * wk, wk, bf);
+            void *vrow = act_of(v + (size_t)n * wk, wk, bf);
+            memcpy(qkv + (size_t)n * ld * es, qrow, wq * es);
+            memcpy(qkv + ((size_t)n * ld + wq) * es, krow, wk * es);
+            memcpy(qkv + ((size_t)n * ld + wq + wk) * es, vrow, wk * es);
+            free(qrow), free(krow), free(vrow);
+        }
+        qa = qkv, ka = qkv + wq * es, va = qkv + (wq + wk) * es;
+        dqa = dqkv, dka = dqkv + wq * es, dva = dqkv + (wq + wk) * es;
+    }
+    void *oa = act_new(nq, bf), *douta = act_of(dout, nq, bf);
+    float *l1 = zf((size_t)c.B * c.H * c.T);
+    tt_attn a = {.B = c.B, .T = c.T, .H = c.H, .Hk = c.Hk, .hd = c.hd, .window = c.window, .dt = dt_of(bf),
+                 .q = qa, .k = ka, .v = va, .ldq = pad < 0 ? wq : ld, .ldk = pad < 0 ? wk : ld,
+                 .ldv = pad < 0 ? wk : ld, .doc = doc, .pos = rope ? pos : NULL, .inv_freq = freq, .rope_scale = 0.9f,
+                 .o = oa, .ldo = wq, .lse = l1, .dout = douta, .lddo = wq, .dq = dqa, .dk = dka, .dv = dva,
+                 .lddq = pad < 0 ? wq : ld, .lddk = pad < 0 ? wk : ld, .lddv = pad < 0 ? wk : ld};
+    CHECK(cpu_attention_fwd(&a) == 0);
+    close_act(name, oa, o2, nq, bf, tol(bf, 1e-4, 1e-2));
+    close_f(name, l1, l2, (size_t)c.B * c.H * c.T, tol(bf, 1e-5, 2e-3));
+    CHECK(cpu_attention_bwd(&a) == 0);
+    /* the gradients, read back out of their views */
+    float *dq1 = zf(nq), *dk1 = zf(nk), *dv1 = zf(nk);
+    for (int n = 0; n < N; n++) {
+        float *r;
+        r = f32_of((const char *)dqa + (size_t)n * a.lddq * es, wq, bf), memcpy(dq1 + (size_t)n * wq, r, wq * 4), free(r);
+        r = f32_of((const char *)dka + (size_t)n * a.lddk * es, wk, bf), memcpy(dk1 + (size_t)n * wk, r, wk * 4), free(r);
+        r = f32_of((const char *)dva + (size_t)n * a.lddv * es, wk, bf), memcpy(dv1 + (size_t)n * wk, r, wk * 4), free(r);
+    }
+    close_f(name, dq1, dq2, nq, tol(bf, 1e-4, 2e-2));
+    close_f(name, dk1, dk2, nk, tol(bf, 1e-4, 2e-2));
+    close_f(name, dv1, dv2, nk, tol(bf, 1e-4, 2e-2));
+    /* run to run, the same bits */
+    void *dq3 = pad < 0 ? act_new(nq, bf) : NULL;
+    if (dq3) {
+        a.dq = dq3;
+        CHECK(cpu_attention_bwd(&a) == 0);
+        CHECK_MSG(!memcmp(dq3, dqa, nq * es), "%s: not deterministic", name);
+        free(dq3);
+    }
+    if (pad >= 0) { /* the padding columns are never written */
+        int clean = 1;
+        for (int n = 0; n < N; n++)
+            for (size_t x = (size_t)(wq + 2 * wk) * es; x < (size_t)ld * es; x++) clean &= dqkv[(size_t)n * ld * es + x] == 0;
+        CHECK_MSG(clean, "%s: wrote into the padding of the qkv gradient", name);
+        free(qkv), free(dqkv);
+    } else {
+        free(qa), free(ka), free(va), free(dqa), free(dka), free(dva);
+    }
+    float *f[] = {q, k, v, dout, freq, qr, kr, o2, l2, dq2, dk2, dv2, l1, dq1, dk1, dv1};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
+    free(doc), free(pos), free(oa), free(douta);
+}
+
+static void test_attention(void)
+{
+    static const attn_case cases[] = {
+        {1, 1, 1, 1, 8, 0, 0},      /* T = 1, one head */
+        {2, 37, 4, 2, 16, 0, 0},    /* GQA 4:2 */
+        {2, 50, 3, 1, 20, 0, 1},    /* GQA 3:1, documents */
+        {1, 70, 4, 4, 34, 9, 1},    /* sliding window + documents, head dim not a multiple of 16 */
+        {2, 150, 4, 2, 16, 0, 1},   /* several key blocks */
+        {1, 130, 2, 1, 48, 70, 0},  /* window wider than a key block */
+        {1, 200, 2, 2, 64, 0, 0},   /* the common head size, blocks with ragged ends */
+        {1, 40, 2, 1, 128, 0, 1},   /* a large head */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int v = 0; v < 8; v++) check_attention(cases[c], v & 1, (v >> 1) & 1, v >> 2 ? 5 : -1);
+}
+
+/* Decoding with a KV cache: a query block at an offset into a longer cache. */
+static void test_attention_kv(void)
+{
+    static const int cases[][9] = {
+        /* B, Tq, Tk, kvT, q_off, H, Hk, hd, window */
+        {2, 1, 40, 64, 39, 4, 2, 16, 0}, {1, 5, 23, 32, 18, 3, 1, 12, 6}, {1, 3, 3, 3, 0, 1, 1, 130, 0},
+    };
+    char name[160];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int *a = cases[c];
+        const size_t nq = (size_t)a[0] * a[1] * a[5] * a[7], nk = (size_t)a[0] * a[3] * a[6] * a[7];
+        float *q = rf(nq, 1), *k = rf(nk, 1), *v = rf(nk, 1);
+        /* cache rows past Tk hold garbage that must never be read */
+        for (int b = 0; b < a[0]; b++)
+            for (int j = a[2]; j < a[3]; j++)
+                for (int e = 0; e < a[6] * a[7]; e++)
+                    k[((size_t)b * a[3] + j) * a[6] * a[7] + e] = v[((size_t)b * a[3] + j) * a[6] * a[7] + e] = NAN;
+        const size_t nl = (size_t)a[0] * a[5] * a[1];
+        float *o1 = zf(nq), *o2 = zf(nq), *l1 = zf(nl), *l2 = zf(nl);
+        const double scale = 1.0 / sqrt(a[7]);
+        cpu_attention_kv(q, k, v, o1, l1, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], scale);
+        ref_attention_fwd_f32(q, k, v, NULL, o2, l2, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], scale);
+        snprintf(name, sizeof name, "attention_kv B=%d Tq=%d Tk=%d kvT=%d q_off=%d H=%d Hk=%d hd=%d window=%d", a[0],
+                 a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+        close_f(name, o1, o2, nq, 1e-4);
+        close_f(name, l1, l2, nl, 1e-5);
+        free(q), free(k), free(v), free(o1), free(o2), free(l1), free(l2);
+    }
+}
+
+/* ---- loss and optimizer ---------------------------------------------------------- */
+
+static void test_ce(void)
+{
+    static const int shapes[][3] = {{1, 8, 5}, {37, 24, 300}, {70, 33, 1100}, {130, 16, 513}, {300, 40, 70000}};
+    char name[128];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int mode = 0; mode < 8; mode++) { /* bit 0: dh wanted, bit 1: dW wanted, bit 2: bf16 */
+            const int N = shapes[s][0], D = shapes[s][1], V = shapes[s][2], bf = mode >> 2;
+            if (V > 10000 && mode != 3 && mode != 7) continue; /* the big vocabulary: grads only */
+            float *h = round_if(rf((size_t)N * D, 1), (size_t)N * D, bf), *W = rf((size_t)V * D, 0.5);
+            void *ha = act_of(h, (size_t)N * D, bf), *dh1 = act_new((size_t)N * D, bf);
+            int32_t *t = ri(N, 0, V);
+            int valid = 0;
+            for (int n = 0; n < N; n++) {
+                if (N > 1 && tt_rng_below(&g_rng, 5) == 0) t[n] = -100;
+                valid += t[n] != -100;
+            }
+            double scale = 1.0 / (valid ? valid : 1);
+            float *dh2 = zf((size_t)N * D);
+            float *dW1 = rf((size_t)V * D, 0.01), *dW2 = cpf(dW1, (size_t)V * D); /* accumulated into */
+            double l1 = cpu_ce_linear(ha, W, t, N, D, V, -100, scale, mode & 1 ? dh1 : NULL, mode & 2 ? dW1 : NULL,
+                                      dt_of(bf));
+            double l2 = ref_ce_linear_f32(h, W, t, N, D, V, -100, scale, mode & 1 ? dh2 : NULL, mode & 2 ? dW2 : NULL);
+            snprintf(name, sizeof name, "ce_linear %s N=%d D=%d V=%d dh=%d dW=%d", tt_dtype_name(dt_of(bf)), N, D, V,
+                     mode & 1, (mode >> 1) & 1);
+            CHECK_MSG(fabs(l1 - l2) <= tol(bf, 1e-5, 5e-3) * fabs(l2), "%s: loss %.8g vs %.8g", name, l1, l2);
+            if (mode & 1) close_act(name, dh1, dh2, (size_t)N * D, bf, tol(bf, 1e-4, 2e-2));
+            if (mode & 2) close_f(name, dW1, dW2, (size_t)V * D, tol(bf, 1e-4, 2e-2));
+            if ((mode & 3) == 3) { /* run to run, the same bits */
+                void *dh3 = act_new((size_t)N * D, bf);
+                double l3 = cpu_ce_linear(ha, W, t, N, D, V, -100, scale, dh3, NULL, dt_of(bf));
+                CHECK_MSG(l3 == l1 && !memcmp(dh1, dh3, (size_t)N * D * (bf ? 2 : 4)), "%s: not deterministic", name);
+                free(dh3);
+            }
+            free(h), free(W), free(ha), free(dh1), free(t), free(dh2), free(dW1), free(dW2);
+        }
+    /* every target ignored: no loss, dh zero, dW untouched */
+    float h[6] = {1, 2, 3, 4, 5, 6}, W[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, dh[6], dW[9];
+    int32_t t[2] = {-100, -100};
+    for (int i = 0; i < 6; i++) dh[i] = 7;
+    for (int i = 0; i < 9; i++) dW[i] = 3;
+    double l = cpu_ce_linear(h, W, t, 2, 3, 3, -100, 1.0, dh, dW, TT_F32);
+    CHECK(l == 0 && dh[0] == 0 && dh[5] == 0 && dW[0] == 3 && dW[8] == 3);
+}
+
+static void test_optim(void)
+{
+    static const size_t sizes[] = {1, 17, 12345};
+    char name[64];
+    for (size_t s = 0; s < 3; s++) {
+        size_t n = sizes[s];
+        float *p1 = rf(n, 1), *g = rf(n, 1), *m1 = zf(n), *v1 = zf(n);
+        float *p2 = cpf(p1, n), *m2 = zf(n), *v2 = zf(n);
+        snprintf(name, sizeof name, "sumsq n=%zu", n);
+        CHECK_NEAR(cpu_sumsq(g, n), ref_sumsq_f32(g, n), 1e-12 * ref_sumsq_f32(g, n));
+        for (long step = 1; step <= 3; step++) {
+            cpu_adamw(p1, g, m1, v1, n, 1e-2, 0.9, 0.95, 1e-8, 0.1, 0.7, step);
+            ref_adamw_f32(p2, g, m2, v2, n, 1e-2, 0.9, 0.95, 1e-8, 0.1, 0.7, step);
+        }
+        snprintf(name, sizeof name, "adamw n=%zu", n);
+        close_f(name, p1, p2, n, 1e-5);
+        close_f(name, m1, m2, n, 1e-5);
+        close_f(name, v1, v2, n, 1e-5);
+        free(p1), free(g), free(m1), free(v1), free(p2), free(m2), free(v2);
+    }
+    float sq[4] = {1, -2, 3, 0.5f};
+    CHECK(cpu_sumsq(sq, 4) == 14.25);
+}
+
+int main(void)
+{
+    double t0 = tt_now();
+    fprintf(stderr, "test_kernels_fast: gemm paths: f32 %s, bf16 %s\n", tt_gemm_path_name(TT_F32),
+            tt_gemm_path_name(TT_BF16));
+    test_matmul();
+    test_rowwise();
+    test_embedding();
+    test_rope();
+    test_pointwise();
+    test_attention();
+    test_attention_kv();
+    test_ce();
+    test_optim();
+    fprintf(stderr, "test_kernels_fast: %.2f s\n", tt_now() - t0);
+    return th_done("test_kernels_fast");
+}
