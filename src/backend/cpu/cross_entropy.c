@@ -73,7 +73,8 @@ double cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int 
     if (R > N) R = N;
     R = (N + (N + R - 1) / R - 1) / ((N + R - 1) / R); /* even blocks: no sliver at the end */
     /* z (R, V) fp32 logits; gz (R, V) their gradient in bf16 (else in z); rowloss (N) */
-    const size_t zb = (size_t)R * V * sizeof(float), gb = gdt == TT_BF16 ? (size_t)R * V * 2 : 0;
+    const size_t zb = ((size_t)R * V * sizeof(float) + 63) & ~(size_t)63;
+    const size_t gb = gdt == TT_BF16 ? ((size_t)R * V * 2 + 63) & ~(size_t)63 : 0;
     char *buf = tt_cpu_scratch(TT_SCRATCH_CE, zb + gb + (size_t)N * sizeof(double));
     if (!buf) {
         tt_error_prefix("cross-entropy: %d x %d block of logits: ", R, V);
