@@ -366,7 +366,7 @@ static void check_attention(attn_case c, int bf, int rope, int pad)
                  .lddq = pad < 0 ? wq : ld, .lddk = pad < 0 ? wk : ld, .lddv = pad < 0 ? wk : ld};
     CHECK(cpu_attention_fwd(&a) == 0);
     close_act(name, oa, o2, nq, bf, tol(bf, 1e-4, 1e-2));
-    close_f(name, l1, l2, (size_t)c.B * c.H * c.T, tol(bf, 1e-5, 2e-3));
+    close_f(name, l1, l2, (size_t)c.B * c.H * c.T, tol(bf, 1e-5, 5e-3)); /* bf16: q, k rounded after RoPE */
     CHECK(cpu_attention_bwd(&a) == 0);
     /* the gradients, read back out of their views */
     float *dq1 = zf(nq), *dk1 = zf(nk), *dv1 = zf(nk);

@@ -9,6 +9,7 @@
  * attention_avx512.c runs them without that detour where the CPU allows. */
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/attention_impl.h"
@@ -244,5 +245,21 @@ tt_err tt_attention_bwd_portable(const tt_attn *a)
     return 0;
 }
 
-tt_err cpu_attention_fwd(const tt_attn *a) { return tt_attention_fwd_portable(a); }
-tt_err cpu_attention_bwd(const tt_attn *a) { return tt_attention_bwd_portable(a); }
+/* TITAN_ATTENTION=portable keeps the portable path (tests, benchmarks) */
+static int portable_only(void)
+{
+    const char *e = getenv("TITAN_ATTENTION");
+    return e && !strcmp(e, "portable");
+}
+
+tt_err cpu_attention_fwd(const tt_attn *a)
+{
+    const tt_err rc = portable_only() ? 1 : tt_attention_fwd_avx512(a);
+    return rc == 1 ? tt_attention_fwd_portable(a) : rc;
+}
+
+tt_err cpu_attention_bwd(const tt_attn *a)
+{
+    const tt_err rc = portable_only() ? 1 : tt_attention_bwd_avx512(a);
+    return rc == 1 ? tt_attention_bwd_portable(a) : rc;
+}

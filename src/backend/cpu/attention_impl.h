@@ -8,5 +8,9 @@
 
 tt_err tt_attention_fwd_portable(const tt_attn *a);
 tt_err tt_attention_bwd_portable(const tt_attn *a);
+/* 1 when this CPU or call is not theirs (no AVX-512, AVX512_BF16 for bf16,
+ * or a head size that is not a multiple of 16): the portable path runs. */
+tt_err tt_attention_fwd_avx512(const tt_attn *a);
+tt_err tt_attention_bwd_avx512(const tt_attn *a);
 
 #endif

@@ -25,10 +25,12 @@ static inline int ce_valid(int t, int V, int ignore_index) { return t != ignore_
 TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float *g, uint16_t *gb)
 {
     float m = -INFINITY;
+    #pragma omp simd reduction(max : m)
     for (int j = 0; j < V; j++) m = z[j] > m ? z[j] : m;
     const float zt = z[t];
     float sum = 0;
     if (g || gb) { /* keep exp(z - m): it becomes the gradient below */
+        #pragma omp simd reduction(+ : sum)
         for (int j = 0; j < V; j++) {
             z[j] = tt_expf(z[j] - m);
             sum += z[j];
@@ -42,6 +44,7 @@ TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float *g, uint
             g[t] -= scale;
         }
     } else {
+        #pragma omp simd reduction(+ : sum)
         for (int j = 0; j < V; j++) sum += tt_expf(z[j] - m);
     }
     return (double)m + log((double)sum) - (double)zt;

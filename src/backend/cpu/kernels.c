@@ -246,6 +246,7 @@ TT_INLINE void rmsnorm_body(const void *x, const float *w, void *y, float *rstd,
     for (int n = n0; n < n1; n++) {
         const size_t o = (size_t)n * D;
         float ss = 0;
+        #pragma omp simd reduction(+ : ss)
         for (int d = 0; d < D; d++) {
             const float v = tt_ld(x, o + d, bf);
             ss += v * v;
@@ -289,6 +290,7 @@ TT_INLINE void rmsnorm_dx_body(const void *x, const float *w, const float *rstd,
         const size_t o = (size_t)n * D;
         const float r = rstd[n];
         float dot = 0;
+        #pragma omp simd reduction(+ : dot)
         for (int d = 0; d < D; d++) dot += tt_ld(dy, o + d, bf) * w[d] * tt_ld(x, o + d, bf);
         const float c = r * r * r * dot / (float)D;
         for (int d = 0; d < D; d++) tt_st(dx, o + d, r * w[d] * tt_ld(dy, o + d, bf) - c * tt_ld(x, o + d, bf), bf);
@@ -326,9 +328,11 @@ TT_INLINE void layernorm_body(const void *x, const float *w, const float *b, voi
     for (int n = n0; n < n1; n++) {
         const size_t o = (size_t)n * D;
         float s = 0, v = 0;
+        #pragma omp simd reduction(+ : s)
         for (int d = 0; d < D; d++) s += tt_ld(x, o + d, bf);
         const float mu = s / (float)D;
         /* two passes: the variance of centred values loses nothing to cancellation */
+        #pragma omp simd reduction(+ : v)
         for (int d = 0; d < D; d++) {
             const float c = tt_ld(x, o + d, bf) - mu;
             v += c * c;
@@ -376,6 +380,7 @@ TT_INLINE void layernorm_dx_body(const void *x, const float *w, const float *mea
         const size_t o = (size_t)n * D;
         const float mu = mean[n], r = rstd[n];
         float mg = 0, mgx = 0;
+        #pragma omp simd reduction(+ : mg, mgx)
         for (int d = 0; d < D; d++) {
             const float g = tt_ld(dy, o + d, bf) * w[d];
             mg += g;

@@ -1,0 +1,608 @@
+/* attention_avx512.c — flash attention for AVX-512 CPUs, forward and
+ * backward, fp32 (FMA) and bf16 (vdpbf16ps, fp32 sums).
+ *
+ * Work is cut into 64 x 64 tiles of (queries, keys). The forward keeps, per
+ * 64-query block, the running row max and sum of an online softmax and an
+ * fp32 output accumulator; the T x T scores are never held, only their
+ * logsumexp is saved. The backward recomputes each tile's probabilities from
+ * it. Causal tiles above the diagonal are never visited; tiles that see
+ * nothing (other documents, outside the window) cost a mask scan.
+ *
+ * Every product of a tile is one routine, tile_mm: C (R x 16NV) += A B over
+ * ks steps, with A read as broadcasts and B as vectors, the accumulators in
+ * registers (R * NV <= 24). For it, a pre-pass copies q, k, v (and dout) once
+ * per call into the layouts the products read, in the compute dtype, with
+ * RoPE applied to q and k: so each element is converted, rotated and
+ * transposed once, not once per tile, and GQA shares the kv heads without a
+ * copy per query head. ku is 1 for fp32 values, 2 for bf16 pairs (two
+ * consecutive values of the summed index in one 32-bit word, the even one in
+ * the low half, as vdpbf16ps reads them). Layouts of a 64-row block X (t =
+ * row, d = feature):
+ *   R  [t][d]             A operand summed over d   (q for S = q k^T, dout for dP = dout v^T)
+ *   BT [d/ku][t][ku]      B operand summed over d   (k for S, v for dP)
+ *   BI [t/ku][d][ku]      B operand summed over t   (v for O += P v, k for dq += dS k)
+ *   AT [d][t/ku][ku]      A operand summed over t   (dout for dv^T += dout^T P, q for dk^T += q^T dS)
+ */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/attention_impl.h"
+#include "backend/cpu/simd.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "backend/cpu/avx512_util.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Everything here is compiled for AVX-512 with BF16; the fp32 code uses no
+ * BF16 instruction, and the entry points check the CPU before running any. */
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define AI static inline __attribute__((always_inline))
+
+#define BLK 64 /* queries per tile, keys per tile */
+
+static int cpu_ok(tt_dtype dt)
+{
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl"))
+        return 0;
+    return dt == TT_F32 || __builtin_cpu_supports("avx512bf16");
+}
+
+/* ---- the tile product ------------------------------------------------------ */
+
+/* C (R x 16NV floats, row stride ldc) = (acc: +=) sum over s < ks of A[r][s] B[s]:
+ * A row r is at a + r*lda words, B step s at b + s*ldb words (16NV words used). */
+TGT AI void mm_body(const int R, const int NV, const int ku, int ks, const void *a, long lda, const void *b, long ldb,
+                    float *c, long ldc, int acc)
+{
+    __m512 x[8][4];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) x[r][v] = acc ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
+    const int32_t *A = a;
+    const int32_t *B = b;
+    for (int s = 0; s < ks; s++) {
+        __m512 bv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) bv[v] = _mm512_loadu_ps((const float *)(B + (size_t)s * ldb) + 16 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            if (ku == 1) {
+                const __m512 ar = _mm512_set1_ps(((const float *)A)[r * lda + s]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) x[r][v] = _mm512_fmadd_ps(ar, bv[v], x[r][v]);
+            } else {
+                const __m512bh ar = (__m512bh)_mm512_set1_epi32(A[r * lda + s]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) x[r][v] = _mm512_dpbf16_ps(x[r][v], ar, (__m512bh)bv[v]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) _mm512_storeu_ps(c + r * ldc + 16 * v, x[r][v]);
+}
+
+typedef void mm_fn(int ks, const void *a, long lda, const void *b, long ldb, float *c, long ldc, int acc);
+#define MM(R, NV, KU)                                                                                          \
+    TGT static void mm_##R##_##NV##_##KU(int ks, const void *a, long lda, const void *b, long ldb, float *c,  \
+                                         long ldc, int acc)                                                   \
+    {                                                                                                          \
+        mm_body(R, NV, KU, ks, a, lda, b, ldb, c, ldc, acc);                                                   \
+    }
+#define MM_R8(NV, KU) MM(1, NV, KU) MM(2, NV, KU) MM(3, NV, KU) MM(4, NV, KU) MM(5, NV, KU) MM(6, NV, KU) MM(7, NV, KU) MM(8, NV, KU)
+#define MM_KU(KU) MM_R8(1, KU) MM_R8(2, KU) MM_R8(3, KU) MM(1, 4, KU) MM(2, 4, KU) MM(3, 4, KU) MM(4, 4, KU) MM(5, 4, KU) MM(6, 4, KU)
+MM_KU(1)
+MM_KU(2)
+#define ROW8(NV, KU) {mm_1_##NV##_##KU, mm_2_##NV##_##KU, mm_3_##NV##_##KU, mm_4_##NV##_##KU, mm_5_##NV##_##KU, mm_6_##NV##_##KU, mm_7_##NV##_##KU, mm_8_##NV##_##KU}
+#define ROW6(NV, KU) {mm_1_##NV##_##KU, mm_2_##NV##_##KU, mm_3_##NV##_##KU, mm_4_##NV##_##KU, mm_5_##NV##_##KU, mm_6_##NV##_##KU, NULL, NULL}
+/* [ku-1][NV-1][R-1]: up to 8 rows for NV <= 3 (24 accumulators), 6 for NV = 4 */
+static mm_fn *const mm_table[2][4][8] = {
+    {ROW8(1, 1), ROW8(2, 1), ROW8(3, 1), ROW6(4, 1)},
+    {ROW8(1, 2), ROW8(2, 2), ROW8(3, 2), ROW6(4, 2)},
+};
+
+/* C (M x n) (+)= A (M x ks) B (ks x n), n a multiple of 16: rows in register
+ * tiles, columns in chunks of at most 64. A row stride lda, B step stride ldb
+ * (words), C row stride ldc (floats). */
+static void tile_mm(int ku, int M, int n, int ks, const void *a, long lda, const void *b, long ldb, float *c, long ldc,
+                    int acc)
+{
+    for (int c0 = 0; c0 < n; c0 += 64) {
+        const int nv = (n - c0 < 64 ? n - c0 : 64) / 16, rmax = nv <= 3 ? 8 : 6;
+        for (int r0 = 0; r0 < M; r0 += rmax) {
+            const int R = M - r0 < rmax ? M - r0 : rmax;
+            mm_table[ku - 1][nv - 1][R - 1](ks, (const int32_t *)a + (size_t)r0 * lda, lda, (const int32_t *)b + c0,
+                                            ldb, c + (size_t)r0 * ldc + c0, ldc, acc);
+        }
+    }
+}
+
+/* ---- the pre-pass: sources into the tile layouts --------------------------- */
+
+typedef struct {
+    const tt_attn *a;
+    int ku, nblk, group;   /* nblk: 64-row blocks per sequence */
+    size_t es, blk_elems;  /* bytes of one compute element; elements of one packed 64 x hd block */
+    float scale;           /* 1 / sqrt(hd) */
+    /* packed operands, [b][head][block][64 * hd] elements (NULL: not needed) */
+    void *q_r, *q_at, *k_bt, *k_bi, *v_bt, *v_bi, *do_r, *do_at;
+    float *D;              /* backward: rowsum(dout * o), (B, H, T) */
+} ws_t;
+
+static void *blk_at(const ws_t *w, void *base, int b, int head, int heads, int blk)
+{
+    return (char *)base + ((((size_t)b * heads + head) * w->nblk + blk) * w->blk_elems) * w->es;
+}
+
+/* RoPE's cos and sin (times rope_scale) for every position the call uses:
+ * rows [0, maxpos] of (hd/2) each, so each is computed once, not per head. */
+typedef struct {
+    float *cos, *sin;
+    int maxpos;
+} rope_tab;
+
+/* 32-bit words: out (cols x rows, row stride ldo) = in (rows x cols, row stride ldi) transposed */
+TGT static void transpose_words(const uint32_t *in, long ldi, int rows, int cols, uint32_t *out, long ldo)
+{
+    for (int r0 = 0; r0 < rows; r0 += 16)
+        for (int c0 = 0; c0 < cols; c0 += 16) {
+            const int nr = rows - r0 < 16 ? rows - r0 : 16, nc = cols - c0 < 16 ? cols - c0 : 16;
+            const __mmask16 cm = (__mmask16)((1u << nc) - 1), rm = (__mmask16)((1u << nr) - 1);
+            __m512i t[16];
+            for (int i = 0; i < 16; i++)
+                t[i] = i < nr ? _mm512_maskz_loadu_epi32(cm, in + (size_t)(r0 + i) * ldi + c0) : _mm512_setzero_si512();
+            transpose16(t);
+            for (int j = 0; j < nc; j++) _mm512_mask_storeu_epi32(out + (size_t)(c0 + j) * ldo + r0, rm, t[j]);
+        }
+}
+
+/* Rows [t0, t0 + 64) of head hh of batch b: loaded from the strided source
+ * into an fp32 tile X (64, hd), RoPE'd when rope, then written to each
+ * layout that is not NULL; rows past T are zero. X is scratch. */
+TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, long ld, int heads, int b, int hh,
+                           int blk, int rope, void *r_, void *bt, void *bi, void *at, float *X)
+{
+    const tt_attn *a = w->a;
+    const int hd = a->hd, half = hd / 2, t0 = blk * BLK, nt = a->T - t0 < BLK ? a->T - t0 : BLK;
+    const size_t esrc = tt_dtype_size(a->dt);
+    for (int tl = 0; tl < BLK; tl++) {
+        float *x = X + (size_t)tl * hd;
+        if (tl >= nt) {
+            memset(x, 0, (size_t)hd * sizeof(float));
+            continue;
+        }
+        const size_t n = (size_t)b * a->T + t0 + tl;
+        const char *row = (const char *)src + (n * (size_t)ld + (size_t)hh * hd) * esrc;
+        if (a->dt == TT_BF16)
+            for (int d = 0; d < hd; d++) x[d] = tt_bf16_float(((const uint16_t *)row)[d]);
+        else
+            memcpy(x, row, (size_t)hd * sizeof(float));
+        if (rope && a->pos) {
+            const float *c = rt->cos + (size_t)a->pos[n] * half, *sn = rt->sin + (size_t)a->pos[n] * half;
+            for (int i = 0; i < half; i++) {
+                const float x1 = x[i], x2 = x[i + half];
+                x[i] = x1 * c[i] - x2 * sn[i];
+                x[i + half] = x2 * c[i] + x1 * sn[i];
+            }
+        }
+    }
+    void *R = r_ ? blk_at(w, r_, b, hh, heads, blk) : NULL, *BT = bt ? blk_at(w, bt, b, hh, heads, blk) : NULL;
+    void *BI = bi ? blk_at(w, bi, b, hh, heads, blk) : NULL, *AT = at ? blk_at(w, at, b, hh, heads, blk) : NULL;
+    if (w->ku == 1) { /* fp32: R and BI are X itself, BT and AT its transpose [d][t] */
+        if (R) memcpy(R, X, (size_t)BLK * hd * sizeof(float));
+        if (BI) memcpy(BI, X, (size_t)BLK * hd * sizeof(float));
+        if (BT) transpose_words((const uint32_t *)X, hd, BLK, hd, BT, BLK);
+        if (AT) transpose_words((const uint32_t *)X, hd, BLK, hd, AT, BLK);
+        return;
+    }
+    /* bf16. R: the rows rounded; its words are the pairs along d. BT: those
+     * words transposed. BI: rows 2tp and 2tp+1 interleaved. AT: BI transposed. */
+    uint16_t *r16 = R ? R : (uint16_t *)(X + (size_t)BLK * hd); /* BT needs R's words: X's tail is room for them */
+    if (R || BT)
+        for (size_t e = 0; e < (size_t)BLK * hd; e++) r16[e] = tt_bf16_bits(X[e]);
+    if (BT) transpose_words((const uint32_t *)r16, half, BLK, half, BT, BLK);
+    if (BI || AT) {
+        uint32_t *bi32 = BI ? BI : (uint32_t *)(X + (size_t)BLK * hd);
+        for (int tp = 0; tp < BLK / 2; tp++)
+            for (int d = 0; d < hd; d++)
+                bi32[(size_t)tp * hd + d] = tt_bf16_bits(X[(size_t)2 * tp * hd + d]) |
+                                            (uint32_t)tt_bf16_bits(X[(size_t)(2 * tp + 1) * hd + d]) << 16;
+        if (AT) transpose_words(bi32, hd, BLK / 2, hd, AT, BLK / 2);
+    }
+}
+
+/* ---- masks ------------------------------------------------------------------ */
+
+enum { SEE_NONE, SEE_ALL, SEE_SOME };
+
+/* Which keys j0.. (nj of them) the queries i0.. (nq) see: vis[r][c]. */
+TGT static int tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj, unsigned char vis[BLK][BLK])
+{
+    const int32_t *db = a->doc ? a->doc + (size_t)b * a->T : NULL;
+    const int W = a->window;
+    /* whole tile below the diagonal, inside the window, one document, no ragged edge */
+    if (nq == BLK && nj == BLK && j0 + nj - 1 <= i0 && (W <= 0 || i0 + nq - 1 - j0 < W) &&
+        (!db || db[j0] == db[i0 + nq - 1]))
+        return SEE_ALL;
+    int32_t kd[BLK]; /* the keys' documents; -1 past the end (no query has it) */
+    for (int c = 0; c < BLK; c++) kd[c] = db && c < nj ? db[j0 + c] : c < nj ? 0 : -1;
+    int any = 0;
+    for (int r = 0; r < BLK; r++) {
+        const int i = i0 + r, qd = r >= nq ? -2 : db ? db[i] : 0;
+        int row = 0;
+        #pragma omp simd reduction(| : row)
+        for (int c = 0; c < BLK; c++) {
+            const int j = j0 + c;
+            const int ok = (j <= i) & (W <= 0 || i - j < W) & (kd[c] == qd);
+            vis[r][c] = (unsigned char)ok;
+            row |= ok;
+        }
+        any |= row;
+    }
+    return any ? SEE_SOME : SEE_NONE;
+}
+
+/* ---- forward ------------------------------------------------------------------ */
+
+/* One 64-query block of one head: online softmax over the key blocks it sees. */
+TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S, void *P)
+{
+    const tt_attn *a = w->a;
+    const int hd = a->hd, ku = w->ku, kh = h / w->group, i0 = ib * BLK, nq = a->T - i0 < BLK ? a->T - i0 : BLK;
+    const float sc = w->scale;
+    const void *Q = blk_at(w, w->q_r, b, h, a->H, ib);
+    float m[BLK], l[BLK];
+    unsigned char vis[BLK][BLK];
+    for (int r = 0; r < BLK; r++) m[r] = -INFINITY, l[r] = 0;
+    memset(O, 0, (size_t)BLK * hd * sizeof(float));
+    /* keys any row of the block may see: [jlo, jhi] */
+    const int jlo = a->window > 0 && i0 - a->window + 1 > 0 ? i0 - a->window + 1 : 0, jhi = i0 + nq - 1;
+    for (int jb = jlo / BLK; jb <= jhi / BLK; jb++) {
+        const int j0 = jb * BLK, nj = a->T - j0 < BLK ? a->T - j0 : BLK;
+        const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
+        if (see == SEE_NONE) continue;
+        /* S (64, 64) = Q K^T */
+        tile_mm(ku, BLK, BLK, hd / ku, Q, hd / ku, blk_at(w, w->k_bt, b, kh, a->Hk, jb), BLK, S, BLK, 0);
+        for (int r = 0; r < BLK; r++) {
+            float *s = S + (size_t)r * BLK, bm = -INFINITY;
+            if (see == SEE_SOME)
+                for (int c = 0; c < BLK; c++) s[c] = vis[r][c] ? s[c] : -INFINITY;
+            #pragma omp simd reduction(max : bm)
+            for (int c = 0; c < BLK; c++) bm = s[c] > bm ? s[c] : bm;
+            if (bm == -INFINITY) { /* this row sees none of these keys */
+                for (int c = 0; c < BLK; c++) s[c] = 0;
+            } else {
+                if (bm > m[r]) { /* a new running max: rescale what was summed so far */
+                    const float corr = tt_expf((m[r] - bm) * sc);
+                    float *orow = O + (size_t)r * hd;
+                    l[r] *= corr;
+                    for (int d = 0; d < hd; d++) orow[d] *= corr;
+                    m[r] = bm;
+                }
+                float sum = 0;
+                const float mr = m[r];
+                #pragma omp simd reduction(+ : sum)
+                for (int c = 0; c < BLK; c++) {
+                    s[c] = tt_expf((s[c] - mr) * sc); /* exp(-inf) = 0 for the masked */
+                    sum += s[c];
+                }
+                l[r] += sum;
+            }
+            if (ku == 2) /* P as bf16, pairs along the keys */
+                for (int c = 0; c < BLK; c++) ((uint16_t *)P)[(size_t)r * BLK + c] = tt_bf16_bits(s[c]);
+        }
+        /* O (64, hd) += P V */
+        tile_mm(ku, BLK, hd, BLK / ku, ku == 2 ? P : S, BLK / ku, blk_at(w, w->v_bi, b, kh, a->Hk, jb), hd, O, hd, 1);
+    }
+    for (int r = 0; r < nq; r++) {
+        const size_t n = (size_t)b * a->T + i0 + r;
+        float *lse = a->lse + ((size_t)b * a->H + h) * a->T + i0 + r, *orow = O + (size_t)r * hd;
+        const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f; /* a row that saw no key gets o = 0 */
+        for (int d = 0; d < hd; d++) orow[d] *= inv;
+        *lse = l[r] > 0 ? m[r] * sc + logf(l[r]) : -INFINITY;
+        tt_cpu_from_f32((char *)a->o + (n * (size_t)a->ldo + (size_t)h * hd) * tt_dtype_size(a->dt), a->dt, orow,
+                        (size_t)hd);
+    }
+}
+
+/* ---- workspace ----------------------------------------------------------------- */
+
+enum { W_Q_R, W_Q_AT, W_K_BT, W_K_BI, W_V_BT, W_V_BI, W_DO_R, W_DO_AT, W_N };
+
+/* Lays out the packed operands the pass needs (need[i]) in one scratch buffer. */
+static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
+{
+    memset(w, 0, sizeof *w);
+    w->a = a;
+    w->ku = a->dt == TT_BF16 ? 2 : 1;
+    w->es = a->dt == TT_BF16 ? 2 : 4;
+    w->nblk = (a->T + BLK - 1) / BLK;
+    w->group = a->H / a->Hk;
+    w->blk_elems = (size_t)BLK * a->hd;
+    w->scale = (float)(1.0 / sqrt((double)a->hd));
+    const size_t per_q = (size_t)a->B * a->H * w->nblk * w->blk_elems * w->es;
+    const size_t per_k = (size_t)a->B * a->Hk * w->nblk * w->blk_elems * w->es;
+    size_t off[W_N + 1], total = 0;
+    for (int i = 0; i < W_N; i++) {
+        off[i] = total;
+        const int is_q = i == W_Q_R || i == W_Q_AT || i == W_DO_R || i == W_DO_AT;
+        if (need[i]) total += ((is_q ? per_q : per_k) + 63) & ~(size_t)63;
+    }
+    const size_t dbytes = need[W_DO_R] ? (size_t)a->B * a->H * a->T * sizeof(float) : 0;
+    char *buf = tt_cpu_scratch(TT_SCRATCH_ATTN_WS, total + dbytes);
+    if (!buf) return -1;
+    void **slot[W_N] = {&w->q_r, &w->q_at, &w->k_bt, &w->k_bi, &w->v_bt, &w->v_bi, &w->do_r, &w->do_at};
+    for (int i = 0; i < W_N; i++) *slot[i] = need[i] ? buf + off[i] : NULL;
+    w->D = dbytes ? (float *)(buf + total) : NULL;
+    return 0;
+}
+
+/* The cos/sin table of the positions the call uses (none without RoPE). */
+static int rope_init(const tt_attn *a, rope_tab *rt)
+{
+    memset(rt, 0, sizeof *rt);
+    if (!a->pos) return 0;
+    const int N = a->B * a->T, half = a->hd / 2;
+    int maxpos = 0;
+    for (int n = 0; n < N; n++) {
+        if (a->pos[n] < 0) return tt_errorf("attention: position %d at row %d is negative", a->pos[n], n);
+        if (a->pos[n] > maxpos) maxpos = a->pos[n];
+    }
+    const size_t cnt = (size_t)(maxpos + 1) * half;
+    rt->cos = tt_cpu_scratch(TT_SCRATCH_ATTN_ROPE, 2 * cnt * sizeof(float));
+    if (!rt->cos) return -1;
+    rt->sin = rt->cos + cnt;
+    rt->maxpos = maxpos;
+    #pragma omp parallel for schedule(static)
+    for (int p = 0; p <= maxpos; p++)
+        for (int i = 0; i < half; i++) {
+            const float ang = (float)p * a->inv_freq[i]; /* fp32, as transformers */
+            rt->cos[(size_t)p * half + i] = cosf(ang) * a->rope_scale;
+            rt->sin[(size_t)p * half + i] = sinf(ang) * a->rope_scale;
+        }
+    return 0;
+}
+
+/* All the blocks of q (and dout) and of k, v into their layouts, in parallel. */
+static int ws_pack(const ws_t *w, const rope_tab *rt, int bwd)
+{
+    const tt_attn *a = w->a;
+    const long nq = (long)a->B * a->H * w->nblk, nk = (long)a->B * a->Hk * w->nblk;
+    int rc = 0;
+    #pragma omp parallel
+    {
+        /* the fp32 tile and, after it, room for one bf16 layout of it */
+        float *X = tt_cpu_scratch(TT_SCRATCH_ATTN, (size_t)BLK * a->hd * (sizeof(float) + 4));
+        if (!X) {
+            #pragma omp atomic write
+            rc = -1;
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (long t = 0; t < nq + nk; t++) {
+            if (!X) continue;
+            if (t < nq) {
+                const int blk = (int)(t % w->nblk), h = (int)(t / w->nblk % a->H), b = (int)(t / ((long)w->nblk * a->H));
+                pack_block(w, rt, a->q, a->ldq, a->H, b, h, blk, 1, w->q_r, NULL, NULL, w->q_at, X);
+                if (bwd) pack_block(w, rt, a->dout, a->lddo, a->H, b, h, blk, 0, w->do_r, NULL, NULL, w->do_at, X);
+            } else {
+                const long u = t - nq;
+                const int blk = (int)(u % w->nblk), h = (int)(u / w->nblk % a->Hk), b = (int)(u / ((long)w->nblk * a->Hk));
+                pack_block(w, rt, a->k, a->ldk, a->Hk, b, h, blk, 1, NULL, w->k_bt, w->k_bi, NULL, X);
+                pack_block(w, rt, a->v, a->ldv, a->Hk, b, h, blk, 0, NULL, w->v_bt, w->v_bi, NULL, X);
+            }
+        }
+    }
+    return rc;
+}
+
+TGT tt_err tt_attention_fwd_avx512(const tt_attn *a)
+{
+    if (a->hd % 16 || a->hd > 512 || !cpu_ok(a->dt)) return 1;
+    ws_t w;
+    const int need[W_N] = {[W_Q_R] = 1, [W_K_BT] = 1, [W_V_BI] = 1};
+    rope_tab rt;
+    if (ws_init(&w, a, need) || rope_init(a, &rt) || ws_pack(&w, &rt, 0)) return -1;
+    const long tasks = (long)a->B * a->H * w.nblk;
+    tt_err rc = 0;
+    #pragma omp parallel
+    {
+        /* per thread: O (64, hd) fp32, S (64, 64) fp32, P (64, 64) bf16 */
+        const size_t ob = (size_t)BLK * a->hd * sizeof(float), sb = (size_t)BLK * BLK * sizeof(float);
+        char *tb = tt_cpu_scratch(TT_SCRATCH_ATTN, ob + sb + (size_t)BLK * BLK * 2);
+        if (!tb) {
+            #pragma omp atomic write
+            rc = -1;
+        }
+        /* tasks are independent, so a dynamic schedule (which evens out the causal
+         * triangle) still gives the same bits on every run */
+        #pragma omp for schedule(dynamic, 1)
+        for (long t = 0; t < tasks; t++) {
+            if (!tb) continue;
+            const int ib = (int)(t % w.nblk), h = (int)(t / w.nblk % a->H), b = (int)(t / ((long)w.nblk * a->H));
+            fwd_task(&w, b, h, ib, (float *)tb, (float *)(tb + ob), tb + ob + sb);
+        }
+    }
+    return rc;
+}
+
+/* ---- backward ------------------------------------------------------------------- */
+
+/* D[b][h][t] = dout . o for every row: the softmax backward's row term */
+TGT static void row_dots(const ws_t *w)
+{
+    const tt_attn *a = w->a;
+    const int hd = a->hd, N = a->B * a->T;
+    const size_t es = tt_dtype_size(a->dt);
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const int b = n / a->T, t = n % a->T;
+        for (int h = 0; h < a->H; h++) {
+            const char *x = (const char *)a->dout + ((size_t)n * a->lddo + (size_t)h * hd) * es;
+            const char *y = (const char *)a->o + ((size_t)n * a->ldo + (size_t)h * hd) * es;
+            float s = 0;
+            if (a->dt == TT_BF16)
+                #pragma omp simd reduction(+ : s)
+                for (int d = 0; d < hd; d++)
+                    s += tt_bf16_float(((const uint16_t *)x)[d]) * tt_bf16_float(((const uint16_t *)y)[d]);
+            else
+                #pragma omp simd reduction(+ : s)
+                for (int d = 0; d < hd; d++) s += ((const float *)x)[d] * ((const float *)y)[d];
+            w->D[((size_t)b * a->H + h) * a->T + t] = s;
+        }
+    }
+}
+
+/* Row t of a gradient of head hh: fp32 x (hd) to the strided destination,
+ * rotated back (the transpose of RoPE) when rope. */
+TGT static void store_grad_row(const ws_t *w, const rope_tab *rt, void *dst, long ld, int hh, int b, int t, float *x,
+                               int rope)
+{
+    const tt_attn *a = w->a;
+    const int half = a->hd / 2;
+    const size_t n = (size_t)b * a->T + t;
+    if (rope && a->pos) {
+        const float *c = rt->cos + (size_t)a->pos[n] * half, *sn = rt->sin + (size_t)a->pos[n] * half;
+        for (int i = 0; i < half; i++) {
+            const float x1 = x[i], x2 = x[i + half];
+            x[i] = x1 * c[i] + x2 * sn[i];
+            x[i + half] = x2 * c[i] - x1 * sn[i];
+        }
+    }
+    char *row = (char *)dst + (n * (size_t)ld + (size_t)hh * a->hd) * tt_dtype_size(a->dt);
+    if (a->dt == TT_BF16)
+        for (int d = 0; d < a->hd; d++) ((uint16_t *)row)[d] = tt_bf16_bits(x[d]);
+    else
+        memcpy(row, x, (size_t)a->hd * sizeof(float));
+}
+
+/* Per-thread buffers of the backward. */
+typedef struct {
+    float *S, *dP;        /* (64, 64): scores then P; dP then dS (S and dP are adjacent) */
+    void *P_i, *dS_i, *dS_r; /* bf16 layouts of P and dS (pairs along queries, along keys) */
+    float *dKt, *dVt;     /* (hd, 64): dk^T, dv^T of the key block */
+    float *dQ;            /* (group, T rounded to 64, hd) */
+} bwd_bufs;
+
+/* One (batch, kv head): dk, dv of its keys, and dq of the query heads that
+ * share it, so no other task writes what it writes. Key blocks are the outer
+ * loop, so their dk/dv accumulators stay in cache while the query blocks
+ * that see them pass. Per tile, with P = exp(S - lse) and D = rowsum(dO o):
+ * dP = dO V^T, dS = P (dP - D) scale, dV^T += dO^T P, dK^T += Q^T dS, dQ += dS K. */
+TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const bwd_bufs *u)
+{
+    const tt_attn *a = w->a;
+    const int hd = a->hd, ku = w->ku, T = a->T, G = w->group, Tp = w->nblk * BLK;
+    const float sc = w->scale;
+    unsigned char vis[BLK][BLK];
+    memset(u->dQ, 0, (size_t)G * Tp * hd * sizeof(float));
+    for (int jb = 0; jb < w->nblk; jb++) {
+        const int j0 = jb * BLK, nj = T - j0 < BLK ? T - j0 : BLK;
+        memset(u->dKt, 0, (size_t)hd * BLK * sizeof(float));
+        memset(u->dVt, 0, (size_t)hd * BLK * sizeof(float));
+        /* queries before j0 see none of these keys, nor those past the window */
+        int ihi = T - 1;
+        if (a->window > 0 && (long)j0 + nj - 1 + a->window - 1 < ihi) ihi = j0 + nj - 1 + a->window - 1;
+        for (int g = 0; g < G; g++) {
+            const int h = kh * G + g;
+            for (int ib = jb; ib <= ihi / BLK; ib++) {
+                const int i0 = ib * BLK, nq = T - i0 < BLK ? T - i0 : BLK;
+                const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
+                if (see == SEE_NONE) continue;
+                const float *L = a->lse + ((size_t)b * a->H + h) * T + i0, *Dr = w->D + ((size_t)b * a->H + h) * T + i0;
+                tile_mm(ku, BLK, BLK, hd / ku, blk_at(w, w->q_r, b, h, a->H, ib), hd / ku,
+                        blk_at(w, w->k_bt, b, kh, a->Hk, jb), BLK, u->S, BLK, 0);
+                tile_mm(ku, BLK, BLK, hd / ku, blk_at(w, w->do_r, b, h, a->H, ib), hd / ku,
+                        blk_at(w, w->v_bt, b, kh, a->Hk, jb), BLK, u->dP, BLK, 0);
+                for (int r = 0; r < BLK; r++) {
+                    float *p = u->S + (size_t)r * BLK, *ds = u->dP + (size_t)r * BLK;
+                    if (r >= nq || L[r] == -INFINITY) { /* a padding row, or one that sees no key */
+                        for (int c = 0; c < BLK; c++) p[c] = ds[c] = 0;
+                        continue;
+                    }
+                    const float lr = L[r], dr = Dr[r];
+                    if (see == SEE_SOME)
+                        for (int c = 0; c < BLK; c++) p[c] = vis[r][c] ? tt_expf(p[c] * sc - lr) : 0.0f;
+                    else
+                        for (int c = 0; c < BLK; c++) p[c] = tt_expf(p[c] * sc - lr);
+                    for (int c = 0; c < BLK; c++) ds[c] = p[c] * (ds[c] - dr) * sc;
+                }
+                const void *P_i = u->S, *dS_i = u->dP, *dS_r = u->dP; /* fp32: row-major serves all three */
+                if (ku == 2) {
+                    uint32_t *pi = u->P_i, *si = u->dS_i;
+                    uint16_t *sr = u->dS_r;
+                    for (int r2 = 0; r2 < BLK / 2; r2++)
+                        for (int c = 0; c < BLK; c++) {
+                            const size_t e = (size_t)2 * r2 * BLK + c, o = e + BLK;
+                            pi[(size_t)r2 * BLK + c] = tt_bf16_bits(u->S[e]) | (uint32_t)tt_bf16_bits(u->S[o]) << 16;
+                            si[(size_t)r2 * BLK + c] = tt_bf16_bits(u->dP[e]) | (uint32_t)tt_bf16_bits(u->dP[o]) << 16;
+                        }
+                    for (int e = 0; e < BLK * BLK; e++) sr[e] = tt_bf16_bits(u->dP[e]);
+                    P_i = u->P_i, dS_i = u->dS_i, dS_r = u->dS_r;
+                }
+                /* dV^T (hd, 64) += dO^T P;  dK^T (hd, 64) += Q^T dS;  dQ (64, hd) += dS K */
+                tile_mm(ku, hd, BLK, BLK / ku, blk_at(w, w->do_at, b, h, a->H, ib), BLK / ku, P_i, BLK, u->dVt, BLK, 1);
+                tile_mm(ku, hd, BLK, BLK / ku, blk_at(w, w->q_at, b, h, a->H, ib), BLK / ku, dS_i, BLK, u->dKt, BLK, 1);
+                tile_mm(ku, BLK, hd, BLK / ku, dS_r, BLK / ku, blk_at(w, w->k_bi, b, kh, a->Hk, jb), hd,
+                        u->dQ + ((size_t)g * Tp + i0) * hd, hd, 1);
+            }
+        }
+        /* the key block's dk and dv rows: transposed back into the (spent) score tiles */
+        float *dk = u->S, *dv = u->S + (size_t)BLK * hd;
+        transpose_words((const uint32_t *)u->dKt, BLK, hd, BLK, (uint32_t *)dk, hd);
+        transpose_words((const uint32_t *)u->dVt, BLK, hd, BLK, (uint32_t *)dv, hd);
+        for (int c = 0; c < nj; c++) {
+            store_grad_row(w, rt, a->dk, a->lddk, kh, b, j0 + c, dk + (size_t)c * hd, 1);
+            store_grad_row(w, rt, a->dv, a->lddv, kh, b, j0 + c, dv + (size_t)c * hd, 0);
+        }
+    }
+    for (int g = 0; g < G; g++)
+        for (int t = 0; t < T; t++) store_grad_row(w, rt, a->dq, a->lddq, kh * G + g, b, t, u->dQ + ((size_t)g * Tp + t) * hd, 1);
+}
+
+TGT tt_err tt_attention_bwd_avx512(const tt_attn *a)
+{
+    if (a->hd % 16 || a->hd > 512 || !cpu_ok(a->dt)) return 1;
+    ws_t w;
+    const int need[W_N] = {[W_Q_R] = 1, [W_Q_AT] = 1, [W_K_BT] = 1, [W_K_BI] = 1, [W_V_BT] = 1, [W_DO_R] = 1, [W_DO_AT] = 1};
+    rope_tab rt;
+    if (ws_init(&w, a, need) || rope_init(a, &rt) || ws_pack(&w, &rt, 1)) return -1;
+    row_dots(&w);
+    const int tasks = a->B * a->Hk, hd = a->hd, Tp = w.nblk * BLK;
+    tt_err rc = 0;
+    #pragma omp parallel
+    {
+        /* S and dP hold (64, 64) floats, and the dk, dv rows of a key block at the end: (64, hd) each */
+        const size_t th = (size_t)hd * BLK * sizeof(float);
+        const size_t t64 = th > (size_t)BLK * BLK * sizeof(float) ? th : (size_t)BLK * BLK * sizeof(float);
+        const size_t tq = (size_t)w.group * Tp * hd * sizeof(float);
+        char *tb = tt_cpu_scratch(TT_SCRATCH_ATTN, 5 * t64 + 2 * th + tq);
+        if (!tb) {
+            #pragma omp atomic write
+            rc = -1;
+        }
+        bwd_bufs u = {0};
+        if (tb) {
+            u.S = (float *)tb, u.dP = (float *)(tb + t64), u.P_i = tb + 2 * t64, u.dS_i = tb + 3 * t64;
+            u.dS_r = tb + 4 * t64, u.dKt = (float *)(tb + 5 * t64), u.dVt = (float *)(tb + 5 * t64 + th);
+            u.dQ = (float *)(tb + 5 * t64 + 2 * th);
+        }
+        #pragma omp for schedule(dynamic, 1)
+        for (int t = 0; t < tasks; t++)
+            if (tb) bwd_task(&w, &rt, t / a->Hk, t % a->Hk, &u);
+    }
+    return rc;
+}
+
+#else /* not x86-64 with GNU C */
+tt_err tt_attention_fwd_avx512(const tt_attn *a) { (void)a; return 1; }
+tt_err tt_attention_bwd_avx512(const tt_attn *a) { (void)a; return 1; }
+#endif
