@@ -325,7 +325,7 @@ static void test_adamw_hand(void)
     close_d("adamw step 3 m", m, 0.1, 1e-14);
     close_d("adamw step 3 v", v, 0.01, 1e-14);
     float pf = 0.5f, gf = 0.2f, mf = 0.1f, vf = 0.01f;
-    cpu_adamw(&pf, &gf, &mf, &vf, 1, 1e-2, 0.9, 0.95, 1e-8, 0.1, 0.5, 3);
+    cpu_adamw(&pf, &gf, &mf, &vf, 1, 1e-2, 0.9, 0.95, 1e-8, 0.1, 0.5, 3, NULL, 0);
     close_d("cpu_adamw step 3 p", pf, 0.48556430856999505, 1e-6);
 }
 

@@ -495,24 +495,39 @@ static void test_ce(void)
 
 static void test_optim(void)
 {
-    static const size_t sizes[] = {1, 17, 12345};
+    static const size_t sizes[] = {1, 17, 12345, 100003};
     char name[64];
-    for (size_t s = 0; s < 3; s++) {
-        size_t n = sizes[s];
-        float *p1 = rf(n, 1), *g = rf(n, 1), *m1 = zf(n), *v1 = zf(n);
-        float *p2 = cpf(p1, n), *m2 = zf(n), *v2 = zf(n);
-        snprintf(name, sizeof name, "sumsq n=%zu", n);
-        CHECK_NEAR(cpu_sumsq(g, n), ref_sumsq_f32(g, n), 1e-12 * ref_sumsq_f32(g, n));
-        for (long step = 1; step <= 3; step++) {
-            cpu_adamw(p1, g, m1, v1, n, 1e-2, 0.9, 0.95, 1e-8, 0.1, 0.7, step);
-            ref_adamw_f32(p2, g, m2, v2, n, 1e-2, 0.9, 0.95, 1e-8, 0.1, 0.7, step);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int ranged = 0; ranged < 2; ranged++) {
+            const size_t n = sizes[s];
+            float *p1 = rf(n, 1), *g = rf(n, 1), *m1 = zf(n), *v1 = zf(n);
+            float *p2 = cpf(p1, n), *m2 = zf(n), *v2 = zf(n), *g1 = zf(n);
+            snprintf(name, sizeof name, "sumsq n=%zu", n);
+            CHECK_NEAR(cpu_sumsq(g, n), ref_sumsq_f32(g, n), 1e-12 * ref_sumsq_f32(g, n));
+            /* decay on [n/7, n/3) and [n/2, n - 1): runs that start and end inside the chunks */
+            const int64_t dr[4] = {(int64_t)n / 7, (int64_t)n / 3, (int64_t)n / 2, (int64_t)n - 1};
+            for (long step = 1; step <= 3; step++) {
+                memcpy(g1, g, n * sizeof(float));
+                cpu_adamw(p1, g1, m1, v1, n, 1e-2, 0.9, 0.95, 1e-8, 0.1, 0.7, step, ranged ? dr : NULL, 2);
+                size_t nonzero = 0;
+                for (size_t i = 0; i < n; i++) nonzero += g1[i] != 0;
+                CHECK_MSG(nonzero == 0, "adamw n=%zu: %zu gradient entries not zeroed", n, nonzero);
+                if (!ranged) {
+                    ref_adamw_f32(p2, g, m2, v2, n, 1e-2, 0.9, 0.95, 1e-8, 0.1, 0.7, step);
+                    continue;
+                }
+                size_t cut[6] = {0, (size_t)dr[0], (size_t)dr[1], (size_t)dr[2], (size_t)dr[3], n};
+                for (int r = 0; r < 5; r++)
+                    if (cut[r + 1] > cut[r])
+                        ref_adamw_f32(p2 + cut[r], g + cut[r], m2 + cut[r], v2 + cut[r], cut[r + 1] - cut[r], 1e-2, 0.9,
+                                      0.95, 1e-8, r & 1 ? 0.1 : 0.0, 0.7, step);
+            }
+            snprintf(name, sizeof name, "adamw n=%zu decay %s", n, ranged ? "in ranges" : "everywhere");
+            close_f(name, p1, p2, n, 1e-5);
+            close_f(name, m1, m2, n, 1e-5);
+            close_f(name, v1, v2, n, 1e-5);
+            free(p1), free(g), free(m1), free(v1), free(p2), free(m2), free(v2), free(g1);
         }
-        snprintf(name, sizeof name, "adamw n=%zu", n);
-        close_f(name, p1, p2, n, 1e-5);
-        close_f(name, m1, m2, n, 1e-5);
-        close_f(name, v1, v2, n, 1e-5);
-        free(p1), free(g), free(m1), free(v1), free(p2), free(m2), free(v2);
-    }
     float sq[4] = {1, -2, 3, 0.5f};
     CHECK(cpu_sumsq(sq, 4) == 14.25);
 }

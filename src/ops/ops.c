@@ -220,16 +220,20 @@ tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev)
 }
 
 void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *sumsq, tt_value *hp,
-              double beta1, double beta2, double eps, double weight_decay)
+              tt_value *decay, double beta1, double beta2, double eps, double weight_decay)
 {
     if (g->failed) return;
     if (!p || !grad || !m || !v || !sumsq || !hp || !same_shape(p, grad) || !same_shape(p, m) || !same_shape(p, v)) {
         tt_graph_fail(g, "adamw: state of '%s' does not match", p ? p->name : "?");
         return;
     }
+    if (decay && (decay->dtype != TT_I64 || decay->ndim != 2 || decay->shape[1] != 2)) {
+        tt_graph_fail(g, "adamw: the decay ranges of '%s' must be (S, 2) i64", p->name);
+        return;
+    }
     tt_attrs at = {.f = {beta1, beta2, eps, weight_decay}};
-    tt_value *in[] = {p, grad, m, v, sumsq, hp};
-    tt_node_new(g, TT_OP_ADAMW, 6, in, 0, NULL, &at);
+    tt_value *in[] = {p, grad, m, v, sumsq, hp, decay};
+    tt_node_new(g, TT_OP_ADAMW, decay ? 7 : 6, in, 0, NULL, &at);
 }
 
 /* ---- backward-only nodes, emitted by the rules in ops_backward.c -------- */

@@ -42,8 +42,10 @@ typedef enum {
     TT_OP_ACCUM,          /* in: acc (state), g        acc += g (in place)   out: none */
     TT_OP_SUMSQ,          /* in: g [, prev (1)]        out: (1) f32 = prev + sum of squares of g */
     TT_OP_ADAMW,          /* in: p, g, m, v, sumsq (1), hp (4) f64 input = [lr, step, max_norm, 0]
-                             a.f: beta1, beta2, eps, weight_decay
-                             updates p, m, v in place, then zeroes g.  out: none */
+                             [, decay (S, 2) i64 const: weight decay only inside these element
+                             ranges, sorted]   a.f: beta1, beta2, eps, weight_decay
+                             updates p, m, v in place, then zeroes g.  out: none. One node may
+                             update every parameter of a model through its flat buffers. */
     TT_OP_COUNT
 } tt_op_id;
 
@@ -92,7 +94,8 @@ tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets,
 void tt_accum(tt_graph *g, tt_value *acc, tt_value *grad);
 /* Chains one grad at a time: total = tt_sumsq(g, grad_k, total_so_far_or_NULL) */
 tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev);
+/* decay: NULL (decay everything) or (S, 2) i64 ranges of p's elements that decay */
 void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *sumsq,
-              tt_value *hp, double beta1, double beta2, double eps, double weight_decay);
+              tt_value *hp, tt_value *decay, double beta1, double beta2, double eps, double weight_decay);
 
 #endif

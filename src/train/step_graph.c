@@ -100,34 +100,55 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state 
     return 0;
 }
 
+/* One value over a whole flat buffer laid out like the parameters. */
+static tt_value *flat(tt_graph *g, tt_role role, const char *name, float *data, size_t numel)
+{
+    tt_tensor t = {0};
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.dtype = TT_F32;
+    t.ndim = 1;
+    t.shape[0] = (int64_t)numel;
+    t.data = data;
+    return tt_graph_bind(g, role, &t);
+}
+
+/* The optimizer is one multi-tensor step over the flat buffers: one sum of
+ * squares over every gradient, one AdamW over every parameter, with weight
+ * decay on the element ranges of the parameters that decay. */
 tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io,
                            const tt_adamw_cfg *cfg, const tt_backend *be, tt_exec_mode mode)
 {
     memset(sg, 0, sizeof *sg);
     tt_graph *g = sg->g = tt_graph_new();
     if (!g) return -1;
-    tt_value **gv = calloc((size_t)m->n_params, sizeof *gv);
-    if (!gv) {
+    /* the decayed ranges, adjacent parameters merged */
+    int64_t (*rng)[2] = calloc((size_t)m->n_params + 1, sizeof *rng);
+    if (!rng) {
         tt_graph_free(g);
+        sg->g = NULL;
         return tt_errorf("out of memory");
     }
-    tt_graph_set_scope(g, "optimizer.clip");
-    tt_value *total = NULL;
+    int nr = 0;
     for (int i = 0; i < m->n_params; i++) {
-        gv[i] = tt_graph_bind(g, TT_ROLE_STATE, &s->t_grad[i]);
-        if (tt_numel(m->params[i].t.ndim, m->params[i].t.shape)) total = tt_sumsq(g, gv[i], total);
+        const int64_t a = (float *)m->params[i].t.data - m->storage, n = tt_numel(m->params[i].t.ndim, m->params[i].t.shape);
+        if (m->params[i].no_decay || !n) continue;
+        if (nr && rng[nr - 1][1] == a) rng[nr - 1][1] = a + n;
+        else rng[nr][0] = a, rng[nr][1] = a + n, nr++;
     }
-    sg->sumsq = total;
-    tt_graph_mark_output(g, total);
+    void *dr = NULL;
+    tt_value *decay = nr ? tt_graph_const(g, TT_I64, 2, (int64_t[]){nr, 2}, &dr) : NULL;
+    if (decay) memcpy(dr, rng, (size_t)nr * sizeof *rng);
+    free(rng);
+    tt_value *grad = flat(g, TT_ROLE_STATE, "grad", s->grad, m->numel);
+    tt_graph_set_scope(g, "optimizer.clip");
+    sg->sumsq = tt_sumsq(g, grad, NULL);
+    tt_graph_mark_output(g, sg->sumsq);
     tt_value *hp = host_input(g, "optimizer_hparams", TT_F64, 4, io->hp);
     tt_graph_set_scope(g, "optimizer.adamw");
-    for (int i = 0; i < m->n_params; i++) {
-        if (!tt_numel(m->params[i].t.ndim, m->params[i].t.shape)) continue;
-        tt_adamw(g, tt_graph_bind(g, TT_ROLE_PARAM, &m->params[i].t), gv[i], tt_graph_bind(g, TT_ROLE_STATE, &s->t_m[i]),
-                 tt_graph_bind(g, TT_ROLE_STATE, &s->t_v[i]), total, hp, cfg->beta1, cfg->beta2, cfg->eps,
-                 m->params[i].no_decay ? 0.0 : cfg->weight_decay);
-    }
-    free(gv);
+    /* no parameter decays: weight decay 0 everywhere (the op decays everything without ranges) */
+    tt_adamw(g, flat(g, TT_ROLE_PARAM, "params", m->storage, m->numel), grad,
+             flat(g, TT_ROLE_STATE, "optim.exp_avg", s->m, m->numel), flat(g, TT_ROLE_STATE, "optim.exp_avg_sq", s->v, m->numel),
+             sg->sumsq, hp, decay, cfg->beta1, cfg->beta2, cfg->eps, nr ? cfg->weight_decay : 0.0);
     if (g->failed || !(sg->exec = tt_exec_new(g, be, mode))) {
         tt_step_graph_free(sg);
         return -1;

@@ -1,47 +1,93 @@
-/* adamw.c — the fp32 optimizer kernels: AdamW on one tensor and the sum of
- * squares that gradient clipping takes its norm from. */
+/* adamw.c — the optimizer kernels: a multi-tensor AdamW that updates every
+ * parameter of a model in one pass over its flat buffers (weights, gradient,
+ * moments), and the sum of squares that gradient clipping takes its norm
+ * from. Both are memory-bound: each touches a byte of memory a few times at
+ * most, so they are single fused passes, vectorised (simd.h). */
 #include <math.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/simd.h"
 
 /* Chunks of the sum of squares: a fixed count, so the partial sums and the
  * order they are added in do not depend on the thread count. */
 #define SUMSQ_CHUNKS 64
 
+TT_CLONES static double sumsq_run(const float *g, size_t n)
+{
+    double s = 0;
+    #pragma omp simd reduction(+ : s)
+    for (size_t i = 0; i < n; i++) s += (double)g[i] * g[i];
+    return s;
+}
+
 double cpu_sumsq(const float *g, size_t n)
 {
     double part[SUMSQ_CHUNKS];
-    size_t chunk = (n + SUMSQ_CHUNKS - 1) / SUMSQ_CHUNKS;
+    const size_t chunk = (n + SUMSQ_CHUNKS - 1) / SUMSQ_CHUNKS;
     #pragma omp parallel for schedule(static)
     for (int c = 0; c < SUMSQ_CHUNKS; c++) {
-        size_t a = (size_t)c * chunk, e = a + chunk < n ? a + chunk : n;
-        double s = 0;
-        #pragma omp simd reduction(+ : s)
-        for (size_t i = a; i < e; i++) s += (double)g[i] * g[i];
-        part[c] = s;
+        const size_t a = (size_t)c * chunk, e = a + chunk < n ? a + chunk : n;
+        part[c] = a < e ? sumsq_run(g + a, e - a) : 0;
     }
     double total = 0;
     for (int c = 0; c < SUMSQ_CHUNKS; c++) total += part[c];
     return total;
 }
 
-/* The bias corrections are folded into two scalars, as torch.optim.AdamW does:
- * mhat / (sqrt(vhat) + eps) = (m / bc1) / (sqrt(v) / sqrt(bc2) + eps). */
-void cpu_adamw(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
-               size_t n, double lr, double b1, double b2, double eps, double wd, double clip,
-               long step)
+/* The step's constants. The bias corrections are folded into two scalars, as
+ * torch.optim.AdamW does: mhat / (sqrt(vhat) + eps) = (m / bc1) / (sqrt(v) / sqrt(bc2) + eps). */
+typedef struct {
+    float b1, b2, a1, a2, clip, ibc1, isbc2, lr, eps;
+} adamw_k;
+
+/* n elements with weight decay wd; the gradient is read once and zeroed for
+ * the next step's accumulation */
+TT_CLONES static void adamw_run(float *restrict p, float *restrict g, float *restrict m, float *restrict v, size_t n,
+                                const adamw_k *k, float wd)
 {
-    double bc1 = 1.0 - pow(b1, (double)step), bc2 = 1.0 - pow(b2, (double)step);
-    float fb1 = (float)b1, fb2 = (float)b2, a1 = (float)(1.0 - b1), a2 = (float)(1.0 - b2);
-    float c = (float)clip, ibc1 = (float)(1.0 / bc1), isbc2 = (float)(1.0 / sqrt(bc2));
-    float flr = (float)lr, fwd = (float)wd, feps = (float)eps;
-    #pragma omp parallel for schedule(static)
+    const adamw_k c = *k;
     for (size_t i = 0; i < n; i++) {
-        float gi = g[i] * c;
-        float mi = fb1 * m[i] + a1 * gi;
-        float vi = fb2 * v[i] + a2 * gi * gi;
+        const float gi = g[i] * c.clip;
+        const float mi = c.b1 * m[i] + c.a1 * gi;
+        const float vi = c.b2 * v[i] + c.a2 * gi * gi;
         m[i] = mi;
         v[i] = vi;
-        p[i] -= flr * (mi * ibc1 / (sqrtf(vi) * isbc2 + feps) + fwd * p[i]);
+        p[i] -= c.lr * (mi * c.ibc1 / (sqrtf(vi) * c.isbc2 + c.eps) + wd * p[i]);
+        g[i] = 0;
+    }
+}
+
+/* Elements per task: big enough to stream, small enough to spread evenly. */
+#define ADAMW_CHUNK 32768
+
+void cpu_adamw(float *p, float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double eps,
+               double wd, double clip, long step, const int64_t *decay, int n_decay)
+{
+    const double bc1 = 1.0 - pow(b1, (double)step), bc2 = 1.0 - pow(b2, (double)step);
+    const adamw_k k = {(float)b1, (float)b2, (float)(1.0 - b1), (float)(1.0 - b2), (float)clip, (float)(1.0 / bc1),
+                       (float)(1.0 / sqrt(bc2)), (float)lr, (float)eps};
+    const long nc = (long)((n + ADAMW_CHUNK - 1) / ADAMW_CHUNK);
+    #pragma omp parallel for schedule(static)
+    for (long c = 0; c < nc; c++) {
+        size_t a = (size_t)c * ADAMW_CHUNK;
+        const size_t e = a + ADAMW_CHUNK < n ? a + ADAMW_CHUNK : n;
+        if (!decay) {
+            adamw_run(p + a, g + a, m + a, v + a, e - a, &k, (float)wd);
+            continue;
+        }
+        /* the chunk in runs of constant decay: the first range ending after a, by bisection */
+        int lo = 0, hi = n_decay;
+        while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            if ((size_t)decay[2 * mid + 1] <= a) lo = mid + 1;
+            else hi = mid;
+        }
+        for (int r = lo; a < e; r++) {
+            const size_t r0 = r < n_decay ? (size_t)decay[2 * r] : e, r1 = r < n_decay ? (size_t)decay[2 * r + 1] : e;
+            const size_t gap = r0 < e ? r0 : e; /* [a, gap): no decay */
+            if (a < gap) adamw_run(p + a, g + a, m + a, v + a, gap - a, &k, 0.0f), a = gap;
+            const size_t end = r1 < e ? r1 : e; /* [a, end): decay */
+            if (a < end) adamw_run(p + a, g + a, m + a, v + a, end - a, &k, (float)wd), a = end;
+        }
     }
 }

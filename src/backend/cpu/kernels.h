@@ -158,8 +158,11 @@ void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, 
 double cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int N, int D, int V, int ignore_index,
                      double scale, void *dh, float *dW, tt_dtype dt);
 double cpu_sumsq(const float *g, size_t n);
-void cpu_adamw(float *p, const float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double eps,
-               double wd, double clip, long step);
+/* AdamW on n elements in place (the reference's contract), weight decay only
+ * inside the n_decay ranges [decay[2i], decay[2i+1]) (sorted, disjoint), or
+ * everywhere when decay is NULL; g is zeroed for the next accumulation. */
+void cpu_adamw(float *p, float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double eps,
+               double wd, double clip, long step, const int64_t *decay, int n_decay);
 
 /* RoPE inverse frequencies (hd/2 floats), computed in fp32 as transformers
  * does (modeling_rope_utils.py): inv_freq[i] = 1 / theta^(2i/hd), then llama3

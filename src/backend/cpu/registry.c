@@ -216,14 +216,27 @@ static tt_err run(const tt_node *n, void *const *in, void *const *out, int ref)
         const double *hp = in[5]; /* lr, step, max_norm */
         double norm = sqrt(*(const float *)in[4]);
         double clip = hp[2] > 0 && norm > hp[2] ? hp[2] / (norm + 1e-6) : 1.0;
-        size_t cnt = (size_t)tt_value_numel(x0);
-        if (ref)
-            REF(adamw, (T *)in[0], (const T *)in[1], (T *)in[2], (T *)in[3], cnt, hp[0], n->a.f[0], n->a.f[1],
-                n->a.f[2], n->a.f[3], clip, (long)hp[1]);
-        else
+        const size_t cnt = (size_t)tt_value_numel(x0);
+        const int64_t *dr = n->n_in > 6 ? in[6] : NULL;
+        const int nd = dr ? (int)n->in[6]->shape[0] : 0;
+        if (!ref) { /* also zeroes the gradient */
             cpu_adamw(in[0], in[1], in[2], in[3], cnt, hp[0], n->a.f[0], n->a.f[1], n->a.f[2], n->a.f[3], clip,
-                      (long)hp[1]);
-        memset(in[1], 0, cnt * tt_dtype_size(x0->dtype)); /* the accumulator starts the next step at zero */
+                      (long)hp[1], dr, nd);
+            return 0;
+        }
+        /* the reference, one run of constant decay at a time */
+        const size_t es = tt_dtype_size(x0->dtype);
+        for (size_t a = 0, r = 0; a < cnt;) {
+            const size_t r0 = r < (size_t)nd ? (size_t)dr[2 * r] : cnt, r1 = r < (size_t)nd ? (size_t)dr[2 * r + 1] : cnt;
+            const int decayed = !dr || a >= r0;
+            const size_t e = !dr ? cnt : decayed ? r1 : r0;
+            char *p = (char *)in[0] + a * es, *g = (char *)in[1] + a * es, *m = (char *)in[2] + a * es, *v = (char *)in[3] + a * es;
+            REF(adamw, (T *)p, (const T *)g, (T *)m, (T *)v, e - a, hp[0], n->a.f[0], n->a.f[1], n->a.f[2],
+                decayed ? n->a.f[3] : 0.0, clip, (long)hp[1]);
+            a = e;
+            if (dr && decayed) r++;
+        }
+        memset(in[1], 0, cnt * es); /* the accumulator starts the next step at zero */
         return 0;
     }
     }
