@@ -12,10 +12,10 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/simd.h"
 
-/* Logits per block: 16M floats (64 MB). Big blocks keep the dW product
+/* Logits per block: 32M floats (128 MB). Big blocks keep the dW product
  * (K = rows of the block) efficient; the whole [N, V] logits that PyTorch
  * materialises are several times larger. */
-#define CE_BLOCK (16u << 20)
+#define CE_BLOCK (32u << 20)
 #define CE_MIN_ROWS 64
 
 static inline int ce_valid(int t, int V, int ignore_index) { return t != ignore_index && t >= 0 && t < V; }

@@ -132,6 +132,7 @@ typedef struct {
     tt_dtype cdt;
     float *part; /* bf16 C over several k blocks: the fp32 partial sums, (M, N) */
     int M, N, K, accumulate;
+    int a_rows;  /* A is read in place by kern_rows (see gemm_run), not packed */
 } gemm_job;
 
 static inline int cdiv(int a, int b) { return (a + b - 1) / b; }
@@ -158,7 +159,7 @@ typedef struct {
     int T;
     int kcb, ncb, mcb; /* block sizes */
     char *bbuf;        /* packed B: ncb x kcb */
-    char *abuf;        /* packed A: mcb x kcb */
+    char *abuf;        /* packed A: mcb x kcb; with A in place, T row buffers of mr x kcb for ragged edges */
 } gemm_plan;
 
 static size_t round64(size_t x) { return (x + 63) / 64 * 64; }
@@ -231,10 +232,19 @@ static void put_tile(float *out, long ldo, const float *t, int ldt, int mm, int 
     }
 }
 
-/* One MR x NR tile of C: A panel ap, B panel bp, mm x nn of it valid; kbeta:
- * an earlier k block has summed into it; last: this is the last k block. */
-static inline void tile(const gemm_job *j, int ks, const char *ap, const char *bp, int row, int col, int mm,
-                        int nn, int kbeta, int last)
+/* The microkernel on A panel ap, or on A rows at ap with stride alda (words) */
+static inline void kern(const tt_gemm_impl *im, int ks, const char *ap, long alda, const char *bp, float *c, long ldc,
+                        int beta)
+{
+    if (alda) im->kern_rows(ks, ap, alda, bp, c, ldc, beta);
+    else im->kern(ks, ap, bp, c, ldc, beta);
+}
+
+/* One MR x NR tile of C: A panel ap (or A rows, alda != 0), B panel bp, mm x
+ * nn of it valid; kbeta: an earlier k block has summed into it; last: this is
+ * the last k block. */
+static inline void tile(const gemm_job *j, int ks, const char *ap, long alda, const char *bp, int row, int col,
+                        int mm, int nn, int kbeta, int last)
 {
     const tt_gemm_impl *im = j->im;
     float tmp[16 * 64] __attribute__((aligned(64))); /* mr * nr <= 16 * 64 */
@@ -248,23 +258,45 @@ static inline void tile(const gemm_job *j, int ks, const char *ap, const char *b
     }
     if (sum) {
         if (mm == im->mr && nn == im->nr) {
-            im->kern(ks, ap, bp, sum, lds, beta);
+            kern(im, ks, ap, alda, bp, sum, lds, beta);
         } else { /* a ragged edge: the full tile into tmp, then the valid part */
-            im->kern(ks, ap, bp, tmp, im->nr, 0);
+            kern(im, ks, ap, alda, bp, tmp, im->nr, 0);
             put_tile(sum, lds, tmp, im->nr, mm, nn, beta);
         }
         return;
     }
     /* the last k block of a bf16 C: add up in fp32 and round once */
-    im->kern(ks, ap, bp, tmp, im->nr, 0);
+    kern(im, ks, ap, alda, bp, tmp, im->nr, 0);
     store_bf16((uint16_t *)j->C + (size_t)row * j->ldc + col, j->ldc, tmp, im->nr,
                kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, mm, nn, j->accumulate);
+}
+
+/* A rows [row, row + mm) of the k block at pc, read in place: the address of
+ * the first and the row stride in words. A ragged last panel (mm < mr) is
+ * copied into the thread's row buffer first, padded with zero rows, so the
+ * kernel never reads past A. */
+static const char *a_rows(const gemm_job *j, const gemm_plan *pl, int t, int row, int mm, int pc, int kc, long *alda)
+{
+    const tt_gemm_impl *im = j->im;
+    const size_t es = j->adt == TT_BF16 ? 2 : 4;
+    const char *src = j->A + ((size_t)row * j->lda + pc) * es;
+    *alda = j->lda / im->kunit;
+    if (mm == im->mr) return src;
+    char *buf = pl->abuf + (size_t)t * im->mr * pl->kcb * es;
+    for (int i = 0; i < im->mr; i++) {
+        if (i < mm) memcpy(buf + (size_t)i * kc * es, src + (size_t)i * j->lda * es, (size_t)kc * es);
+        else memset(buf + (size_t)i * kc * es, 0, (size_t)kc * es);
+    }
+    *alda = kc / im->kunit;
+    return buf;
 }
 
 /* Thread t of T: the BLIS loop nest. For each nc block of columns and kc
  * block of k, pack B (kc x nc); then for each mc block of rows pack A (mc x
  * kc, it stays in L2) and sweep the microkernel over the block's tiles, B
- * micro-panel outer so each is reused by all the A micro-panels in turn. */
+ * micro-panel outer so each is reused by all the A micro-panels in turn.
+ * With A read in place there is nothing to pack per mc block, so the only
+ * waits are for the B block. */
 static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
 {
     const tt_gemm_impl *im = j->im;
@@ -275,19 +307,25 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
             const int kc = imin(pl->kcb, K - pc), ks = cdiv(kc, ku), last = pc + kc >= K;
             const size_t bpanel = (size_t)ks * nr * ku * im->esize, apanel = (size_t)ks * mr * ku * im->esize;
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
+            if (j->a_rows) barrier(T); /* the B block is whole */
             for (int ic = 0; ic < j->M; ic += pl->mcb) {
                 const int mc = imin(pl->mcb, j->M - ic), npi = cdiv(mc, mr);
-                pack_share(j, 1, ic, mc, pc, kc, pl->abuf, t, T);
-                barrier(T); /* the A block (and, the first time, the B block) is whole */
+                if (!j->a_rows) {
+                    pack_share(j, 1, ic, mc, pc, kc, pl->abuf, t, T);
+                    barrier(T); /* the A block (and, the first time, the B block) is whole */
+                }
                 const int ntile = npj * npi;
                 const int x0 = (int)((long)ntile * t / T), x1 = (int)((long)ntile * (t + 1) / T);
                 for (int x = x0; x < x1; x++) {
-                    const int jr = x / npi, ir = x % npi;
-                    tile(j, ks, pl->abuf + ir * apanel, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr,
-                         imin(mr, mc - ir * mr), imin(nr, nc - jr * nr), pc > 0, last);
+                    const int jr = x / npi, ir = x % npi, mm = imin(mr, mc - ir * mr);
+                    long alda = 0;
+                    const char *ap = j->a_rows ? a_rows(j, pl, t, ic + ir * mr, mm, pc, kc, &alda) : pl->abuf + ir * apanel;
+                    tile(j, ks, ap, alda, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr, mm,
+                         imin(nr, nc - jr * nr), pc > 0, last);
                 }
-                barrier(T); /* everyone is done with the A block (and the B block, after the last) */
+                if (!j->a_rows) barrier(T); /* everyone is done with the A block (and the B block, after the last) */
             }
+            if (j->a_rows) barrier(T); /* everyone is done with the B block */
         }
     }
 }
@@ -391,7 +429,15 @@ static tt_err gemm_run(gemm_job *j)
     int mcap = (int)(A_BLOCK_BYTES / ((size_t)pl.kcb * im->esize)) / im->mr * im->mr;
     if (mcap < im->mc) mcap = im->mc;
     pl.mcb = balanced_block(j->M, mcap, im->mr);
-    const size_t abytes = round64((size_t)pl.mcb * pl.kcb * im->esize);
+    /* A is read in place when it is stored k-contiguous in exactly the packed
+     * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
+     * bf16 ones), so packing it would only copy it. */
+    const size_t aes = j->adt == TT_BF16 ? 2 : 4;
+    j->a_rows = im->kern_rows && !j->ta && !j->round &&
+                (im->kunit == 1 ? j->adt == TT_F32
+                                : j->adt == TT_BF16 && j->K % 2 == 0 && j->lda % 2 == 0 && ((uintptr_t)j->A & 3) == 0);
+    const size_t abytes = j->a_rows ? round64((size_t)nt * im->mr * pl.kcb * aes)
+                                    : round64((size_t)pl.mcb * pl.kcb * im->esize);
     const size_t bbytes = round64((size_t)pl.ncb * pl.kcb * im->esize);
     /* a bf16 C summed over several k blocks keeps its partial sums in fp32 */
     const size_t pbytes = j->cdt == TT_BF16 && j->K > pl.kcb ? (size_t)j->M * j->N * sizeof(float) : 0;

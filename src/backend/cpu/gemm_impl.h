@@ -30,6 +30,10 @@ typedef struct {
  * stores it to c (row stride ldc), adding c's old value when `accumulate`. */
 typedef void (*tt_gemm_kern_fn)(int ksteps, const void *a, const void *b, float *c, long ldc,
                                 int accumulate);
+/* The same with A read in place: row i of the tile at a + i*lda elements of
+ * the packed type (fp32 values, or bf16 pairs as 32-bit words). */
+typedef void (*tt_gemm_kern_rows_fn)(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
+                                     int accumulate);
 /* Packs p->rn rows into ceil(rn / W) panels at dst, each ceil(kn / kunit) * W * kunit values. */
 typedef void (*tt_gemm_pack_fn)(void *dst, const tt_gemm_pack_args *p);
 
@@ -57,6 +61,7 @@ typedef struct {
     int esize;      /* bytes of one packed value: 4 or 2 */
     int mc, kc, nc; /* cache blocks: multiples of mr, kunit, nr */
     tt_gemm_kern_fn kern;
+    tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed */
     tt_gemm_pack_fn pack;
     tt_gemm_skinny_fn skinny;
 } tt_gemm_impl;
