@@ -175,17 +175,33 @@ static void test_rowwise(void)
             snprintf(name, sizeof name, "rmsnorm_fwd %s N=%d D=%d", dn, N, D);
             close_act(name, ya, y2, nd, bf, tol(bf, 1e-5, 4e-3));
             close_f(name, r1, r2, N, 1e-5);
-            cpu_rmsnorm_bwd(xa, w, r2, dya, dxa, dw1, N, D, dt_of(bf));
+            cpu_rmsnorm_bwd(xa, w, r2, dya, NULL, dxa, dw1, N, D, dt_of(bf));
             ref_rmsnorm_bwd_f32(x, w, r2, dy, dx2, dw2, N, D);
             snprintf(name, sizeof name, "rmsnorm_bwd %s N=%d D=%d", dn, N, D);
             close_act(name, dxa, dx2, nd, bf, tol(bf, 1e-4, 5e-3));
             close_f(name, dw1, dw2, D, 1e-4);
             /* in place: dx overwrites dy */
             void *dyc = act_of(dy, nd, bf);
-            cpu_rmsnorm_bwd(xa, w, r2, dyc, dyc, dw1, N, D, dt_of(bf));
+            cpu_rmsnorm_bwd(xa, w, r2, dyc, NULL, dyc, dw1, N, D, dt_of(bf));
             snprintf(name, sizeof name, "rmsnorm_bwd in place %s N=%d D=%d", dn, N, D);
             close_act(name, dyc, dx2, nd, bf, tol(bf, 1e-4, 5e-3));
             close_f(name, dw1, dw2, D, 1e-4);
+            /* with a residual gradient (x's other path) added into dx */
+            cpu_rmsnorm_bwd(xa, w, r2, dya, xa, dxa, dw1, N, D, dt_of(bf));
+            ref_add_f32(dx2, x, dx2, nd);
+            snprintf(name, sizeof name, "rmsnorm_bwd + residual %s N=%d D=%d", dn, N, D);
+            close_act(name, dxa, dx2, nd, bf, tol(bf, 1e-4, 5e-3));
+            /* the residual add fused with the norm after it: y = x + dy, h = rmsnorm(y) */
+            void *sa = act_new(nd, bf);
+            cpu_add_rmsnorm_fwd(xa, dya, w, sa, ya, r1, N, D, 1e-5, dt_of(bf));
+            ref_add_f32(x, dy, y2, nd);
+            snprintf(name, sizeof name, "add_rmsnorm %s N=%d D=%d", dn, N, D);
+            close_act(name, sa, y2, nd, bf, tol(bf, 1e-6, 4e-3));
+            float *ys = f32_of(sa, nd, bf), *h2 = zf(nd); /* the norm sees the stored (rounded) sum */
+            ref_rmsnorm_fwd_f32(ys, w, h2, r2, N, D, 1e-5);
+            close_act(name, ya, h2, nd, bf, tol(bf, 1e-5, 4e-3));
+            close_f(name, r1, r2, N, 1e-5);
+            free(sa), free(ys), free(h2);
 
             cpu_layernorm_fwd(xa, w, b, ya, m1, r1, N, D, 1e-5, dt_of(bf));
             ref_layernorm_fwd_f32(x, w, b, y2, m2, r2, N, D, 1e-5);
@@ -263,7 +279,7 @@ static void test_rope(void)
 
 static void test_pointwise(void)
 {
-    static const size_t sizes[] = {1, 17, 1001, 20000};
+    static const size_t sizes[] = {1, 17, 1002, 20000};
     char name[64];
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int bf = 0; bf < 2; bf++) {
@@ -290,6 +306,32 @@ static void test_pointwise(void)
             cpu_gelu_bwd(aa, dya, d1, n, dt);
             ref_gelu_bwd_f32(a, dy, d2, n);
             close_act(name, d1, d2, n, bf, tol(bf, 1e-5, 4e-3));
+            /* gate and up as the two halves of one (rows, 2F) value */
+            if (n % 2 == 0 && n >= 2) {
+                const int F = (int)(n / 2) > 7 ? 7 : (int)(n / 2), rows = (int)(n / (2 * (size_t)F)); /* F odd on purpose */
+                float *ab = zf(2 * (size_t)rows * F), *ga = zf((size_t)rows * F), *gb = zf((size_t)rows * F);
+                for (int r = 0; r < rows; r++)
+                    for (int f = 0; f < F; f++) {
+                        ab[(size_t)r * 2 * F + f] = ga[(size_t)r * F + f] = a[(size_t)r * F + f];
+                        ab[(size_t)r * 2 * F + F + f] = gb[(size_t)r * F + f] = b[(size_t)r * F + f];
+                    }
+                void *aba = act_of(ab, 2 * (size_t)rows * F, bf), *dab = act_new(2 * (size_t)rows * F, bf);
+                cpu_swiglu_fused_fwd(aba, y1, rows, F, dt);
+                ref_swiglu_fwd_f32(ga, gb, y2, (size_t)rows * F);
+                snprintf(name, sizeof name, "swiglu fused %s %dx%d", tt_dtype_name(dt), rows, F);
+                close_act(name, y1, y2, (size_t)rows * F, bf, tol(bf, 1e-5, 4e-3));
+                cpu_swiglu_fused_bwd(aba, dya, dab, rows, F, dt);
+                ref_swiglu_bwd_f32(ga, gb, dy, d2, e2, (size_t)rows * F);
+                float *g = f32_of(dab, 2 * (size_t)rows * F, bf), *gda = zf((size_t)rows * F), *gdb = zf((size_t)rows * F);
+                for (int r = 0; r < rows; r++)
+                    for (int f = 0; f < F; f++) {
+                        gda[(size_t)r * F + f] = g[(size_t)r * 2 * F + f];
+                        gdb[(size_t)r * F + f] = g[(size_t)r * 2 * F + F + f];
+                    }
+                close_f(name, gda, d2, (size_t)rows * F, tol(bf, 1e-5, 4e-3));
+                close_f(name, gdb, e2, (size_t)rows * F, tol(bf, 1e-5, 4e-3));
+                free(ab), free(ga), free(gb), free(aba), free(dab), free(g), free(gda), free(gdb);
+            }
             float *p[] = {a, b, dy, y2, d2, e2};
             for (int i = 0; i < 6; i++) free(p[i]);
             free(aa), free(ba), free(dya), free(y1), free(d1), free(e1);

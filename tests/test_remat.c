@@ -254,7 +254,7 @@ static void test_step_graph(void)
     if (!m) return;
     batch bt;
     make_batch(&bt);
-    tt_step_io io = {B, T, bt.ids, bt.tg, bt.pos, bt.doc, bt.scale, {0}, 0};
+    tt_step_io io = {B, T, bt.ids, bt.tg, bt.pos, bt.doc, bt.scale, {0}, 0, 0};
     float *grad[3] = {0}, loss[3] = {0};
     size_t arena[3] = {0}, arena_no_ac[3] = {0};
     for (int ac = 0; ac < 3; ac++) {

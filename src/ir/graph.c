@@ -152,33 +152,47 @@ tt_node *tt_node_clone(tt_graph *g, const tt_node *n, tt_value *const *in)
     return c;
 }
 
-tt_err tt_graph_set_order(tt_graph *g, tt_node *const *order)
+tt_err tt_graph_set_nodes(tt_graph *g, tt_node *const *order, int n)
 {
     int nn = g->n_nodes;
     /* seen[] marks nodes by their current id; made[] marks produced values */
     char *seen = calloc((size_t)nn + 1, 1), *made = calloc((size_t)g->n_values + 1, 1);
     tt_err rc = 0;
     if (!seen || !made) rc = tt_errorf("out of memory reordering the graph");
-    for (int i = 0; i < nn && !rc; i++) {
-        const tt_node *n = order[i];
-        if (!n || n->id < 0 || n->id >= nn || g->nodes[n->id] != n || seen[n->id]) {
+    if (!rc && (n < 0 || n > nn)) rc = tt_errorf("new node order: %d nodes for a graph of %d", n, nn);
+    for (int i = 0; i < n && !rc; i++) {
+        const tt_node *x = order[i];
+        if (!x || x->id < 0 || x->id >= nn || g->nodes[x->id] != x || seen[x->id]) {
             rc = tt_errorf("new node order: position %d is not a distinct node of the graph", i);
             break;
         }
-        seen[n->id] = 1;
-        for (int k = 0; k < n->n_in && !rc; k++)
-            if (n->in[k]->role == TT_ROLE_ACT && !made[n->in[k]->id])
+        seen[x->id] = 1;
+        for (int k = 0; k < x->n_in && !rc; k++)
+            if (x->in[k]->role == TT_ROLE_ACT && !made[x->in[k]->id])
                 rc = tt_errorf("new node order: %s%snode at position %d (op %d) reads value %d before it is produced",
-                               n->scope, n->scope[0] ? ": " : "", i, n->op, n->in[k]->id);
-        for (int k = 0; k < n->n_out; k++) made[n->out[k]->id] = 1;
+                               x->scope, x->scope[0] ? ": " : "", i, x->op, x->in[k]->id);
+        for (int k = 0; k < x->n_out; k++) made[x->out[k]->id] = 1;
     }
     if (!rc) {
-        memmove(g->nodes, order, (size_t)nn * sizeof *g->nodes);
-        for (int i = 0; i < nn; i++) g->nodes[i]->id = i;
+        for (int i = 0; i < nn; i++) { /* the nodes left out go; values they made have no producer now */
+            tt_node *x = g->nodes[i];
+            if (seen[i]) continue;
+            for (int k = 0; k < x->n_out; k++)
+                if (x->out[k]->producer == x) x->out[k]->producer = NULL;
+            free(x);
+        }
+        memmove(g->nodes, order, (size_t)n * sizeof *g->nodes);
+        g->n_nodes = n;
+        for (int i = 0; i < n; i++) g->nodes[i]->id = i;
     }
     free(seen);
     free(made);
     return rc;
+}
+
+tt_err tt_graph_set_order(tt_graph *g, tt_node *const *order)
+{
+    return tt_graph_set_nodes(g, order, g->n_nodes);
 }
 
 const char *tt_role_name(tt_role r)

@@ -86,6 +86,10 @@ tt_node *tt_node_clone(tt_graph *g, const tt_node *n, tt_value *const *in);
  * unchanged) unless every node appears once and each activation a node reads
  * is produced by an earlier node. Passes that insert nodes use this. */
 tt_err tt_graph_set_order(tt_graph *g, tt_node *const *order);
+/* The same for a subset: order[0..n) are distinct nodes of the graph in a
+ * valid order; the nodes not in it are removed (and freed), and the values
+ * they produced are left without a producer. Passes that replace nodes use this. */
+tt_err tt_graph_set_nodes(tt_graph *g, tt_node *const *order, int n);
 /* Record a build error once (builders return NULL after it). */
 void *tt_graph_fail(tt_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

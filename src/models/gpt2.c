@@ -7,7 +7,10 @@
 
 #include "models/model.h"
 
-enum { LN1_W, LN1_B, WQ, BQ, WK, BK, WV, BV, WO, BO, LN2_W, LN2_B, FC_W, FC_B, PROJ_W, PROJ_B, PER_BLOCK };
+/* Parameter order within a block, which is also the storage order: the q, k,
+ * v weights (and their biases) lie back to back, so the fusion pass can run
+ * them as one matmul, as HF's c_attn does. */
+enum { LN1_W, LN1_B, WQ, WK, WV, BQ, BK, BV, WO, BO, LN2_W, LN2_B, FC_W, FC_B, PROJ_W, PROJ_B, PER_BLOCK };
 
 static tt_err declare(tt_model *m)
 {

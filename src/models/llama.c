@@ -9,8 +9,10 @@
 
 /* Parameter order within a block; the forward reads them by these offsets.
  * BO (o_bias) and B1, B2, B3 (mlp_bias) follow FFN_NORM only when enabled, so
- * configurations without them keep the original names and order. */
-enum { WQ, WK, WV, WO, BQ, BK, BV, QN, KN, ATTN_NORM, W1, W2, W3, FFN_NORM, PER_BLOCK };
+ * configurations without them keep the original names and order. The order
+ * is also the storage order: wq, wk, wv (and their biases) and w1, w3 lie
+ * back to back, so the fusion pass can run each group as one matmul. */
+enum { WQ, WK, WV, WO, BQ, BK, BV, QN, KN, ATTN_NORM, W1, W3, W2, FFN_NORM, PER_BLOCK };
 
 /* One declared parameter of a block: rows, cols (0 = 1-D), init, std, no_decay. */
 typedef struct { const char *n; int64_t r, k; tt_init_kind init; double sd; int nd; } slot_decl;

@@ -33,6 +33,7 @@ static double fl_ce(const tt_node *n)
     return n->a.i[1] ? 3.0 * f : f;
 }
 static double fl_in0(const tt_node *n) { return numel(n->in[0]); }
+static double fl_add_norm(const tt_node *n) { return 5.0 * numel(n->in[0]); }
 static double fl_adamw(const tt_node *n) { return 12.0 * numel(n->in[0]); }
 
 /* ---- backward rules ---------------------------------------------------- */
@@ -99,9 +100,37 @@ static void bw_attention(tt_graph *g, tt_node *n, tt_value *const *gout, tt_valu
 
 static void bw_swiglu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
+    if (n->n_in == 1) { /* gate and up in one value: one gradient of its shape */
+        tt_value *in[] = {n->in[0], gout[0]};
+        gin[0] = tt_op_emit1(g, TT_OP_SWIGLU_BWD, 2, in, n->in[0], NULL);
+        return;
+    }
     tt_value *in[] = {n->in[0], n->in[1], gout[0]};
     tt_value *like[] = {n->in[0], n->in[1]};
     tt_op_emitn(g, TT_OP_SWIGLU_BWD, 3, in, 2, like, gin, NULL);
+}
+
+static void bw_attention_qkv(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    /* in: qkv, doc, o, lse, do [, pos, inv_freq] */
+    tt_value *in[] = {n->in[0], n->in[1], n->out[0], n->out[1], gout[0], n->n_in > 2 ? n->in[2] : NULL,
+                      n->n_in > 2 ? n->in[3] : NULL};
+    gin[0] = tt_op_emit1(g, TT_OP_ATTENTION_QKV_BWD, n->n_in > 2 ? 7 : 5, in, n->in[0], &n->a);
+}
+
+static void bw_add_rmsnorm(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    /* y = x + d feeds the norm and whatever reads y: its gradient is the
+     * norm's dx plus gout[0], summed inside rmsnorm_bwd (no separate add) */
+    if (gout[1]) {
+        tt_value *in[] = {n->out[0], n->in[2], n->out[2], gout[1], gout[0]};
+        tt_value *like[] = {n->out[0], n->in[2]}, *g2[2] = {0};
+        tt_op_emitn(g, TT_OP_RMSNORM_BWD, gout[0] ? 5 : 4, in, 2, like, g2, &n->a);
+        gin[0] = gin[1] = g2[0];
+        gin[2] = g2[1];
+    } else {
+        gin[0] = gin[1] = gout[0];
+    }
 }
 
 static void bw_gelu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
@@ -155,6 +184,9 @@ const tt_op_def tt_ops[TT_OP_COUNT] = {
     [TT_OP_CE_LINEAR] = {"ce_linear", fl_ce, bw_ce},
     [TT_OP_ACCUM] = {"accum", fl_in0, NULL},
     [TT_OP_SUMSQ] = {"sumsq", fl_in0, NULL},
+    [TT_OP_ATTENTION_QKV] = {"attention_qkv", fl_attn, bw_attention_qkv},
+    [TT_OP_ATTENTION_QKV_BWD] = {"attention_qkv_bwd", fl_attn_bwd, NULL},
+    [TT_OP_ADD_RMSNORM] = {"add_rmsnorm", fl_add_norm, bw_add_rmsnorm},
     [TT_OP_ADAMW] = {"adamw", fl_adamw, NULL},
 };
 

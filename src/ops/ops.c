@@ -73,15 +73,20 @@ tt_value *tt_matmul(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb)
     return tt_matmul_to(g, a, b, ta, tb, a->dtype == TT_BF16 || b->dtype == TT_BF16 ? TT_BF16 : a->dtype);
 }
 
-tt_value *tt_linear(tt_graph *g, tt_value *x, tt_value *w, tt_value *b)
+tt_value *tt_bias_add(tt_graph *g, tt_value *y, tt_value *b)
 {
-    tt_value *y = tt_matmul(g, x, w, 0, 1);
-    if (!y || !b) return y;
-    NEED(b->ndim == 1 && b->shape[0] == cols(y) && meet(y, b), "linear: bias has %lld entries, output has %lld columns",
-         (long long)b->shape[0], (long long)cols(y));
+    NEED(y && b && y->ndim == 2 && b->ndim == 1 && b->shape[0] == cols(y) && meet(y, b),
+         "linear: bias has %lld entries, output has %lld columns", b ? (long long)b->shape[0] : -1LL,
+         y ? (long long)cols(y) : -1LL);
     tt_value *z = act(g, y->dtype, 2, y->shape[0], y->shape[1], 0);
     tt_value *in[] = {y, b};
     return node(g, TT_OP_BIAS_ADD, 2, in, 1, &z, NULL) ? z : NULL;
+}
+
+tt_value *tt_linear(tt_graph *g, tt_value *x, tt_value *w, tt_value *b)
+{
+    tt_value *y = tt_matmul(g, x, w, 0, 1);
+    return y && b ? tt_bias_add(g, y, b) : y;
 }
 
 tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
@@ -180,6 +185,42 @@ tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b)
     tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape);
     tt_value *in[] = {a, b};
     return node(g, TT_OP_SWIGLU, 2, in, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab)
+{
+    NEED(ab && ab->ndim == 2 && cols(ab) % 2 == 0, "swiglu: the fused gate/up value must be (N, 2F)");
+    tt_value *y = act(g, ab->dtype, 2, ab->shape[0], cols(ab) / 2, 0);
+    return node(g, TT_OP_SWIGLU, 1, &ab, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *pos, tt_value *inv_freq,
+                           double rope_scale, int B, int T, int H, int Hk, int hd, int window)
+{
+    NEED(qkv && doc && Hk > 0 && H % Hk == 0 && qkv->ndim == 2 && rows(qkv) == (int64_t)B * T &&
+             cols(qkv) == (int64_t)(H + 2 * Hk) * hd && tt_value_numel(doc) == rows(qkv) && doc->dtype == TT_I32 &&
+             (!pos) == (!inv_freq) && (!pos || (tt_value_numel(pos) == rows(qkv) && pos->dtype == TT_I32 && hd % 2 == 0 &&
+                                                tt_value_numel(inv_freq) == hd / 2)),
+         "attention: qkv must be (%d*%d, (%d+2*%d)*%d), doc ids and positions (%d*%d)", B, T, H, Hk, hd, B, T);
+    tt_value *out[] = {act(g, qkv->dtype, 2, qkv->shape[0], (int64_t)H * hd, 0),
+                       act(g, stat_dtype(qkv->dtype), 3, B, H, T)};
+    tt_attrs at = {.i = {B, T, H, Hk, hd, window}, .f = {pos ? rope_scale : 0}};
+    tt_value *in[] = {qkv, doc, pos, inv_freq};
+    return node(g, TT_OP_ATTENTION_QKV, pos ? 4 : 2, in, 2, out, &at) ? out[0] : NULL;
+}
+
+tt_value *tt_add_rmsnorm(tt_graph *g, tt_value *x, tt_value *d, tt_value *w, double eps, tt_value **y_out)
+{
+    NEED(x && d && w && same_shape(x, d) && x->dtype == d->dtype && x->ndim == 2 && w->ndim == 1 &&
+             w->shape[0] == cols(x) && meet(x, w),
+         "add + rmsnorm: shapes differ");
+    tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), act(g, x->dtype, 2, x->shape[0], x->shape[1], 0),
+                       act(g, stat_dtype(x->dtype), 1, x->shape[0], 0, 0)};
+    tt_attrs at = {.i = {(int)cols(x)}, .f = {eps}};
+    tt_value *in[] = {x, d, w};
+    if (!node(g, TT_OP_ADD_RMSNORM, 3, in, 3, out, &at)) return NULL;
+    if (y_out) *y_out = out[0];
+    return out[1];
 }
 
 tt_value *tt_gelu(tt_graph *g, tt_value *x)

@@ -19,7 +19,7 @@ typedef enum {
     TT_OP_ADD,            /* in: a, b (same shape)                  out: y */
     TT_OP_RMSNORM,        /* in: x (N,D), w (G)  a.f[0]=eps, a.i[0]=G: normalise each run of G
                              features (G = D: whole rows; G = head_dim: per head)   out: y, rstd (N*D/G) */
-    TT_OP_RMSNORM_BWD,    /* in: x, w, rstd, dy                     out: dx, dw */
+    TT_OP_RMSNORM_BWD,    /* in: x, w, rstd, dy [, dres: a gradient added to dx]   out: dx, dw */
     TT_OP_LAYERNORM,      /* in: x, w, b  a.f[0]=eps                out: y, mean (N), rstd (N) */
     TT_OP_LAYERNORM_BWD,  /* in: x, w, mean, rstd, dy               out: dx, dw, db */
     TT_OP_ROPE,           /* in: x (N,H*hd), pos (N) i32, inv_freq (hd/2)  a.i: H, hd, inverse
@@ -32,8 +32,9 @@ typedef enum {
                              a.i: B, Tq, H, Hk, hd, window, Tmax
                              writes k_new/v_new into the caches at rows [start, start+Tq)
                              out: o (B*Tq,H*hd), lse (B,H,Tq) */
-    TT_OP_SWIGLU,         /* in: a, b                               out: silu(a)*b */
-    TT_OP_SWIGLU_BWD,     /* in: a, b, dy                           out: da, db */
+    TT_OP_SWIGLU,         /* in: a, b                               out: silu(a)*b
+                             or in: ab (N, 2F) with a = columns [0, F), b = [F, 2F)   out: (N, F) */
+    TT_OP_SWIGLU_BWD,     /* in: a, b, dy   out: da, db;  or in: ab, dy   out: dab (N, 2F) */
     TT_OP_GELU,           /* in: x                                  out: y */
     TT_OP_GELU_BWD,       /* in: x, dy                              out: dx */
     TT_OP_CE_LINEAR,      /* in: h (N,D), W (V,D), targets (N) i32, scale (1) f32
@@ -41,6 +42,13 @@ typedef enum {
                              out: loss (1); with grads also dh (N,D), dW (V,D) */
     TT_OP_ACCUM,          /* in: acc (state), g        acc += g (in place)   out: none */
     TT_OP_SUMSQ,          /* in: g [, prev (1)]        out: (1) f32 = prev + sum of squares of g */
+    TT_OP_ATTENTION_QKV,  /* attention on one qkv buffer (N, (H+2Hk)*hd): q, k, v its column ranges,
+                             RoPE applied to q and k inside when pos is given.
+                             in: qkv, doc [, pos (N) i32, inv_freq (hd/2)]
+                             a.i: B, T, H, Hk, hd, window  a.f[0]: cos/sin scale   out: o (N,H*hd), lse */
+    TT_OP_ATTENTION_QKV_BWD, /* in: qkv, doc, o, lse, do [, pos, inv_freq]   out: dqkv */
+    TT_OP_ADD_RMSNORM,    /* the residual add and the norm after it: in: x, d, w  a.f[0]=eps
+                             out: y = x + d, h = rmsnorm(y) w, rstd (N) */
     TT_OP_ADAMW,          /* in: p, g, m, v, sumsq (1), hp (4) f64 input = [lr, step, max_norm, 0]
                              [, decay (S, 2) i64 const: weight decay only inside these element
                              ranges, sorted]   a.f: beta1, beta2, eps, weight_decay
@@ -72,6 +80,8 @@ tt_value *tt_matmul(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb);
 tt_value *tt_matmul_to(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb, tt_dtype out);
 /* y = x W^T (+ b): W is (out, in) as in PyTorch's nn.Linear */
 tt_value *tt_linear(tt_graph *g, tt_value *x, tt_value *w, tt_value *b);
+/* y (N, D) + b (D) */
+tt_value *tt_bias_add(tt_graph *g, tt_value *y, tt_value *b);
 tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b);
 tt_value *tt_rmsnorm(tt_graph *g, tt_value *x, tt_value *w, double eps);
 /* RMSNorm over each group of `group` consecutive features (Qwen3's q/k norm) */
@@ -87,6 +97,14 @@ tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt
                           tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd,
                           int window);
 tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b);
+/* silu(ab[:, :F]) * ab[:, F:] of one (N, 2F) value: gate and up from one matmul */
+tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab);
+/* attention over the column ranges of qkv (N, (H+2Hk)*hd); pos and inv_freq
+ * NULL: no RoPE, else RoPE (cos/sin times rope_scale) on q and k inside */
+tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *pos, tt_value *inv_freq,
+                           double rope_scale, int B, int T, int H, int Hk, int hd, int window);
+/* y = x + d and h = rmsnorm(y) in one node; returns h, *y_out = y */
+tt_value *tt_add_rmsnorm(tt_graph *g, tt_value *x, tt_value *d, tt_value *w, double eps, tt_value **y_out);
 tt_value *tt_gelu(tt_graph *g, tt_value *x);
 /* scale * sum of cross-entropy over targets != ignore_index */
 tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets, tt_value *scale,

@@ -104,7 +104,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     size_t n = (size_t)B * T;
     tt_step_io io = {B, T, tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), 1.0f / (float)n,
                      {c->optimizer.lr, 1, c->training.max_norm, 0},
-                     c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32};
+                     c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32, 0};
     double *st[2] = {0}, *du[2] = {0}, *acc[2] = {0};
     bucket *ops = calloc(TT_OP_COUNT, sizeof *ops), *scopes = calloc(256, sizeof *scopes);
     tt_err rc = -1;

@@ -50,15 +50,50 @@ static tt_value *host_input(tt_graph *g, const char *name, tt_dtype dt, int64_t 
     return v;
 }
 
+/* The gradient of every parameter value the forward reads, summed into the
+ * gradient buffer at the same place as the value's data in the parameter
+ * storage: so a fused weight (the fusion pass's joined q/k/v, say) sends its
+ * gradient to its parts' accumulators without knowing them. */
+static tt_err accumulate_grads(tt_graph *g, tt_value *loss, const tt_model *m, tt_optim_state *s)
+{
+    int np = 0, nv = g->n_values;
+    tt_value **wrt = calloc((size_t)nv + 1, sizeof *wrt), **grads = calloc((size_t)nv + 1, sizeof *grads);
+    if (!wrt || !grads) {
+        free(wrt);
+        free(grads);
+        return tt_errorf("out of memory building the step graph");
+    }
+    for (int v = 0; v < nv; v++)
+        if (g->values[v]->role == TT_ROLE_PARAM) wrt[np++] = g->values[v];
+    tt_err rc = tt_autodiff(g, loss, np, wrt, grads);
+    tt_graph_set_scope(g, "grad_accum");
+    for (int i = 0; i < np && !rc; i++) {
+        if (!grads[i]) continue;
+        const float *d = wrt[i]->data;
+        if (d < m->storage || d + tt_value_numel(wrt[i]) > m->storage + m->numel) {
+            rc = tt_errorf("parameter value '%s' is not in the model's storage", wrt[i]->name);
+            break;
+        }
+        tt_tensor t = {0};
+        snprintf(t.name, sizeof t.name, "grad.%.*s", (int)sizeof t.name - 6, wrt[i]->name);
+        t.dtype = TT_F32, t.ndim = wrt[i]->ndim;
+        memcpy(t.shape, wrt[i]->shape, sizeof t.shape);
+        t.data = s->grad + (d - m->storage);
+        tt_accum(g, tt_graph_bind(g, TT_ROLE_STATE, &t), grads[i]);
+    }
+    free(wrt);
+    free(grads);
+    return rc || g->failed ? -1 : 0;
+}
+
 tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io, int with_grad,
                            const tt_backend *be, tt_exec_mode mode, tt_ac_mode ac)
 {
     memset(sg, 0, sizeof *sg);
     tt_graph *g = sg->g = tt_graph_new();
-    tt_value **vals = calloc((size_t)m->n_params, sizeof *vals), **grads = calloc((size_t)m->n_params, sizeof *grads);
-    if (!g || !vals || !grads) {
+    tt_value **vals = calloc((size_t)m->n_params, sizeof *vals);
+    if (!g || !vals) {
         free(vals);
-        free(grads);
         tt_graph_free(g);
         return tt_errorf("out of memory building the step graph");
     }
@@ -73,16 +108,12 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state 
     tt_graph_set_scope(g, "loss");
     sg->loss = tt_ce_linear(g, h, head, targets, scale, -100);
     tt_graph_mark_output(g, sg->loss);
-    int n_fwd = g->n_nodes;
-    if (with_grad && !g->failed && tt_autodiff(g, sg->loss, m->n_params, vals, grads) == 0) {
-        tt_graph_set_scope(g, "grad_accum");
-        for (int i = 0; i < m->n_params; i++)
-            if (grads[i]) tt_accum(g, tt_graph_bind(g, TT_ROLE_STATE, &s->t_grad[i]), grads[i]);
-    }
     free(vals);
-    free(grads);
-    sg->ac = with_grad ? ac : TT_AC_NONE;
     tt_err rc = g->failed ? -1 : 0;
+    if (!rc && !io->no_fuse) rc = tt_fuse(g, &sg->fused);
+    int n_fwd = g->n_nodes;
+    if (!rc && with_grad) rc = accumulate_grads(g, sg->loss, m, s);
+    sg->ac = with_grad ? ac : TT_AC_NONE;
     if (!rc && sg->ac != TT_AC_NONE) {
         /* plan the graph as autodiff left it too, so the log can say what checkpointing saves */
         tt_memplan plan;

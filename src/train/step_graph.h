@@ -4,6 +4,7 @@
 #ifndef TT_STEP_GRAPH_H
 #define TT_STEP_GRAPH_H
 #include "graph/exec.h"
+#include "graph/passes/fuse.h"
 #include "graph/passes/remat.h"
 #include "models/model.h"
 
@@ -24,6 +25,7 @@ typedef struct {
     float scale;       /* 1 / tokens scored in the whole global batch */
     double hp[4];      /* optimizer: lr, step, max_norm, unused */
     tt_dtype act_dtype; /* TT_BF16: mixed precision (bf16 activations, fp32 master weights); else TT_F32 */
+    int no_fuse;        /* 1: skip the fusion pass (tests compare the graphs with and without it) */
 } tt_step_io;
 
 typedef struct {
@@ -32,6 +34,7 @@ typedef struct {
     tt_value *loss;    /* (1) */
     tt_value *sumsq;   /* optimizer graph: (1) squared global grad norm */
     tt_ac_mode ac;     /* activation checkpointing applied to this graph */
+    tt_fuse_stats fused;    /* what the fusion pass merged */
     tt_remat_stats remat;   /* what it recomputes */
     size_t arena_no_ac;     /* the planned arena without it (= the arena when ac is none) */
 } tt_step_graph;

@@ -106,6 +106,49 @@ void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void
     }
 }
 
+/* rows [n0, n1) of ab (N, 2F): gate a = ab[:, :F], up b = ab[:, F:] */
+TT_INLINE void swiglu_rows_body(const void *ab, void *y, int n0, int n1, int F, int bf)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t ia = (size_t)n * 2 * F, iy = (size_t)n * F;
+        for (int f = 0; f < F; f++) {
+            const float x = tt_ld(ab, ia + f, bf);
+            tt_st(y, iy + f, x / (1.0f + tt_expf(-x)) * tt_ld(ab, ia + F + f, bf), bf);
+        }
+    }
+}
+TWO_DTYPES(swiglu_rows_body, (const void *ab, void *y, int n0, int n1, int F), ab, y, n0, n1, F)
+
+TT_INLINE void swiglu_rows_bwd_body(const void *ab, const void *dy, void *dab, int n0, int n1, int F, int bf)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t ia = (size_t)n * 2 * F, iy = (size_t)n * F;
+        for (int f = 0; f < F; f++) {
+            const float x = tt_ld(ab, ia + f, bf), u = tt_ld(ab, ia + F + f, bf), g = tt_ld(dy, iy + f, bf);
+            const float s = 1.0f / (1.0f + tt_expf(-x));
+            tt_st(dab, ia + f, g * u * s * (1.0f + x * (1.0f - s)), bf);
+            tt_st(dab, ia + F + f, g * x * s, bf);
+        }
+    }
+}
+TWO_DTYPES(swiglu_rows_bwd_body, (const void *ab, const void *dy, void *dab, int n0, int n1, int F), ab, dy, dab, n0, n1,
+           F)
+
+void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt)
+{
+    const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1, nt = (N + rb - 1) / rb;
+    #pragma omp parallel for schedule(static)
+    for (int t = 0; t < nt; t++) PICK(swiglu_rows_body, dt)(ab, y, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, F);
+}
+
+void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt)
+{
+    const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1, nt = (N + rb - 1) / rb;
+    #pragma omp parallel for schedule(static)
+    for (int t = 0; t < nt; t++)
+        PICK(swiglu_rows_bwd_body, dt)(ab, dy, dab, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, F);
+}
+
 /* GELU, tanh form: tanh(u) = 1 - 2 / (exp(2u) + 1), with the vectorised exp */
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
 TT_INLINE float tanh_v(float u) { return 1.0f - 2.0f / (tt_expf(2.0f * u) + 1.0f); }
@@ -283,8 +326,8 @@ TT_INLINE void rmsnorm_dw_body(const void *x, const float *rstd, const void *dy,
 TWO_DTYPES(rmsnorm_dw_body, (const void *x, const float *rstd, const void *dy, float *acc, int N, int D, int d0, int nd),
            x, rstd, dy, acc, N, D, d0, nd)
 
-TT_INLINE void rmsnorm_dx_body(const void *x, const float *w, const float *rstd, const void *dy, void *dx, int n0,
-                               int n1, int D, int bf)
+TT_INLINE void rmsnorm_dx_body(const void *x, const float *w, const float *rstd, const void *dy, const void *dres,
+                               void *dx, int n0, int n1, int D, int bf)
 {
     for (int n = n0; n < n1; n++) {
         const size_t o = (size_t)n * D;
@@ -293,15 +336,50 @@ TT_INLINE void rmsnorm_dx_body(const void *x, const float *w, const float *rstd,
         #pragma omp simd reduction(+ : dot)
         for (int d = 0; d < D; d++) dot += tt_ld(dy, o + d, bf) * w[d] * tt_ld(x, o + d, bf);
         const float c = r * r * r * dot / (float)D;
-        for (int d = 0; d < D; d++) tt_st(dx, o + d, r * w[d] * tt_ld(dy, o + d, bf) - c * tt_ld(x, o + d, bf), bf);
+        if (dres)
+            for (int d = 0; d < D; d++)
+                tt_st(dx, o + d, tt_ld(dres, o + d, bf) + (r * w[d] * tt_ld(dy, o + d, bf) - c * tt_ld(x, o + d, bf)), bf);
+        else
+            for (int d = 0; d < D; d++) tt_st(dx, o + d, r * w[d] * tt_ld(dy, o + d, bf) - c * tt_ld(x, o + d, bf), bf);
     }
 }
-TWO_DTYPES(rmsnorm_dx_body, (const void *x, const float *w, const float *rstd, const void *dy, void *dx, int n0, int n1,
-                             int D),
-           x, w, rstd, dy, dx, n0, n1, D)
+TWO_DTYPES(rmsnorm_dx_body, (const void *x, const float *w, const float *rstd, const void *dy, const void *dres, void *dx,
+                             int n0, int n1, int D),
+           x, w, rstd, dy, dres, dx, n0, n1, D)
 
-void cpu_rmsnorm_bwd(const void *x, const float *w, const float *rstd, const void *dy, void *dx, float *dw, int N,
-                     int D, tt_dtype dt)
+/* y = x + d, then the norm of the stored (rounded) y, as the two ops would */
+TT_INLINE void add_rmsnorm_body(const void *x, const void *dd, const float *w, void *y, void *h, float *rstd, int n0,
+                                int n1, int D, float eps, int bf)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t o = (size_t)n * D;
+        float ss = 0;
+        #pragma omp simd reduction(+ : ss)
+        for (int d = 0; d < D; d++) {
+            tt_st(y, o + d, tt_ld(x, o + d, bf) + tt_ld(dd, o + d, bf), bf);
+            const float v = tt_ld(y, o + d, bf);
+            ss += v * v;
+        }
+        const float r = 1.0f / sqrtf(ss / (float)D + eps);
+        for (int d = 0; d < D; d++) tt_st(h, o + d, w[d] * (tt_ld(y, o + d, bf) * r), bf);
+        rstd[n] = r;
+    }
+}
+TWO_DTYPES(add_rmsnorm_body, (const void *x, const void *dd, const float *w, void *y, void *h, float *rstd, int n0, int n1,
+                              int D, float eps),
+           x, dd, w, y, h, rstd, n0, n1, D, eps)
+
+void cpu_add_rmsnorm_fwd(const void *x, const void *d, const float *w, void *y, void *h, float *rstd, int N, int D,
+                         double eps, tt_dtype dt)
+{
+    const int rb = row_block(D), nt = (N + rb - 1) / rb;
+    #pragma omp parallel for schedule(static)
+    for (int t = 0; t < nt; t++)
+        PICK(add_rmsnorm_body, dt)(x, d, w, y, h, rstd, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D, (float)eps);
+}
+
+void cpu_rmsnorm_bwd(const void *x, const float *w, const float *rstd, const void *dy, const void *dres, void *dx,
+                     float *dw, int N, int D, tt_dtype dt)
 {
     const int nblk = (D + COLS - 1) / COLS, rb = row_block(D), nt = (N + rb - 1) / rb;
     #pragma omp parallel
@@ -316,7 +394,7 @@ void cpu_rmsnorm_bwd(const void *x, const float *w, const float *rstd, const voi
         }
         #pragma omp for schedule(static)
         for (int t = 0; t < nt; t++)
-            PICK(rmsnorm_dx_body, dt)(x, w, rstd, dy, dx, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D);
+            PICK(rmsnorm_dx_body, dt)(x, w, rstd, dy, dres, dx, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D);
     }
 }
 

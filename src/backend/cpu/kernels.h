@@ -108,8 +108,13 @@ void cpu_embedding_fwd(const int32_t *ids, const float *table, void *out, int N,
 void cpu_embedding_bwd(const int32_t *ids, const void *dout, float *dtable, int N, int V, int D, tt_dtype dt,
                        int accumulate);
 void cpu_rmsnorm_fwd(const void *x, const float *w, void *y, float *rstd, int N, int D, double eps, tt_dtype dt);
-void cpu_rmsnorm_bwd(const void *x, const float *w, const float *rstd, const void *dy, void *dx, float *dw, int N,
-                     int D, tt_dtype dt);
+/* dres (N, D) or NULL: a gradient that reaches x by another path (the residual
+ * stream), added to dx in the same pass */
+void cpu_rmsnorm_bwd(const void *x, const float *w, const float *rstd, const void *dy, const void *dres, void *dx,
+                     float *dw, int N, int D, tt_dtype dt);
+/* y = x + d (rounded to dt), h = rmsnorm(y) w: the residual add and the next norm in one pass */
+void cpu_add_rmsnorm_fwd(const void *x, const void *d, const float *w, void *y, void *h, float *rstd, int N, int D,
+                         double eps, tt_dtype dt);
 void cpu_layernorm_fwd(const void *x, const float *w, const float *b, void *y, float *mean, float *rstd, int N,
                        int D, double eps, tt_dtype dt);
 void cpu_layernorm_bwd(const void *x, const float *w, const float *mean, const float *rstd, const void *dy,
@@ -118,6 +123,9 @@ void cpu_rope(const void *x, const int32_t *pos, const float *inv_freq, void *y,
               float scale, tt_dtype dt);
 void cpu_swiglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
 void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt);
+/* gate and up as the two halves of each row of ab (N, 2F): y (N, F), dab (N, 2F) */
+void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt);
+void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt);
 void cpu_gelu_fwd(const void *x, void *y, size_t n, tt_dtype dt);
 void cpu_gelu_bwd(const void *x, const void *dy, void *dx, size_t n, tt_dtype dt);
 

@@ -38,6 +38,78 @@ static tt_err check_ids(const int32_t *ids, int64_t n, int64_t V, int allow, con
 
 static int floating(tt_dtype d) { return d == TT_F32 || d == TT_BF16 || d == TT_F64; }
 
+/* For the references of the fused ops: columns [c0, c0 + w) of an (N, ld)
+ * buffer of es-byte elements as a new contiguous (N, w) one, and back. */
+static void *cols_get(const void *src, int N, int ld, int c0, int w, size_t es)
+{
+    char *d = tt_alloc((size_t)N * w * es + 1);
+    if (d)
+        for (int n = 0; n < N; n++) memcpy(d + (size_t)n * w * es, (const char *)src + ((size_t)n * ld + c0) * es, (size_t)w * es);
+    return d;
+}
+static void cols_put(void *dst, int N, int ld, int c0, int w, const void *src, size_t es)
+{
+    for (int n = 0; n < N; n++) memcpy((char *)dst + ((size_t)n * ld + c0) * es, (const char *)src + (size_t)n * w * es, (size_t)w * es);
+}
+
+/* The attention of one (N, (H+2Hk)*hd) qkv buffer through the reference
+ * kernels: q, k, v split out, q and k rotated, attended; the backward (bwd)
+ * rotates the q and k gradients back and puts them into dqkv. */
+static tt_err ref_attention_qkv(const tt_node *n, void *const *in, void *const *out, int is64, int bwd)
+{
+    const int B = I(0), Tt = I(1), H = I(2), Hk = I(3), hd = I(4), W = I(5), N = B * Tt, ld = (H + 2 * Hk) * hd;
+    const int rope = n->n_in > (bwd ? 5 : 2);
+    const int32_t *pos = rope ? in[bwd ? 5 : 2] : NULL;
+    const float *freq = rope ? in[bwd ? 6 : 3] : NULL;
+    const size_t es = is64 ? 8 : 4;
+    const double scale = 1.0 / sqrt((double)hd), rs = n->a.f[0];
+    void *q = cols_get(in[0], N, ld, 0, H * hd, es), *k = cols_get(in[0], N, ld, H * hd, Hk * hd, es);
+    void *v = cols_get(in[0], N, ld, (H + Hk) * hd, Hk * hd, es);
+    void *dq = bwd ? tt_alloc((size_t)N * H * hd * es) : NULL, *dk = bwd ? tt_alloc((size_t)N * Hk * hd * es) : NULL;
+    void *dv = bwd ? tt_alloc((size_t)N * Hk * hd * es) : NULL;
+    tt_err rc = 0;
+    if (!q || !k || !v || (bwd && (!dq || !dk || !dv))) rc = tt_errorf("out of memory");
+    if (!rc && rope) {
+        REF(rope_scaled, (const T *)q, pos, freq, (T *)q, N, H, hd, 0, rs);
+        REF(rope_scaled, (const T *)k, pos, freq, (T *)k, N, Hk, hd, 0, rs);
+    }
+    if (!rc && !bwd)
+        REF(attention_fwd, (const T *)q, (const T *)k, (const T *)v, in[1], (T *)out[0], (T *)out[1], B, Tt, Tt, Tt, 0, H,
+            Hk, hd, W, scale);
+    if (!rc && bwd) {
+        REF(attention_bwd, (const T *)q, (const T *)k, (const T *)v, in[1], (const T *)in[2], (const T *)in[3],
+            (const T *)in[4], (T *)dq, (T *)dk, (T *)dv, B, Tt, H, Hk, hd, W, scale);
+        if (rope) { /* the transpose of a scaled rotation is the scaled inverse rotation */
+            REF(rope_scaled, (const T *)dq, pos, freq, (T *)dq, N, H, hd, 1, rs);
+            REF(rope_scaled, (const T *)dk, pos, freq, (T *)dk, N, Hk, hd, 1, rs);
+        }
+        cols_put(out[0], N, ld, 0, H * hd, dq, es);
+        cols_put(out[0], N, ld, H * hd, Hk * hd, dk, es);
+        cols_put(out[0], N, ld, (H + Hk) * hd, Hk * hd, dv, es);
+    }
+    tt_free(q), tt_free(k), tt_free(v), tt_free(dq), tt_free(dk), tt_free(dv);
+    return rc;
+}
+
+/* swiglu of one (N, 2F) gate/up value through the reference kernels */
+static tt_err ref_swiglu_fused(const tt_node *n, void *const *in, void *const *out, int is64, int bwd)
+{
+    const int N = (int)n->in[0]->shape[0], F = (int)n->in[0]->shape[1] / 2;
+    const size_t es = is64 ? 8 : 4, cnt = (size_t)N * F;
+    void *a = cols_get(in[0], N, 2 * F, 0, F, es), *b = cols_get(in[0], N, 2 * F, F, F, es);
+    void *da = bwd ? tt_alloc(cnt * es + 1) : NULL, *db = bwd ? tt_alloc(cnt * es + 1) : NULL;
+    tt_err rc = 0;
+    if (!a || !b || (bwd && (!da || !db))) rc = tt_errorf("out of memory");
+    else if (!bwd) REF(swiglu_fwd, (const T *)a, (const T *)b, (T *)out[0], cnt);
+    else {
+        REF(swiglu_bwd, (const T *)a, (const T *)b, (const T *)in[1], (T *)da, (T *)db, cnt);
+        cols_put(out[0], N, 2 * F, 0, F, da, es);
+        cols_put(out[0], N, 2 * F, F, F, db, es);
+    }
+    tt_free(a), tt_free(b), tt_free(da), tt_free(db);
+    return rc;
+}
+
 /* ref: run the reference kernel; all bf16 buffers have been widened to fp32 by then. */
 static tt_err run(const tt_node *n, void *const *in, void *const *out, int ref)
 {
@@ -97,10 +169,24 @@ static tt_err run(const tt_node *n, void *const *in, void *const *out, int ref)
     }
     case TT_OP_RMSNORM_BWD: {
         int N = (int)(tt_value_numel(x0) / I(0)), D = I(0);
-        if (ref)
-            REF(rmsnorm_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (const T *)in[3], (T *)out[0],
-                (T *)out[1], N, D);
-        else cpu_rmsnorm_bwd(in[0], in[1], in[2], in[3], out[0], out[1], N, D, dt);
+        const void *dres = n->n_in > 4 ? in[4] : NULL; /* a residual gradient added to dx */
+        if (!ref) {
+            cpu_rmsnorm_bwd(in[0], in[1], in[2], in[3], dres, out[0], out[1], N, D, dt);
+            return 0;
+        }
+        REF(rmsnorm_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (const T *)in[3], (T *)out[0],
+            (T *)out[1], N, D);
+        if (dres) REF(add, (const T *)out[0], (const T *)dres, (T *)out[0], (size_t)tt_value_numel(x0));
+        return 0;
+    }
+    case TT_OP_ADD_RMSNORM: {
+        int N = (int)nrows(x0), D = (int)ncols(x0);
+        if (ref) {
+            REF(add, (const T *)in[0], (const T *)in[1], (T *)out[0], (size_t)tt_value_numel(x0));
+            REF(rmsnorm_fwd, (const T *)out[0], (const T *)in[2], (T *)out[1], (T *)out[2], N, D, n->a.f[0]);
+        } else {
+            cpu_add_rmsnorm_fwd(in[0], in[1], in[2], out[0], out[1], out[2], N, D, n->a.f[0], dt);
+        }
         return 0;
     }
     case TT_OP_LAYERNORM:
@@ -149,6 +235,27 @@ static tt_err run(const tt_node *n, void *const *in, void *const *out, int ref)
                            .dq = out[0], .dk = out[1], .dv = out[2], .lddq = lq, .lddk = lk, .lddv = lk};
         return cpu_attention_bwd(&a);
     }
+    case TT_OP_ATTENTION_QKV:
+    case TT_OP_ATTENTION_QKV_BWD: {
+        const int bwd = n->op == TT_OP_ATTENTION_QKV_BWD;
+        if (ref) return ref_attention_qkv(n, in, out, is64, bwd);
+        const int H = I(2), Hk = I(3), hd = I(4), rope = n->n_in > (bwd ? 5 : 2);
+        const long ld = (long)(H + 2 * Hk) * hd, lq = (long)H * hd;
+        const size_t es = tt_dtype_size(dt);
+        char *qkv = in[0];
+        tt_attn a = {.B = I(0), .T = I(1), .H = H, .Hk = Hk, .hd = hd, .window = I(5), .dt = dt, .q = qkv,
+                     .k = qkv + lq * es, .v = qkv + (lq + (long)Hk * hd) * es, .ldq = ld, .ldk = ld, .ldv = ld,
+                     .doc = in[1], .pos = rope ? in[bwd ? 5 : 2] : NULL, .inv_freq = rope ? in[bwd ? 6 : 3] : NULL,
+                     .rope_scale = (float)n->a.f[0]};
+        if (!bwd) {
+            a.o = out[0], a.ldo = lq, a.lse = out[1];
+            return cpu_attention_fwd(&a);
+        }
+        char *dqkv = out[0];
+        a.o = in[2], a.ldo = lq, a.lse = in[3], a.dout = in[4], a.lddo = lq;
+        a.dq = dqkv, a.dk = dqkv + lq * es, a.dv = dqkv + (lq + (long)Hk * hd) * es, a.lddq = a.lddk = a.lddv = ld;
+        return cpu_attention_bwd(&a);
+    }
     case TT_OP_ATTENTION_KV: {
         int B = I(0), Tq = I(1), Hk = I(3), hd = I(4), Tmax = I(6);
         int start = *(const int32_t *)in[5];
@@ -173,10 +280,20 @@ static tt_err run(const tt_node *n, void *const *in, void *const *out, int ref)
         return 0;
     }
     case TT_OP_SWIGLU:
+        if (n->n_in == 1) { /* gate and up as the halves of one value */
+            if (ref) return ref_swiglu_fused(n, in, out, is64, 0);
+            cpu_swiglu_fused_fwd(in[0], out[0], (int)nrows(x0), (int)ncols(x0) / 2, dt);
+            return 0;
+        }
         if (ref) REF(swiglu_fwd, (const T *)in[0], (const T *)in[1], (T *)out[0], (size_t)tt_value_numel(x0));
         else cpu_swiglu_fwd(in[0], in[1], out[0], (size_t)tt_value_numel(x0), dt);
         return 0;
     case TT_OP_SWIGLU_BWD:
+        if (n->n_in == 2) {
+            if (ref) return ref_swiglu_fused(n, in, out, is64, 1);
+            cpu_swiglu_fused_bwd(in[0], in[1], out[0], (int)nrows(x0), (int)ncols(x0) / 2, dt);
+            return 0;
+        }
         if (ref)
             REF(swiglu_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1],
                 (size_t)tt_value_numel(x0));

@@ -39,9 +39,11 @@ static int recomputable(int op, tt_ac_mode mode)
     case TT_OP_LAYERNORM:
     case TT_OP_ROPE:
     case TT_OP_SWIGLU:
-    case TT_OP_GELU: return 1;
+    case TT_OP_GELU:
+    case TT_OP_ADD_RMSNORM: return 1;
     case TT_OP_MATMUL:
     case TT_OP_ATTENTION:
+    case TT_OP_ATTENTION_QKV:
     case TT_OP_EMBEDDING: return mode == TT_AC_FULL; /* selective keeps the expensive outputs */
     default: return 0;
     }
