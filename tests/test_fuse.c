@@ -1,8 +1,9 @@
-/* test_fuse.c — the fusion pass: what it merges on each architecture, and
- * that a training step with it gives the loss and the gradients of the same
- * step without it: in fp32 within rounding, in bf16 within bf16's, and with
- * the reference kernels (debug mode) too. Also a graph whose intermediate
- * value has a second reader is left unfused. */
+/* test_fuse.c — the fusion passes (fuse, and fold_accum after autodiff):
+ * what they merge on each architecture, and that a training step with them
+ * gives the loss and the gradients of the same step without them: in fp32
+ * within rounding, in bf16 within bf16's, with the reference kernels (debug
+ * mode) and in eager mode too. Also a graph whose intermediate value has a
+ * second reader is left unfused. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,7 @@ static tt_model *make_model(variant va)
 typedef struct {
     float loss, *grad;
     tt_fuse_stats st;
-    int nodes;
+    int nodes, folded;
 } result;
 
 /* one micro-step, fused or not: its loss and the gradient buffer */
@@ -82,6 +83,7 @@ static result step(const tt_model *m, batch *bt, tt_dtype dt, tt_exec_mode mode,
         r.grad = malloc(m->numel * sizeof(float));
         memcpy(r.grad, os.grad, m->numel * sizeof(float));
         r.st = sg.fused;
+        r.folded = sg.folded;
         r.nodes = sg.g->n_nodes;
         tt_step_graph_free(&sg);
     }
@@ -100,6 +102,7 @@ static void compare(variant va)
         {TT_F32, TT_EXEC_GRAPH, 1e-5, 1e-4, "fp32"},
         {TT_BF16, TT_EXEC_GRAPH, 1e-2, 6e-2, "bf16"},
         {TT_F32, TT_EXEC_DEBUG, 1e-6, 1e-5, "reference kernels"},
+        {TT_BF16, TT_EXEC_EAGER, 1e-2, 6e-2, "bf16 eager"},
     };
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         result f = step(m, &bt, runs[k].dt, runs[k].mode, 1), u = step(m, &bt, runs[k].dt, runs[k].mode, 0);
@@ -116,7 +119,9 @@ static void compare(variant va)
         CHECK_MSG(f.st.qkv == want.qkv && f.st.gate_up == want.gate_up && f.st.add_norm == want.add_norm,
                   "%s: fused %d qkv, %d gate/up, %d add+norm; want %d, %d, %d", names[va], f.st.qkv, f.st.gate_up,
                   f.st.add_norm, want.qkv, want.gate_up, want.add_norm);
-        CHECK(u.st.qkv == 0 && u.st.gate_up == 0 && u.st.add_norm == 0);
+        CHECK(u.st.qkv == 0 && u.st.gate_up == 0 && u.st.add_norm == 0 && u.folded == 0);
+        /* every weight gradient but the norms' (rmsnorm_bwd keeps its accum) is made in place */
+        CHECK_MSG(f.folded > 0, "%s: no accum folded", names[va]);
         CHECK_MSG(f.nodes < u.nodes, "%s: %d nodes fused, %d not", names[va], f.nodes, u.nodes);
         double dmax = 0, gmax = 0;
         size_t at = 0;

@@ -98,9 +98,10 @@ tt_err tt_exec_run(tt_exec *e)
             }
     for (int i = 0; i < g->n_nodes && !rc; i++) {
         tt_node *n = g->nodes[i];
-        if (eager) /* one allocation per value, made when it is produced */
+        if (eager) /* one allocation per activation, made when it is produced (a state output has its buffer) */
             for (int o = 0; o < n->n_out; o++)
-                if (!(n->out[o]->data = e->be->alloc(tt_value_bytes(n->out[o])))) rc = -1;
+                if (n->out[o]->role == TT_ROLE_ACT && !(n->out[o]->data = e->be->alloc(tt_value_bytes(n->out[o]))))
+                    rc = -1;
         void *in[TT_MAX_IN], *out[TT_MAX_OUT];
         for (int k = 0; k < n->n_in; k++) in[k] = n->in[k]->data;
         for (int k = 0; k < n->n_out; k++) out[k] = n->out[k]->data;

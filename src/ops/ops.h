@@ -11,9 +11,10 @@
 
 typedef enum {
     TT_OP_EMBEDDING,      /* in: ids (N) i32, table (V,D)          out: (N,D) */
-    TT_OP_EMBEDDING_BWD,  /* in: ids, dout (N,D)                    out: dtable (V,D) */
+    TT_OP_EMBEDDING_BWD,  /* in: ids, dout (N,D)                    out: dtable (V,D);
+                             a.i[0]=1: add into dtable (an accumulator) instead */
     TT_OP_MATMUL,         /* in: A, B   a.i[0]=ta a.i[1]=tb   out: C (M,N). Products in bf16 (fp32
-                             sums) when A or B is bf16; C fp32 or bf16 */
+                             sums) when A or B is bf16; C fp32 or bf16; a.i[2]=1: C += instead */
     TT_OP_BIAS_ADD,       /* in: x (N,D), b (D)                     out: y */
     TT_OP_BIAS_GRAD,      /* in: dy (N,D)                           out: db (D) */
     TT_OP_ADD,            /* in: a, b (same shape)                  out: y */
@@ -38,7 +39,7 @@ typedef enum {
     TT_OP_GELU,           /* in: x                                  out: y */
     TT_OP_GELU_BWD,       /* in: x, dy                              out: dx */
     TT_OP_CE_LINEAR,      /* in: h (N,D), W (V,D), targets (N) i32, scale (1) f32
-                             a.i[0]=ignore_index, a.i[1]=with_grads
+                             a.i[0]=ignore_index, a.i[1]=with_grads, a.i[2]=1: dW is added into
                              out: loss (1); with grads also dh (N,D), dW (V,D) */
     TT_OP_ACCUM,          /* in: acc (state), g        acc += g (in place)   out: none */
     TT_OP_SUMSQ,          /* in: g [, prev (1)]        out: (1) f32 = prev + sum of squares of g */

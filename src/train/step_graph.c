@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "graph/autodiff.h"
+#include "graph/passes/accum.h"
 #include "train/step_graph.h"
 
 static tt_err views(const tt_model *m, float *buf, const char *prefix, tt_tensor **out)
@@ -113,6 +114,7 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state 
     if (!rc && !io->no_fuse) rc = tt_fuse(g, &sg->fused);
     int n_fwd = g->n_nodes;
     if (!rc && with_grad) rc = accumulate_grads(g, sg->loss, m, s);
+    if (!rc && with_grad && !io->no_fuse) rc = tt_fold_accum(g, &sg->folded);
     sg->ac = with_grad ? ac : TT_AC_NONE;
     if (!rc && sg->ac != TT_AC_NONE) {
         /* plan the graph as autodiff left it too, so the log can say what checkpointing saves */

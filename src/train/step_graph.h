@@ -25,7 +25,7 @@ typedef struct {
     float scale;       /* 1 / tokens scored in the whole global batch */
     double hp[4];      /* optimizer: lr, step, max_norm, unused */
     tt_dtype act_dtype; /* TT_BF16: mixed precision (bf16 activations, fp32 master weights); else TT_F32 */
-    int no_fuse;        /* 1: skip the fusion pass (tests compare the graphs with and without it) */
+    int no_fuse;        /* 1: skip the fusion passes, fuse and fold_accum (tests compare the graphs with and without) */
 } tt_step_io;
 
 typedef struct {
@@ -35,6 +35,7 @@ typedef struct {
     tt_value *sumsq;   /* optimizer graph: (1) squared global grad norm */
     tt_ac_mode ac;     /* activation checkpointing applied to this graph */
     tt_fuse_stats fused;    /* what the fusion pass merged */
+    int folded;             /* accum nodes folded into the producers of their gradients */
     tt_remat_stats remat;   /* what it recomputes */
     size_t arena_no_ac;     /* the planned arena without it (= the arena when ac is none) */
 } tt_step_graph;

@@ -133,16 +133,29 @@ static tt_err run(const tt_node *n, void *const *in, void *const *out, int ref)
         const tt_value *dtab = n->out[0];
         int N = (int)tt_value_numel(x0), V = (int)dtab->shape[0], D = (int)dtab->shape[1];
         is64 = dtab->dtype == TT_F64;
-        if (ref || is64) REF(embedding_bwd, in[0], (const T *)in[1], (T *)out[0], N, V, D);
-        else cpu_embedding_bwd(in[0], in[1], out[0], N, V, D, n->in[1]->dtype, 0);
+        if (!ref && !is64) {
+            cpu_embedding_bwd(in[0], in[1], out[0], N, V, D, n->in[1]->dtype, I(0));
+            return 0;
+        }
+        if (!I(0)) {
+            REF(embedding_bwd, in[0], (const T *)in[1], (T *)out[0], N, V, D);
+            return 0;
+        }
+        /* adding into an accumulator: the reference into scratch, then the sum */
+        const size_t cnt = (size_t)V * D;
+        void *tmp = tt_alloc(cnt * tt_dtype_size(dtab->dtype) + 1);
+        if (!tmp) return tt_errorf("out of memory");
+        REF(embedding_bwd, in[0], (const T *)in[1], (T *)tmp, N, V, D);
+        REF(add, (const T *)out[0], (const T *)tmp, (T *)out[0], cnt);
+        tt_free(tmp);
         return 0;
     }
     case TT_OP_MATMUL: {
         int ta = I(0), tb = I(1);
         int M = (int)n->out[0]->shape[0], N = (int)n->out[0]->shape[1];
         int K = (int)(ta ? x0->shape[0] : x0->shape[1]);
-        if (ref) REF(matmul, (const T *)in[0], (const T *)in[1], (T *)out[0], M, N, K, ta, tb, 0);
-        else return cpu_matmul(in[0], dt, in[1], n->in[1]->dtype, out[0], n->out[0]->dtype, M, N, K, ta, tb, 0);
+        if (ref) REF(matmul, (const T *)in[0], (const T *)in[1], (T *)out[0], M, N, K, ta, tb, I(2));
+        else return cpu_matmul(in[0], dt, in[1], n->in[1]->dtype, out[0], n->out[0]->dtype, M, N, K, ta, tb, I(2));
         return 0;
     }
     case TT_OP_BIAS_ADD:
@@ -311,7 +324,7 @@ static tt_err run(const tt_node *n, void *const *in, void *const *out, int ref)
         int N = (int)nrows(x0), D = (int)ncols(x0), V = (int)n->in[1]->shape[0], ign = I(0);
         if (check_ids(in[2], N, V, ign, "target")) return -1;
         int grads = n->n_out == 3;
-        if (grads) memset(out[2], 0, tt_value_bytes(n->out[2])); /* the kernel accumulates dW */
+        if (grads && !I(2)) memset(out[2], 0, tt_value_bytes(n->out[2])); /* the kernel accumulates dW */
         double scale = is64 ? *(const double *)in[3] : *(const float *)in[3];
         void *dh = grads ? out[1] : NULL, *dW = grads ? out[2] : NULL;
         double loss;
