@@ -33,6 +33,9 @@ expect_error "wrong type" "training.steps" "$TITAN" train --training.steps ten
 expect_error "out of range" "optimizer.lr" "$TITAN" train --optimizer.lr -1
 expect_error "bad enum" "decay_type.*(linear|cosine)" "$TITAN" train --lr_scheduler.decay_type cubic
 expect_error "missing config file" "nope.toml" "$TITAN" train --config "$W/nope.toml"
+expect_error "bench gemm: bad shape" "12x34xq.*MxNxK" "$TITAN" bench gemm 12x34xq
+expect_error "bench gemm: bad op" "12x34x5:nx.*op" "$TITAN" bench gemm 12x34x5:nx
+expect_error "bench gemm: bad dtype" "dtype is f32, bf16 or both" "$TITAN" bench gemm --dtype f16
 expect_error "missing data file" "missing.bin" "$TITAN" train --job.dump_folder "$W/o1" \
   --training.dataset_path "$W/missing.bin" --training.steps 1
 

@@ -23,6 +23,7 @@ static const char *usage_text =
     "  bench peak measure this machine's fp32 and bf16 peak FLOP/s (cached for MFU)\n"
     "  bench step time a config's training step; --profile: per op and scope, Chrome trace\n"
     "  bench attention  time the attention kernels on a config's shapes\n"
+    "  bench gemm  GEMM GFLOP/s beside OpenBLAS and oneDNN, on a config's shapes\n"
     "  help       this text; `titan help keys` lists every config key\n"
     "\n"
     "Any config key can be set on the command line: --training.steps 40 --optimizer.lr 1e-3.\n"
@@ -72,7 +73,11 @@ static const char *command_help(const char *cmd)
                "  with its GFLOP/s and GB/s; --trace writes a Chrome trace JSON of one step.\n"
                "titan bench attention [--config FILE] [--section.key value ...]\n"
                "  Times the attention kernels (forward, backward) on the config's batch, sequence\n"
-               "  and head shapes.\n";
+               "  and head shapes (bf16 when training.mixed_precision_param is bfloat16).\n"
+               "titan bench gemm [--config FILE] [--dtype f32|bf16|both] [--seconds S] [MxNxK[:op] ...]\n"
+               "  GFLOP/s of titan's GEMM beside OpenBLAS and oneDNN (when libdnnl is installed) on\n"
+               "  square sizes and the products of the config's training step, or on the shapes\n"
+               "  given (op: nn, nt, tn, tt for the transposes of A and B).\n";
     return NULL;
 }
 
@@ -155,6 +160,40 @@ static int cmd_bench_attention(int argc, char **argv)
     return rc;
 }
 
+static int cmd_bench_gemm(int argc, char **argv)
+{
+    int dtypes = 3, n = 0, ns = 0;
+    double seconds = 0.3;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    const char **shapes = calloc((size_t)argc + 1, sizeof *shapes);
+    tt_config *c = calloc(1, sizeof *c);
+    int rc = 0, n_rest = 0;
+    if (!rest || !shapes || !c) rc = fail("bench gemm");
+    for (int i = 0; i < argc && !rc; i++) { /* bench flags and shapes here, config keys to the config parser */
+        const char *a = argv[i];
+        if (!strcmp(a, "--dtype") && i + 1 < argc) {
+            const char *d = argv[++i];
+            dtypes = !strcmp(d, "f32") ? 1 : !strcmp(d, "bf16") ? 2 : !strcmp(d, "both") ? 3 : 0;
+            if (!dtypes) fprintf(stderr, "titan bench gemm: --dtype is f32, bf16 or both, not '%s'\n", d), rc = 2;
+        } else if (!strcmp(a, "--seconds") && i + 1 < argc) {
+            char *end;
+            seconds = strtod(argv[++i], &end);
+            if (*end || !(seconds > 0 && seconds <= 60))
+                fprintf(stderr, "titan bench gemm: --seconds must be in (0, 60], got '%s'\n", argv[i]), rc = 2;
+        } else if (a[0] >= '0' && a[0] <= '9') {
+            shapes[ns++] = a;
+        } else {
+            rest[n++] = argv[i];
+        }
+    }
+    if (!rc && (load_config(c, n, rest, &n_rest, NULL) || tt_bench_gemm(c, shapes, ns, dtypes, seconds, stdout)))
+        rc = fail("bench gemm");
+    free(rest);
+    free(shapes);
+    free(c);
+    return rc;
+}
+
 static int cmd_prepare(int argc, char **argv)
 {
     tt_prepare_opts o = {NULL, 0, NULL, "byte", "text", 0.01, 1234, 0, isatty(2)};
@@ -198,8 +237,9 @@ static int cmd_bench(int argc, char **argv)
 {
     if (argc >= 1 && !strcmp(argv[0], "step")) return cmd_bench_step(argc - 1, argv + 1);
     if (argc >= 1 && !strcmp(argv[0], "attention")) return cmd_bench_attention(argc - 1, argv + 1);
+    if (argc >= 1 && !strcmp(argv[0], "gemm")) return cmd_bench_gemm(argc - 1, argv + 1);
     if (argc < 1 || strcmp(argv[0], "peak")) {
-        fprintf(stderr, "titan bench: unknown benchmark '%s' (available: peak, step, attention)\n", argc ? argv[0] : "");
+        fprintf(stderr, "titan bench: unknown benchmark '%s' (available: peak, step, attention, gemm)\n", argc ? argv[0] : "");
         return 2;
     }
     double seconds = 1.0;

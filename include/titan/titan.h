@@ -40,6 +40,12 @@ tt_err tt_bench_step(const struct tt_config *cfg, int steps, int warmup, int pro
                      FILE *out);
 /* Time the attention kernels, forward and backward, on a config's shapes. */
 tt_err tt_bench_attention(const struct tt_config *cfg, int reps, FILE *out);
+/* GFLOP/s of the GEMM beside OpenBLAS and oneDNN: on the shapes given
+ * ("MxNxK" or "MxNxK:op", op = nn, nt, tn or tt), or on square sizes and the
+ * products of the config's training step. dtypes: bit 0 fp32, bit 1 bf16.
+ * Each figure is the best run within `seconds`. */
+tt_err tt_bench_gemm(const struct tt_config *cfg, const char *const *shapes, int n_shapes, int dtypes, double seconds,
+                     FILE *out);
 /* titan prepare: tokenize text files into train.bin / val.bin shards. */
 typedef struct {
     const char *const *inputs; /* .txt (one document each), .jsonl, .jsonl.gz, or folders of them */

@@ -1,0 +1,347 @@
+/* bench_gemm.c — `titan bench gemm`: GFLOP/s of titan's GEMM on square sizes
+ * and on the products of a config's training step (forward, input gradient
+ * and weight gradient of each Linear, with the dtypes the step uses), beside
+ * OpenBLAS (fp32 sgemm) and oneDNN (fp32 sgemm, bf16 matmul primitive), with
+ * each figure's share of the machine's measured peak and which one the
+ * training step runs.
+ *
+ * Each figure is the best of the repetitions that fill the time budget: on a
+ * shared machine the best run is the one nobody disturbed. oneDNN is loaded
+ * at run time (dlopen), so titan builds and runs without it; its header only
+ * has to be present at build time for its types. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/peak.h"
+#include "train/run.h"
+
+#if __has_include(<oneapi/dnnl/dnnl.h>)
+#include <oneapi/dnnl/dnnl.h>
+#if DNNL_VERSION_MAJOR == 2
+#define HAVE_DNNL 1
+#endif
+#endif
+
+typedef struct {
+    int M, N, K, ta, tb;
+    tt_dtype adt, bdt, cdt; /* the operands as the step passes them (bf16 rows) */
+    char what[32];
+} bshape;
+
+/* ---- oneDNN, found at run time -------------------------------------------- */
+#ifdef HAVE_DNNL
+static struct {
+    int ok;
+    dnnl_engine_t eng;
+    dnnl_stream_t st;
+    __typeof__(&dnnl_sgemm) sgemm;
+    __typeof__(&dnnl_memory_desc_init_by_strides) md_init;
+    __typeof__(&dnnl_matmul_desc_init) matmul_init;
+    __typeof__(&dnnl_primitive_desc_create) pd_create;
+    __typeof__(&dnnl_primitive_desc_destroy) pd_destroy;
+    __typeof__(&dnnl_primitive_create) prim_create;
+    __typeof__(&dnnl_primitive_destroy) prim_destroy;
+    __typeof__(&dnnl_primitive_execute) execute;
+    __typeof__(&dnnl_memory_create) mem_create;
+    __typeof__(&dnnl_memory_destroy) mem_destroy;
+    __typeof__(&dnnl_stream_wait) wait;
+} dn;
+
+static void dnnl_load(void)
+{
+    if (dn.ok) return;
+    void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_GLOBAL);
+    if (!h) h = dlopen("libdnnl.so", RTLD_NOW | RTLD_GLOBAL);
+    if (!h) return;
+#define SYM(field, name) \
+    if (!(*(void **)&dn.field = dlsym(h, #name))) return;
+    SYM(sgemm, dnnl_sgemm)
+    SYM(md_init, dnnl_memory_desc_init_by_strides)
+    SYM(matmul_init, dnnl_matmul_desc_init)
+    SYM(pd_create, dnnl_primitive_desc_create)
+    SYM(pd_destroy, dnnl_primitive_desc_destroy)
+    SYM(prim_create, dnnl_primitive_create)
+    SYM(prim_destroy, dnnl_primitive_destroy)
+    SYM(execute, dnnl_primitive_execute)
+    SYM(mem_create, dnnl_memory_create)
+    SYM(mem_destroy, dnnl_memory_destroy)
+    SYM(wait, dnnl_stream_wait)
+#undef SYM
+    __typeof__(&dnnl_engine_create) eng_create = (__typeof__(&dnnl_engine_create))dlsym(h, "dnnl_engine_create");
+    __typeof__(&dnnl_stream_create) st_create = (__typeof__(&dnnl_stream_create))dlsym(h, "dnnl_stream_create");
+    if (!eng_create || !st_create || eng_create(&dn.eng, dnnl_cpu, 0) != dnnl_success ||
+        st_create(&dn.st, dn.eng, dnnl_stream_default_flags) != dnnl_success)
+        return;
+    dn.ok = 1;
+}
+
+/* A bf16 x bf16 -> fp32 matmul primitive for one shape, with plain (strided)
+ * layouts, so that it pays for its own packing as titan does. */
+typedef struct { dnnl_primitive_t prim; dnnl_memory_t a, b, c; } dnnl_mm;
+
+static int dnnl_mm_make(dnnl_mm *m, const bshape *s, const void *A, const void *B, float *C)
+{
+    dnnl_memory_desc_t amd, bmd, cmd;
+    dnnl_dims_t ad = {s->M, s->K}, bd = {s->K, s->N}, cd = {s->M, s->N};
+    dnnl_dims_t as = {s->ta ? 1 : s->K, s->ta ? s->M : 1}, bs = {s->tb ? 1 : s->N, s->tb ? s->K : 1}, cs = {s->N, 1};
+    dnnl_matmul_desc_t d;
+    dnnl_primitive_desc_t pd;
+    if (dn.md_init(&amd, 2, ad, dnnl_bf16, as) || dn.md_init(&bmd, 2, bd, dnnl_bf16, bs) ||
+        dn.md_init(&cmd, 2, cd, dnnl_f32, cs) || dn.matmul_init(&d, &amd, &bmd, NULL, &cmd) ||
+        dn.pd_create(&pd, &d, NULL, dn.eng, NULL))
+        return -1;
+    int bad = dn.prim_create(&m->prim, pd) != dnnl_success;
+    dn.pd_destroy(pd);
+    if (bad) return -1;
+    if (dn.mem_create(&m->a, &amd, dn.eng, (void *)A) || dn.mem_create(&m->b, &bmd, dn.eng, (void *)B) ||
+        dn.mem_create(&m->c, &cmd, dn.eng, C))
+        return -1;
+    return 0;
+}
+
+static void dnnl_mm_free(dnnl_mm *m)
+{
+    dn.mem_destroy(m->a), dn.mem_destroy(m->b), dn.mem_destroy(m->c);
+    dn.prim_destroy(m->prim);
+}
+#endif
+
+/* ---- the shapes ------------------------------------------------------------- */
+
+static void add_shape(bshape *s, int *n, int M, int N, int K, int ta, int tb, tt_dtype adt, tt_dtype bdt, tt_dtype cdt,
+                      const char *what)
+{
+    bshape *x = &s[(*n)++];
+    *x = (bshape){M, N, K, ta, tb, adt, bdt, cdt, ""};
+    snprintf(x->what, sizeof x->what, "%s", what);
+}
+
+/* The products of one Llama-style step as the fused graph runs them: per
+ * Linear the forward y = x W^T (nt), dx = dy W (nn) and dW = dy^T x (tn);
+ * with bf16 activations and fp32 weights in the bf16 table. The head's
+ * products are those of one block of rows of the fused cross-entropy. */
+static int step_shapes(const tt_config *c, int bf, bshape *s)
+{
+    const int N = c->training.local_batch_size * c->training.seq_len, D = c->model.dim, F = c->model.ffn_dim;
+    const int q = c->model.n_heads * c->model.head_dim, kv = c->model.n_kv_heads * c->model.head_dim;
+    const int V = c->model.vocab_size, R = N < 1024 ? N : 1024;
+    const tt_dtype a = bf ? TT_BF16 : TT_F32, w = TT_F32;
+    struct { const char *n; int out, in, rows; } lin[] = {
+        {"qkv", q + 2 * kv, D, N}, {"o", D, q, N}, {"gate/up", 2 * F, D, N}, {"down", D, F, N}, {"head", V, D, R},
+    };
+    int n = 0;
+    char what[32];
+    for (size_t i = 0; i < sizeof lin / sizeof lin[0]; i++) {
+        snprintf(what, sizeof what, "%s fwd", lin[i].n);
+        add_shape(s, &n, lin[i].rows, lin[i].out, lin[i].in, 0, 1, a, w, i == 4 ? TT_F32 : a, what);
+        snprintf(what, sizeof what, "%s dx", lin[i].n);
+        add_shape(s, &n, lin[i].rows, lin[i].in, lin[i].out, 0, 0, a, w, a, what);
+        snprintf(what, sizeof what, "%s dW", lin[i].n);
+        add_shape(s, &n, lin[i].out, lin[i].in, lin[i].rows, 1, 0, a, a, TT_F32, what);
+    }
+    return n;
+}
+
+/* ---- timing ---------------------------------------------------------------- */
+
+typedef struct {
+    int impl; /* 0 titan, 1 openblas, 2 onednn */
+    int bf16;
+    const bshape *s;
+    const void *A, *B;         /* titan's operands, in the shape's dtypes */
+    const float *A32, *B32;    /* the same values in fp32 */
+    const uint16_t *A16, *B16; /* and in bf16 */
+    void *C;
+    float *C32;
+#ifdef HAVE_DNNL
+    dnnl_mm *mm;
+#endif
+} call;
+
+static int run_once(const call *c)
+{
+    const bshape *s = c->s;
+    const int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+    switch (c->impl) {
+    case 0:
+        return tt_gemm(&(tt_gemm_args){.compute = c->bf16 ? TT_BF16 : TT_F32, .A = c->A, .adt = s->adt, .lda = lda,
+                                       .ta = s->ta, .B = c->B, .bdt = s->bdt, .ldb = ldb, .tb = s->tb, .C = c->C,
+                                       .cdt = s->cdt, .ldc = s->N, .M = s->M, .N = s->N, .K = s->K});
+    case 1:
+        cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, s->M, s->N,
+                    s->K, 1.0f, c->A32, lda, c->B32, ldb, 0.0f, c->C32, s->N);
+        return 0;
+#ifdef HAVE_DNNL
+    case 2:
+        if (c->bf16) {
+            dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, c->mm->a}, {DNNL_ARG_WEIGHTS, c->mm->b}, {DNNL_ARG_DST, c->mm->c}};
+            dn.execute(c->mm->prim, dn.st, 3, args);
+            dn.wait(dn.st);
+            return 0;
+        }
+        return dn.sgemm(s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->M, s->N, s->K, 1.0f, c->A32, lda, c->B32, ldb, 0.0f,
+                        c->C32, s->N) == dnnl_success ? 0 : -1;
+#endif
+    default: return -1;
+    }
+}
+
+/* best GFLOP/s over repetitions filling `seconds` (at least 3, after a warm-up) */
+static double time_gflops(const call *c, double seconds)
+{
+    if (run_once(c)) return -1;
+    double best = 1e30, t0 = tt_now();
+    for (int r = 0; r < 3 || tt_now() - t0 < seconds; r++) {
+        double t = tt_now();
+        run_once(c);
+        t = tt_now() - t;
+        if (t < best) best = t;
+    }
+    return 2.0 * c->s->M * c->s->N * c->s->K / best * 1e-9;
+}
+
+/* the largest difference between titan's C (its dtype) and a library's fp32 C, relative to the largest |C| */
+static double max_rel_diff(const void *x, tt_dtype dt, const float *y, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double a = dt == TT_BF16 ? tt_bf16_to_f32(((const uint16_t *)x)[i]) : ((const float *)x)[i];
+        num = fmax(num, fabs(a - y[i]));
+        den = fmax(den, fabs((double)y[i]));
+    }
+    return num / (den > 0 ? den : 1);
+}
+
+tt_err tt_bench_gemm_shape_parse(const char *arg, int *M, int *N, int *K, int *ta, int *tb)
+{
+    char op[3] = "nn";
+    int n = 0;
+    if (sscanf(arg, "%dx%dx%d%n", M, N, K, &n) != 3 || *M <= 0 || *N <= 0 || *K <= 0 || *M > 65536 || *N > 262144 ||
+        *K > 262144)
+        return tt_errorf("gemm shape '%s': want MxNxK[:op] with positive sizes (op nn, nt, tn or tt)", arg);
+    if (arg[n] == ':') {
+        if (strlen(arg + n + 1) != 2) return tt_errorf("gemm shape '%s': op is two letters, n or t", arg);
+        memcpy(op, arg + n + 1, 2);
+    } else if (arg[n]) {
+        return tt_errorf("gemm shape '%s': unexpected '%s'", arg, arg + n);
+    }
+    if ((op[0] != 'n' && op[0] != 't') || (op[1] != 'n' && op[1] != 't'))
+        return tt_errorf("gemm shape '%s': op is two letters, n or t", arg);
+    *ta = op[0] == 't', *tb = op[1] == 't';
+    return 0;
+}
+
+static const char *const impl_names[3] = {"titan", "openblas", "onednn"};
+
+/* One table (fp32 or bf16) over the shapes. */
+static tt_err table(FILE *out, int bf, const bshape *list, int n, double seconds, double peak, int have_dnnl)
+{
+    (void)have_dnnl;
+    int wins[3] = {0};
+    double worst_gap[3] = {0}; /* how much faster than titan a library was, at most */
+    fprintf(out, "\n%-5s %-16s %-3s %-14s %-11s | %14s | %14s | %14s | %s\n", bf ? "bf16" : "f32", "MxNxK", "op", "product",
+            "A.B->C", "titan GF  %pk", "openblas GF %pk", "onednn GF %pk", "fastest");
+    for (int si = 0; si < n; si++) {
+        const bshape *s = &list[si];
+        const size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
+        float *A = malloc(na * 4), *B = malloc(nb * 4), *C32 = malloc(nc * 4);
+        uint16_t *A16 = malloc(na * 2), *B16 = malloc(nb * 2);
+        void *C = malloc(nc * 4);
+        if (!A || !B || !C32 || !A16 || !B16 || !C) {
+            free(A), free(B), free(C32), free(A16), free(B16), free(C);
+            return tt_errorf("bench gemm: out of memory for %dx%dx%d", s->M, s->N, s->K);
+        }
+        tt_rng rng = {42, 0};
+        for (size_t x = 0; x < na; x++) A[x] = (float)tt_rng_uniform(&rng) - 0.5f, A16[x] = tt_f32_to_bf16(A[x]);
+        for (size_t x = 0; x < nb; x++) B[x] = (float)tt_rng_uniform(&rng) - 0.5f, B16[x] = tt_f32_to_bf16(B[x]);
+        double gf[3] = {-1, -1, -1};
+        call c = {.bf16 = bf, .s = s, .A = s->adt == TT_BF16 ? (const void *)A16 : A, .B = s->bdt == TT_BF16 ? (const void *)B16 : B,
+                  .A32 = A, .B32 = B, .A16 = A16, .B16 = B16, .C = C, .C32 = C32};
+        gf[0] = time_gflops(&c, seconds);
+        if (!bf) c.impl = 1, gf[1] = time_gflops(&c, seconds);
+#ifdef HAVE_DNNL
+        dnnl_mm mm = {0};
+        const int mm_ok = bf && have_dnnl && dnnl_mm_make(&mm, s, A16, B16, C32) == 0;
+        c.mm = &mm;
+        if (have_dnnl && (!bf || mm_ok)) c.impl = 2, gf[2] = time_gflops(&c, seconds);
+        if (mm_ok) dnnl_mm_free(&mm);
+#endif
+        /* the libraries' C checks titan's */
+        const double diff = gf[0] > 0 && (gf[1] > 0 || gf[2] > 0) ? max_rel_diff(C, s->cdt, C32, nc) : 0;
+        char op[3] = {s->ta ? 't' : 'n', s->tb ? 't' : 'n', 0}, dims[32], dts[16];
+        snprintf(dims, sizeof dims, "%dx%dx%d", s->M, s->N, s->K);
+        snprintf(dts, sizeof dts, "%s.%s->%s", tt_dtype_name(s->adt), tt_dtype_name(s->bdt), tt_dtype_name(s->cdt));
+        fprintf(out, "%-5s %-16s %-3s %-14s %-11s", "", dims, op, s->what, dts);
+        int best = -1;
+        for (int i = 0; i < 3; i++) {
+            if (gf[i] > 0) fprintf(out, " | %7.1f %5.1f%%", gf[i], 100 * gf[i] / peak);
+            else fprintf(out, " | %14s", "-");
+            if (gf[i] > 0 && (best < 0 || gf[i] > gf[best])) best = i;
+            if (i && gf[i] > 0 && gf[0] > 0 && gf[i] / gf[0] - 1 > worst_gap[i]) worst_gap[i] = gf[i] / gf[0] - 1;
+        }
+        if (best >= 0) wins[best]++;
+        fprintf(out, " | %s", best >= 0 ? impl_names[best] : "-");
+        if (diff > (bf ? 2e-2 : 1e-4)) fprintf(out, "  (MISMATCH: max rel diff %.2g)", diff);
+        fprintf(out, "\n");
+        fflush(out);
+        free(A), free(B), free(C32), free(A16), free(B16), free(C);
+    }
+    fprintf(out, "%s fastest: titan %d, openblas %d, onednn %d of %d shapes", bf ? "bf16" : "f32", wins[0], wins[1],
+            wins[2], n);
+    for (int i = 1; i < 3; i++)
+        if (worst_gap[i] > 0) fprintf(out, "; %s at most %.0f%% faster than titan", impl_names[i], 100 * worst_gap[i]);
+    fprintf(out, "\n");
+    return 0;
+}
+
+tt_err tt_bench_gemm(const tt_config *c, const char *const *shapes, int n_shapes, int dtypes, double seconds, FILE *out)
+{
+    tt_peak pk;
+    if (tt_peak_get(&pk)) return -1;
+    int have_dnnl = 0;
+#ifdef HAVE_DNNL
+    dnnl_load();
+    have_dnnl = dn.ok;
+#endif
+    fprintf(out, "peak (%s, %d threads, %s): f32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n", pk.cached ? "cached" : "measured",
+            pk.threads, pk.path, pk.f32_gflops, pk.bf16_gflops);
+    fprintf(out, "titan paths: f32 %s, bf16 %s; OpenBLAS %s; oneDNN %s\n", tt_gemm_path_name(TT_F32),
+            tt_gemm_path_name(TT_BF16), openblas_get_config(),
+            have_dnnl ? "loaded" : "not available (its products are left out; Debian: libdnnl-dev)");
+    fprintf(out, "best of the repetitions filling %.2f s per figure; bf16 rows: titan reads the operands in the dtypes "
+                 "the step passes (bf16 activations, fp32 weights), oneDNN bf16 copies of both\n",
+            seconds);
+    bshape *list = calloc((size_t)n_shapes + 64, sizeof *list);
+    if (!list) return tt_errorf("out of memory");
+    tt_err rc = 0;
+    for (int bf = 0; bf < 2 && !rc; bf++) {
+        if (!(dtypes & (1 << bf))) continue;
+        const tt_dtype d = bf ? TT_BF16 : TT_F32;
+        int n = 0;
+        if (n_shapes) {
+            for (int i = 0; i < n_shapes && !rc; i++) {
+                int M, N, K, ta, tb;
+                if ((rc = tt_bench_gemm_shape_parse(shapes[i], &M, &N, &K, &ta, &tb))) break;
+                add_shape(list, &n, M, N, K, ta, tb, d, d, TT_F32, "given");
+            }
+        } else {
+            static const int sq[] = {1024, 2048, 4096};
+            for (int i = 0; i < 3; i++) add_shape(list, &n, sq[i], sq[i], sq[i], 0, 0, d, d, TT_F32, "square");
+            n += step_shapes(c, bf, list + n);
+        }
+        if (!rc) rc = table(out, bf, list, n, seconds, bf ? pk.bf16_gflops : pk.f32_gflops, have_dnnl);
+    }
+    free(list);
+    if (!rc)
+        fprintf(out, "\nthe training step runs titan's GEMM (%s / %s) for every product above: it reads fp32 weights and "
+                     "bf16 activations as they are, packing them into bf16 panels once per call, writes bf16 outputs "
+                     "and adds weight gradients into the fp32 accumulators in place; the libraries would need those "
+                     "conversions and copies around each call\n",
+                tt_gemm_path_name(TT_F32), tt_gemm_path_name(TT_BF16));
+    return rc;
+}
