@@ -113,6 +113,18 @@ for m in "${MODELS[@]}"; do
   [ -n "$v20" ] && awk -v a="$l1" -v v="$v20" 'BEGIN { exit !(v < 0.8 * a) }'
   check "$m: validation loss at step 20 below 0.8 x the first training loss" $?
 
+  # the same fine-tune in bf16 mixed precision: the loss falls as far
+  "$TITAN" train --model.hf_assets_path "$F" --checkpoint.initial_load_in_hf true \
+    --training.dataset_path "$D/data/train.bin" --training.steps 20 --training.seq_len 64 \
+    --training.local_batch_size 8 --optimizer.lr 1e-2 --lr_scheduler.warmup_steps 2 --checkpoint.enable false \
+    --training.mixed_precision_param bfloat16 --job.dump_folder "$D/run_bf16" --metrics.log_freq 1 \
+    --metrics.peak_tflops 1 --generate.max_new_tokens 0 >"$D/train_bf16.log" 2>&1
+  b1=$(metric "$D/run_bf16/metrics.jsonl" 1 loss) b20=$(metric "$D/run_bf16/metrics.jsonl" 20 loss)
+  echo "     $m: bf16 loss step 1 ${b1:-?}, step 20 ${b20:-?}"
+  [ -n "$b1" ] && [ -n "$b20" ] && [ -n "$l1" ] && [ -n "$l20" ] &&
+    awk -v a="$b1" -v b="$b20" -v f="$l1" -v g="$l20" 'BEGIN { d = a - f; if (d < 0) d = -d; exit !(b < 0.8 * a && d < 0.01 * f && b < 1.1 * g) }'
+  check "$m: bf16 fine-tune: step 1 loss within 1% of fp32's, step 20 below 0.8 x step 1 and within 10% of fp32's" $?
+
   H=$D/run/hf
   [ -f "$H/config.json" ] && [ -f "$H/generation_config.json" ] && [ -f "$H/model.safetensors" ] &&
     cmp -s "$H/tokenizer.json" "$F/tokenizer.json"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End to end on a tiny model: training lowers the validation loss; a run of
-# 40 steps and a run of 20 steps resumed to 40 print bitwise-identical losses;
+# 40 steps and a run of 20 steps resumed to 40 print bitwise-identical losses
+# (in fp32 and in bf16); gradient accumulation equals one large batch (both);
 # a truncated checkpoint is refused, and used as fallback only when asked;
 # eval, generate and plan work on the result. Usage: cli_train_resume.sh TITAN SRC
 set -u
@@ -116,6 +117,32 @@ print(f"bf16 vs fp32: worst relative loss difference over {len(a)} steps {worst:
 sys.exit(0 if len(a) == len(b) == 40 and worst < 0.03 and a[40] != b[40] else 1)
 PY
 check "bf16 mixed precision tracks the fp32 loss curve (within 3%, and really differs)" $?
+
+# bf16 resume: 20 bf16 steps resumed to 40 print the losses of 40 uninterrupted bf16 steps, bit for bit
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/bfull" --training.steps 40 --training.mixed_precision_param bfloat16 \
+  >"$W/bfull.log" 2>&1 &&
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/bres" --training.steps 20 --training.mixed_precision_param bfloat16 \
+  >"$W/br1.log" 2>&1 &&
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/bres" --training.steps 40 --training.mixed_precision_param bfloat16 \
+  >"$W/br2.log" 2>&1 &&
+losses "$W/bfull/metrics.jsonl" >"$W/ba" && losses "$W/bres/metrics.jsonl" >"$W/bb" &&
+  [ "$(wc -l <"$W/ba")" -eq 40 ] && cmp -s "$W/ba" "$W/bb"
+check "bf16: resumed losses bitwise equal to the uninterrupted run" $?
+
+# bf16 gradient accumulation: 2 micro-batches of 2 give one batch of 4's loss and gradient norm (up to summation order)
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/bb4" --training.steps 2 --training.local_batch_size 4 \
+  --checkpoint.enable false --training.mixed_precision_param bfloat16 >"$W/bb4.log" 2>&1 &&
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/bb22" --training.steps 2 --training.local_batch_size 2 \
+  --training.global_batch_size 4 --checkpoint.enable false --training.mixed_precision_param bfloat16 \
+  >"$W/bb22.log" 2>&1 &&
+python3 - "$W/bb4/metrics.jsonl" "$W/bb22/metrics.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(f) if '"loss"' in l] for f in sys.argv[1:3])
+print("bf16 batch 4:", [(r["loss"], r["grad_norm"]) for r in a], " 2 x 2:", [(r["loss"], r["grad_norm"]) for r in b])
+ok = len(a) == len(b) == 2 and all(abs(x["loss"] - y["loss"]) < 2e-3 and abs(x["grad_norm"] - y["grad_norm"]) < 1e-2 * x["grad_norm"] for x, y in zip(a, b))
+sys.exit(0 if ok else 1)
+PY
+check "bf16: gradient accumulation matches one large batch" $?
 
 # SIGTERM finishes the step, saves, and exits 0 (Slurm preemption)
 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/sig" --training.steps 100000 --checkpoint.interval 100000 \

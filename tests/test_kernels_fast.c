@@ -459,6 +459,61 @@ static void test_attention(void)
         for (int v = 0; v < 8; v++) check_attention(cases[c], v & 1, (v >> 1) & 1, v >> 2 ? 5 : -1);
 }
 
+/* The fast backward against central differences of the fast forward (fp32,
+ * GQA, RoPE inside, documents and a window), on entries picked at random:
+ * L = sum(o * R), so dout = R. */
+typedef struct {
+    tt_attn a;
+    const float *R;
+    size_t no;
+} fd_ctx;
+
+static double fd_loss(fd_ctx *c)
+{
+    CHECK(cpu_attention_fwd(&c->a) == 0);
+    double s = 0;
+    for (size_t i = 0; i < c->no; i++) s += (double)((float *)c->a.o)[i] * c->R[i];
+    return s;
+}
+
+static void test_attention_fd(void)
+{
+    const int B = 1, T = 70, H = 4, Hk = 2, hd = 16, N = B * T;
+    const size_t nq = (size_t)N * H * hd, nk = (size_t)N * Hk * hd;
+    float *q = rf(nq, 1), *k = rf(nk, 1), *v = rf(nk, 1), *R = rf(nq, 1), *o = zf(nq), *lse = zf((size_t)B * H * T);
+    float *dq = zf(nq), *dk = zf(nk), *dv = zf(nk), *freq = zf(hd / 2);
+    int32_t *doc = docs(B, T), *pos = ri(N, 0, 100);
+    tt_rope_inv_freq(&(tt_rope_params){10000.0, 0, 0, 0, 0, 0}, hd, freq);
+    fd_ctx c = {.a = {.B = B, .T = T, .H = H, .Hk = Hk, .hd = hd, .window = 40, .dt = TT_F32, .q = q, .k = k, .v = v,
+                      .ldq = H * hd, .ldk = Hk * hd, .ldv = Hk * hd, .doc = doc, .pos = pos, .inv_freq = freq,
+                      .rope_scale = 1.0f, .o = o, .ldo = H * hd, .lse = lse, .dout = R, .lddo = H * hd, .dq = dq,
+                      .dk = dk, .dv = dv, .lddq = H * hd, .lddk = Hk * hd, .lddv = Hk * hd},
+                .R = R, .no = nq};
+    fd_loss(&c);
+    CHECK(cpu_attention_bwd(&c.a) == 0);
+    float *xs[3] = {q, k, v}, *gs[3] = {dq, dk, dv};
+    const size_t ns[3] = {nq, nk, nk};
+    const char *names[3] = {"dq", "dk", "dv"};
+    const double eps = 2e-3;
+    for (int t = 0; t < 3; t++) {
+        double err = 0, mag = 0;
+        for (size_t i = 0; i < ns[t]; i++) mag = fmax(mag, fabs(gs[t][i]));
+        for (int p = 0; p < 150; p++) {
+            const size_t i = (size_t)tt_rng_below(&g_rng, ns[t]);
+            const float x0 = xs[t][i];
+            xs[t][i] = x0 + (float)eps;
+            const double lp = fd_loss(&c);
+            xs[t][i] = x0 - (float)eps;
+            const double lm = fd_loss(&c);
+            xs[t][i] = x0;
+            err = fmax(err, fabs((lp - lm) / (2 * eps) - gs[t][i]));
+        }
+        CHECK_MSG(mag > 0.1 && err <= 5e-3 * mag, "attention %s vs central differences: off by %.3g, max |grad| %.3g",
+                  names[t], err, mag);
+    }
+    free(q), free(k), free(v), free(R), free(o), free(lse), free(dq), free(dk), free(dv), free(freq), free(doc), free(pos);
+}
+
 /* Decoding with a KV cache: a query block at an offset into a longer cache. */
 static void test_attention_kv(void)
 {
@@ -585,6 +640,7 @@ int main(void)
     test_rope();
     test_pointwise();
     test_attention();
+    test_attention_fd();
     test_attention_kv();
     test_ce();
     test_optim();

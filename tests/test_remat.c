@@ -245,16 +245,17 @@ static void test_modes_bitwise(variant va)
     tt_model_free(m);
 }
 
-/* The run's graph: tt_build_micro_step with each mode accumulates the same
- * gradients into the optimizer state, and reports the arena it saves. */
-static void test_step_graph(void)
+/* The run's graph (fused, in fp32 or bf16): tt_build_micro_step with each
+ * mode accumulates the same gradients into the optimizer state, and reports
+ * the arena it saves. */
+static void test_step_graph(tt_dtype dt)
 {
     tt_model *m = make_model(LLAMA);
     CHECK(m != NULL);
     if (!m) return;
     batch bt;
     make_batch(&bt);
-    tt_step_io io = {B, T, bt.ids, bt.tg, bt.pos, bt.doc, bt.scale, {0}, 0, 0};
+    tt_step_io io = {B, T, bt.ids, bt.tg, bt.pos, bt.doc, bt.scale, {0}, dt, 0};
     float *grad[3] = {0}, loss[3] = {0};
     size_t arena[3] = {0}, arena_no_ac[3] = {0};
     for (int ac = 0; ac < 3; ac++) {
@@ -277,7 +278,8 @@ static void test_step_graph(void)
     }
     for (int ac = 1; ac < 3; ac++) {
         size_t at = 0;
-        CHECK(grad[ac] && grad[0] && bitwise_equal(grad[ac], grad[0], m->numel, &at));
+        CHECK_MSG(grad[ac] && grad[0] && bitwise_equal(grad[ac], grad[0], m->numel, &at), "%s %s: gradient %zu differs",
+                  tt_dtype_name(dt), tt_ac_mode_name((tt_ac_mode)ac), at);
         CHECK(memcmp(&loss[ac], &loss[0], sizeof(float)) == 0);
         CHECK_MSG(arena_no_ac[ac] == arena[0], "arena without checkpointing %zu, none's %zu", arena_no_ac[ac], arena[0]);
         CHECK(arena[ac] < arena[0]);
@@ -350,6 +352,7 @@ int main(void)
     test_modes_bitwise(LLAMA);
     test_modes_bitwise(GPT2);
     test_modes_bitwise(QWEN);
-    test_step_graph();
+    test_step_graph(TT_F32);
+    test_step_graph(TT_BF16);
     return th_done("test_remat");
 }
