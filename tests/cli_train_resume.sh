@@ -18,7 +18,7 @@ COMMON=(--model.dim 64 --model.n_layers 2 --model.n_heads 4 --model.n_kv_heads 2
         --training.seq_len 256 --training.local_batch_size 2 --synthetic.train_tokens 200000
         --synthetic.val_tokens 8192 --optimizer.lr 3e-3 --lr_scheduler.warmup_steps 5
         --lr_scheduler.decay_ratio 0 --metrics.log_freq 1 --checkpoint.interval 10 --checkpoint.keep_latest_k 3
-        --validation.freq 20 --metrics.peak_tflops 1)
+        --validation.freq 20 --metrics.peak_tflops 1 --training.mixed_precision_param float32)
 
 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/full" --training.steps 40 >"$W/full.log" 2>&1
 check "40-step run" $?

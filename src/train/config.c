@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/gemm.h"
 #include "core/core.h"
 #include "io/toml.h"
 #include "models/flavors.h"
@@ -103,7 +104,8 @@ static const cfg_key keys[] = {
     INT_("training.seq_len", training.seq_len, 1, 1 << 24, 0, "256", "tokens per sequence"),
     FLT_("training.max_norm", training.max_norm, 0, INFINITY, 0, "1.0", "gradient clipping norm; 0 = no clipping"),
     ENUM_("training.mixed_precision_param", training.mixed_precision_param, param_dtypes, 0, "float32",
-          "parameter dtype"),
+          "compute dtype: bfloat16 = bf16 activations and products, fp32 master weights, optimizer state and "
+          "sums; unset: bfloat16 where the CPU has bf16 dot products (AVX512_BF16), else float32"),
     STR_("training.dataset", training.dataset, "synthetic", "\"synthetic\" = the built-in corpus, else a token shard path"),
     STR_("training.dataset_path", training.dataset_path, "", "token shard path (TorchTitan's name); \"\" = unset"),
     ENUM_("training.exec_mode", training.exec_mode, exec_modes, 0, "graph",
@@ -698,6 +700,9 @@ tt_err tt_config_finalize(tt_config *c)
 
     /* batches */
     tt_training_config *tr = &t.training;
+    /* mixed precision: bf16 by default where the hardware has bf16 dot products */
+    if (!tt_config_is_set(&t, "training.mixed_precision_param"))
+        tr->mixed_precision_param = tt_gemm_has_bf16_dot() ? TT_PARAM_BFLOAT16 : TT_PARAM_FLOAT32;
     if (tr->global_batch_size != -1 && tr->global_batch_size % tr->local_batch_size)
         return tt_errorf("training.global_batch_size = %d is not a multiple of training.local_batch_size = %d",
                          tr->global_batch_size, tr->local_batch_size);

@@ -217,8 +217,14 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                "activation checkpoint %s: arena %.1f MiB%s | compute %s | peak %.0f GFLOP/s %s (%s)",
                tt_arch_name(mc.arch), r->has_hf ? c->model.hf_assets_path : c->model.flavor, n / 1e6, r->flops_per_token / 1e6, B, T, r->accum_steps,
                r->mode == TT_EXEC_GRAPH ? "graph" : r->mode == TT_EXEC_EAGER ? "eager" : "debug",
-               tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac, r->io.act_dtype == TT_BF16 ? "bf16 (fp32 master weights)" : "fp32",
+               tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac, r->io.act_dtype == TT_BF16 ? (tt_config_is_set(c, "training.mixed_precision_param")
+                                                  ? "bf16 (fp32 master weights)"
+                                                  : "bf16 (fp32 master weights; the default on a CPU with bf16 dot products)")
+                                         : "fp32",
                r->peak_gflops, r->io.act_dtype == TT_BF16 ? "bf16" : "f32", r->peak_source);
+        tt_log("graph passes: fuse (%d qkv + RoPE into attention, %d gate/up, %d add + rmsnorm), %d gradient "
+               "accumulations folded into their matmuls, %d nodes in the step graph",
+               tr->fused.qkv, tr->fused.gate_up, tr->fused.add_norm, tr->folded, tr->g->n_nodes);
         if (r->builtin_corpus)
             tt_log("synthetic corpus: %lld train / %lld val tokens, floor %.4f nats/token, unigram %.4f (gap %.4f)",
                    (long long)r->corpus.train_tokens, (long long)r->corpus.val_tokens, r->corpus.floor_nats,

@@ -113,6 +113,12 @@ static const tt_gemm_impl *pick_impl(tt_dtype compute, int *round)
     return im;
 }
 
+int tt_gemm_has_bf16_dot(void)
+{
+    int round;
+    return pick_impl(TT_BF16, &round)->kunit == 2;
+}
+
 const char *tt_gemm_path_name(tt_dtype compute)
 {
     int round;

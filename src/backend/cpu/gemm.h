@@ -84,5 +84,7 @@ tt_err tt_gemm_set_isa(tt_gemm_isa isa);
 /* The path the next call will take for `compute` (TT_F32 or TT_BF16), as a
  * name: "avx512-bf16", "avx512-f32", "avx2-f32", "scalar-f32". */
 const char *tt_gemm_path_name(tt_dtype compute);
+/* 1 when bf16 products run as bf16 dot products (AVX512_BF16) on this CPU and path */
+int tt_gemm_has_bf16_dot(void);
 
 #endif
