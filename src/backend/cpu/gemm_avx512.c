@@ -40,96 +40,70 @@
         _mm512_storeu_ps(ci + 16, c##i##b);                            \
     }
 
-/* a: [ksteps][12] floats, b: [ksteps][32] floats (64-byte aligned) */
-TT_AVX512F static void kern_f32(int ksteps, const void *ap, const void *bp, float *c, long ldc,
-                                int accumulate)
+/* The fp32 tile: a: [ksteps][12] floats (a packed panel), or with rows = 1
+ * row i of the tile at a + i*lda, k running along it (A read in place: for
+ * an A stored k-contiguous in fp32 this skips packing A, which costs as much
+ * as a sixth of the product when N is small); b: [ksteps][32] floats (64-byte
+ * aligned). rows is a constant in each instance. */
+TT_AVX512F static inline __attribute__((always_inline)) void tile_f32(int ksteps, const float *a, long lda,
+                                                                       const float *b, float *c, long ldc,
+                                                                       int accumulate, const int rows)
 {
-    const float *a = ap, *b = bp;
     ROWS(DECL)
     for (int s = 0; s < ksteps; s++) {
         const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-#define FMA(i)                                              \
-    {                                                       \
-        const __m512 ai = _mm512_set1_ps(a[i]);             \
-        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);         \
-        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);         \
+#define FMA(i)                                                                           \
+    {                                                                                    \
+        const __m512 ai = _mm512_set1_ps(rows ? a[(long)(i) * lda + s] : a[s * MR + (i)]); \
+        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);                                      \
+        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);                                      \
     }
         ROWS(FMA)
 #undef FMA
-        a += MR;
         b += NR;
     }
     ROWS(STORE)
 }
 
-/* a: [ksteps][12] bf16 pairs (32-bit words), b: [ksteps][32] bf16 pairs.
- * Each vdpbf16ps adds a[k]b[k] + a[k+1]b[k+1] to 16 fp32 lanes. */
-TT_AVX512BF16 static void kern_bf16(int ksteps, const void *ap, const void *bp, float *c,
-                                    long ldc, int accumulate)
+/* The bf16 tile, laid out as tile_f32's with bf16 pairs (32-bit words) for
+ * values: each vdpbf16ps adds a[k]b[k] + a[k+1]b[k+1] to 16 fp32 lanes. */
+TT_AVX512BF16 static inline __attribute__((always_inline)) void tile_bf16(int ksteps, const int32_t *a, long lda,
+                                                                           const __m512i *b, float *c, long ldc,
+                                                                           int accumulate, const int rows)
 {
-    const int32_t *a = ap;
-    const __m512i *b = bp;
     ROWS(DECL)
     for (int s = 0; s < ksteps; s++) {
         const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 1);
-#define DOT(i)                                                    \
-    {                                                             \
-        const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[i]);    \
-        c##i##a = _mm512_dpbf16_ps(c##i##a, ai, b0);              \
-        c##i##b = _mm512_dpbf16_ps(c##i##b, ai, b1);              \
+#define DOT(i)                                                                                         \
+    {                                                                                                  \
+        const __m512bh ai = (__m512bh)_mm512_set1_epi32(rows ? a[(long)(i) * lda + s] : a[s * MR + (i)]); \
+        c##i##a = _mm512_dpbf16_ps(c##i##a, ai, b0);                                                   \
+        c##i##b = _mm512_dpbf16_ps(c##i##b, ai, b1);                                                   \
     }
         ROWS(DOT)
 #undef DOT
-        a += MR;
         b += 2;
     }
     ROWS(STORE)
 }
 
-/* The same two kernels with A read in place instead of from a packed panel:
- * row i of the tile at a + i*lda elements (fp32 values, or bf16 pairs as
- * 32-bit words), k running along the row. For an A stored with k contiguous
- * in the compute dtype this skips packing A: when N is small, packing A
- * costs as much as a sixth of the product. */
-TT_AVX512F static void kern_f32_rows(int ksteps, const void *ap, long lda, const void *bp, float *c, long ldc,
+TT_AVX512F static void kern_f32(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
+{
+    tile_f32(ksteps, a, 0, b, c, ldc, accumulate, 0);
+}
+TT_AVX512F static void kern_f32_rows(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
                                      int accumulate)
 {
-    const float *a = ap, *b = bp;
-    ROWS(DECL)
-    for (int s = 0; s < ksteps; s++) {
-        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-#define FMA(i)                                                      \
-    {                                                               \
-        const __m512 ai = _mm512_set1_ps(a[(long)(i) * lda + s]);   \
-        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);                 \
-        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);                 \
-    }
-        ROWS(FMA)
-#undef FMA
-        b += NR;
-    }
-    ROWS(STORE)
+    tile_f32(ksteps, a, lda, b, c, ldc, accumulate, 1);
 }
-
-TT_AVX512BF16 static void kern_bf16_rows(int ksteps, const void *ap, long lda, const void *bp, float *c, long ldc,
+TT_AVX512BF16 static void kern_bf16(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
+{
+    tile_bf16(ksteps, a, 0, b, c, ldc, accumulate, 0);
+}
+TT_AVX512BF16 static void kern_bf16_rows(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
                                          int accumulate)
 {
-    const int32_t *a = ap;
-    const __m512i *b = bp;
-    ROWS(DECL)
-    for (int s = 0; s < ksteps; s++) {
-        const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 1);
-#define DOT(i)                                                                  \
-    {                                                                           \
-        const __m512bh ai = (__m512bh)_mm512_set1_epi32(a[(long)(i) * lda + s]); \
-        c##i##a = _mm512_dpbf16_ps(c##i##a, ai, b0);                            \
-        c##i##b = _mm512_dpbf16_ps(c##i##b, ai, b1);                            \
-    }
-        ROWS(DOT)
-#undef DOT
-        b += 2;
-    }
-    ROWS(STORE)
+    tile_bf16(ksteps, a, lda, b, c, ldc, accumulate, 1);
 }
 #undef DECL
 #undef STORE

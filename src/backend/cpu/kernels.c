@@ -26,6 +26,30 @@
     TT_CLONES static void name##_bf16 params { name(__VA_ARGS__, 1); }
 #define PICK(name, dt) ((dt) == TT_BF16 ? name##_bf16 : name##_f32)
 
+/* Runs stmt for each CHUNK of n elements in parallel, with i (the first
+ * element) and m (the count) in scope. */
+#define FOR_CHUNKS(n, stmt)                                                        \
+    do {                                                                           \
+        const size_t n_ = (n);                                                     \
+        const long nc_ = (long)((n_ + CHUNK - 1) / CHUNK);                         \
+        _Pragma("omp parallel for schedule(static)") for (long c_ = 0; c_ < nc_; c_++) \
+        {                                                                          \
+            const size_t i = (size_t)c_ * CHUNK, m = n_ - i < CHUNK ? n_ - i : CHUNK; \
+            stmt;                                                                  \
+        }                                                                          \
+    } while (0)
+
+/* Runs stmt for each block of rb rows of N in parallel, with rows [n0, n1) in scope. */
+#define FOR_ROWS(N, rb, stmt)                                                      \
+    do {                                                                           \
+        const int N_ = (N), rb_ = (rb), nt_ = (N_ + rb_ - 1) / rb_;                 \
+        _Pragma("omp parallel for schedule(static)") for (int t_ = 0; t_ < nt_; t_++) \
+        {                                                                          \
+            const int n0 = t_ * rb_, n1 = n0 + rb_ < N_ ? n0 + rb_ : N_;            \
+            stmt;                                                                  \
+        }                                                                          \
+    } while (0)
+
 /* element i of a buffer of dtype dt, as an address */
 static inline const void *at(const void *p, size_t i, tt_dtype dt) { return (const char *)p + i * tt_dtype_size(dt); }
 static inline void *atw(void *p, size_t i, tt_dtype dt) { return (char *)p + i * tt_dtype_size(dt); }
@@ -40,12 +64,7 @@ TWO_DTYPES(add_body, (const void *a, const void *b, void *y, size_t n), a, b, y,
 
 void cpu_add(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
 {
-    const long nc = (long)((n + CHUNK - 1) / CHUNK);
-    #pragma omp parallel for schedule(static)
-    for (long c = 0; c < nc; c++) {
-        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
-        PICK(add_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m);
-    }
+    FOR_CHUNKS(n, PICK(add_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m));
 }
 
 TT_INLINE void accum_body(float *acc, const void *g, size_t n, int bf)
@@ -56,12 +75,7 @@ TWO_DTYPES(accum_body, (float *acc, const void *g, size_t n), acc, g, n)
 
 void cpu_accum(float *acc, const void *g, size_t n, tt_dtype dt)
 {
-    const long nc = (long)((n + CHUNK - 1) / CHUNK);
-    #pragma omp parallel for schedule(static)
-    for (long c = 0; c < nc; c++) {
-        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
-        PICK(accum_body, dt)(acc + i, at(g, i, dt), m);
-    }
+    FOR_CHUNKS(n, PICK(accum_body, dt)(acc + i, at(g, i, dt), m));
 }
 
 /* silu(a) * b and its derivatives; the exp is simd.h's, which vectorises */
@@ -88,22 +102,12 @@ TWO_DTYPES(swiglu_bwd_body, (const void *a, const void *b, const void *dy, void 
 
 void cpu_swiglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
 {
-    const long nc = (long)((n + CHUNK - 1) / CHUNK);
-    #pragma omp parallel for schedule(static)
-    for (long c = 0; c < nc; c++) {
-        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
-        PICK(swiglu_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m);
-    }
+    FOR_CHUNKS(n, PICK(swiglu_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m));
 }
 
 void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt)
 {
-    const long nc = (long)((n + CHUNK - 1) / CHUNK);
-    #pragma omp parallel for schedule(static)
-    for (long c = 0; c < nc; c++) {
-        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
-        PICK(swiglu_bwd_body, dt)(at(a, i, dt), at(b, i, dt), at(dy, i, dt), atw(da, i, dt), atw(db, i, dt), m);
-    }
+    FOR_CHUNKS(n, PICK(swiglu_bwd_body, dt)(at(a, i, dt), at(b, i, dt), at(dy, i, dt), atw(da, i, dt), atw(db, i, dt), m));
 }
 
 /* rows [n0, n1) of ab (N, 2F): gate a = ab[:, :F], up b = ab[:, F:] */
@@ -136,17 +140,12 @@ TWO_DTYPES(swiglu_rows_bwd_body, (const void *ab, const void *dy, void *dab, int
 
 void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt)
 {
-    const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1, nt = (N + rb - 1) / rb;
-    #pragma omp parallel for schedule(static)
-    for (int t = 0; t < nt; t++) PICK(swiglu_rows_body, dt)(ab, y, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, F);
+    FOR_ROWS(N, F > 0 && F < CHUNK ? CHUNK / F : 1, PICK(swiglu_rows_body, dt)(ab, y, n0, n1, F));
 }
 
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt)
 {
-    const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1, nt = (N + rb - 1) / rb;
-    #pragma omp parallel for schedule(static)
-    for (int t = 0; t < nt; t++)
-        PICK(swiglu_rows_bwd_body, dt)(ab, dy, dab, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, F);
+    FOR_ROWS(N, F > 0 && F < CHUNK ? CHUNK / F : 1, PICK(swiglu_rows_bwd_body, dt)(ab, dy, dab, n0, n1, F));
 }
 
 /* GELU, tanh form: tanh(u) = 1 - 2 / (exp(2u) + 1), with the vectorised exp */
@@ -174,22 +173,12 @@ TWO_DTYPES(gelu_bwd_body, (const void *x, const void *dy, void *dx, size_t n), x
 
 void cpu_gelu_fwd(const void *x, void *y, size_t n, tt_dtype dt)
 {
-    const long nc = (long)((n + CHUNK - 1) / CHUNK);
-    #pragma omp parallel for schedule(static)
-    for (long c = 0; c < nc; c++) {
-        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
-        PICK(gelu_body, dt)(at(x, i, dt), atw(y, i, dt), m);
-    }
+    FOR_CHUNKS(n, PICK(gelu_body, dt)(at(x, i, dt), atw(y, i, dt), m));
 }
 
 void cpu_gelu_bwd(const void *x, const void *dy, void *dx, size_t n, tt_dtype dt)
 {
-    const long nc = (long)((n + CHUNK - 1) / CHUNK);
-    #pragma omp parallel for schedule(static)
-    for (long c = 0; c < nc; c++) {
-        const size_t i = (size_t)c * CHUNK, m = n - i < CHUNK ? n - i : CHUNK;
-        PICK(gelu_bwd_body, dt)(at(x, i, dt), at(dy, i, dt), atw(dx, i, dt), m);
-    }
+    FOR_CHUNKS(n, PICK(gelu_bwd_body, dt)(at(x, i, dt), at(dy, i, dt), atw(dx, i, dt), m));
 }
 
 /* ---- bias --------------------------------------------------------------- */
@@ -206,10 +195,7 @@ TWO_DTYPES(bias_add_body, (const void *x, const float *b, void *y, int n0, int n
 
 void cpu_bias_add(const void *x, const float *b, void *y, int N, int D, tt_dtype dt)
 {
-    const int rows = D > 0 && D < CHUNK ? CHUNK / D : 1, nt = (N + rows - 1) / rows;
-    #pragma omp parallel for schedule(static)
-    for (int t = 0; t < nt; t++)
-        PICK(bias_add_body, dt)(x, b, y, t * rows, (t + 1) * rows < N ? (t + 1) * rows : N, D);
+    FOR_ROWS(N, D > 0 && D < CHUNK ? CHUNK / D : 1, PICK(bias_add_body, dt)(x, b, y, n0, n1, D));
 }
 
 /* sum over rows of the columns [d0, d0 + nd) into acc */
@@ -307,10 +293,7 @@ static int row_block(int D) { return D > 0 && D < 1024 ? 1024 / D : 1; }
 
 void cpu_rmsnorm_fwd(const void *x, const float *w, void *y, float *rstd, int N, int D, double eps, tt_dtype dt)
 {
-    const int rb = row_block(D), nt = (N + rb - 1) / rb;
-    #pragma omp parallel for schedule(static)
-    for (int t = 0; t < nt; t++)
-        PICK(rmsnorm_body, dt)(x, w, y, rstd, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D, (float)eps);
+    FOR_ROWS(N, row_block(D), PICK(rmsnorm_body, dt)(x, w, y, rstd, n0, n1, D, (float)eps));
 }
 
 /* dw columns [d0, d0 + nd) = sum over rows of dy * x * rstd */
@@ -372,10 +355,7 @@ TWO_DTYPES(add_rmsnorm_body, (const void *x, const void *dd, const float *w, voi
 void cpu_add_rmsnorm_fwd(const void *x, const void *d, const float *w, void *y, void *h, float *rstd, int N, int D,
                          double eps, tt_dtype dt)
 {
-    const int rb = row_block(D), nt = (N + rb - 1) / rb;
-    #pragma omp parallel for schedule(static)
-    for (int t = 0; t < nt; t++)
-        PICK(add_rmsnorm_body, dt)(x, d, w, y, h, rstd, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D, (float)eps);
+    FOR_ROWS(N, row_block(D), PICK(add_rmsnorm_body, dt)(x, d, w, y, h, rstd, n0, n1, D, (float)eps));
 }
 
 void cpu_rmsnorm_bwd(const void *x, const float *w, const float *rstd, const void *dy, const void *dres, void *dx,
@@ -428,10 +408,7 @@ TWO_DTYPES(layernorm_body, (const void *x, const float *w, const float *b, void 
 void cpu_layernorm_fwd(const void *x, const float *w, const float *b, void *y, float *mean, float *rstd, int N,
                        int D, double eps, tt_dtype dt)
 {
-    const int rb = row_block(D), nt = (N + rb - 1) / rb;
-    #pragma omp parallel for schedule(static)
-    for (int t = 0; t < nt; t++)
-        PICK(layernorm_body, dt)(x, w, b, y, mean, rstd, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, D, (float)eps);
+    FOR_ROWS(N, row_block(D), PICK(layernorm_body, dt)(x, w, b, y, mean, rstd, n0, n1, D, (float)eps));
 }
 
 TT_INLINE void layernorm_dwb_body(const void *x, const float *mean, const float *rstd, const void *dy, float *aw,
