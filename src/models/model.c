@@ -180,6 +180,17 @@ tt_err tt_model_declare_only(const tt_model_cfg *cfg, tt_model *m)
     return 0;
 }
 
+void tt_model_place(tt_model *m, float *storage)
+{
+    size_t off = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        m->params[i].t.data = storage + off;
+        off += (size_t)tt_numel(m->params[i].t.ndim, m->params[i].t.shape);
+    }
+    m->storage = storage;
+    m->numel = off;
+}
+
 int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params)
 {
     tt_model m;

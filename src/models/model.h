@@ -84,6 +84,10 @@ tt_value *tt_model_forward(tt_graph *g, const tt_model *m, tt_value *const *vals
 /* Declare the parameters (names, shapes) without allocating storage;
  * free(m->params) after. */
 tt_err tt_model_declare_only(const tt_model_cfg *cfg, tt_model *m);
+/* Lays a declared-only model's parameters out in `storage` (m->numel floats,
+ * which the caller provides and may leave unbacked: planning a graph reads
+ * parameter addresses, never their values). */
+void tt_model_place(tt_model *m, float *storage);
 int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params);
 double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len);
 

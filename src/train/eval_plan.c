@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+
 #include "graph/autodiff.h"
 #include "graph/passes/remat.h"
 #include "train/run.h"
@@ -29,36 +31,35 @@ tt_err tt_eval(const tt_config *cfg, double *loss, double *ppl, long *tokens)
 }
 
 /* Activation bytes of one micro-step under an activation checkpointing mode,
- * from the memory plan of a graph whose parameters are declared but never
- * allocated. */
-static tt_err plan_activations(const tt_model_cfg *mc, int B, int T, tt_ac_mode ac, size_t *arena, size_t *naive,
-                               tt_remat_stats *rs)
+ * from the memory plan of the step graph the run would build (the same
+ * passes, the configured dtype), with the parameters and gradients laid out
+ * in address space that is reserved but never backed: planning reads where
+ * they are, never what they hold. */
+static tt_err plan_activations(const tt_model_cfg *mc, int B, int T, tt_dtype dt, tt_ac_mode ac, size_t *arena,
+                               size_t *naive, tt_step_graph *out)
 {
     tt_model m;
     if (tt_model_declare_only(mc, &m)) return -1;
-    tt_graph *g = tt_graph_new();
-    tt_value **vals = calloc((size_t)m.n_params, sizeof *vals), **grads = calloc((size_t)m.n_params, sizeof *grads);
-    tt_err rc = -1;
-    if (g && vals && grads && tt_model_bind(g, &m, vals) == 0) {
-        int64_t n = (int64_t)B * T, one = 1;
-        tt_fwd_inputs in = {B, T, tt_graph_input(g, "ids", TT_I32, 1, &n), tt_graph_input(g, "pos", TT_I32, 1, &n),
-                            tt_graph_input(g, "doc", TT_I32, 1, &n), NULL, NULL, NULL};
-        tt_value *tg = tt_graph_input(g, "targets", TT_I32, 1, &n), *sc = tt_graph_input(g, "scale", TT_F32, 1, &one);
-        tt_value *head = NULL, *h = tt_model_forward(g, &m, vals, &in, &head);
-        tt_value *loss = tt_ce_linear(g, h, head, tg, sc, -100);
-        int n_fwd = g->n_nodes;
-        tt_memplan plan;
-        if (!g->failed && tt_autodiff(g, loss, m.n_params, vals, grads) == 0 && tt_remat(g, n_fwd, ac, rs) == 0 &&
-            tt_memplan_build(g, &plan) == 0) {
-            *arena = plan.arena_bytes;
-            *naive = plan.naive_bytes;
-            tt_memplan_free(&plan);
-            rc = 0;
-        }
+    size_t numel = 0;
+    for (int i = 0; i < m.n_params; i++) numel += (size_t)tt_numel(m.params[i].t.ndim, m.params[i].t.shape);
+    const size_t bytes = 2 * (numel ? numel : 1) * sizeof(float); /* parameters, then gradients */
+    void *space = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (space == MAP_FAILED) {
+        free(m.params);
+        return tt_errorf("titan plan: cannot reserve %zu bytes of address space for the parameter layout", bytes);
     }
-    free(vals);
-    free(grads);
-    tt_graph_free(g);
+    tt_model_place(&m, space);
+    tt_step_io io = {.B = B, .T = T, .act_dtype = dt};
+    tt_err rc = tt_build_micro_graph(out, &m, (float *)space + numel, &io, 1, ac);
+    tt_memplan plan;
+    if (!rc && !(rc = tt_memplan_build(out->g, &plan))) {
+        *arena = plan.arena_bytes;
+        *naive = plan.naive_bytes;
+        tt_memplan_free(&plan);
+    }
+    tt_graph_free(out->g);
+    out->g = NULL;
+    munmap(space, bytes);
     free(m.params);
     return rc;
 }
@@ -76,10 +77,14 @@ tt_err tt_plan(const tt_config *c, FILE *out)
     tt_ac_mode ac = c->activation_checkpoint.mode;
     if ((unsigned)ac > TT_AC_FULL) return tt_errorf("activation_checkpoint.mode: unknown mode %d", (int)ac);
     /* every activation checkpointing mode, to show what each saves */
+    const tt_dtype dt = c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
     size_t arenas[3] = {0}, naives[3] = {0};
     tt_remat_stats rs[3];
-    for (int k = 0; k < 3; k++)
-        if (plan_activations(&mc, B, T, (tt_ac_mode)k, &arenas[k], &naives[k], &rs[k])) return -1;
+    tt_step_graph sg[3];
+    for (int k = 0; k < 3; k++) {
+        if (plan_activations(&mc, B, T, dt, (tt_ac_mode)k, &arenas[k], &naives[k], &sg[k])) return -1;
+        rs[k] = sg[k].remat;
+    }
     size_t arena = arenas[ac], naive = naives[ac];
     double pb = 4.0 * (double)n;
     fprintf(out, "model        %s, flavor %s: dim %d, %d layers, %d heads (%d kv, head_dim %d), ffn %d, vocab %d, %s\n",
@@ -88,6 +93,10 @@ tt_err tt_plan(const tt_config *c, FILE *out)
     fprintf(out, "parameters   %lld (%.3f B); %lld do matmuls\n", (long long)n, n / 1e9, (long long)mm);
     fprintf(out, "FLOPs/token  %.4g (6*N + 12*L*d*T at seq_len %d); %.4g per step of %d x %d tokens\n", fpt, T,
             fpt * B * T, B, T);
+    fprintf(out, "step graph   compute %s; fused %d qkv + RoPE into attention, %d gate/up, %d add + rmsnorm; "
+                 "%d gradient accumulations folded into their matmuls\n",
+            dt == TT_BF16 ? "bf16 (fp32 master weights)" : "fp32", sg[0].fused.qkv, sg[0].fused.gate_up,
+            sg[0].fused.add_norm, sg[0].folded);
     fprintf(out, "memory (fp32 master weights, AdamW):\n");
     fprintf(out, "  params      %10.3f GiB\n", gib(pb));
     fprintf(out, "  grads       %10.3f GiB\n", gib(pb));

@@ -55,7 +55,7 @@ static tt_value *host_input(tt_graph *g, const char *name, tt_dtype dt, int64_t 
  * gradient buffer at the same place as the value's data in the parameter
  * storage: so a fused weight (the fusion pass's joined q/k/v, say) sends its
  * gradient to its parts' accumulators without knowing them. */
-static tt_err accumulate_grads(tt_graph *g, tt_value *loss, const tt_model *m, tt_optim_state *s)
+static tt_err accumulate_grads(tt_graph *g, tt_value *loss, const tt_model *m, float *grad)
 {
     int np = 0, nv = g->n_values;
     tt_value **wrt = calloc((size_t)nv + 1, sizeof *wrt), **grads = calloc((size_t)nv + 1, sizeof *grads);
@@ -79,7 +79,7 @@ static tt_err accumulate_grads(tt_graph *g, tt_value *loss, const tt_model *m, t
         snprintf(t.name, sizeof t.name, "grad.%.*s", (int)sizeof t.name - 6, wrt[i]->name);
         t.dtype = TT_F32, t.ndim = wrt[i]->ndim;
         memcpy(t.shape, wrt[i]->shape, sizeof t.shape);
-        t.data = s->grad + (d - m->storage);
+        t.data = grad + (d - m->storage);
         tt_accum(g, tt_graph_bind(g, TT_ROLE_STATE, &t), grads[i]);
     }
     free(wrt);
@@ -87,8 +87,8 @@ static tt_err accumulate_grads(tt_graph *g, tt_value *loss, const tt_model *m, t
     return rc || g->failed ? -1 : 0;
 }
 
-tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io, int with_grad,
-                           const tt_backend *be, tt_exec_mode mode, tt_ac_mode ac)
+tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, float *grad, tt_step_io *io, int with_grad,
+                            tt_ac_mode ac)
 {
     memset(sg, 0, sizeof *sg);
     tt_graph *g = sg->g = tt_graph_new();
@@ -96,6 +96,7 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state 
     if (!g || !vals) {
         free(vals);
         tt_graph_free(g);
+        sg->g = NULL;
         return tt_errorf("out of memory building the step graph");
     }
     int64_t n = (int64_t)io->B * io->T;
@@ -113,7 +114,7 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state 
     tt_err rc = g->failed ? -1 : 0;
     if (!rc && !io->no_fuse) rc = tt_fuse(g, &sg->fused);
     int n_fwd = g->n_nodes;
-    if (!rc && with_grad) rc = accumulate_grads(g, sg->loss, m, s);
+    if (!rc && with_grad) rc = accumulate_grads(g, sg->loss, m, grad);
     if (!rc && with_grad && !io->no_fuse) rc = tt_fold_accum(g, &sg->folded);
     sg->ac = with_grad ? ac : TT_AC_NONE;
     if (!rc && sg->ac != TT_AC_NONE) {
@@ -125,7 +126,15 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state 
             rc = tt_remat(g, n_fwd, sg->ac, &sg->remat);
         }
     }
-    if (rc || !(sg->exec = tt_exec_new(g, be, mode))) {
+    if (rc) tt_step_graph_free(sg);
+    return rc;
+}
+
+tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io, int with_grad,
+                           const tt_backend *be, tt_exec_mode mode, tt_ac_mode ac)
+{
+    if (tt_build_micro_graph(sg, m, s->grad, io, with_grad, ac)) return -1;
+    if (!(sg->exec = tt_exec_new(sg->g, be, mode))) {
         tt_step_graph_free(sg);
         return -1;
     }

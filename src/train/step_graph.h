@@ -49,6 +49,10 @@ typedef struct {
  * forward-only graph has nothing to recompute and ignores it). */
 tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io, int with_grad,
                            const tt_backend *be, tt_exec_mode mode, tt_ac_mode ac);
+/* The same graph, passes applied, without an executor (titan plan measures
+ * its memory plan): grad is the gradient buffer, laid out like m->storage. */
+tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, float *grad, tt_step_io *io, int with_grad,
+                            tt_ac_mode ac);
 tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io,
                            const tt_adamw_cfg *cfg, const tt_backend *be, tt_exec_mode mode);
 void tt_step_graph_free(tt_step_graph *sg);
