@@ -21,7 +21,8 @@ enum {
     HI_OPEN = 2,  /* value must be < hi (else <= hi) */
     FLAVOR = 4,   /* model shape key: the flavor supplies it unless set explicitly */
     NEG1 = 8,     /* -1 is also allowed (a special meaning, see help) */
-    OPTIONAL = 16 /* may be unset (TorchTitan's None); has_off names the flag */
+    OPTIONAL = 16, /* may be unset (TorchTitan's None); has_off names the flag */
+    HARDWARE = 32  /* unset, the default depends on the machine (the help says how); dflt is the fallback */
 };
 
 typedef struct {
@@ -103,7 +104,7 @@ static const cfg_key keys[] = {
          "sequences per optimizer step (gradient accumulation); -1 = local x data-parallel ranks"),
     INT_("training.seq_len", training.seq_len, 1, 1 << 24, 0, "256", "tokens per sequence"),
     FLT_("training.max_norm", training.max_norm, 0, INFINITY, 0, "1.0", "gradient clipping norm; 0 = no clipping"),
-    ENUM_("training.mixed_precision_param", training.mixed_precision_param, param_dtypes, 0, "float32",
+    ENUM_("training.mixed_precision_param", training.mixed_precision_param, param_dtypes, HARDWARE, "float32",
           "compute dtype: bfloat16 = bf16 activations and products, fp32 master weights, optimizer state and "
           "sums; unset: bfloat16 where the CPU has bf16 dot products (AVX512_BF16), else float32"),
     STR_("training.dataset", training.dataset, "synthetic", "\"synthetic\" = the built-in corpus, else a token shard path"),
@@ -780,7 +781,8 @@ void tt_config_print_help(FILE *f)
             for (int j = 0; k->choices[j]; j++) fprintf(f, "%s%s", j ? "|" : "", k->choices[j]);
             break;
         }
-        if (k->dflt) fprintf(f, k->type == K_STRING ? "  (default \"%s\")\n" : "  (default %s)\n", k->dflt);
+        if (k->flags & HARDWARE) fprintf(f, "  (default: this machine's, see below)\n");
+        else if (k->dflt) fprintf(f, k->type == K_STRING ? "  (default \"%s\")\n" : "  (default %s)\n", k->dflt);
         else fprintf(f, "  (default: %s)\n", (k->flags & FLAVOR) ? "from model.flavor" : "unset");
         fprintf(f, "        %s\n", k->help);
     }
