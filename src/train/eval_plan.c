@@ -64,6 +64,19 @@ static tt_err plan_activations(const tt_model_cfg *mc, int B, int T, tt_dtype dt
     return rc;
 }
 
+tt_err tt_plan_ac_arenas(const tt_config *c, const tt_model_cfg *mc, size_t arenas[3])
+{
+    const tt_dtype dt = c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+    for (int k = 0; k < 3; k++) {
+        size_t naive;
+        tt_step_graph sg;
+        if (plan_activations(mc, c->training.local_batch_size, c->training.seq_len, dt, (tt_ac_mode)k, &arenas[k],
+                             &naive, &sg))
+            return -1;
+    }
+    return 0;
+}
+
 static double gib(double b) { return b / (1024.0 * 1024.0 * 1024.0); }
 
 tt_err tt_plan(const tt_config *c, FILE *out)

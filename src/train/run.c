@@ -222,6 +222,11 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                                                   : "bf16 (fp32 master weights; the default on a CPU with bf16 dot products)")
                                          : "fp32",
                r->peak_gflops, r->io.act_dtype == TT_BF16 ? "bf16" : "f32", r->peak_source);
+        size_t arenas[3];
+        if (!r->has_hf && tt_plan_ac_arenas(c, &mc, arenas) == 0)
+            tt_log("activation checkpointing, the planned arena of a micro-step: none %.1f MiB, selective %.1f MiB, "
+                   "full %.1f MiB (configured: %s)",
+                   arenas[0] / 1048576.0, arenas[1] / 1048576.0, arenas[2] / 1048576.0, tt_ac_mode_name(tr->ac));
         tt_log("graph passes: fuse (%d qkv + RoPE into attention, %d gate/up, %d add + rmsnorm), %d gradient "
                "accumulations folded into their matmuls, %d nodes in the step graph",
                tr->fused.qkv, tr->fused.gate_up, tr->fused.add_norm, tr->folded, tr->g->n_nodes);

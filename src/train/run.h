@@ -49,6 +49,10 @@ typedef enum {
 tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose);
 tt_err tt_run_save(tt_run *r);
 tt_err tt_run_validate(tt_run *r, double *loss, long *tokens);
+/* The planned activation arena of one micro-step under each activation
+ * checkpointing mode (none, selective, full), from the step graph a run of
+ * the config builds; nothing big is allocated (eval_plan.c). */
+tt_err tt_plan_ac_arenas(const tt_config *c, const tt_model_cfg *mc, size_t arenas[3]);
 void tt_run_close(tt_run *r);
 /* Stream generate.max_new_tokens tokens continuing prompt (generate.c),
  * stopping at any of the stop ids. */
