@@ -341,7 +341,9 @@ static void test_pointwise(void)
 /* ---- attention ---------------------------------------------------------------- */
 
 typedef struct {
-    int B, T, H, Hk, hd, window, use_doc;
+    int B, T, H, Hk, hd, window;
+    int use_doc; /* 0 none, 1 ids that only increase, 2 ids that come back (0, then 1, then 0) */
+    int pos_kind; /* 0 positions in [0, 300), 1 in [-100, 100), 2 one of them 2^20 (a table too sparse) */
 } attn_case;
 
 /* Training attention: q, k, v laid out as the column ranges [0, H*hd),
@@ -353,12 +355,15 @@ static void check_attention(attn_case c, int bf, int rope, int pad)
     const int N = c.B * c.T, wq = c.H * c.hd, wk = c.Hk * c.hd;
     const size_t nq = (size_t)N * wq, nk = (size_t)N * wk;
     char name[200];
-    snprintf(name, sizeof name, "attention %s B=%d T=%d H=%d Hk=%d hd=%d window=%d doc=%d rope=%d layout=%s",
-             tt_dtype_name(dt_of(bf)), c.B, c.T, c.H, c.Hk, c.hd, c.window, c.use_doc, rope,
+    snprintf(name, sizeof name, "attention %s B=%d T=%d H=%d Hk=%d hd=%d window=%d doc=%d pos=%d rope=%d layout=%s",
+             tt_dtype_name(dt_of(bf)), c.B, c.T, c.H, c.Hk, c.hd, c.window, c.use_doc, c.pos_kind, rope,
              pad < 0 ? "separate" : "fused qkv");
     float *q = round_if(rf(nq, 1), nq, bf), *k = round_if(rf(nk, 1), nk, bf), *v = round_if(rf(nk, 1), nk, bf);
     float *dout = round_if(rf(nq, 1), nq, bf);
-    int32_t *doc = c.use_doc ? docs(c.B, c.T) : NULL, *pos = ri(N, 0, 300);
+    int32_t *doc = c.use_doc ? docs(c.B, c.T) : NULL, *pos = c.pos_kind == 1 ? ri(N, -100, 100) : ri(N, 0, 300);
+    if (c.use_doc == 2)
+        for (int i = 0; i < N; i++) doc[i] = i % c.T >= 40 && i % c.T < 70; /* 0, then 1, then 0 again */
+    if (c.pos_kind == 2) pos[N / 2] = 1 << 20;
     float *freq = zf(c.hd / 2);
     tt_rope_inv_freq(&(tt_rope_params){10000.0, 0, 0, 0, 0, 0}, c.hd, freq);
     /* the reference: rotate, attend, and rotate the q and k gradients back */
@@ -446,14 +451,18 @@ static void check_attention(attn_case c, int bf, int rope, int pad)
 static void test_attention(void)
 {
     static const attn_case cases[] = {
-        {1, 1, 1, 1, 8, 0, 0},      /* T = 1, one head */
-        {2, 37, 4, 2, 16, 0, 0},    /* GQA 4:2 */
-        {2, 50, 3, 1, 20, 0, 1},    /* GQA 3:1, documents */
-        {1, 70, 4, 4, 34, 9, 1},    /* sliding window + documents, head dim not a multiple of 16 */
-        {2, 150, 4, 2, 16, 0, 1},   /* several key blocks */
-        {1, 130, 2, 1, 48, 70, 0},  /* window wider than a key block */
-        {1, 200, 2, 2, 64, 0, 0},   /* the common head size, blocks with ragged ends */
-        {1, 40, 2, 1, 128, 0, 1},   /* a large head */
+        {1, 1, 1, 1, 8, 0, 0, 0},      /* T = 1, one head */
+        {2, 37, 4, 2, 16, 0, 0, 0},    /* GQA 4:2 */
+        {2, 50, 3, 1, 20, 0, 1, 0},    /* GQA 3:1, documents */
+        {1, 70, 4, 4, 34, 9, 1, 0},    /* sliding window + documents, head dim not a multiple of 16 */
+        {2, 150, 4, 2, 16, 0, 1, 0},   /* several key blocks */
+        {1, 130, 2, 1, 48, 70, 0, 0},  /* window wider than a key block */
+        {1, 200, 2, 2, 64, 0, 0, 0},   /* the common head size, blocks with ragged ends */
+        {1, 40, 2, 1, 128, 0, 1, 0},   /* a large head */
+        {1, 130, 2, 1, 64, 0, 2, 0},   /* document ids that come back: a whole tile must not be taken as one document */
+        {1, 70, 2, 2, 256, 0, 1, 0},   /* a very large head */
+        {2, 50, 2, 1, 32, 0, 1, 1}, /* negative positions */
+        {1, 90, 2, 1, 32, 0, 1, 2}, /* positions too sparse for the cos/sin table */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int v = 0; v < 8; v++) check_attention(cases[c], v & 1, (v >> 1) & 1, v >> 2 ? 5 : -1);

@@ -73,7 +73,7 @@ static tt_err check_finite(const tt_node *n)
                        : v->dtype == TT_BF16 ? tt_bf16_to_f32(((const uint16_t *)v->data)[i])
                                              : 0.0;
             /* attention's logsumexp is -inf for rows that see no key (padding) */
-            if (isnan(x) || (isinf(x) && !(n->op == TT_OP_ATTENTION && o == 1 && x < 0))) {
+            if (isnan(x) || (isinf(x) && !((n->op == TT_OP_ATTENTION || n->op == TT_OP_ATTENTION_QKV) && o == 1 && x < 0))) {
                 char d[96];
                 tt_errorf("output %d %s has %s at element %lld", o, tt_value_desc(v, d, sizeof d),
                           isnan(x) ? "NaN" : "Inf", (long long)i);

@@ -144,10 +144,10 @@ static void *blk_at(const ws_t *w, void *base, int b, int head, int heads, int b
 }
 
 /* RoPE's cos and sin (times rope_scale) for every position the call uses:
- * rows [0, maxpos] of (hd/2) each, so each is computed once, not per head. */
+ * rows [lo, hi] of (hd/2) each, so each is computed once, not per head. */
 typedef struct {
     float *cos, *sin;
-    int maxpos;
+    int lo;
 } rope_tab;
 
 /* 32-bit words: out (cols x rows, row stride ldo) = in (rows x cols, row stride ldi) transposed */
@@ -187,7 +187,8 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
         else
             memcpy(x, row, (size_t)hd * sizeof(float));
         if (rope && a->pos) {
-            const float *c = rt->cos + (size_t)a->pos[n] * half, *sn = rt->sin + (size_t)a->pos[n] * half;
+            const size_t tr = (size_t)(a->pos[n] - rt->lo) * half; /* the position's table row */
+            const float *c = rt->cos + tr, *sn = rt->sin + tr;
             for (int i = 0; i < half; i++) {
                 const float x1 = x[i], x2 = x[i + half];
                 x[i] = x1 * c[i] - x2 * sn[i];
@@ -229,10 +230,17 @@ TGT static int tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj,
 {
     const int32_t *db = a->doc ? a->doc + (size_t)b * a->T : NULL;
     const int W = a->window;
-    /* whole tile below the diagonal, inside the window, one document, no ragged edge */
-    if (nq == BLK && nj == BLK && j0 + nj - 1 <= i0 && (W <= 0 || i0 + nq - 1 - j0 < W) &&
-        (!db || db[j0] == db[i0 + nq - 1]))
-        return SEE_ALL;
+    /* whole tile below the diagonal, inside the window, one document (every
+     * id of its keys and queries the same: ids need not be sorted), no ragged edge */
+    if (nq == BLK && nj == BLK && j0 + nj - 1 <= i0 && (W <= 0 || i0 + nq - 1 - j0 < W)) {
+        int one = 1;
+        if (db) {
+            const int32_t d0 = db[j0];
+            #pragma omp simd reduction(& : one)
+            for (int c = 0; c < BLK; c++) one &= (db[j0 + c] == d0) & (db[i0 + c] == d0);
+        }
+        if (one) return SEE_ALL;
+    }
     int32_t kd[BLK]; /* the keys' documents; -1 past the end (no query has it) */
     for (int c = 0; c < BLK; c++) kd[c] = db && c < nj ? db[j0 + c] : c < nj ? 0 : -1;
     int any = 0;
@@ -291,8 +299,8 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
                 float sum = 0;
                 const float mr = m[r];
                 #pragma omp simd reduction(+ : sum)
-                for (int c = 0; c < BLK; c++) {
-                    s[c] = tt_expf((s[c] - mr) * sc); /* exp(-inf) = 0 for the masked */
+                for (int c = 0; c < BLK; c++) { /* masked keys weigh exactly 0 (tt_expf(-inf) is ~1e-38) */
+                    s[c] = see == SEE_ALL || vis[r][c] ? tt_expf((s[c] - mr) * sc) : 0.0f;
                     sum += s[c];
                 }
                 l[r] += sum;
@@ -346,26 +354,30 @@ static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
     return 0;
 }
 
-/* The cos/sin table of the positions the call uses (none without RoPE). */
+/* The cos/sin table of the positions the call uses (none without RoPE).
+ * Returns 1 when the positions spread too widely for a table worth making
+ * (then the portable path, which rotates row by row, runs instead). */
 static int rope_init(const tt_attn *a, rope_tab *rt)
 {
     memset(rt, 0, sizeof *rt);
     if (!a->pos) return 0;
     const int N = a->B * a->T, half = a->hd / 2;
-    int maxpos = 0;
-    for (int n = 0; n < N; n++) {
-        if (a->pos[n] < 0) return tt_errorf("attention: position %d at row %d is negative", a->pos[n], n);
-        if (a->pos[n] > maxpos) maxpos = a->pos[n];
+    int lo = a->pos[0], hi = a->pos[0];
+    for (int n = 1; n < N; n++) {
+        if (a->pos[n] < lo) lo = a->pos[n];
+        if (a->pos[n] > hi) hi = a->pos[n];
     }
-    const size_t cnt = (size_t)(maxpos + 1) * half;
+    const int64_t span = (int64_t)hi - lo + 1;
+    if (span > 4 * (int64_t)N + 4096) return 1;
+    const size_t cnt = (size_t)span * half;
     rt->cos = tt_cpu_scratch(TT_SCRATCH_ATTN_ROPE, 2 * cnt * sizeof(float));
     if (!rt->cos) return -1;
     rt->sin = rt->cos + cnt;
-    rt->maxpos = maxpos;
+    rt->lo = lo;
     #pragma omp parallel for schedule(static)
-    for (int p = 0; p <= maxpos; p++)
+    for (int64_t p = 0; p < span; p++)
         for (int i = 0; i < half; i++) {
-            const float ang = (float)p * a->inv_freq[i]; /* fp32, as transformers */
+            const float ang = (float)(lo + p) * a->inv_freq[i]; /* fp32, as transformers */
             rt->cos[(size_t)p * half + i] = cosf(ang) * a->rope_scale;
             rt->sin[(size_t)p * half + i] = sinf(ang) * a->rope_scale;
         }
@@ -410,7 +422,9 @@ TGT tt_err tt_attention_fwd_avx512(const tt_attn *a)
     ws_t w;
     const int need[W_N] = {[W_Q_R] = 1, [W_K_BT] = 1, [W_V_BI] = 1};
     rope_tab rt;
-    if (ws_init(&w, a, need) || rope_init(a, &rt) || ws_pack(&w, &rt, 0)) return -1;
+    const int rr = rope_init(a, &rt);
+    if (rr) return rr;
+    if (ws_init(&w, a, need) || ws_pack(&w, &rt, 0)) return -1;
     const long tasks = (long)a->B * a->H * w.nblk;
     tt_err rc = 0;
     #pragma omp parallel
@@ -470,7 +484,8 @@ TGT static void store_grad_row(const ws_t *w, const rope_tab *rt, void *dst, lon
     const int half = a->hd / 2;
     const size_t n = (size_t)b * a->T + t;
     if (rope && a->pos) {
-        const float *c = rt->cos + (size_t)a->pos[n] * half, *sn = rt->sin + (size_t)a->pos[n] * half;
+        const size_t tr = (size_t)(a->pos[n] - rt->lo) * half; /* the position's table row */
+        const float *c = rt->cos + tr, *sn = rt->sin + tr;
         for (int i = 0; i < half; i++) {
             const float x1 = x[i], x2 = x[i + half];
             x[i] = x1 * c[i] + x2 * sn[i];
@@ -574,7 +589,9 @@ TGT tt_err tt_attention_bwd_avx512(const tt_attn *a)
     ws_t w;
     const int need[W_N] = {[W_Q_R] = 1, [W_Q_AT] = 1, [W_K_BT] = 1, [W_K_BI] = 1, [W_V_BT] = 1, [W_DO_R] = 1, [W_DO_AT] = 1};
     rope_tab rt;
-    if (ws_init(&w, a, need) || rope_init(a, &rt) || ws_pack(&w, &rt, 1)) return -1;
+    const int rr = rope_init(a, &rt);
+    if (rr) return rr;
+    if (ws_init(&w, a, need) || ws_pack(&w, &rt, 1)) return -1;
     row_dots(&w);
     const int tasks = a->B * a->Hk, hd = a->hd, Tp = w.nblk * BLK;
     tt_err rc = 0;

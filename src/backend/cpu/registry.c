@@ -196,6 +196,9 @@ static tt_err run(const tt_node *n, void *const *in, void *const *out, int ref)
         int N = (int)nrows(x0), D = (int)ncols(x0);
         if (ref) {
             REF(add, (const T *)in[0], (const T *)in[1], (T *)out[0], (size_t)tt_value_numel(x0));
+            if (n->out[0]->dtype == TT_BF16) /* the norm reads the sum as stored, as the unfused ops do */
+                for (int64_t e = 0; e < tt_value_numel(x0); e++)
+                    ((float *)out[0])[e] = tt_bf16_to_f32(tt_f32_to_bf16(((float *)out[0])[e]));
             REF(rmsnorm_fwd, (const T *)out[0], (const T *)in[2], (T *)out[1], (T *)out[2], N, D, n->a.f[0]);
         } else {
             cpu_add_rmsnorm_fwd(in[0], in[1], in[2], out[0], out[1], out[2], N, D, n->a.f[0], dt);
@@ -391,7 +394,7 @@ static tt_err run_widened(const tt_node *n, void *const *in, void *const *out)
         if (n->out[k]->dtype != TT_BF16) continue;
         size_t cnt = (size_t)tt_value_numel(n->out[k]);
         if (!(tmp_out[k] = tt_alloc((cnt ? cnt : 1) * sizeof(float)))) rc = tt_errorf("out of memory");
-        else wout[k] = tmp_out[k];
+        else tt_cpu_to_f32(tmp_out[k], out[k], TT_BF16, cnt), wout[k] = tmp_out[k]; /* a kernel may add into it */
     }
     if (!rc) rc = run(n, win, wout, 1);
     for (int k = 0; k < n->n_out; k++)

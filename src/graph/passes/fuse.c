@@ -58,9 +58,11 @@ static int place(fuse_ctx *c, int first, int at)
     return 0;
 }
 
-/* Moves value v (an output of a dead node) to be output k of node n. */
+/* Moves value v (an output of a dead node) to be output k of node n; the
+ * value n was built with is left without a producer. */
 static void take_output(tt_node *n, int k, tt_value *v)
 {
+    if (n->out[k]) n->out[k]->producer = NULL;
     n->out[k] = v;
     v->producer = n;
     v->out_index = k;
@@ -102,12 +104,14 @@ static tt_err fuse_qkv(fuse_ctx *c, tt_node *at, tt_fuse_stats *st)
     }
     if (!adjacent(w[0], w[1]) || !adjacent(w[1], w[2]) || (b[0] && (!adjacent(b[0], b[1]) || !adjacent(b[1], b[2]))))
         return 0;
-    if (rope) { /* one rotation for q and k: same positions, frequencies and scale */
-        const tt_node *rq = p[0].rope, *rk = p[1].rope;
-        if (rq->in[1] != rk->in[1] || rq->in[2] != rk->in[2] || rq->a.f[0] != rk->a.f[0]) return 0;
-    }
     const int64_t D = w[0]->shape[1], rows = w[0]->shape[0] + w[1]->shape[0] + w[2]->shape[0];
     const int B = (int)at->a.i[0], T = (int)at->a.i[1], H = (int)at->a.i[2], Hk = (int)at->a.i[3], hd = (int)at->a.i[4];
+    if (rope) { /* one rotation for q and k: same positions, frequencies and scale, the attention's heads */
+        const tt_node *rq = p[0].rope, *rk = p[1].rope;
+        if (rq->in[1] != rk->in[1] || rq->in[2] != rk->in[2] || rq->a.f[0] != rk->a.f[0] || rq->a.i[0] != H ||
+            rk->a.i[0] != Hk || rq->a.i[1] != hd || rk->a.i[1] != hd)
+            return 0;
+    }
     if (rows != (int64_t)(H + 2 * Hk) * hd || w[1]->shape[1] != D || w[2]->shape[1] != D) return 0;
     const int first = g->n_nodes;
     snprintf(g->scope, sizeof g->scope, "%s", p[0].mm->scope);
