@@ -248,9 +248,9 @@ static void test_modes_bitwise(variant va)
 /* The run's graph (fused, in fp32 or bf16): tt_build_micro_step with each
  * mode accumulates the same gradients into the optimizer state, and reports
  * the arena it saves. */
-static void test_step_graph(tt_dtype dt)
+static void test_step_graph(variant va, tt_dtype dt)
 {
-    tt_model *m = make_model(LLAMA);
+    tt_model *m = make_model(va);
     CHECK(m != NULL);
     if (!m) return;
     batch bt;
@@ -278,8 +278,8 @@ static void test_step_graph(tt_dtype dt)
     }
     for (int ac = 1; ac < 3; ac++) {
         size_t at = 0;
-        CHECK_MSG(grad[ac] && grad[0] && bitwise_equal(grad[ac], grad[0], m->numel, &at), "%s %s: gradient %zu differs",
-                  tt_dtype_name(dt), tt_ac_mode_name((tt_ac_mode)ac), at);
+        CHECK_MSG(grad[ac] && grad[0] && bitwise_equal(grad[ac], grad[0], m->numel, &at), "%s %s %s: gradient %zu differs",
+                  variant_names[va], tt_dtype_name(dt), tt_ac_mode_name((tt_ac_mode)ac), at);
         CHECK(memcmp(&loss[ac], &loss[0], sizeof(float)) == 0);
         CHECK_MSG(arena_no_ac[ac] == arena[0], "arena without checkpointing %zu, none's %zu", arena_no_ac[ac], arena[0]);
         CHECK(arena[ac] < arena[0]);
@@ -352,7 +352,9 @@ int main(void)
     test_modes_bitwise(LLAMA);
     test_modes_bitwise(GPT2);
     test_modes_bitwise(QWEN);
-    test_step_graph(TT_F32);
-    test_step_graph(TT_BF16);
+    for (int va = LLAMA; va <= QWEN; va++) { /* the fused step graphs of every architecture */
+        test_step_graph((variant)va, TT_F32);
+        test_step_graph((variant)va, TT_BF16);
+    }
     return th_done("test_remat");
 }
