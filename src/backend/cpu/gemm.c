@@ -139,6 +139,7 @@ typedef struct {
     float *part; /* bf16 C over several k blocks: the fp32 partial sums, (M, N) */
     int M, N, K, accumulate;
     int a_rows;  /* A is read in place by kern_rows (see gemm_run), not packed */
+    int a_band;  /* each thread packs the A blocks of its own band of rows (see gemm_run) */
 } gemm_job;
 
 static inline int cdiv(int a, int b) { return (a + b - 1) / b; }
@@ -165,7 +166,9 @@ typedef struct {
     int T;
     int kcb, ncb, mcb; /* block sizes */
     char *bbuf;        /* packed B: ncb x kcb */
-    char *abuf;        /* packed A: mcb x kcb; with A in place, T row buffers of mr x kcb for ragged edges */
+    char *abuf;        /* packed A: mcb x kcb; with A in place, T row buffers of mr x kcb for ragged edges;
+                          in bands, T blocks of abytes */
+    size_t abytes;     /* bytes of one thread's A block, in bands */
 } gemm_plan;
 
 static size_t round64(size_t x) { return (x + 63) / 64 * 64; }
@@ -313,7 +316,23 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
             const int kc = imin(pl->kcb, K - pc), ks = cdiv(kc, ku), last = pc + kc >= K;
             const size_t bpanel = (size_t)ks * nr * ku * im->esize, apanel = (size_t)ks * mr * ku * im->esize;
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
-            if (j->a_rows) barrier(T); /* the B block is whole */
+            if (j->a_rows || j->a_band) barrier(T); /* the B block is whole */
+            if (j->a_band) { /* this thread's rows, A packed privately: no waits but for B */
+                const int tm = cdiv(j->M, mr), m0 = (int)((long)tm * t / T) * mr;
+                const int m1 = imin((int)((long)tm * (t + 1) / T) * mr, j->M);
+                char *abuf = pl->abuf + (size_t)t * pl->abytes;
+                for (int ic = m0; ic < m1; ic += pl->mcb) {
+                    const int mc = imin(pl->mcb, m1 - ic), npi = cdiv(mc, mr);
+                    pack_rows(j, 1, ic, mc, pc, kc, abuf);
+                    for (int x = 0; x < npj * npi; x++) {
+                        const int jr = x / npi, ir = x % npi;
+                        tile(j, ks, abuf + ir * apanel, 0, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr,
+                             imin(mr, mc - ir * mr), imin(nr, nc - jr * nr), pc > 0, last);
+                    }
+                }
+                barrier(T); /* everyone is done with the B block */
+                continue;
+            }
             for (int ic = 0; ic < j->M; ic += pl->mcb) {
                 const int mc = imin(pl->mcb, j->M - ic), npi = cdiv(mc, mr);
                 if (!j->a_rows) {
@@ -419,6 +438,10 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
     return TT_OK;
 }
 
+/* a_band's limits: at most this many B panels, at least this many A panels a thread */
+#define TT_GEMM_BAND_NPANELS 12
+#define TT_GEMM_BAND_MPANELS 8
+
 /* the most bytes of packed A in one block (of L2's 1 MB on Zen 4) */
 #define A_BLOCK_BYTES (384 * 1024)
 
@@ -442,8 +465,16 @@ static tt_err gemm_run(gemm_job *j)
     j->a_rows = im->kern_rows && !j->ta && !j->round &&
                 (im->kunit == 1 ? j->adt == TT_F32
                                 : j->adt == TT_BF16 && j->K % 2 == 0 && j->lda % 2 == 0 && ((uintptr_t)j->A & 3) == 0);
+    /* With few B panels (a small N: the weight gradients of a narrow model),
+     * the waits on the shared A blocks cost more than they save, and made the
+     * time of such products swing from 65% to 88% of peak between runs (tn,
+     * N = 288, bf16): each thread then packs the A blocks of its own band of
+     * rows, when the bands are wide enough to come out even. */
+    j->a_band = !j->a_rows && nt > 1 && cdiv(j->N, im->nr) <= TT_GEMM_BAND_NPANELS &&
+                cdiv(j->M, im->mr) >= TT_GEMM_BAND_MPANELS * nt;
+    pl.abytes = round64((size_t)pl.mcb * pl.kcb * im->esize);
     const size_t abytes = j->a_rows ? round64((size_t)nt * im->mr * pl.kcb * aes)
-                                    : round64((size_t)pl.mcb * pl.kcb * im->esize);
+                          : j->a_band ? (size_t)nt * pl.abytes : pl.abytes;
     const size_t bbytes = round64((size_t)pl.ncb * pl.kcb * im->esize);
     /* a bf16 C summed over several k blocks keeps its partial sums in fp32 */
     const size_t pbytes = j->cdt == TT_BF16 && j->K > pl.kcb ? (size_t)j->M * j->N * sizeof(float) : 0;
