@@ -18,6 +18,24 @@ int th_skip(const char *name, const char *why)
     return 77;
 }
 
+void *th_alloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1); /* calloc checks n * size for overflow */
+    if (!p) {
+        fprintf(stderr, "test: out of memory allocating %zu x %zu bytes\n", n, size);
+        exit(1);
+    }
+    return p;
+}
+
+int32_t *th_doc_ids(tt_rng *r, int B, int T)
+{
+    int32_t *d = th_alloc((size_t)B * T, sizeof(int32_t));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) d[b * T + t] = t == 0 ? 100 * b : d[b * T + t - 1] + (tt_rng_below(r, 4) == 0);
+    return d;
+}
+
 const char *th_shared_dir(void)
 {
     static char path[4096];

@@ -12,29 +12,12 @@
 
 static tt_rng g_rng = {20240601, 0};
 
-static void *must(void *p)
-{
-    if (!p) {
-        fprintf(stderr, "test_kernels: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-static double *zd(size_t n) { return must(tt_alloc((n ? n : 1) * sizeof(double))); }
+static double *zd(size_t n) { return th_alloc(n, sizeof(double)); }
 static double *rd(size_t n, double s)
 {
     double *p = zd(n);
     for (size_t i = 0; i < n; i++) p[i] = s * tt_rng_normal(&g_rng);
     return p;
-}
-/* document ids (B, T): each row starts a new document with probability 1/4 */
-static int32_t *docs(int B, int T)
-{
-    int32_t *d = must(tt_alloc((size_t)B * T * sizeof(int32_t)));
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            d[b * T + t] = t == 0 ? 100 * b : d[b * T + t - 1] + (tt_rng_below(&g_rng, 4) == 0);
-    return d;
 }
 
 static void close_d(const char *what, double got, double want, double tol)
@@ -108,7 +91,7 @@ static void test_matmul_grad(void)
             grad_check(name, mm_loss, &c, c.A, M * K, dA);
             snprintf(name, sizeof name, "matmul grad B ta=%d tb=%d", ta, tb);
             grad_check(name, mm_loss, &c, c.B, K * N, dB);
-            tt_free(c.A), tt_free(c.B), tt_free(c.C), tt_free(c.R), tt_free(dA), tt_free(dB);
+            free(c.A), free(c.B), free(c.C), free(c.R), free(dA), free(dB);
         }
 }
 
@@ -168,7 +151,7 @@ static void test_simple_grads(void)
     double *db = zd(D);
     ref_bias_grad_f64(bc.R, db, N, D);
     grad_check("bias grad", bias_loss, &bc, bc.b, D, db);
-    tt_free(bc.x), tt_free(bc.b), tt_free(bc.y), tt_free(bc.R), tt_free(db);
+    free(bc.x), free(bc.b), free(bc.y), free(bc.R), free(db);
 
     /* embedding with repeated ids */
     int32_t ids[4] = {3, 1, 3, 0};
@@ -176,7 +159,7 @@ static void test_simple_grads(void)
     double *dt = rd(V * D, 1); /* garbage: the kernel zeroes it */
     ref_embedding_bwd_f64(ids, ec.R, dt, N, V, D);
     grad_check("embedding grad", emb_loss, &ec, ec.table, V * D, dt);
-    tt_free(ec.table), tt_free(ec.out), tt_free(ec.R), tt_free(dt);
+    free(ec.table), free(ec.out), free(ec.R), free(dt);
 
     /* rmsnorm and layernorm */
     for (int layer = 0; layer < 2; layer++) {
@@ -188,8 +171,8 @@ static void test_simple_grads(void)
         grad_check(layer ? "layernorm grad x" : "rmsnorm grad x", norm_loss, &c, c.x, N * D, dx);
         grad_check(layer ? "layernorm grad w" : "rmsnorm grad w", norm_loss, &c, c.w, D, dw);
         if (layer) grad_check("layernorm grad b", norm_loss, &c, c.b, D, dbb);
-        tt_free(c.x), tt_free(c.w), tt_free(c.b), tt_free(c.y), tt_free(c.mean), tt_free(c.rstd), tt_free(c.R);
-        tt_free(dx), tt_free(dw), tt_free(dbb);
+        free(c.x), free(c.w), free(c.b), free(c.y), free(c.mean), free(c.rstd), free(c.R);
+        free(dx), free(dw), free(dbb);
     }
 
     /* rope: the backward is the inverse rotation of the upstream gradient */
@@ -203,7 +186,7 @@ static void test_simple_grads(void)
         double *dx = zd(N * H * hd);
         ref_rope_f64(c.R, pos, freq, dx, N, H, hd, 1);
         grad_check("rope grad", rope_loss, &c, c.x, N * H * hd, dx);
-        tt_free(c.x), tt_free(c.y), tt_free(c.R), tt_free(dx);
+        free(c.x), free(c.y), free(c.R), free(dx);
     }
 }
 
@@ -231,7 +214,7 @@ static void test_pointwise_grads(void)
     c.gelu = 1;
     ref_gelu_bwd_f64(c.a, c.R, da, n);
     grad_check("gelu grad", pw_loss, &c, c.a, n, da);
-    tt_free(c.a), tt_free(c.b), tt_free(c.y), tt_free(c.R), tt_free(da), tt_free(db);
+    free(c.a), free(c.b), free(c.y), free(c.R), free(da), free(db);
 }
 
 typedef struct {
@@ -259,7 +242,7 @@ static void test_attention_grads(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         attn_case a = cases[i];
         size_t nq = (size_t)a.B * a.Tq * a.H * a.hd, nk = (size_t)a.B * a.Tq * a.Hk * a.hd;
-        int32_t *doc = a.use_doc ? docs(a.B, a.Tq) : NULL;
+        int32_t *doc = a.use_doc ? th_doc_ids(&g_rng, a.B, a.Tq) : NULL;
         attn_ctx c = {rd(nq, 1), rd(nk, 1), rd(nk, 1), zd(nq), zd((size_t)a.B * a.H * a.Tq), rd(nq, 1), doc, a};
         double *dq = zd(nq), *dk = zd(nk), *dv = zd(nk);
         attn_loss(&c);
@@ -271,8 +254,8 @@ static void test_attention_grads(void)
         grad_check(name, attn_loss, &c, c.k, nk, dk);
         snprintf(name, sizeof name, "attention grad v (case %zu)", i);
         grad_check(name, attn_loss, &c, c.v, nk, dv);
-        tt_free(c.q), tt_free(c.k), tt_free(c.v), tt_free(c.o), tt_free(c.lse), tt_free(c.R), tt_free(doc);
-        tt_free(dq), tt_free(dk), tt_free(dv);
+        free(c.q), free(c.k), free(c.v), free(c.o), free(c.lse), free(c.R), free(doc);
+        free(dq), free(dk), free(dv);
     }
 }
 
@@ -300,7 +283,7 @@ static void test_ce_grads(void)
     grad_check("ce_linear grad h", ce_loss, &c, c.h, N * D, dh);
     grad_check("ce_linear grad W", ce_loss, &c, c.W, V * D, dW);
     CHECK(dh[4] == 0 && dh[7] == 0); /* the ignored row */
-    tt_free(c.h), tt_free(c.W), tt_free(dh), tt_free(dW0), tt_free(dW);
+    free(c.h), free(c.W), free(dh), free(dW0), free(dW);
 }
 
 /* ============================ hand-computed =============================== */

@@ -15,15 +15,7 @@
 
 static tt_rng g_rng = {20241201, 0};
 
-static void *must(void *p)
-{
-    if (!p) {
-        fprintf(stderr, "test_kernels_fast: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-static float *zf(size_t n) { return must(calloc(n ? n : 1, sizeof(float))); }
+static float *zf(size_t n) { return th_alloc(n, sizeof(float)); }
 static float *rf(size_t n, double s)
 {
     float *p = zf(n);
@@ -33,17 +25,9 @@ static float *rf(size_t n, double s)
 static float *cpf(const float *a, size_t n) { float *p = zf(n); memcpy(p, a, n * sizeof(float)); return p; }
 static int32_t *ri(size_t n, int lo, int hi) /* uniform in [lo, hi) */
 {
-    int32_t *p = must(calloc(n ? n : 1, sizeof(int32_t)));
+    int32_t *p = th_alloc(n, sizeof(int32_t));
     for (size_t i = 0; i < n; i++) p[i] = lo + (int32_t)tt_rng_below(&g_rng, (uint64_t)(hi - lo));
     return p;
-}
-/* document ids (B, T): each row starts a new document with probability 1/4 */
-static int32_t *docs(int B, int T)
-{
-    int32_t *d = must(calloc((size_t)B * T, sizeof(int32_t)));
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) d[b * T + t] = t == 0 ? 100 * b : d[b * T + t - 1] + (tt_rng_below(&g_rng, 4) == 0);
-    return d;
 }
 
 /* ---- the two dtypes ------------------------------------------------------- */
@@ -59,11 +43,11 @@ static float *round_if(float *x, size_t n, int bf)
 static void *act_of(const float *x, size_t n, int bf)
 {
     if (!bf) return cpf(x, n);
-    uint16_t *p = must(calloc(n ? n : 1, 2));
+    uint16_t *p = th_alloc(n, 2);
     for (size_t i = 0; i < n; i++) p[i] = tt_f32_to_bf16(x[i]);
     return p;
 }
-static void *act_new(size_t n, int bf) { return must(calloc(n ? n : 1, bf ? 2 : 4)); }
+static void *act_new(size_t n, int bf) { return th_alloc(n, bf ? 2 : 4); }
 /* fp32 copy of an activation buffer */
 static float *f32_of(const void *x, size_t n, int bf)
 {
@@ -360,7 +344,7 @@ static void check_attention(attn_case c, int bf, int rope, int pad)
              pad < 0 ? "separate" : "fused qkv");
     float *q = round_if(rf(nq, 1), nq, bf), *k = round_if(rf(nk, 1), nk, bf), *v = round_if(rf(nk, 1), nk, bf);
     float *dout = round_if(rf(nq, 1), nq, bf);
-    int32_t *doc = c.use_doc ? docs(c.B, c.T) : NULL, *pos = c.pos_kind == 1 ? ri(N, -100, 100) : ri(N, 0, 300);
+    int32_t *doc = c.use_doc ? th_doc_ids(&g_rng, c.B, c.T) : NULL, *pos = c.pos_kind == 1 ? ri(N, -100, 100) : ri(N, 0, 300);
     if (c.use_doc == 2)
         for (int i = 0; i < N; i++) doc[i] = i % c.T >= 40 && i % c.T < 70; /* 0, then 1, then 0 again */
     if (c.pos_kind == 2) pos[N / 2] = 1 << 20;
@@ -491,7 +475,7 @@ static void test_attention_fd(void)
     const size_t nq = (size_t)N * H * hd, nk = (size_t)N * Hk * hd;
     float *q = rf(nq, 1), *k = rf(nk, 1), *v = rf(nk, 1), *R = rf(nq, 1), *o = zf(nq), *lse = zf((size_t)B * H * T);
     float *dq = zf(nq), *dk = zf(nk), *dv = zf(nk), *freq = zf(hd / 2);
-    int32_t *doc = docs(B, T), *pos = ri(N, 0, 100);
+    int32_t *doc = th_doc_ids(&g_rng, B, T), *pos = ri(N, 0, 100);
     tt_rope_inv_freq(&(tt_rope_params){10000.0, 0, 0, 0, 0, 0}, hd, freq);
     fd_ctx c = {.a = {.B = B, .T = T, .H = H, .Hk = Hk, .hd = hd, .window = 40, .dt = TT_F32, .q = q, .k = k, .v = v,
                       .ldq = H * hd, .ldk = Hk * hd, .ldv = Hk * hd, .doc = doc, .pos = pos, .inv_freq = freq,
@@ -580,7 +564,7 @@ static void test_ce(void)
             double l2;
             {
                 const size_t nh = (size_t)N * D, nw = (size_t)V * D;
-                double *hd = malloc(nh * 8), *Wd = malloc(nw * 8), *dhd = calloc(nh, 8), *dWd = malloc(nw * 8);
+                double *hd = th_alloc(nh, 8), *Wd = th_alloc(nw, 8), *dhd = th_alloc(nh, 8), *dWd = th_alloc(nw, 8);
                 for (size_t i = 0; i < nh; i++) hd[i] = h[i];
                 for (size_t i = 0; i < nw; i++) Wd[i] = W[i], dWd[i] = dW2[i];
                 l2 = ref_ce_linear_f64(hd, Wd, t, N, D, V, -100, scale, mode & 1 ? dhd : NULL, mode & 2 ? dWd : NULL);
