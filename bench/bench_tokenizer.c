@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static char *text;
 static size_t text_n, text_cap;

@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "harness.h"
-#include "io/ckpt_files.h"
+#include "formats/ckpt_files.h"
 
 static char tmpdir[64];
 

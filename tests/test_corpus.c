@@ -9,9 +9,9 @@
 
 #include "core/core.h"
 #include "harness.h"
-#include "io/corpus.h"
-#include "io/shard.h"
-#include "io/tokenizer_byte.h"
+#include "data/corpus.h"
+#include "data/shard.h"
+#include "tokenizer/tokenizer_byte.h"
 
 /* ---- byte tokenizer ------------------------------------------------------ */
 static void test_tokenizer(void)

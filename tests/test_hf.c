@@ -13,8 +13,8 @@
 
 #include "graph/exec.h"
 #include "harness.h"
-#include "io/hf_model.h"
-#include "io/safetensors.h"
+#include "hf/hf_model.h"
+#include "formats/safetensors.h"
 
 #define FIX TITAN_SOURCE_DIR "/tests/fixtures/hf"
 static char tmp_root[64];

@@ -7,9 +7,9 @@
 
 #include "core/core.h"
 #include "harness.h"
-#include "io/corpus.h"
-#include "io/loader.h"
-#include "io/shard.h"
+#include "data/corpus.h"
+#include "data/loader.h"
+#include "data/shard.h"
 
 #define BOS 7
 #define VOCAB 300

@@ -11,8 +11,8 @@
 #include "graph/autodiff.h"
 #include "graph/exec.h"
 #include "harness.h"
-#include "io/hf_config.h"
-#include "io/safetensors.h"
+#include "hf/hf_config.h"
+#include "formats/safetensors.h"
 
 static const char *const cases[] = {"default",     "linear_v4",          "llama3_31",        "yarn_qwen25",
                                     "yarn_betas_notrunc", "yarn_mscale", "yarn_attn_factor", "yarn_implicit_factor"};

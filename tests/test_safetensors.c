@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "harness.h"
-#include "io/safetensors.h"
+#include "formats/safetensors.h"
 
 static char tmpdir[64];
 

@@ -13,8 +13,8 @@
 
 #include "core/core.h"
 #include "harness.h"
-#include "io/bpe_internal.h"
-#include "io/tokenizer.h"
+#include "tokenizer/bpe_internal.h"
+#include "tokenizer/tokenizer.h"
 
 #define FIXTURES TITAN_SOURCE_DIR "/tests/fixtures/tokenizers"
 

@@ -5,7 +5,7 @@
 
 #include "core/core.h"
 #include "harness.h"
-#include "io/toml.h"
+#include "formats/toml.h"
 
 static tt_toml_doc *parse(const char *text) { return tt_toml_parse(text, strlen(text), "t.toml"); }
 

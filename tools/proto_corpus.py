@@ -6,7 +6,7 @@ compares its validation loss with the corpus's exact entropy floor.
     python3 tools/proto_corpus.py --dir DIR [--tokens 1500000] [--threads 2]
 
 DIR holds train.bin, val.bin and corpus.json (titan's corpus prepare writes
-them). Windows are packed exactly as src/io/loader.c packs them: whole
+them). Windows are packed exactly as src/data/loader.c packs them: whole
 documents, greedily, padding at the end; attention is causal within a
 document and positions restart at each document. Needs torch and numpy.
 """

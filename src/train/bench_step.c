@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "backend/cpu/peak.h"
-#include "io/safetensors.h"
+#include "formats/safetensors.h"
 #include "train/run.h"
 
 typedef struct {

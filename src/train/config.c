@@ -8,7 +8,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "core/core.h"
-#include "io/toml.h"
+#include "formats/toml.h"
 #include "models/flavors.h"
 #include "titan/config.h"
 

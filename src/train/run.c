@@ -7,11 +7,11 @@
 #include <sys/stat.h>
 
 #include "backend/cpu/peak.h"
-#include "io/ckpt_files.h"
-#include "io/safetensors.h"
-#include "io/hf_model.h"
-#include "io/shard.h"
-#include "io/tokenizer_byte.h"
+#include "formats/ckpt_files.h"
+#include "formats/safetensors.h"
+#include "hf/hf_model.h"
+#include "data/shard.h"
+#include "tokenizer/tokenizer_byte.h"
 #include "train/run.h"
 
 tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ext *ext, tt_hf_config *hf)

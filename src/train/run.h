@@ -3,10 +3,10 @@
  * checkpoint it resumes from or saves to. */
 #ifndef TT_RUN_H
 #define TT_RUN_H
-#include "io/corpus.h"
-#include "io/hf_config.h"
-#include "io/loader.h"
-#include "io/tokenizer.h"
+#include "data/corpus.h"
+#include "hf/hf_config.h"
+#include "data/loader.h"
+#include "tokenizer/tokenizer.h"
 #include "titan/config.h"
 #include "train/lr_schedule.h"
 #include "train/metrics.h"

@@ -2,7 +2,7 @@
  * checkpoint's meta.json on arbitrary bytes fails cleanly or accepts. */
 #include <stdint.h>
 
-#include "io/ckpt_files.h"
+#include "formats/ckpt_files.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

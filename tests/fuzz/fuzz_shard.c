@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "io/loader.h"
-#include "io/shard.h"
+#include "data/loader.h"
+#include "data/shard.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

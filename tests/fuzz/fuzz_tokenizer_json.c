@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static void check_decode(const tt_tokenizer *t, const int32_t *ids, size_t n, int skip)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "io/toml.h"
+#include "formats/toml.h"
 #include "titan/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -11,7 +11,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 enum { TOK_BYTE = 1, TOK_BPE = 2 };
 

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "io/bpe_internal.h"
-#include "io/tokenizer_byte.h"
+#include "tokenizer/bpe_internal.h"
+#include "tokenizer/tokenizer_byte.h"
 
 tt_tokenizer *tt_tokenizer_byte_new(void)
 {

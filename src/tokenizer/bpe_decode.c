@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "io/bpe_internal.h"
+#include "tokenizer/bpe_internal.h"
 
 static const char REPLACEMENT_CHAR[] = "\xEF\xBF\xBD"; /* U+FFFD */
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/hf_config.h"
-#include "io/safetensors.h" /* tt_read_file */
+#include "hf/hf_config.h"
+#include "formats/safetensors.h" /* tt_read_file */
 
 /* Features of the Llama-like classes (which keys they read, which weights they have). */
 enum {

@@ -9,7 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/core.h"
-#include "io/bpe_internal.h"
+#include "tokenizer/bpe_internal.h"
 
 #define PATH_MAX_LEN 256
 

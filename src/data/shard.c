@@ -1,6 +1,6 @@
 /* shard.c — writing and memory-mapping token shard files, with every header
  * field and token checked before the loader may trust it. */
-#include "io/shard.h"
+#include "data/shard.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,12 +1,12 @@
 /* loader.c — packs a shard's documents into windows once at open, then serves
  * (B, T) batches: shuffled per epoch for training, in order for validation. */
-#include "io/loader.h"
+#include "data/loader.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
-#include "io/shard.h"
+#include "data/shard.h"
 
 struct tt_loader {
     tt_loader_cfg cfg;

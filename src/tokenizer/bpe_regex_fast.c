@@ -5,7 +5,7 @@
  * reference for all of Unicode; test_tokenizer checks them against PCRE2. */
 #include <string.h>
 
-#include "io/bpe_internal.h"
+#include "tokenizer/bpe_internal.h"
 
 static const char GPT2_RE[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 static const char LLAMA3_RE[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "

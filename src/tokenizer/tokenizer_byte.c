@@ -1,7 +1,7 @@
 /* tokenizer_byte.c — byte-level encode/decode with BOS/EOS ids past the bytes. */
 #include <cjson/cJSON.h>
 
-#include "io/tokenizer_byte.h"
+#include "tokenizer/tokenizer_byte.h"
 
 #include "core/core.h"
 

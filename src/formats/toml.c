@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "io/toml.h"
+#include "formats/toml.h"
 
 #define TOML_MAX_BYTES ((size_t)1 << 30) /* keeps line numbers and sizes far from int limits */
 #define TOML_MAX_NUMBER 256              /* longest number token we convert */

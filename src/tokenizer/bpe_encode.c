@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "io/bpe_internal.h"
+#include "tokenizer/bpe_internal.h"
 
 /* ---- scratch pool ------------------------------------------------------------ */
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "io/bpe_internal.h"
+#include "tokenizer/bpe_internal.h"
 
 static int run(const tt_tokenizer *t, tok_scratch *sc, int depth, const char *s, size_t n, int at_origin);
 

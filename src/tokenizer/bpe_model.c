@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "io/bpe_internal.h"
+#include "tokenizer/bpe_internal.h"
 
 #define PAIR_EMPTY UINT64_MAX
 #define SMALL_WORD 24          /* up to this many symbols a linear scan beats a heap */

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/hf_model.h"
-#include "io/safetensors.h"
+#include "hf/hf_model.h"
+#include "formats/safetensors.h"
 
 /* ---- which file holds a tensor (for error messages) ---------------------- */
 typedef struct {

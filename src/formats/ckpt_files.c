@@ -16,7 +16,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "io/ckpt_files.h"
+#include "formats/ckpt_files.h"
 
 /* ---- XXH64 (the xxHash spec, seed-able, 32-byte stripes) ----------------
  * Chosen over byte-wise FNV-1a because it runs at memory speed (a multi-GB

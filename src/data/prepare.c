@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "io/shard.h"
-#include "io/tokenizer.h"
+#include "data/shard.h"
+#include "tokenizer/tokenizer.h"
 #include "titan/titan.h"
 #include "core/core.h"
 

@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "io/safetensors.h"
+#include "formats/safetensors.h"
 
 /* ---- dtypes: every dtype the reference implementation knows ------------- */
 static const struct { const char *name; unsigned bits; } st_dtypes[] = {

@@ -1,6 +1,6 @@
 /* corpus.c — the synthetic corpus generator: a seeded made-up lexicon, a small
  * sentence grammar with entity references, and the exact NLL of what it emits. */
-#include "io/corpus.h"
+#include "data/corpus.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "io/shard.h"
-#include "io/tokenizer_byte.h"
+#include "data/shard.h"
+#include "tokenizer/tokenizer_byte.h"
 
 /* ---- the grammar ----------------------------------------------------------
  * Every item is a literal or a slot filled from one word class, all classes

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/safetensors.h"
+#include "formats/safetensors.h"
 
 /* Largest meta.json we read back. */
 #define TT_CKPT_MAX_META (64u << 20)

@@ -7,7 +7,7 @@
 #include <utf8proc.h>
 
 #include "core/core.h"
-#include "io/bpe_internal.h"
+#include "tokenizer/bpe_internal.h"
 
 static int is_ascii(const char *s, size_t n)
 {

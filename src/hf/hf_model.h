@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "io/hf_config.h"
+#include "hf/hf_config.h"
 
 /* Read <dir>/config.json, build the model and load its weights (F32, BF16 or
  * F16, converted to the fp32 master copy). cfg_out (may be NULL) receives the
