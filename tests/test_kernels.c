@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cpu/kernels.h"
+#include "models/rope.h"
 #include "core/core.h"
 #include "harness.h"
 

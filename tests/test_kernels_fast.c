@@ -10,6 +10,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "models/rope.h"
 #include "core/core.h"
 #include "harness.h"
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/kernels.h"
 #include "graph/autodiff.h"
 #include "graph/exec.h"
 #include "harness.h"

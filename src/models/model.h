@@ -5,7 +5,7 @@
 #ifndef TT_MODEL_H
 #define TT_MODEL_H
 
-#include "backend/cpu/kernels.h" /* tt_rope_params */
+#include "models/rope.h"
 #include "ops/ops.h"
 
 typedef enum { TT_ARCH_LLAMA = 0, TT_ARCH_GPT2, TT_ARCH_COUNT } tt_arch_id;

@@ -172,33 +172,4 @@ double cpu_sumsq(const float *g, size_t n);
 void cpu_adamw(float *p, float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double eps,
                double wd, double clip, long step, const int64_t *decay, int n_decay);
 
-/* RoPE inverse frequencies (hd/2 floats), computed in fp32 as transformers
- * does (modeling_rope_utils.py): inv_freq[i] = 1 / theta^(2i/hd), then llama3
- * scaling when `llama3` is set (factor, low_freq_factor, high_freq_factor,
- * original_max_position_embeddings), as in _compute_llama3_parameters. */
-typedef struct {
-    double theta;
-    int llama3;                 /* 1 = apply llama3 scaling below */
-    double factor, low_freq_factor, high_freq_factor;
-    int original_max_pos;
-} tt_rope_params;
-void tt_rope_inv_freq(const tt_rope_params *p, int hd, float *inv_freq);
-
-/* The other scalings of transformers' rope_type: "linear" (inv_freq / factor)
- * and "yarn" (_compute_yarn_parameters), both reading factor and, for YaRN,
- * original_max_pos from tt_rope_params (whose llama3 stays 0). Kept apart
- * because tt_rope_params is built with positional initialisers elsewhere. */
-typedef struct {
-    int linear;                 /* 1 = linear scaling */
-    int yarn;                   /* 1 = YaRN */
-    double beta_fast, beta_slow;/* YaRN ramp bounds in rotations; 0 = transformers' 32 and 1 */
-    int yarn_no_truncate;       /* YaRN "truncate": false keeps fractional ramp bounds */
-    double attention_factor;    /* cos/sin multiplier; 0 = the type's default */
-} tt_rope_ext;
-/* x may be NULL (then this is tt_rope_inv_freq). */
-void tt_rope_inv_freq_ext(const tt_rope_params *p, const tt_rope_ext *x, int hd, float *inv_freq);
-/* The multiplier of cos and sin: x->attention_factor when set, else for YaRN
- * 0.1 ln(factor) + 1 (factor > 1), else 1. x may be NULL. */
-double tt_rope_attention_scale(const tt_rope_params *p, const tt_rope_ext *x);
-
 #endif
