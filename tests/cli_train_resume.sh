@@ -147,7 +147,7 @@ for _ in $(seq 100); do grep -q '^step:  *3 ' "$W/sig.log" 2>/dev/null && break;
 kill -TERM $pid
 wait $pid
 rc=$?
-[ $rc -eq 0 ] && grep -q "signal received" "$W/sig.log" && [ "$(ls "$W/sig/checkpoint" | grep -c '^step-')" -eq 1 ]
+[ $rc -eq 0 ] && grep -q "stop requested" "$W/sig.log" && [ "$(ls "$W/sig/checkpoint" | grep -c '^step-')" -eq 1 ]
 check "SIGTERM saves a checkpoint and exits 0" $?
 
 # a diverging run stops with a message naming the step, before applying the bad update

@@ -1,5 +1,6 @@
 /* titan.c — the command-line interface: a thin user of the public API.
  * titan train | eval | generate | plan | bench peak | help */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,23 @@ static const char *command_help(const char *cmd)
                "  square sizes and the products of the config's training step, or on the shapes\n"
                "  given (op: nn, nt, tn, tt for the transposes of A and B).\n";
     return NULL;
+}
+
+/* SIGINT and SIGTERM (Slurm's preemption) ask training to save and stop. */
+static void on_signal(int sig)
+{
+    (void)sig;
+    tt_request_stop();
+}
+
+static void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static int fail(const char *what)
@@ -343,6 +361,7 @@ int main(int argc, char **argv)
         (hf && tt_config_set(c, "model.hf_assets_path", hf, "--hf")) || (ckpt && select_checkpoint(c, ckpt))) {
         rc = fail(cmd);
     } else if (!strcmp(cmd, "train")) {
+        catch_stop_signals();
         if (tt_train(c)) rc = fail(cmd);
     } else if (!strcmp(cmd, "eval")) {
         double loss, ppl;

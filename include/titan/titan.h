@@ -20,8 +20,13 @@ struct tt_config; /* titan/config.h */
 
 /* Train as the config says: resumes from the latest checkpoint in
  * job.dump_folder, logs metrics, validates, checkpoints, and writes
- * summary.json. SIGINT/SIGTERM finish the step, save and return 0. */
+ * summary.json. After tt_request_stop it finishes the step, saves and
+ * returns 0. */
 tt_err tt_train(const struct tt_config *cfg);
+/* Ask a running tt_train to finish its current step, save a checkpoint and
+ * return. Async-signal-safe: a program calls it from its SIGINT/SIGTERM
+ * handler (the library installs no signal handlers). */
+void tt_request_stop(void);
 /* Loss and perplexity of the latest (or checkpoint.load_step) checkpoint on
  * the validation data. */
 tt_err tt_eval(const struct tt_config *cfg, double *loss, double *ppl, long *tokens);

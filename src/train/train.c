@@ -8,12 +8,10 @@
 
 #include "train/run.h"
 
+/* Set by tt_request_stop (from a signal handler of the program's): the loop
+ * finishes its step, saves and returns. */
 static volatile sig_atomic_t stop_requested;
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
+void tt_request_stop(void) { stop_requested = 1; }
 
 tt_err tt_run_validate(tt_run *r, double *loss_out, long *tokens_out)
 {
@@ -38,6 +36,7 @@ tt_err tt_run_validate(tt_run *r, double *loss_out, long *tokens_out)
 tt_err tt_train(const tt_config *cfg)
 {
     tt_run r;
+    stop_requested = 0; /* a request belongs to one run; the program sets it again for the next */
     if (tt_run_open(&r, cfg, TT_RUN_TRAIN)) return -1;
     const tt_config *c = r.cfg;
     int accum = r.accum_steps;
@@ -46,12 +45,6 @@ tt_err tt_train(const tt_config *cfg)
     double t_start = tt_now(), t_last = t_start, last_loss = NAN, val_loss = NAN;
     long last_logged = r.step, tokens_seen = 0;
     tt_err rc = 0;
-
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_signal;
-    stop_requested = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
 
     if (r.step >= steps) tt_log("checkpoint is already at step %ld of %ld: nothing to train", r.step, steps);
     while (r.step < steps && !rc) {
@@ -117,13 +110,10 @@ tt_err tt_train(const tt_config *cfg)
         int save = c->checkpoint.enable && (step % c->checkpoint.interval == 0 || step == steps || stop_requested);
         if (!rc && save && tt_run_save(&r)) rc = -1;
         if (stop_requested && !rc) {
-            tt_log("signal received: saved step %ld, exiting", step);
+            tt_log("stop requested (signal): saved step %ld, exiting", step);
             break;
         }
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-
     if (!rc && !stop_requested && r.step >= steps && tokens_seen > 0) {
         double wall = tt_now() - t_start;
         tt_run_summary s = {
