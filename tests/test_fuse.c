@@ -1,9 +1,9 @@
 /* test_fuse.c — the fusion passes (fuse, and fold_accum after autodiff):
  * what they merge on each architecture, and that a training step with them
  * gives the loss and the gradients of the same step without them: in fp32
- * within rounding, in bf16 within bf16's, with the reference kernels (debug
- * mode) and in eager mode too. Also a graph whose intermediate value has a
- * second reader is left unfused. */
+ * within rounding, in bf16 within bf16's, with the reference kernels (the ref
+ * backend in debug mode) and in eager mode too. Also a graph whose
+ * intermediate value has a second reader is left unfused. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +35,7 @@ static void make_batch(batch *b)
 typedef enum { LLAMA, QWEN2, QWEN3, GPT2, N_VARIANTS } variant;
 static const char *const names[] = {"llama (GQA)", "llama + qkv bias", "llama + q/k norm", "gpt2"};
 
-static tt_model *make_model(variant va)
+static tt_model *make_model(variant va, float **weights)
 {
     tt_model_cfg c;
     memset(&c, 0, sizeof c);
@@ -54,9 +54,14 @@ static tt_model *make_model(variant va)
     c.qkv_bias = va == QWEN2;
     c.qk_norm = va == QWEN3;
     tt_model *m = tt_model_new(&c);
+    *weights = NULL;
     if (m) {
-        tt_model_init_weights(m, 7);
-        for (size_t i = 0; i < m->numel; i++) m->storage[i] += 0.01f * (float)((i * 2654435761u) % 7) - 0.03f;
+        /* the weights in host memory, flat layout */
+        float *w = th_alloc(m->numel, sizeof(float));
+        tt_param_store store = tt_model_host_store(w);
+        CHECK_MSG(tt_model_init_weights(m, 7, &store) == 0, "%s", tt_last_error());
+        for (size_t i = 0; i < m->numel; i++) w[i] += 0.01f * (float)((i * 2654435761u) % 7) - 0.03f;
+        *weights = w;
     }
     return m;
 }
@@ -67,33 +72,52 @@ typedef struct {
     int nodes, folded;
 } result;
 
-/* one micro-step, fused or not: its loss and the gradient buffer */
-static result step(const tt_model *m, batch *bt, tt_dtype dt, tt_exec_mode mode, int fuse)
+/* one micro-step, fused or not: its loss and the gradient buffer. Debug mode
+ * runs on the reference kernels (the ref backend), the others on cpu. */
+static result step(const tt_model *m, const float *weights, batch *bt, tt_dtype dt, tt_exec_mode mode, int fuse)
 {
     result r = {0};
-    tt_step_io io = {B, T, bt->ids, bt->tg, bt->pos, bt->doc, 1.0f / (B * T - B), {0}, dt, !fuse};
-    tt_optim_state os;
+    const tt_backend *be = tt_backend_get(mode == TT_EXEC_DEBUG ? "ref" : "cpu");
+    CHECK_MSG(be != NULL, "%s", tt_last_error());
+    if (!be) return r;
+    tt_queue *q = be->queue_new();
+    CHECK_MSG(q != NULL, "%s", tt_last_error());
+    if (!q) return r;
+    tt_step_cfg cfg = {B, T, dt, !fuse};
+    tt_train_state st;
     tt_step_graph sg;
-    CHECK(tt_optim_state_init(&os, m) == 0);
-    int rc = tt_build_micro_step(&sg, m, &os, &io, 1, &tt_backend_cpu, mode, TT_AC_NONE);
+    int rc = tt_state_init(&st, m, be, q, 1);
     CHECK_MSG(rc == 0, "%s", tt_last_error());
     if (rc == 0) {
-        CHECK_MSG(tt_exec_run(sg.exec) == 0, "%s", tt_last_error());
-        r.loss = *(float *)sg.loss->data;
-        r.grad = malloc(m->numel * sizeof(float));
-        memcpy(r.grad, os.grad, m->numel * sizeof(float));
-        r.st = sg.fused;
-        r.folded = sg.folded;
-        r.nodes = sg.g->n_nodes;
-        tt_step_graph_free(&sg);
+        CHECK_MSG((rc = tt_state_upload(&st, TT_STATE_PARAM, weights)) == 0, "%s", tt_last_error());
+        if (rc == 0) {
+            rc = tt_build_micro_step(&sg, m, &st, &cfg, 1, mode, TT_AC_NONE);
+            CHECK_MSG(rc == 0, "%s", tt_last_error());
+        }
+        if (rc == 0) {
+            double loss = 0;
+            CHECK_MSG(tt_step_set_batch(&sg, bt->ids, bt->tg, bt->pos, bt->doc, 1.0f / (B * T - B)) == 0, "%s",
+                      tt_last_error());
+            CHECK_MSG(tt_exec_run(sg.exec) == 0, "%s", tt_last_error());
+            CHECK_MSG(tt_step_loss(&sg, &loss) == 0, "%s", tt_last_error());
+            r.loss = (float)loss;
+            r.grad = th_alloc(m->numel, sizeof(float));
+            CHECK_MSG(tt_state_download(&st, TT_STATE_GRAD, r.grad) == 0, "%s", tt_last_error());
+            r.st = sg.fused;
+            r.folded = sg.folded;
+            r.nodes = sg.g->n_nodes;
+            tt_step_graph_free(&sg);
+        }
+        tt_state_free(&st);
     }
-    tt_optim_state_free(&os);
+    be->queue_free(q);
     return r;
 }
 
 static void compare(variant va)
 {
-    tt_model *m = make_model(va);
+    float *w = NULL;
+    tt_model *m = make_model(va, &w);
     CHECK(m != NULL);
     if (!m) return;
     batch bt;
@@ -105,7 +129,7 @@ static void compare(variant va)
         {TT_BF16, TT_EXEC_EAGER, 1e-2, 6e-2, "bf16 eager"},
     };
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
-        result f = step(m, &bt, runs[k].dt, runs[k].mode, 1), u = step(m, &bt, runs[k].dt, runs[k].mode, 0);
+        result f = step(m, w, &bt, runs[k].dt, runs[k].mode, 1), u = step(m, w, &bt, runs[k].dt, runs[k].mode, 0);
         if (!f.grad || !u.grad) {
             free(f.grad), free(u.grad);
             continue;
@@ -136,34 +160,46 @@ static void compare(variant va)
                   runs[k].what, dmax, gmax, at);
         free(f.grad), free(u.grad);
     }
+    free(w);
     tt_model_free(m);
 }
 
-/* q's projection read by something besides its RoPE: no qkv fusion, and
- * add + norm where the sum is also the graph's output: fused, sum kept. */
-static void test_partial(void)
+/* q's projection read by something besides the attention: no qkv fusion, and
+ * add + norm where the sum is also the graph's output: fused, sum kept. The
+ * weights are views of one parameter root, q, k and v back to back (what the
+ * pass looks for), then the norm's; without the second reader of q the same
+ * graph fuses q, k and v, so the first result is the second reader's doing. */
+static void build_partial(int second_reader)
 {
     tt_graph *g = tt_graph_new();
-    int64_t n = 8;
-    float w[3 * 16 * 16], nw[16];
-    tt_tensor tq = {.name = "wq", .dtype = TT_F32, .ndim = 2, .shape = {16, 16}, .data = w};
-    tt_tensor tk = tq, tv = tq, tn = {.name = "norm", .dtype = TT_F32, .ndim = 1, .shape = {16}, .data = nw};
-    tk.data = w + 256, tv.data = w + 512;
+    int64_t n = 8, total = 3 * 16 * 16 + 16;
     tt_value *x = tt_graph_input(g, "x", TT_F32, 2, (int64_t[]){8, 16}), *d = tt_graph_input(g, "d", TT_F32, 2, (int64_t[]){8, 16});
     tt_value *doc = tt_graph_input(g, "doc", TT_I32, 1, &n);
-    tt_value *wq = tt_graph_bind(g, TT_ROLE_PARAM, &tq), *wk = tt_graph_bind(g, TT_ROLE_PARAM, &tk);
-    tt_value *wv = tt_graph_bind(g, TT_ROLE_PARAM, &tv), *wn = tt_graph_bind(g, TT_ROLE_PARAM, &tn);
+    tt_value *root = tt_value_new(g, TT_ROLE_PARAM, TT_F32, 1, &total);
+    const int64_t wshape[2] = {16, 16}, nshape[1] = {16};
+    const size_t wbytes = 16 * 16 * sizeof(float);
+    tt_value *wq = tt_value_view(g, root, 0, TT_F32, 2, wshape), *wk = tt_value_view(g, root, wbytes, TT_F32, 2, wshape);
+    tt_value *wv = tt_value_view(g, root, 2 * wbytes, TT_F32, 2, wshape);
+    tt_value *wn = tt_value_view(g, root, 3 * wbytes, TT_F32, 1, nshape);
+    CHECK(wq && wk && wv && wn && wk->base == root && wv->offset == 2 * wbytes);
     tt_value *s = tt_add(g, x, d), *h = tt_rmsnorm(g, s, wn, 1e-5);
     tt_value *q = tt_linear(g, h, wq, NULL), *k = tt_linear(g, h, wk, NULL), *v = tt_linear(g, h, wv, NULL);
     tt_value *o = tt_attention(g, q, k, v, doc, 1, 8, 2, 2, 8, 0);
     tt_graph_mark_output(g, o);
-    tt_graph_mark_output(g, q); /* a second reader of q */
+    if (second_reader) tt_graph_mark_output(g, q); /* a second reader of q */
     tt_graph_mark_output(g, s);
     tt_fuse_stats st = {0};
     CHECK(!g->failed && tt_fuse(g, &st) == 0);
-    CHECK_MSG(st.qkv == 0 && st.add_norm == 1, "qkv %d, add+norm %d", st.qkv, st.add_norm);
+    CHECK_MSG(st.qkv == (second_reader ? 0 : 1) && st.add_norm == 1, "%s second reader of q: qkv %d, add+norm %d",
+              second_reader ? "with a" : "without a", st.qkv, st.add_norm);
     CHECK(s->producer && s->producer->op == TT_OP_ADD_RMSNORM && h->producer == s->producer);
     tt_graph_free(g);
+}
+
+static void test_partial(void)
+{
+    build_partial(1);
+    build_partial(0); /* the control: the same weights fuse when nothing else reads q */
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* test_graph.c — autodiff against finite differences on a composite f64
- * graph, and the three execution modes agreeing on a model's loss and
- * gradients, and the memory plan never overlapping live values. */
+ * graph (run on the reference kernels, the ref backend), and the three
+ * execution modes agreeing on a model's loss and gradients. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,95 +17,134 @@ static double *rand_buf(tt_rng *r, size_t n, double scale)
     return p;
 }
 
-/* x -> rmsnorm -> linear(W1), linear(W3) -> swiglu -> linear(W2) + x -> ce(Wh) */
+/* x -> rmsnorm -> linear(W1), linear(W3) -> swiglu -> linear(W2) + x -> ce(Wh).
+ * f64 graphs run only on the ref backend: its parameters are roots the
+ * executor gives memory of its own, written from host copies before each run. */
 static void test_autodiff_fd(void)
 {
     enum { N = 5, D = 6, F = 7, V = 9 };
     tt_rng r = {7, 0};
-    tt_tensor t[6] = {
-        {"x", TT_F64, 2, {N, D}, rand_buf(&r, N * D, 1)},   {"g", TT_F64, 1, {D}, rand_buf(&r, D, 1)},
-        {"w1", TT_F64, 2, {F, D}, rand_buf(&r, F * D, 0.5)}, {"w3", TT_F64, 2, {F, D}, rand_buf(&r, F * D, 0.5)},
-        {"w2", TT_F64, 2, {D, F}, rand_buf(&r, D * F, 0.5)}, {"wh", TT_F64, 2, {V, D}, rand_buf(&r, V * D, 0.5)},
+    static const struct {
+        const char *name;
+        int ndim;
+        int64_t shape[2];
+        double scale;
+    } spec[6] = {
+        {"x", 2, {N, D}, 1},    {"g", 1, {D}, 1},       {"w1", 2, {F, D}, 0.5},
+        {"w3", 2, {F, D}, 0.5}, {"w2", 2, {D, F}, 0.5}, {"wh", 2, {V, D}, 0.5},
     };
+    double *w[6];
+    int64_t cnt[6];
+    for (int i = 0; i < 6; i++) {
+        cnt[i] = tt_numel(spec[i].ndim, spec[i].shape);
+        w[i] = rand_buf(&r, (size_t)cnt[i], spec[i].scale);
+    }
     int32_t targets[N] = {1, 8, -100, 0, 4};
     double scale = 1.0 / 4;
     tt_graph *g = tt_graph_new();
     tt_value *p[6];
-    for (int i = 0; i < 6; i++) p[i] = tt_graph_bind(g, TT_ROLE_PARAM, &t[i]);
+    for (int i = 0; i < 6; i++) {
+        p[i] = tt_value_new(g, TT_ROLE_PARAM, TT_F64, spec[i].ndim, spec[i].shape);
+        if (p[i]) snprintf(p[i]->name, sizeof p[i]->name, "%s", spec[i].name);
+    }
     tt_value *tg = tt_graph_input(g, "targets", TT_I32, 1, (int64_t[]){N});
     tt_value *sc = tt_graph_input(g, "scale", TT_F64, 1, (int64_t[]){1});
-    tg->data = targets;
-    sc->data = &scale;
     tt_value *h = tt_rmsnorm(g, p[0], p[1], 1e-5);
     tt_value *ff = tt_swiglu(g, tt_linear(g, h, p[2], NULL), tt_linear(g, h, p[3], NULL));
     tt_value *y = tt_add(g, p[0], tt_linear(g, ff, p[4], NULL));
     tt_value *loss = tt_ce_linear(g, y, p[5], tg, sc, -100);
     tt_graph_mark_output(g, loss);
     tt_value *grads[6];
-    CHECK(tt_autodiff(g, loss, 6, p, grads) == 0);
+    CHECK_MSG(tt_autodiff(g, 1, &loss, 6, p, grads) == 0, "%s", tt_last_error());
     for (int i = 0; i < 6; i++) {
         CHECK(grads[i] != NULL);
-        tt_graph_mark_output(g, grads[i]);
+        if (grads[i]) tt_graph_mark_output(g, grads[i]);
     }
-    tt_exec *e = tt_exec_new(g, &tt_backend_cpu, TT_EXEC_DEBUG);
-    CHECK(e && tt_exec_run(e) == 0);
+    const tt_backend *ref = tt_backend_get("ref");
+    CHECK_MSG(ref != NULL, "%s", tt_last_error());
+    tt_exec *e = ref ? tt_exec_new(g, ref, NULL, TT_EXEC_DEBUG) : NULL;
+    CHECK_MSG(e != NULL, "%s", tt_last_error());
+    int ok = e != NULL;
+    for (int i = 0; i < 6 && ok; i++) ok = tt_exec_write(e, p[i], w[i], (size_t)cnt[i] * sizeof(double)) == 0;
+    ok = ok && tt_exec_write(e, tg, targets, sizeof targets) == 0 && tt_exec_write(e, sc, &scale, sizeof scale) == 0;
+    ok = ok && tt_exec_run(e) == 0;
+    CHECK_MSG(ok, "%s", tt_last_error());
     double maxerr = 0;
-    for (int i = 0; i < 6; i++) {
-        double *w = t[i].data, *gr = grads[i]->data;
-        int64_t n = tt_numel(t[i].ndim, t[i].shape);
+    for (int i = 0; i < 6 && ok; i++) {
+        if (!grads[i]) continue; /* already failed above */
+        const int64_t n = cnt[i];
         double gcopy[64];
-        memcpy(gcopy, gr, (size_t)n * sizeof(double));
+        CHECK_MSG(tt_exec_read(e, grads[i], gcopy, (size_t)n * sizeof(double)) == 0, "%s", tt_last_error());
+        /* one run with w[i][k] moved by +-eps; the parameter is rewritten from the host copy */
         for (int64_t k = 0; k < n; k++) {
-            double keep = w[k], eps = 1e-6;
-            w[k] = keep + eps;
-            tt_exec_run(e);
-            double lp = *(double *)loss->data;
-            w[k] = keep - eps;
-            tt_exec_run(e);
-            double lm = *(double *)loss->data;
-            w[k] = keep;
+            double keep = w[i][k], eps = 1e-6, lp = 0, lm = 0;
+            w[i][k] = keep + eps;
+            CHECK(tt_exec_write(e, p[i], w[i], (size_t)n * sizeof(double)) == 0 && tt_exec_run(e) == 0 &&
+                  tt_exec_read(e, loss, &lp, sizeof lp) == 0);
+            w[i][k] = keep - eps;
+            CHECK(tt_exec_write(e, p[i], w[i], (size_t)n * sizeof(double)) == 0 && tt_exec_run(e) == 0 &&
+                  tt_exec_read(e, loss, &lm, sizeof lm) == 0);
+            w[i][k] = keep;
+            CHECK(tt_exec_write(e, p[i], w[i], (size_t)n * sizeof(double)) == 0);
             double fd = (lp - lm) / (2 * eps), err = fabs(fd - gcopy[k]) / (1e-6 + fabs(fd));
             if (err > maxerr) maxerr = err;
-            CHECK_MSG(fabs(fd - gcopy[k]) < 1e-6 + 1e-5 * fabs(fd), "%s[%lld]: fd %g vs autodiff %g", t[i].name,
+            CHECK_MSG(fabs(fd - gcopy[k]) < 1e-6 + 1e-5 * fabs(fd), "%s[%lld]: fd %g vs autodiff %g", spec[i].name,
                       (long long)k, fd, gcopy[k]);
         }
     }
     printf("autodiff vs finite differences: max relative error %.2e\n", maxerr);
     tt_exec_free(e);
     tt_graph_free(g);
-    for (int i = 0; i < 6; i++) tt_free(t[i].data);
+    for (int i = 0; i < 6; i++) tt_free(w[i]);
 }
 
-/* Build one llama/gpt2 train graph (loss + grads) over a fixed batch. */
+/* Build one llama/gpt2 train graph (loss + grads) over a fixed batch. It
+ * binds nothing: the unit roots and the inputs are uploaded once an executor
+ * exists (upload below). */
 typedef struct {
     tt_graph *g;
-    tt_value *loss, **grads;
+    tt_value *loss, **grads, **units;
+    tt_value *ids, *pos, *doc, *targets, *scale;
 } train_graph;
 
-static train_graph build(const tt_model *m, int B, int T, int32_t *ids, int32_t *tg, int32_t *pos, int32_t *doc,
-                         float *scale)
+static train_graph build(const tt_model *m, int B, int T)
 {
-    train_graph tgr = {tt_graph_new(), NULL, calloc((size_t)m->n_params, sizeof(tt_value *))};
+    train_graph tgr = {tt_graph_new(), NULL, calloc((size_t)m->n_params, sizeof(tt_value *)),
+                       calloc((size_t)m->n_units, sizeof(tt_value *)), NULL, NULL, NULL, NULL, NULL};
     tt_graph *g = tgr.g;
     tt_value **vals = calloc((size_t)m->n_params, sizeof *vals);
-    tt_model_bind(g, m, vals);
+    CHECK_MSG(tt_model_bind(g, m, vals, tgr.units) == 0, "%s", tt_last_error());
     int64_t n = (int64_t)B * T;
-    tt_fwd_inputs in = {B, T, tt_graph_input(g, "ids", TT_I32, 1, &n), tt_graph_input(g, "pos", TT_I32, 1, &n),
-                        tt_graph_input(g, "doc", TT_I32, 1, &n), NULL, NULL, NULL};
-    in.ids->data = ids;
-    in.pos->data = pos;
-    in.doc->data = doc;
-    tt_value *targets = tt_graph_input(g, "targets", TT_I32, 1, &n);
-    targets->data = tg;
-    tt_value *sc = tt_graph_input(g, "scale", TT_F32, 1, (int64_t[]){1});
-    sc->data = scale;
+    tgr.ids = tt_graph_input(g, "ids", TT_I32, 1, &n);
+    tgr.pos = tt_graph_input(g, "pos", TT_I32, 1, &n);
+    tgr.doc = tt_graph_input(g, "doc", TT_I32, 1, &n);
+    tt_fwd_inputs in = {B, T, tgr.ids, tgr.pos, tgr.doc, NULL, NULL, NULL};
+    tgr.targets = tt_graph_input(g, "targets", TT_I32, 1, &n);
+    tgr.scale = tt_graph_input(g, "scale", TT_F32, 1, (int64_t[]){1});
     tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
-    tgr.loss = tt_ce_linear(g, h, head, targets, sc, -100);
+    tgr.loss = tt_ce_linear(g, h, head, tgr.targets, tgr.scale, -100);
     tt_graph_mark_output(g, tgr.loss);
-    tt_autodiff(g, tgr.loss, m->n_params, vals, tgr.grads);
-    for (int i = 0; i < m->n_params; i++) tt_graph_mark_output(g, tgr.grads[i]);
+    CHECK_MSG(tt_autodiff(g, 1, &tgr.loss, m->n_params, vals, tgr.grads) == 0, "%s", tt_last_error());
+    for (int i = 0; i < m->n_params; i++)
+        if (tgr.grads[i]) tt_graph_mark_output(g, tgr.grads[i]);
     free(vals);
     return tgr;
+}
+
+/* The weights (unit k: the slice [units[k].offset, + numel) of the flat host
+ * buffer) and the batch into the executor's values. */
+static int upload(tt_exec *e, const tt_model *m, const float *weights, const train_graph *t, int n, const int32_t *ids,
+                  const int32_t *tg, const int32_t *pos, const int32_t *doc, const float *scale)
+{
+    const size_t nb = (size_t)n * sizeof(int32_t);
+    int rc = 0;
+    for (int k = 0; k < m->n_units && !rc; k++)
+        rc = tt_exec_write(e, t->units[k], weights + m->units[k].offset, (size_t)m->units[k].numel * sizeof(float));
+    if (!rc)
+        rc = tt_exec_write(e, t->ids, ids, nb) || tt_exec_write(e, t->pos, pos, nb) || tt_exec_write(e, t->doc, doc, nb) ||
+             tt_exec_write(e, t->targets, tg, nb) || tt_exec_write(e, t->scale, scale, sizeof *scale);
+    CHECK_MSG(rc == 0, "upload: %s", tt_last_error());
+    return rc;
 }
 
 static void test_modes_agree(tt_arch_id arch)
@@ -115,7 +154,9 @@ static void test_modes_agree(tt_arch_id arch)
     tt_model *m = tt_model_new(&c);
     CHECK(m != NULL);
     if (!m) return;
-    tt_model_init_weights(m, 42);
+    float *w = th_alloc(m->numel, sizeof(float)); /* the weights, flat layout */
+    tt_param_store store = tt_model_host_store(w);
+    CHECK_MSG(tt_model_init_weights(m, 42, &store) == 0, "%s", tt_last_error());
     enum { B = 2, T = 13 };
     int32_t ids[B * T], tg[B * T], pos[B * T], doc[B * T];
     tt_rng r = {3, 0};
@@ -132,28 +173,37 @@ static void test_modes_agree(tt_arch_id arch)
     size_t arena = 0;
     const tt_exec_mode modes[3] = {TT_EXEC_DEBUG, TT_EXEC_EAGER, TT_EXEC_GRAPH}; /* the reference first */
     for (int mode = 0; mode < 3; mode++) {
-        train_graph tgr = build(m, B, T, ids, tg, pos, doc, &scale);
-        tt_exec *e = tt_exec_new(tgr.g, &tt_backend_cpu, modes[mode]);
+        /* debug = the reference kernels (ref backend) with NaN/Inf checks; eager and graph on cpu */
+        const tt_backend *be = tt_backend_get(modes[mode] == TT_EXEC_DEBUG ? "ref" : "cpu");
+        CHECK_MSG(be != NULL, "%s", tt_last_error());
+        train_graph tgr = build(m, B, T);
+        tt_exec *e = be ? tt_exec_new(tgr.g, be, NULL, modes[mode]) : NULL;
         CHECK_MSG(e != NULL, "%s", tt_last_error());
-        CHECK_MSG(e && tt_exec_run(e) == 0, "%s", tt_last_error());
-        if (modes[mode] == TT_EXEC_GRAPH) {
+        float l = NAN;
+        grad[mode] = th_alloc(m->numel, sizeof(float));
+        int ok = e && upload(e, m, w, &tgr, B * T, ids, tg, pos, doc, &scale) == 0;
+        CHECK_MSG(ok && tt_exec_run(e) == 0, "%s", tt_last_error());
+        CHECK_MSG(ok && tt_exec_read(e, tgr.loss, &l, sizeof l) == 0, "%s", tt_last_error());
+        if (ok && modes[mode] == TT_EXEC_GRAPH) {
             arena = tt_exec_arena_bytes(e);
             /* run twice: replay gives the same answer */
-            float first = *(float *)tgr.loss->data;
+            float again = NAN;
             CHECK(tt_exec_run(e) == 0);
-            CHECK(first == *(float *)tgr.loss->data);
+            CHECK(tt_exec_read(e, tgr.loss, &again, sizeof again) == 0);
+            CHECK(l == again);
         }
-        loss[mode] = *(float *)tgr.loss->data;
-        grad[mode] = malloc(m->numel * sizeof(float));
-        size_t off = 0;
-        for (int i = 0; i < m->n_params; i++) {
-            size_t cnt = (size_t)tt_numel(m->params[i].t.ndim, m->params[i].t.shape);
-            if (tgr.grads[i]) memcpy(grad[mode] + off, tgr.grads[i]->data, cnt * sizeof(float));
-            else memset(grad[mode] + off, 0, cnt * sizeof(float));
-            off += cnt;
+        loss[mode] = l;
+        for (int i = 0; i < m->n_params && ok; i++) {
+            const tt_param *p = &m->params[i];
+            const size_t cnt = (size_t)tt_param_numel(p);
+            if (tgr.grads[i])
+                CHECK_MSG(tt_exec_read(e, tgr.grads[i], grad[mode] + p->offset, cnt * sizeof(float)) == 0, "%s: %s",
+                          p->name, tt_last_error());
+            else memset(grad[mode] + p->offset, 0, cnt * sizeof(float));
         }
         tt_exec_free(e);
         free(tgr.grads);
+        free(tgr.units);
         tt_graph_free(tgr.g);
     }
     printf("%s: loss debug %.7f eager %.7f graph %.7f, arena %zu bytes\n", tt_arch_name(arch), loss[0], loss[1],
@@ -170,6 +220,7 @@ static void test_modes_agree(tt_arch_id arch)
         CHECK_MSG(maxd <= 1e-4 * maxg + 1e-7, "mode %d: max grad difference %g (max grad %g)", mode, maxd, maxg);
     }
     for (int i = 0; i < 3; i++) free(grad[i]);
+    free(w);
     tt_model_free(m);
 }
 

@@ -85,43 +85,62 @@ static void edit_config(const char *dir, const char *from, const char *to)
     free(t);
 }
 
-/* Logits (T, V) of one sequence: B = 1, positions 0..T-1, one document, graph mode. */
-static tt_err run_logits(const tt_model *m, const int32_t *ids_in, int T, float *out)
+/* Load a folder with its weights: the model, *w its host weights in the flat
+ * layout (tt_free them); NULL (and *w NULL) on failure. */
+static tt_model *load(const char *dir, tt_hf_config *hc, float **w)
 {
+    *w = NULL;
+    return tt_hf_load(dir, hc, w);
+}
+
+static void unload(tt_model *m, float *w)
+{
+    tt_model_free(m);
+    tt_free(w);
+}
+
+/* Logits (T, V) of one sequence with the host weights w (flat layout): B = 1,
+ * positions 0..T-1, one document, graph mode on the cpu backend. */
+static tt_err run_logits(const tt_model *m, const float *w, const int32_t *ids_in, int T, float *out)
+{
+    const tt_backend *be = tt_backend_get("cpu");
     tt_graph *g = tt_graph_new();
     tt_value **vals = calloc((size_t)m->n_params, sizeof *vals);
+    tt_value **units = calloc((size_t)m->n_units + 1, sizeof *units);
     int32_t *ids = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4), *doc = calloc((size_t)T, 4);
     tt_err rc = -1;
     for (int t = 0; t < T; t++) ids[t] = ids_in[t], pos[t] = t;
     int64_t n = T;
     tt_exec *e = NULL;
-    if (tt_model_bind(g, m, vals) == 0) {
+    if (be && tt_model_bind(g, m, vals, units) == 0) {
         tt_fwd_inputs in = {1, T, tt_graph_input(g, "ids", TT_I32, 1, &n), tt_graph_input(g, "pos", TT_I32, 1, &n),
                             tt_graph_input(g, "doc", TT_I32, 1, &n), NULL, NULL, NULL};
-        in.ids->data = ids;
-        in.pos->data = pos;
-        in.doc->data = doc;
         tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
         tt_value *logits = h ? tt_linear(g, h, head, NULL) : NULL; // (T, V)
         if (logits && !g->failed) {
             tt_graph_mark_output(g, logits);
-            e = tt_exec_new(g, &tt_backend_cpu, TT_EXEC_GRAPH);
-            if (e && tt_exec_run(e) == 0) {
-                memcpy(out, logits->data, (size_t)T * m->cfg.vocab_size * sizeof(float));
-                rc = 0;
-            }
+            e = tt_exec_new(g, be, NULL, TT_EXEC_GRAPH);
+            rc = e ? 0 : -1;
+            for (int k = 0; k < m->n_units && !rc; k++)
+                rc = tt_exec_write(e, units[k], w + m->units[k].offset, tt_value_bytes(units[k]));
+            if (!rc) rc = tt_exec_write(e, in.ids, ids, (size_t)T * 4);
+            if (!rc) rc = tt_exec_write(e, in.pos, pos, (size_t)T * 4);
+            if (!rc) rc = tt_exec_write(e, in.doc, doc, (size_t)T * 4);
+            if (!rc) rc = tt_exec_run(e);
+            if (!rc) rc = tt_exec_read(e, logits, out, (size_t)T * m->cfg.vocab_size * sizeof(float));
         }
     }
     tt_exec_free(e);
     tt_graph_free(g);
-    free(vals), free(ids), free(pos), free(doc);
+    free(vals), free(units), free(ids), free(pos), free(doc);
     return rc;
 }
 
-/* Max |titan - transformers| over every sequence of a reference file; -1 if
+/* Max |titan - transformers| over every sequence of a reference file, with
+ * the host weights w; -1 if
  * something failed (reported). With `keep`, the titan logits of all
  * sequences are appended there. */
-static double parity(const tt_model *m, const char *ref_path, float *keep, int seq_only)
+static double parity(const tt_model *m, const float *w, const char *ref_path, float *keep, int seq_only)
 {
     tt_safetensors *ref = tt_st_open(ref_path);
     CHECK_MSG(ref != NULL, "%s", tt_last_error());
@@ -146,7 +165,7 @@ static double parity(const tt_model *m, const char *ref_path, float *keep, int s
         float *want = malloc(tl->nbytes), *got = malloc(tl->nbytes);
         memcpy(ids, ti->data, (size_t)T * 4);
         memcpy(want, tl->data, tl->nbytes);
-        tt_err rc = run_logits(m, ids, T, got);
+        tt_err rc = run_logits(m, w, ids, T, got);
         CHECK_MSG(rc == 0, "%s", tt_last_error());
         for (size_t i = 0; rc == 0 && i < (size_t)T * V; i++) worst = fmax(worst, fabs((double)got[i] - want[i]));
         if (keep) memcpy(keep + kept, got, tl->nbytes);
@@ -215,7 +234,8 @@ static void test_fixture(const fixture *fx)
     snprintf(dir, sizeof dir, FIX "/%s", fx->name);
     snprintf(ref, sizeof ref, FIX "/%s.logits.safetensors", fx->name);
     tt_hf_config hc;
-    tt_model *m = tt_hf_load(dir, &hc);
+    float *w;
+    tt_model *m = load(dir, &hc, &w);
     CHECK_MSG(m != NULL, "%s: %s", fx->name, tt_last_error());
     if (!m) return;
     CHECK_MSG(hc.family == fx->family, "%s: family %d", fx->name, (int)hc.family);
@@ -223,23 +243,23 @@ static void test_fixture(const fixture *fx)
     CHECK_MSG(tt_hf_family_for(&m->cfg, &m->ext) == fx->family, "%s: auto family %s", fx->name,
               tt_hf_family_architecture(tt_hf_family_for(&m->cfg, &m->ext)));
     float *logits = malloc(64u << 20 >> 2); /* far more than any fixture's logits */
-    double d = parity(m, ref, logits, -1);
+    double d = parity(m, w, ref, logits, -1);
     CHECK_MSG(d >= 0 && d <= 1e-4, "%s: max |titan - transformers| = %g", fx->name, d);
     printf("%-16s %-18s max |logits - transformers| = %.2e\n", fx->name, tt_hf_family_architecture(hc.family), d);
 
     /* the sliding window and YaRN's attention factor change the answer: the
      * parity above could fail without them */
     if (m->cfg.window) {
-        int w = m->cfg.window;
+        int win = m->cfg.window;
         m->cfg.window = 0;
-        double dw = parity(m, ref, NULL, 2);
+        double dw = parity(m, w, ref, NULL, 2);
         CHECK_MSG(dw > 1e-3, "%s: logits do not depend on the sliding window (%g)", fx->name, dw);
-        m->cfg.window = w;
+        m->cfg.window = win;
     }
     if (m->ext.rope.yarn) {
         double af = m->ext.rope.attention_factor;
         m->ext.rope.attention_factor = 1;
-        double da = parity(m, ref, NULL, 2);
+        double da = parity(m, w, ref, NULL, 2);
         CHECK_MSG(da > 1e-3, "%s: logits do not depend on the YaRN attention factor (%g)", fx->name, da);
         m->ext.rope.attention_factor = af;
     }
@@ -252,31 +272,33 @@ static void test_fixture(const fixture *fx)
     o.bos_token_id = hc.bos_token_id;
     o.n_eos = hc.n_eos;
     memcpy(o.eos_token_ids, hc.eos_token_ids, sizeof o.eos_token_ids);
-    CHECK_MSG(tt_hf_export(m, out, &o) == 0, "%s: %s", fx->name, tt_last_error());
+    tt_param_store store = tt_model_host_store(w);
+    CHECK_MSG(tt_hf_export(m, out, &o, &store) == 0, "%s: %s", fx->name, tt_last_error());
     char p[4300];
     path_in(p, sizeof p, out, fx->shard ? "model.safetensors.index.json" : "model.safetensors");
     CHECK_MSG(access(p, R_OK) == 0, "%s missing", p);
     path_in(p, sizeof p, out, "generation_config.json");
     CHECK(access(p, R_OK) == 0);
     tt_hf_config hc2;
-    tt_model *m2 = tt_hf_load(out, &hc2);
+    float *w2;
+    tt_model *m2 = load(out, &hc2, &w2);
     CHECK_MSG(m2 != NULL, "%s reloaded: %s", fx->name, tt_last_error());
     if (m2) {
         CHECK_MSG(same_cfg(&m->cfg, &m->ext, &m2->cfg, &m2->ext), "%s: config changed in the round trip", fx->name);
         CHECK(hc2.family == hc.family && hc2.bos_token_id == hc.bos_token_id && hc2.n_eos == hc.n_eos);
         CHECK(strcmp(hc2.torch_dtype, "float32") == 0);
-        CHECK(m2->numel == m->numel && memcmp(m2->storage, m->storage, m->numel * sizeof(float)) == 0);
+        CHECK(m2->numel == m->numel && memcmp(w2, w, m->numel * sizeof(float)) == 0);
         float *logits2 = malloc(64u << 20 >> 2);
-        double d2 = parity(m2, ref, logits2, -1);
+        double d2 = parity(m2, w2, ref, logits2, -1);
         CHECK(d2 == d);
         size_t total = 0;
         for (int k = 0; k < 3; k++) total += (size_t)(k == 0 ? 1 : k == 1 ? 7 : 13) * m->cfg.vocab_size;
         CHECK_MSG(memcmp(logits, logits2, total * sizeof(float)) == 0, "%s: reloaded logits differ", fx->name);
         free(logits2);
-        tt_model_free(m2);
+        unload(m2, w2);
     }
     free(logits);
-    tt_model_free(m);
+    unload(m, w);
 }
 
 /* The published tiny GPT-2 (transformers 4.36 config with extra keys GPT-2
@@ -295,12 +317,13 @@ static void test_shared_gpt2(void)
         return;
     }
     tt_hf_config hc;
-    tt_model *m = tt_hf_load(dir, &hc);
+    float *w;
+    tt_model *m = load(dir, &hc, &w);
     CHECK_MSG(m != NULL, "%s", tt_last_error());
     if (!m) return;
     CHECK(hc.family == TT_HF_GPT2 && m->cfg.dim == 32 && m->cfg.n_layers == 5 && m->cfg.ffn_dim == 128);
     CHECK(m->cfg.vocab_size == 1000 && m->cfg.max_seq_len == 512 && hc.bos_token_id == 98);
-    double d = parity(m, FIX "/tiny-random-gpt2.logits.safetensors", NULL, -1);
+    double d = parity(m, w, FIX "/tiny-random-gpt2.logits.safetensors", NULL, -1);
     CHECK_MSG(d >= 0 && d <= 1e-4, "tiny-random-gpt2: %g", d);
     printf("%-16s %-18s max |logits - transformers| = %.2e\n", "tiny-random-gpt2", "GPT2LMHeadModel", d);
     snprintf(out, sizeof out, "%s/export-tiny-gpt2", export_root);
@@ -311,16 +334,18 @@ static void test_shared_gpt2(void)
     path_in(a, sizeof a, dir, "tokenizer.json");
     o.tokenizer_json = a;
     o.max_shard_bytes = 100000; /* sharded */
-    CHECK_MSG(tt_hf_export(m, out, &o) == 0, "%s", tt_last_error());
+    tt_param_store store = tt_model_host_store(w);
+    CHECK_MSG(tt_hf_export(m, out, &o, &store) == 0, "%s", tt_last_error());
     path_in(b, sizeof b, out, "tokenizer.json");
     size_t la, lb;
     char *ta = slurp(a, &la), *tb = slurp(b, &lb);
     CHECK(ta && tb && la == lb && memcmp(ta, tb, la) == 0);
     free(ta), free(tb);
-    tt_model *m2 = tt_hf_load(out, NULL);
-    CHECK_MSG(m2 && memcmp(m2->storage, m->storage, m->numel * sizeof(float)) == 0, "%s", tt_last_error());
-    tt_model_free(m2);
-    tt_model_free(m);
+    float *w2;
+    tt_model *m2 = load(out, NULL, &w2);
+    CHECK_MSG(m2 && memcmp(w2, w, m->numel * sizeof(float)) == 0, "%s", tt_last_error());
+    unload(m2, w2);
+    unload(m, w);
 }
 
 /* ---- tensor-level variants made by rewriting a fixture's safetensors ------ */
@@ -401,16 +426,17 @@ static void rewrite(const char *src, const char *dir, variant v, const char *tar
     tt_st_close(st);
 }
 
-/* tt_hf_load(dir) must fail, and the message hold each of the strings. */
+/* tt_hf_load(dir) with its weights must fail, and the message hold each of the strings. */
 static void expect_fail(const char *dir, const char *what, const char *s1, const char *s2)
 {
-    tt_model *m = tt_hf_load(dir, NULL);
+    float *w;
+    tt_model *m = load(dir, NULL, &w);
     const char *e = tt_last_error();
     CHECK_MSG(m == NULL, "%s: loaded", what);
     CHECK_MSG(strstr(e, s1) != NULL, "%s: error '%s' lacks '%s'", what, e, s1);
     if (s2) CHECK_MSG(strstr(e, s2) != NULL, "%s: error '%s' lacks '%s'", what, e, s2);
     printf("  %-22s -> %s\n", what, e);
-    tt_model_free(m);
+    unload(m, w);
 }
 
 static void test_bad_folders(void)
@@ -509,48 +535,49 @@ static void test_tensor_variants(void)
 {
     char dir[4200];
     static const char *const cfg_only[] = {"config.json", NULL};
+    float *w, *rw;
     make_case(dir, sizeof dir, "inv_freq", FIX "/llama", cfg_only);
     rewrite(FIX "/llama", dir, V_ADD, "model.layers.1.self_attn.rotary_emb.inv_freq", NULL);
-    tt_model *m = tt_hf_load(dir, NULL);
+    tt_model *m = load(dir, NULL, &w);
     CHECK_MSG(m != NULL, "rotary_emb.inv_freq buffer: %s", tt_last_error());
-    tt_model_free(m);
+    unload(m, w);
 
-    tt_model *ref = tt_hf_load(FIX "/gpt2", NULL);
+    tt_model *ref = load(FIX "/gpt2", NULL, &rw);
     make_case(dir, sizeof dir, "gpt2_bare", FIX "/gpt2", cfg_only);
     rewrite(FIX "/gpt2", dir, V_STRIP_PREFIX, NULL, NULL);
-    m = tt_hf_load(dir, NULL);
-    CHECK_MSG(m && ref && memcmp(m->storage, ref->storage, ref->numel * sizeof(float)) == 0,
+    m = load(dir, NULL, &w);
+    CHECK_MSG(m && ref && memcmp(w, rw, ref->numel * sizeof(float)) == 0,
               "GPT-2 without the transformer. prefix: %s", tt_last_error());
-    tt_model_free(m);
+    unload(m, w);
     make_case(dir, sizeof dir, "gpt2_buffers", FIX "/gpt2", cfg_only);
     rewrite(FIX "/gpt2", dir, V_ADD, "transformer.h.0.attn.bias", "transformer.h.1.attn.masked_bias");
-    m = tt_hf_load(dir, NULL);
+    m = load(dir, NULL, &w);
     CHECK_MSG(m != NULL, "GPT-2 mask buffers: %s", tt_last_error());
-    tt_model_free(m);
+    unload(m, w);
     make_case(dir, sizeof dir, "gpt2_lm_head", FIX "/gpt2", cfg_only);
     rewrite(FIX "/gpt2", dir, V_ADD, "lm_head.weight", "transformer.h.1.attn.c_attn.extra");
-    const char *e = (m = tt_hf_load(dir, NULL)) ? "" : tt_last_error();
+    const char *e = (m = load(dir, NULL, &w)) ? "" : tt_last_error();
     CHECK_MSG(!m && strstr(e, "unexpected tensor 'transformer.h.1.attn.c_attn.extra'"), "%s", e);
-    tt_model_free(m);
-    tt_model_free(ref);
+    unload(m, w);
+    unload(ref, rw);
 
     /* F16 weights: each loaded value is exactly the f16 value, and the logits
      * stay close to transformers' fp32 ones */
     make_case(dir, sizeof dir, "f16", FIX "/llama", cfg_only);
     rewrite(FIX "/llama", dir, V_F16, NULL, NULL);
-    m = tt_hf_load(dir, NULL);
-    ref = tt_hf_load(FIX "/llama", NULL);
+    m = load(dir, NULL, &w);
+    ref = load(FIX "/llama", NULL, &rw);
     CHECK_MSG(m && ref, "F16 weights: %s", tt_last_error());
     if (m && ref) {
         size_t bad = 0;
-        for (size_t i = 0; i < m->numel; i++) bad += m->storage[i] != tt_f16_to_f32(f32_to_f16(ref->storage[i]));
+        for (size_t i = 0; i < m->numel; i++) bad += w[i] != tt_f16_to_f32(f32_to_f16(rw[i]));
         CHECK_MSG(bad == 0, "%zu F16 weights converted wrongly", bad);
-        double d = parity(m, FIX "/llama.logits.safetensors", NULL, -1);
+        double d = parity(m, w, FIX "/llama.logits.safetensors", NULL, -1);
         CHECK_MSG(d > 0 && d < 0.05, "F16 llama vs fp32 transformers: %g", d);
         printf("llama in F16      max |logits - transformers fp32| = %.2e (F16 rounding)\n", d);
     }
-    tt_model_free(m);
-    tt_model_free(ref);
+    unload(m, w);
+    unload(ref, rw);
 }
 
 /* Loading into a model built elsewhere (a recipe): the folder's config must
@@ -559,11 +586,14 @@ static void test_load_into(void)
 {
     tt_hf_config hc;
     CHECK(tt_hf_config_read(FIX "/llama", &hc) == 0);
-    tt_model *ref = tt_hf_load(FIX "/llama", NULL), *m = tt_model_new_ext(&hc.model, &hc.ext);
-    CHECK_MSG(m && ref && tt_hf_load_weights(m, FIX "/llama") == 0, "%s", tt_last_error());
-    CHECK(m && ref && memcmp(m->storage, ref->storage, m->numel * sizeof(float)) == 0);
-    tt_model_free(m);
-    tt_model_free(ref);
+    float *rw;
+    tt_model *ref = load(FIX "/llama", NULL, &rw), *m = tt_model_new_ext(&hc.model, &hc.ext);
+    float *w = m ? tt_alloc(m->numel * sizeof(float) + 1) : NULL;
+    tt_param_store store = tt_model_host_store(w);
+    CHECK_MSG(m && ref && w && tt_hf_load_weights(m, FIX "/llama", &store) == 0, "%s", tt_last_error());
+    CHECK(m && ref && w && memcmp(w, rw, m->numel * sizeof(float)) == 0);
+    unload(m, w);
+    unload(ref, rw);
     static const struct { const char *fix, *needle; int what; } cases[] = {
         {"llama", "config.json: rope_theta / rope_scaling differ", 0},
         {"llama", "config.json: rms_norm_eps is 1e-05, but the model has 1e-06", 1},
@@ -579,10 +609,12 @@ static void test_load_into(void)
         if (cases[i].what == 2) hc.model.tie_embeddings = 0;
         if (cases[i].what == 3) hc.ext.full_attention[0] = 0;
         m = tt_model_new_ext(&hc.model, &hc.ext);
-        tt_err rc = m ? tt_hf_load_weights(m, dir) : 0;
-        CHECK_MSG(m && rc != 0 && strstr(tt_last_error(), cases[i].needle), "'%s': %s", cases[i].needle,
+        w = m ? tt_alloc(m->numel * sizeof(float) + 1) : NULL;
+        store = tt_model_host_store(w);
+        tt_err rc = m && w ? tt_hf_load_weights(m, dir, &store) : 0;
+        CHECK_MSG(m && w && rc != 0 && strstr(tt_last_error(), cases[i].needle), "'%s': %s", cases[i].needle,
                   rc ? tt_last_error() : "loaded");
-        tt_model_free(m);
+        unload(m, w);
     }
 }
 

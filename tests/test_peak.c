@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/cpu/peak.h"
+#include "backend/host/peak.h"
 #include "harness.h"
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)

@@ -2,18 +2,21 @@
  * inverse frequencies and attention factor transformers computes for the same
  * config.json (tests/fixtures/hf/rope_cases.safetensors, made by
  * tools/gen_hf_fixtures.py), and the scaled rotation kernels: fast vs
- * reference, their adjoint (the backward), and the op in a graph. */
+ * reference, their adjoint (the backward), and the op in a graph; and the
+ * default and llama3 inverse frequencies against hand-computed values. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/ref/ref_kernels.h"
+#include "formats/safetensors.h"
 #include "graph/autodiff.h"
 #include "graph/exec.h"
 #include "harness.h"
 #include "hf/hf_config.h"
-#include "formats/safetensors.h"
+#include "models/rope.h"
 
 static const char *const cases[] = {"default",     "linear_v4",          "llama3_31",        "yarn_qwen25",
                                     "yarn_betas_notrunc", "yarn_mscale", "yarn_attn_factor", "yarn_implicit_factor"};
@@ -125,15 +128,12 @@ static void test_graph(void)
     tt_rope_params rp = {10000, 0, 8, 0, 0, 16};
     tt_rope_ext rx = {0, 1, 0, 0, 0, 1.3};
     tt_rope_inv_freq_ext(&rp, &rx, HD, freq);
-    tt_tensor tx = {"x", TT_F64, 2, {N, C}, x}, tw = {"w", TT_F64, 2, {V, C}, w};
     tt_graph *g = tt_graph_new();
-    tt_value *vx = tt_graph_bind(g, TT_ROLE_PARAM, &tx), *vw = tt_graph_bind(g, TT_ROLE_PARAM, &tw);
+    tt_value *vx = tt_value_new(g, TT_ROLE_PARAM, TT_F64, 2, (int64_t[]){N, C});
+    tt_value *vw = tt_value_new(g, TT_ROLE_PARAM, TT_F64, 2, (int64_t[]){V, C});
     tt_value *vp = tt_graph_input(g, "pos", TT_I32, 1, (int64_t[]){N});
     tt_value *vt = tt_graph_input(g, "targets", TT_I32, 1, (int64_t[]){N});
     tt_value *vs = tt_graph_input(g, "scale", TT_F64, 1, (int64_t[]){1});
-    vp->data = pos;
-    vt->data = tgt;
-    vs->data = &sc;
     void *fd;
     int64_t nf = HD / 2;
     tt_value *vf = tt_graph_const(g, TT_F32, 1, &nf, &fd);
@@ -142,28 +142,37 @@ static void test_graph(void)
     tt_value *loss = tt_ce_linear(g, y, vw, vt, vs, -100), *gx = NULL;
     tt_graph_mark_output(g, y);
     tt_graph_mark_output(g, loss);
-    CHECK(tt_autodiff(g, loss, 1, &vx, &gx) == 0 && gx);
+    CHECK(tt_autodiff(g, 1, &loss, 1, &vx, &gx) == 0 && gx);
     if (gx) tt_graph_mark_output(g, gx);
-    tt_exec *e = tt_exec_new(g, &tt_backend_cpu, TT_EXEC_DEBUG);
-    CHECK_MSG(e && tt_exec_run(e) == 0, "%s", tt_last_error());
-    if (e && gx) {
-        double want[N * C], grad[N * C], worst = 0;
+    /* f64 graphs run on the reference backend (debug: node by node, NaN/Inf checks) */
+    const tt_backend *ref = tt_backend_get("ref");
+    CHECK_MSG(ref != NULL, "%s", tt_last_error());
+    tt_exec *e = ref && gx ? tt_exec_new(g, ref, NULL, TT_EXEC_DEBUG) : NULL;
+    int ok = e && tt_exec_write(e, vx, x, sizeof x) == 0 && tt_exec_write(e, vw, w, sizeof w) == 0 &&
+             tt_exec_write(e, vp, pos, sizeof pos) == 0 && tt_exec_write(e, vt, tgt, sizeof tgt) == 0 &&
+             tt_exec_write(e, vs, &sc, sizeof sc) == 0 && tt_exec_run(e) == 0;
+    CHECK_MSG(ok, "%s", tt_last_error());
+    if (ok) {
+        double want[N * C], got[N * C], grad[N * C], worst = 0;
+        CHECK(tt_exec_read(e, y, got, sizeof got) == 0);
         ref_rope_scaled_f64(x, pos, freq, want, N, H, HD, 0, 1.3);
-        for (int i = 0; i < N * C; i++) worst = fmax(worst, fabs(((double *)y->data)[i] - want[i]));
+        for (int i = 0; i < N * C; i++) worst = fmax(worst, fabs(got[i] - want[i]));
         CHECK_MSG(worst < 1e-14, "graph rope_scaled vs kernel: %g", worst);
-        memcpy(grad, gx->data, sizeof grad);
+        CHECK(tt_exec_read(e, gx, grad, sizeof grad) == 0);
         worst = 0;
+        int runs_ok = 1;
         for (int i = 0; i < N * C; i++) {
-            double keep = x[i], eps = 1e-6;
+            double keep = x[i], eps = 1e-6, lp = NAN, lm = NAN;
             x[i] = keep + eps;
-            tt_exec_run(e);
-            double lp = *(double *)loss->data;
+            runs_ok &= tt_exec_write(e, vx, x, sizeof x) == 0 && tt_exec_run(e) == 0 &&
+                       tt_exec_read(e, loss, &lp, sizeof lp) == 0;
             x[i] = keep - eps;
-            tt_exec_run(e);
-            double lm = *(double *)loss->data;
+            runs_ok &= tt_exec_write(e, vx, x, sizeof x) == 0 && tt_exec_run(e) == 0 &&
+                       tt_exec_read(e, loss, &lm, sizeof lm) == 0;
             x[i] = keep;
             worst = fmax(worst, fabs((lp - lm) / (2 * eps) - grad[i]));
         }
+        CHECK_MSG(runs_ok, "finite-difference runs: %s", tt_last_error());
         CHECK_MSG(worst < 1e-7, "rope_scaled gradient vs finite differences: %g", worst);
         printf("rope_scaled gradient vs finite differences: max abs error %.2e\n", worst);
     }
@@ -171,10 +180,44 @@ static void test_graph(void)
     tt_graph_free(g);
 }
 
+/* The default and llama3 inverse frequencies against hand-computed values
+ * (moved from test_kernels.c). */
+static void test_rope_freq(void)
+{
+    /* default: 1 / theta^(2i/hd) */
+    float f[64];
+    tt_rope_params rp = {10000.0, 0, 0, 0, 0, 0};
+    tt_rope_inv_freq(&rp, 128, f);
+    double err = 0;
+    for (int i = 0; i < 64; i++) err = fmax(err, fabs(f[i] - pow(10000.0, -2.0 * i / 128)) / pow(10000.0, -2.0 * i / 128));
+    CHECK_MSG(f[0] == 1.0f && err < 1e-6, "rope inv_freq default: rel err %g", err);
+    /* llama3 (Llama 3.1: theta 500000, factor 8, low 1, high 4, 8192): high
+     * frequencies kept, low ones divided by 8, the band between them blended. */
+    tt_rope_params l3 = {500000.0, 1, 8.0, 1.0, 4.0, 8192};
+    float g[64];
+    tt_rope_inv_freq(&l3, 128, g);
+    int kept = 0, divided = 0, blended = 0;
+    err = 0;
+    for (int i = 0; i < 64; i++) {
+        double base = pow(500000.0, -2.0 * i / 128), wl = 2 * M_PI / base, want;
+        if (wl < 8192.0 / 4) want = base, kept++;
+        else if (wl > 8192.0) want = base / 8, divided++;
+        else {
+            double sm = (8192.0 / wl - 1) / (4 - 1);
+            want = (1 - sm) * base / 8 + sm * base;
+            blended++;
+        }
+        err = fmax(err, fabs(g[i] - want) / want);
+    }
+    CHECK_MSG(err < 1e-5 && kept > 0 && divided > 0 && blended > 0, "rope inv_freq llama3: rel err %g (%d/%d/%d)",
+              err, kept, divided, blended);
+}
+
 int main(void)
 {
     test_cases();
     test_kernels();
     test_graph();
+    test_rope_freq();
     return th_done("test_rope_scaling");
 }

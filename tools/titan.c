@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/cpu/peak.h"
 #include "default_config.h" /* generated from configs/default.toml */
 #include "titan/config.h"
 #include "titan/titan.h"
@@ -64,8 +63,9 @@ static const char *command_help(const char *cmd)
                "  Parameter count, FLOPs per token and the memory of params, grads, optimizer\n"
                "  state and activations (from the step graph's memory plan), without allocating.\n";
     if (!strcmp(cmd, "bench"))
-        return "titan bench peak [--seconds S]\n"
-               "  Measures fp32 FMA and bf16 dot-product throughput on all cores and caches it;\n"
+        return "titan bench peak [--backend cpu|ref] [--seconds S]\n"
+               "  Measures the device's fp32 and bf16 throughput (on the CPU: FMA and bf16 dot products\n"
+               "  on all cores) and caches it;\n"
                "  MFU is computed against this peak unless metrics.peak_tflops is set.\n"
                "titan bench step [--config FILE] [--steps N] [--warmup N] [--profile] [--trace FILE]\n"
                "                 [--section.key value ...]\n"
@@ -261,8 +261,11 @@ static int cmd_bench(int argc, char **argv)
         return 2;
     }
     double seconds = 1.0;
+    const char *backend = "cpu";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
+            backend = argv[++i];
+        } else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
             char *end;
             seconds = strtod(argv[++i], &end);
             if (*end || !(seconds > 0 && seconds <= 60)) {
@@ -274,12 +277,7 @@ static int cmd_bench(int argc, char **argv)
             return 2;
         }
     }
-    tt_peak pk;
-    if (tt_peak_measure(&pk, seconds)) return fail("bench peak");
-    printf("cpu      %s\nthreads  %d\npath     %s\nfp32     %.1f GFLOP/s\n", pk.cpu, pk.threads, pk.path, pk.f32_gflops);
-    if (pk.bf16_gflops > 0) printf("bf16     %.1f GFLOP/s\n", pk.bf16_gflops);
-    else printf("bf16     unsupported on this CPU\n");
-    if (tt_peak_save(&pk)) return fail("bench peak");
+    if (tt_bench_peak(backend, seconds, stdout)) return fail("bench peak");
     return 0;
 }
 

@@ -66,6 +66,7 @@ typedef struct tt_training_config {
     char dataset[TT_CONFIG_PATH_MAX];
     char dataset_path[TT_CONFIG_PATH_MAX];
     tt_exec_mode exec_mode;
+    char backend[32]; /* "cpu" or "ref" (the reference kernels); exec_mode debug runs on "ref" */
 } tt_training_config;
 
 typedef struct tt_synthetic_config {

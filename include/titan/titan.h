@@ -38,6 +38,9 @@ tt_err tt_generate(const struct tt_config *cfg, const char *prompt, int from_hf,
  * folder: config.json, model.safetensors (sharded past
  * checkpoint.hf_max_shard_mb), generation_config.json, tokenizer.json. */
 tt_err tt_export(const struct tt_config *cfg, const char *out_dir);
+/* Measure the peak FLOP/s of a backend's device (fp32, bf16) for about
+ * `seconds` and cache it: MFU is computed against it. */
+tt_err tt_bench_peak(const char *backend, double seconds, FILE *out);
 /* Time the training step of a config on random tokens: tokens/s, MFU,
  * memory; with profile, the share of each op and scope (GFLOP/s, GB/s) and,
  * when trace_path is set, a Chrome trace JSON of one step. */

@@ -1,19 +1,77 @@
-/* backend.h — what a device backend provides: a kernel for every op id,
- * picked by name the way torch.device("cpu") is. */
+/* backend.h — what a device backend provides, picked by name the way
+ * torch.device("cpu") is: its memory, copies between it and the host, an
+ * ordered queue with events, a kernel for each op it runs, and what it
+ * knows of its device (which ops and dtypes it runs, its peak FLOP/s, its
+ * default compute dtype).
+ *
+ * A backend buffer (tt_buf) is opaque above the backend: nothing outside
+ * src/backend/ dereferences one. The host reads a loss, a gradient norm or a
+ * checkpoint's tensors by downloading them, and writes inputs and weights by
+ * uploading them. */
 #ifndef TT_BACKEND_H
 #define TT_BACKEND_H
 #include "ops/ops.h"
 
+typedef struct tt_queue tt_queue;
+typedef struct tt_event tt_event;
+
+/* The device's peak, for MFU: gflops[dt] is 0 for a dtype it has no fast
+ * path for. source says where the figure came from ("measured", "cached"). */
+typedef struct {
+    double gflops[TT_DTYPE_COUNT];
+    char device[128];  /* "AMD EPYC 9R14 (2 threads)", ... */
+    char path[48];     /* the code path measured: "avx512f+avx512bf16", ... */
+    const char *source;
+} tt_backend_peak;
+
 typedef struct tt_backend {
     const char *name;
-    /* Run node n on buffers in[] / out[] (indexed like n->in / n->out).
-     * reference = 1 runs the naive reference kernel (debug mode, tests). */
-    tt_err (*run)(const tt_node *n, void *const *in, void *const *out, int reference);
-    void *(*alloc)(size_t bytes);
-    void (*free)(void *p);
+
+    /* ---- memory ---- */
+    /* bytes of device memory (64-byte aligned), NULL + error when there is none */
+    tt_buf *(*alloc)(size_t bytes);
+    void (*free)(tt_buf *b);
+
+    /* ---- the queue: work enqueued on one queue runs in order ---- */
+    tt_queue *(*queue_new)(void);
+    void (*queue_free)(tt_queue *q);
+    /* host -> device; returns once src may be reused */
+    tt_err (*upload)(tt_queue *q, tt_mem dst, const void *src, size_t bytes);
+    /* device -> host; dst holds the bytes once the queue is finished (finish, or an event's sync) */
+    tt_err (*download)(tt_queue *q, void *dst, tt_mem src, size_t bytes);
+    tt_err (*copy)(tt_queue *q, tt_mem dst, tt_mem src, size_t bytes);
+    tt_err (*zero)(tt_queue *q, tt_mem dst, size_t bytes);
+    /* run node n with its inputs and outputs at in[k] / out[k] (indexed like n->in / n->out) */
+    tt_err (*run)(tt_queue *q, const tt_node *n, const tt_mem *in, const tt_mem *out);
+    /* an event that completes when the work enqueued on q so far has */
+    tt_event *(*record)(tt_queue *q);
+    /* later work on q waits for e (which may come from another queue) */
+    tt_err (*wait)(tt_queue *q, tt_event *e);
+    /* the host waits for e, then frees it */
+    tt_err (*sync)(tt_event *e);
+    /* the host waits for all work enqueued on q; the first error of that work, if any */
+    tt_err (*finish)(tt_queue *q);
+
+    /* ---- what the backend runs and how fast ---- */
+    /* whether it has a kernel for op computing in dt (tt_node_dtype of the node) */
+    int (*supports)(int op, tt_dtype dt);
+    /* the peak: measure_seconds 0 = the cached figure (measured and cached the first time);
+     * > 0 = measure now for about that long and cache it */
+    tt_err (*peak)(double measure_seconds, tt_backend_peak *out);
+    /* the compute dtype a run uses when the config does not say:
+     * bf16 where the device has fast bf16 products */
+    tt_dtype (*default_dtype)(void);
 } tt_backend;
 
-/* "cpu"; anything else is an error that names what this build has. */
+/* "cpu" or "ref"; anything else is an error that names what this build has. */
 const tt_backend *tt_backend_get(const char *name);
-extern const tt_backend tt_backend_cpu;
+/* The names of the registered backends, NULL-terminated. */
+extern const char *const tt_backend_names[];
+
+/* ---- conveniences over the interface ---- */
+static inline tt_mem tt_mem_at(tt_mem m, size_t off) { return (tt_mem){m.buf, m.off + off}; }
+/* upload / download and wait */
+tt_err tt_backend_read(const tt_backend *be, tt_queue *q, void *dst, tt_mem src, size_t bytes);
+tt_err tt_backend_write(const tt_backend *be, tt_queue *q, tt_mem dst, const void *src, size_t bytes);
+
 #endif

@@ -130,22 +130,52 @@ tt_err tt_mkdir_p(const char *path)
     return TT_OK;
 }
 
-typedef struct { const void *p; size_t n; } seg;
+/* Bytes to write: at p, or (p NULL) what fetch puts in a staging buffer. */
+typedef struct {
+    const void *p;
+    size_t n;
+    tt_err (*fetch)(void *ctx, void *dst, size_t bytes);
+    void *ctx;
+} seg;
 
 /* The atomic-replace recipe: write path.tmp.<pid>, fsync it, rename it over
- * path, fsync the directory. Readers see the old file or the new, never half. */
+ * path, fsync the directory. Readers see the old file or the new, never half.
+ * Fetched segments share one staging buffer, the size of the largest. */
 static tt_err write_segments_atomic(const char *path, const seg *segs, size_t nseg)
 {
     char tmp[4096];
+    void *stage = NULL;
+    size_t stage_cap = 0;
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return tt_errorf("%s: path too long", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return tt_errorf("%s: cannot create: %s", tmp, strerror(errno));
-    for (size_t i = 0; i < nseg; i++)
-        if (segs[i].n && write_all(fd, segs[i].p, segs[i].n) != 0) {
+    for (size_t i = 0; i < nseg; i++) {
+        const void *p = segs[i].p;
+        if (!segs[i].n) continue;
+        if (!p) {
+            if (segs[i].n > stage_cap) {
+                free(stage);
+                stage_cap = 0;
+                if (!(stage = malloc(segs[i].n))) {
+                    tt_errorf("%s: out of memory staging %zu bytes", tmp, segs[i].n);
+                    goto fail;
+                }
+                stage_cap = segs[i].n;
+            }
+            if (segs[i].fetch(segs[i].ctx, stage, segs[i].n)) {
+                tt_error_prefix("%s: ", path);
+                goto fail;
+            }
+            p = stage;
+        }
+        if (write_all(fd, p, segs[i].n) != 0) {
             tt_errorf("%s: write failed: %s", tmp, strerror(errno));
             goto fail;
         }
+    }
+    free(stage);
+    stage = NULL;
     if (fsync(fd) != 0) {
         tt_errorf("%s: fsync failed: %s", tmp, strerror(errno));
         goto fail;
@@ -162,6 +192,7 @@ static tt_err write_segments_atomic(const char *path, const seg *segs, size_t ns
     }
     return fsync_parent(path);
 fail:
+    free(stage);
     if (fd >= 0) close(fd);
     unlink(tmp);
     return -1;
@@ -169,7 +200,7 @@ fail:
 
 tt_err tt_write_file_atomic(const char *path, const void *data, size_t len)
 {
-    seg s = {data, len};
+    seg s = {data, len, NULL, NULL};
     return write_segments_atomic(path, &s, 1);
 }
 
@@ -802,7 +833,7 @@ static tt_err check_tensors(const char *path, int n, const tt_st_tensor *ts)
         for (int d = 0; d < t->ndim; d++)
             if (t->shape[d] < 0) return tt_errorf("%s: tensor '%s': negative dimension %d", path, t->name, d);
         if (check_size(path, t, 0, t->nbytes, bits) != 0) return -1;
-        if (!t->data && t->nbytes) return tt_errorf("%s: tensor '%s': data is NULL", path, t->name);
+        if (!t->data && !t->fetch && t->nbytes) return tt_errorf("%s: tensor '%s': data is NULL", path, t->name);
     }
     const char **names = malloc(sizeof *names * (size_t)(n + 1));
     if (!names) return tt_errorf("%s: out of memory", path);
@@ -869,9 +900,10 @@ tt_err tt_st_write(const char *path, int n, const tt_st_tensor *tensors, const c
         free(h.p);
         return tt_errorf("%s: out of memory", path);
     }
-    segs[0] = (seg){lenb, 8};
-    segs[1] = (seg){h.p, h.n};
-    for (int i = 0; i < n; i++) segs[2 + i] = (seg){tensors[i].data, tensors[i].nbytes};
+    segs[0] = (seg){lenb, 8, NULL, NULL};
+    segs[1] = (seg){h.p, h.n, NULL, NULL};
+    for (int i = 0; i < n; i++)
+        segs[2 + i] = (seg){tensors[i].data, tensors[i].nbytes, tensors[i].fetch, tensors[i].fetch_ctx};
     tt_err rc = write_segments_atomic(path, segs, (size_t)n + 2);
     free(segs);
     free(h.p);

@@ -15,7 +15,9 @@
 /* One tensor. On read, name and data point into the opened object (data into
  * the file mapping: no copy; it is only as aligned as its offset in the file,
  * which is a multiple of 8 from the data start for files tt_st_write wrote with
- * 8-byte-multiple tensors before it). On write, the caller owns everything. */
+ * 8-byte-multiple tensors before it). On write, the caller owns everything,
+ * and a tensor whose bytes are not in host memory (a backend buffer) has
+ * data NULL and a fetch that copies them into the writer's staging buffer. */
 typedef struct {
     const char *name;
     char dtype[8];                  /* safetensors spelling: "F32", "BF16", "I64", ... */
@@ -23,6 +25,8 @@ typedef struct {
     int64_t shape[TT_ST_MAX_DIMS];
     const void *data;
     size_t nbytes;                  /* numel x dtype size, checked */
+    tt_err (*fetch)(void *ctx, void *dst, size_t nbytes); /* write only, when data is NULL */
+    void *fetch_ctx;
 } tt_st_tensor;
 
 typedef struct tt_safetensors tt_safetensors; /* opaque */

@@ -1,31 +1,80 @@
-/* exec.c — the executor: binds activation buffers (from the arena, or one
- * allocation per value) and runs each node's kernel in order. */
+/* exec.c — the executor: resolves every value to backend memory (the arena,
+ * one allocation per activation, bound memory or its own) and enqueues each
+ * node's kernel in order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/exec.h"
 
+#define ALIGN 64
+
 struct tt_exec {
     tt_graph *g;
     const tt_backend *be;
+    tt_queue *q;
+    int own_queue;
     tt_exec_mode mode;
     tt_memplan plan;
-    char *arena;
+    tt_buf *arena;     /* graph mode: every activation */
+    tt_buf *owned;     /* roots nobody bound: inputs, constants, unbound params and state */
+    size_t *owned_off; /* per value id: its offset in owned, SIZE_MAX if not there */
+    tt_buf **act;      /* eager and debug: per root activation, its allocation while live */
+    tt_mem *args;      /* one node's inputs then outputs */
+    int max_args;
     double flops;
     double *t_start, *t_dur;
+    const tt_node *nonfinite;
+    void *check;       /* host copy of a value being checked for NaN/Inf */
+    size_t check_cap;
 };
 
-tt_exec *tt_exec_new(tt_graph *g, const tt_backend *be, tt_exec_mode mode)
+static size_t up(size_t b) { return (b + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+static void exec_release(tt_exec *e)
+{
+    if (!e) return;
+    for (int v = 0; e->act && v < e->g->n_values; v++)
+        if (e->act[v]) e->be->free(e->act[v]);
+    if (e->arena) e->be->free(e->arena);
+    if (e->owned) e->be->free(e->owned);
+    if (e->own_queue && e->q) e->be->queue_free(e->q);
+    tt_memplan_free(&e->plan);
+    free(e->owned_off);
+    free(e->act);
+    free(e->args);
+    free(e->check);
+    free(e);
+}
+
+/* The memory of root value r now, or buf NULL when it has none. */
+static tt_mem root_mem(const tt_exec *e, const tt_value *r)
+{
+    if (r->role == TT_ROLE_ACT) {
+        if (e->mode == TT_EXEC_GRAPH)
+            return e->plan.offset[r->id] == SIZE_MAX ? (tt_mem){0} : (tt_mem){e->arena, e->plan.offset[r->id]};
+        return (tt_mem){e->act[r->id], 0};
+    }
+    if (r->mem.buf) return r->mem;
+    return e->owned_off[r->id] == SIZE_MAX ? (tt_mem){0} : (tt_mem){e->owned, e->owned_off[r->id]};
+}
+
+static tt_mem value_mem(const tt_exec *e, const tt_value *v)
+{
+    tt_mem m = root_mem(e, v->base ? v->base : v);
+    if (m.buf) m.off += tt_value_root_offset(v);
+    return m;
+}
+
+tt_err tt_exec_mem(const tt_exec *e, const tt_value *v, tt_mem *out)
+{
+    *out = value_mem(e, v);
+    return out->buf ? 0 : tt_errorf("value '%s' (%d) has no memory now", v->name, v->id);
+}
+
+tt_exec *tt_exec_new(tt_graph *g, const tt_backend *be, tt_queue *q, tt_exec_mode mode)
 {
     if (g->failed) return NULL;
-    for (int i = 0; i < g->n_values; i++) {
-        const tt_value *v = g->values[i];
-        if (v->role != TT_ROLE_ACT && !v->data) {
-            tt_errorf("%s value '%s' has no buffer bound", tt_role_name(v->role), v->name);
-            return NULL;
-        }
-    }
     tt_exec *e = calloc(1, sizeof *e);
     if (!e) {
         tt_errorf("out of memory");
@@ -34,21 +83,52 @@ tt_exec *tt_exec_new(tt_graph *g, const tt_backend *be, tt_exec_mode mode)
     e->g = g;
     e->be = be;
     e->mode = mode;
-    if (tt_memplan_build(g, &e->plan)) {
-        free(e);
-        return NULL;
+    e->q = q;
+    if (!q) {
+        e->own_queue = 1;
+        if (!(e->q = be->queue_new())) goto fail;
     }
-    if (mode == TT_EXEC_GRAPH) {
-        e->arena = be->alloc(e->plan.arena_bytes);
-        if (!e->arena) {
-            tt_exec_free(e);
-            return NULL;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const tt_node *n = g->nodes[i];
+        if (n->n_in + n->n_out > e->max_args) e->max_args = n->n_in + n->n_out;
+        e->flops += tt_ops[n->op].flops(n);
+        if (!be->supports(n->op, tt_node_dtype(n))) {
+            tt_errorf("backend %s has no kernel for %s in %s (%s)", be->name, tt_op_name(n->op),
+                      tt_dtype_name(tt_node_dtype(n)), n->scope[0] ? n->scope : "no scope");
+            goto fail;
         }
-        for (int i = 0; i < g->n_values; i++)
-            if (e->plan.offset[i] != SIZE_MAX) g->values[i]->data = e->arena + e->plan.offset[i];
     }
-    for (int i = 0; i < g->n_nodes; i++) e->flops += tt_ops[g->nodes[i]->op].flops(g->nodes[i]);
+    e->args = calloc((size_t)e->max_args + 1, sizeof *e->args);
+    e->owned_off = malloc(((size_t)g->n_values + 1) * sizeof *e->owned_off);
+    if (mode != TT_EXEC_GRAPH) e->act = calloc((size_t)g->n_values + 1, sizeof *e->act);
+    if (!e->args || !e->owned_off || (mode != TT_EXEC_GRAPH && !e->act)) {
+        tt_errorf("out of memory");
+        goto fail;
+    }
+    if (tt_memplan_build(g, &e->plan)) goto fail;
+
+    /* roots that are not activations and that nobody bound get memory here */
+    size_t owned = 0;
+    for (int i = 0; i < g->n_values; i++) {
+        const tt_value *v = g->values[i];
+        e->owned_off[i] = SIZE_MAX;
+        if (v->base || v->role == TT_ROLE_ACT || v->mem.buf) continue;
+        e->owned_off[i] = owned;
+        owned += up(tt_value_bytes(v));
+    }
+    if (owned && !(e->owned = be->alloc(owned))) goto fail;
+    for (int i = 0; i < g->n_values; i++) {
+        const tt_value *v = g->values[i];
+        if (v->role == TT_ROLE_CONST && !v->base && v->const_data &&
+            be->upload(e->q, value_mem(e, v), v->const_data, tt_value_bytes(v)))
+            goto fail;
+    }
+    if (mode == TT_EXEC_GRAPH && e->plan.arena_bytes && !(e->arena = be->alloc(e->plan.arena_bytes))) goto fail;
+    if (be->finish(e->q)) goto fail;
     return e;
+fail:
+    exec_release(e);
+    return NULL;
 }
 
 static tt_err node_error(const tt_node *n)
@@ -62,21 +142,34 @@ static tt_err node_error(const tt_node *n)
     return tt_error_prefix("%s%s%s (inputs %s): ", n->scope, n->scope[0] ? ": " : "", tt_op_name(n->op), shapes);
 }
 
-static tt_err check_finite(const tt_node *n)
+/* Debug mode: each value the node wrote, copied back to the host and scanned. */
+static tt_err check_finite(tt_exec *e, const tt_node *n)
 {
-    for (int o = 0; o < n->n_out; o++) {
-        const tt_value *v = n->out[o];
-        int64_t cnt = tt_value_numel(v);
+    const unsigned writes = tt_ops[n->op].writes_ins;
+    for (int k = 0; k < n->n_out + n->n_in; k++) {
+        const int o = k < n->n_out ? k : -1;
+        if (o < 0 && !((writes >> (k - n->n_out)) & 1)) continue;
+        const tt_value *v = o >= 0 ? n->out[o] : n->in[k - n->n_out];
+        if (v->dtype != TT_F32 && v->dtype != TT_F64 && v->dtype != TT_BF16) continue;
+        const size_t bytes = tt_value_bytes(v);
+        if (bytes > e->check_cap) {
+            free(e->check);
+            e->check_cap = 0;
+            if (!(e->check = malloc(bytes))) return tt_errorf("out of memory checking for NaN/Inf");
+            e->check_cap = bytes;
+        }
+        if (tt_backend_read(e->be, e->q, e->check, value_mem(e, v), bytes)) return -1;
+        const int64_t cnt = tt_value_numel(v);
+        const int neg_inf_ok = o >= 0 && ((tt_ops[n->op].neg_inf_outs >> o) & 1);
         for (int64_t i = 0; i < cnt; i++) {
-            double x = v->dtype == TT_F32    ? ((const float *)v->data)[i]
-                       : v->dtype == TT_F64  ? ((const double *)v->data)[i]
-                       : v->dtype == TT_BF16 ? tt_bf16_to_f32(((const uint16_t *)v->data)[i])
-                                             : 0.0;
-            /* attention's logsumexp is -inf for rows that see no key (padding) */
-            if (isnan(x) || (isinf(x) && !((n->op == TT_OP_ATTENTION || n->op == TT_OP_ATTENTION_QKV) && o == 1 && x < 0))) {
+            const double x = v->dtype == TT_F32   ? ((const float *)e->check)[i]
+                             : v->dtype == TT_F64 ? ((const double *)e->check)[i]
+                                                  : tt_bf16_to_f32(((const uint16_t *)e->check)[i]);
+            if (isnan(x) || (isinf(x) && !(neg_inf_ok && x < 0))) {
                 char d[96];
-                tt_errorf("output %d %s has %s at element %lld", o, tt_value_desc(v, d, sizeof d),
-                          isnan(x) ? "NaN" : "Inf", (long long)i);
+                e->nonfinite = n;
+                tt_errorf("%s %d %s has %s at element %lld", o >= 0 ? "output" : "in-place input", o >= 0 ? o : k - n->n_out,
+                          tt_value_desc(v, d, sizeof d), isnan(x) ? "NaN" : "Inf", (long long)i);
                 return node_error(n);
             }
         }
@@ -87,56 +180,81 @@ static tt_err check_finite(const tt_node *n)
 tt_err tt_exec_run(tt_exec *e)
 {
     tt_graph *g = e->g;
-    int eager = e->mode != TT_EXEC_GRAPH;
-    int reference = e->mode == TT_EXEC_DEBUG;
+    const int eager = e->mode != TT_EXEC_GRAPH;
     tt_err rc = 0;
+    e->nonfinite = NULL;
     if (eager) /* outputs kept from the previous run */
         for (int v = 0; v < g->n_values; v++)
-            if (g->values[v]->role == TT_ROLE_ACT && g->values[v]->data) {
-                e->be->free(g->values[v]->data);
-                g->values[v]->data = NULL;
+            if (e->act[v]) {
+                e->be->free(e->act[v]);
+                e->act[v] = NULL;
             }
     for (int i = 0; i < g->n_nodes && !rc; i++) {
         tt_node *n = g->nodes[i];
-        if (eager) /* one allocation per activation, made when it is produced (a state output has its buffer) */
-            for (int o = 0; o < n->n_out; o++)
-                if (n->out[o]->role == TT_ROLE_ACT && !(n->out[o]->data = e->be->alloc(tt_value_bytes(n->out[o]))))
+        if (eager) /* one allocation per activation root, made by the first node that writes it */
+            for (int o = 0; o < n->n_out && !rc; o++) {
+                const tt_value *r = tt_value_root(n->out[o]);
+                if (r->role == TT_ROLE_ACT && !e->act[r->id] && !(e->act[r->id] = e->be->alloc(tt_value_bytes(r))))
                     rc = -1;
-        void *in[TT_MAX_IN], *out[TT_MAX_OUT];
-        for (int k = 0; k < n->n_in; k++) in[k] = n->in[k]->data;
-        for (int k = 0; k < n->n_out; k++) out[k] = n->out[k]->data;
-        double t0 = e->t_start ? tt_now() : 0;
-        if (!rc && (rc = e->be->run(n, in, out, reference))) node_error(n);
+            }
+        for (int k = 0; k < n->n_in && !rc; k++)
+            if (!(e->args[k] = value_mem(e, n->in[k])).buf)
+                rc = tt_errorf("input %d ('%s') has no memory", k, n->in[k]->name);
+        for (int k = 0; k < n->n_out && !rc; k++)
+            if (!(e->args[n->n_in + k] = value_mem(e, n->out[k])).buf)
+                rc = tt_errorf("output %d has no memory", k);
+        const double t0 = e->t_start ? tt_now() : 0;
+        if (!rc) rc = e->be->run(e->q, n, e->args, e->args + n->n_in);
         if (e->t_start) {
             e->t_start[i] = t0;
             e->t_dur[i] = tt_now() - t0;
         }
-        if (!rc && reference) rc = check_finite(n);
+        if (rc) {
+            node_error(n);
+            break;
+        }
+        if (e->mode == TT_EXEC_DEBUG && (rc = check_finite(e, n))) break;
         if (eager) /* free what this node read or made for the last time */
-            for (int v = 0; v < g->n_values; v++) {
-                tt_value *x = g->values[v];
-                if (x->role == TT_ROLE_ACT && x->data && e->plan.last[v] == i && !x->is_output) {
-                    e->be->free(x->data);
-                    x->data = NULL;
+            for (int k = 0; k < n->n_in + n->n_out; k++) {
+                const tt_value *r = tt_value_root(k < n->n_in ? n->in[k] : n->out[k - n->n_in]);
+                if (r->role == TT_ROLE_ACT && e->act[r->id] && e->plan.last[r->id] == i) {
+                    e->be->free(e->act[r->id]);
+                    e->act[r->id] = NULL;
                 }
             }
     }
     return rc;
 }
 
-void tt_exec_free(tt_exec *e)
+tt_err tt_exec_write(tt_exec *e, const tt_value *v, const void *src, size_t bytes)
 {
-    if (!e) return;
-    for (int v = 0; v < e->g->n_values; v++) {
-        tt_value *x = e->g->values[v];
-        if (x->role != TT_ROLE_ACT) continue;
-        if (e->mode != TT_EXEC_GRAPH && x->data) e->be->free(x->data);
-        x->data = NULL;
-    }
-    if (e->arena) e->be->free(e->arena);
-    tt_memplan_free(&e->plan);
-    free(e);
+    if (v->role == TT_ROLE_ACT) return tt_errorf("'%s' is an activation: the graph computes it", v->name);
+    if (bytes != tt_value_bytes(v))
+        return tt_errorf("'%s' holds %zu bytes, not %zu", v->name, tt_value_bytes(v), bytes);
+    tt_mem m;
+    if (tt_exec_mem(e, v, &m)) return -1;
+    return e->be->upload(e->q, m, src, bytes);
 }
+
+tt_err tt_exec_read_range(tt_exec *e, const tt_value *v, size_t off, void *dst, size_t bytes)
+{
+    const tt_value *r = tt_value_root((tt_value *)v);
+    if (v->role == TT_ROLE_ACT && !v->is_output && !r->is_output)
+        return tt_errorf("'%s' is not an output of the graph: its bytes may be reused", v->name);
+    if (off > tt_value_bytes(v) || bytes > tt_value_bytes(v) - off)
+        return tt_errorf("'%s' holds %zu bytes: cannot read %zu at %zu", v->name, tt_value_bytes(v), bytes, off);
+    tt_mem m;
+    if (tt_exec_mem(e, v, &m)) return -1;
+    return tt_backend_read(e->be, e->q, dst, tt_mem_at(m, off), bytes);
+}
+
+tt_err tt_exec_read(tt_exec *e, const tt_value *v, void *dst, size_t bytes)
+{
+    if (bytes != tt_value_bytes(v)) return tt_errorf("'%s' holds %zu bytes, not %zu", v->name, tt_value_bytes(v), bytes);
+    return tt_exec_read_range(e, v, 0, dst, bytes);
+}
+
+void tt_exec_free(tt_exec *e) { exec_release(e); }
 
 size_t tt_exec_arena_bytes(const tt_exec *e) { return e->plan.arena_bytes; }
 double tt_exec_flops(const tt_exec *e) { return e->flops; }
@@ -146,3 +264,4 @@ void tt_exec_set_timing(tt_exec *e, double *start, double *dur)
     e->t_dur = start ? dur : NULL;
 }
 const tt_graph *tt_exec_graph(const tt_exec *e) { return e->g; }
+const tt_node *tt_exec_nonfinite(const tt_exec *e) { return e->nonfinite; }

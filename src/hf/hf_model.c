@@ -43,7 +43,7 @@ static const char *file_of(const hf_files *f, const char *tensor, char *buf, siz
 /* ---- layouts ----------------------------------------------------------------
  * The HF tensor of a slot, seen as (rows, cols): titan (r, c) sits at
  * (r, part*pc + c), or at (c, part*pr + r) when transposed. */
-static tt_err hf_shape(const tt_tensor *p, const tt_hf_slot *s, int *nd, int64_t sh[2])
+static tt_err hf_shape(const tt_param *p, const tt_hf_slot *s, int *nd, int64_t sh[2])
 {
     if (p->ndim == 1) {
         *nd = 1;
@@ -58,7 +58,7 @@ static tt_err hf_shape(const tt_tensor *p, const tt_hf_slot *s, int *nd, int64_t
 }
 
 /* Offset in the HF tensor of titan element (r, c). */
-static inline size_t hf_index(const tt_tensor *p, const tt_hf_slot *s, int64_t hf_cols, int64_t r, int64_t c)
+static inline size_t hf_index(const tt_param *p, const tt_hf_slot *s, int64_t hf_cols, int64_t r, int64_t c)
 {
     if (p->ndim == 1) return (size_t)(s->part * p->shape[0] + c);
     if (s->transpose) return (size_t)(c * hf_cols + s->part * p->shape[0] + r);
@@ -72,30 +72,30 @@ static void fmt_shape(char *buf, size_t cap, int nd, const int64_t *sh)
     if (at < cap) snprintf(buf + at, cap - at, "]");
 }
 
-/* Copy one HF tensor (F32, BF16 or F16; data maybe unaligned) into a parameter. */
-static tt_err load_param(tt_param *p, const tt_hf_slot *s, const tt_st_tensor *t, const char *file)
+/* Copy one HF tensor (F32, BF16 or F16; data maybe unaligned) into dst, in
+ * the parameter's own layout. */
+static tt_err load_param(const tt_param *p, const tt_hf_slot *s, const tt_st_tensor *t, const char *file, float *dst)
 {
     int nd = 0;
     int64_t sh[2] = {0, 0};
     char want[64], got[64];
-    if (hf_shape(&p->t, s, &nd, sh)) return -1;
+    if (hf_shape(p, s, &nd, sh)) return -1;
     fmt_shape(want, sizeof want, nd, sh);
     fmt_shape(got, sizeof got, t->ndim, t->shape);
     if (t->ndim != nd || t->shape[0] != sh[0] || (nd == 2 && t->shape[1] != sh[1]))
         return tt_errorf("%s: tensor '%s' has shape %s, but the config gives %s (titan parameter '%s')", file, t->name,
-                         got, want, p->t.name);
+                         got, want, p->name);
     int kind = strcmp(t->dtype, "F32") == 0 ? 0 : strcmp(t->dtype, "BF16") == 0 ? 1 : strcmp(t->dtype, "F16") == 0 ? 2 : -1;
     if (kind < 0)
         return tt_errorf("%s: tensor '%s' has dtype %s; only F32, BF16 and F16 weights can be loaded", file, t->name,
                          t->dtype);
-    int64_t rows = p->t.ndim == 1 ? 1 : p->t.shape[0], cols = p->t.shape[p->t.ndim - 1];
+    int64_t rows = p->ndim == 1 ? 1 : p->shape[0], cols = p->shape[p->ndim - 1];
     int64_t hf_cols = nd == 2 ? sh[1] : sh[0];
     const unsigned char *src = t->data;
-    float *dst = p->t.data;
     #pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
-            size_t k = hf_index(&p->t, s, hf_cols, r, c);
+            size_t k = hf_index(p, s, hf_cols, r, c);
             float v;
             uint16_t h;
             if (kind == 0) memcpy(&v, src + 4 * k, 4);
@@ -173,7 +173,16 @@ static tt_err check_config(const tt_model *m, const char *dir)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-tt_err tt_hf_load_weights(tt_model *m, const char *dir)
+/* The largest parameter: the staging buffer of one at a time. */
+static size_t max_param_bytes(const tt_model *m)
+{
+    int64_t mx = 1;
+    for (int i = 0; i < m->n_params; i++)
+        if (tt_param_numel(&m->params[i]) > mx) mx = tt_param_numel(&m->params[i]);
+    return (size_t)mx * sizeof(float);
+}
+
+tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_store *dst)
 {
     if (check_config(m, dir)) return -1;
     tt_safetensors *st = tt_st_open_dir(dir);
@@ -191,11 +200,12 @@ tt_err tt_hf_load_weights(tt_model *m, const char *dir)
     tt_err rc = 0;
     tt_hf_slot *slots = calloc((size_t)m->n_params, sizeof *slots);
     const char **used = calloc((size_t)m->n_params, sizeof *used);
+    float *stage = tt_alloc(max_param_bytes(m));
     int n_used = 0;
-    if (!slots || !used) rc = tt_errorf("out of memory");
+    if (!slots || !used || !stage) rc = tt_errorf("out of memory");
     for (int i = 0; i < m->n_params && !rc; i++) {
-        tt_param *p = &m->params[i];
-        if (tt_numel(p->t.ndim, p->t.shape) == 0) continue; /* an optional weight this config does not have */
+        const tt_param *p = &m->params[i];
+        if (tt_param_numel(p) == 0) continue; /* an optional weight this config does not have */
         if (tt_model_hf_slot(m, i, &slots[i])) {
             rc = -1;
             break;
@@ -204,8 +214,9 @@ tt_err tt_hf_load_weights(tt_model *m, const char *dir)
         if (!prefixed && strncmp(name, pre, plen) == 0) name += plen;
         const tt_st_tensor *t = tt_st_find(st, name);
         if (!t) rc = tt_errorf("%s: tensor '%s' is missing (titan parameter '%s')", file_of(&fl, NULL, file, sizeof file),
-                               name, p->t.name);
-        else rc = load_param(p, &slots[i], t, file_of(&fl, name, file, sizeof file));
+                               name, p->name);
+        else if (!(rc = load_param(p, &slots[i], t, file_of(&fl, name, file, sizeof file), stage)))
+            rc = dst->write(dst->ctx, m, i, stage);
         used[n_used++] = slots[i].name;
     }
     if (!rc) qsort(used, (size_t)n_used, sizeof *used, cmp_str);
@@ -222,12 +233,13 @@ tt_err tt_hf_load_weights(tt_model *m, const char *dir)
     }
     free(slots);
     free(used);
+    tt_free(stage);
     cJSON_Delete(fl.index);
     tt_st_close(st);
     return rc;
 }
 
-tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out)
+tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out, float **weights)
 {
     tt_hf_config c;
     if (tt_hf_config_read(dir, &c)) return NULL;
@@ -236,10 +248,14 @@ tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out)
         tt_error_prefix("%s/config.json: ", dir);
         return NULL;
     }
-    if (tt_hf_load_weights(m, dir)) {
+    float *w = weights ? tt_alloc(m->numel * sizeof(float) + 1) : NULL;
+    tt_param_store host = tt_model_host_store(w);
+    if (weights && (!w || tt_hf_load_weights(m, dir, &host))) {
+        tt_free(w);
         tt_model_free(m);
         return NULL;
     }
+    if (weights) *weights = w;
     if (cfg_out) *cfg_out = c;
     return m;
 }
@@ -287,14 +303,24 @@ static tt_err copy_file(const char *src, const char *dir, const char *name)
     return rc;
 }
 
-/* One HF tensor being assembled: straight from a parameter, or (transposed
- * or fused) into its own buffer. */
+/* One HF tensor being assembled: straight from a parameter (fetched from the
+ * store as the writer reaches it), or (transposed or fused) into its own buffer. */
 typedef struct {
     tt_st_tensor t;
     float *buf;
+    const tt_param_store *src;
+    const tt_model *m;
+    int param;
 } out_tensor;
 
-tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts *o)
+static tt_err fetch_param(void *ctx, void *dst, size_t bytes)
+{
+    const out_tensor *ot = ctx;
+    (void)bytes;
+    return ot->src->read(ot->src->ctx, ot->m, ot->param, dst);
+}
+
+tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts *o, const tt_param_store *src)
 {
     tt_hf_export_opts def = tt_hf_export_defaults();
     if (!o) o = &def;
@@ -314,11 +340,12 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
 
     out_tensor *out = calloc((size_t)m->n_params, sizeof *out);
     char (*names)[128] = calloc((size_t)m->n_params, sizeof *names);
+    float *stage = tt_alloc(max_param_bytes(m));
     int n_out = 0;
-    tt_err rc = out && names ? 0 : tt_errorf("out of memory");
+    tt_err rc = out && names && stage ? 0 : tt_errorf("out of memory");
     for (int i = 0; i < m->n_params && !rc; i++) {
         const tt_param *p = &m->params[i];
-        if (tt_numel(p->t.ndim, p->t.shape) == 0) continue;
+        if (tt_param_numel(p) == 0) continue;
         tt_hf_slot s;
         if ((rc = tt_model_hf_slot(m, i, &s))) break;
         int k = 0;
@@ -326,7 +353,7 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
         out_tensor *ot = &out[k];
         int nd = 0;
         int64_t sh[2] = {0, 0};
-        if ((rc = hf_shape(&p->t, &s, &nd, sh))) break;
+        if ((rc = hf_shape(p, &s, &nd, sh))) break;
         if (k == n_out) { /* first part of this HF tensor */
             n_out++;
             snprintf(names[k], sizeof names[k], "%s", s.name);
@@ -335,8 +362,10 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
             ot->t.ndim = nd;
             memcpy(ot->t.shape, sh, sizeof sh);
             ot->t.nbytes = (size_t)tt_numel(nd, sh) * sizeof(float);
-            if (!s.transpose && s.n_parts == 1) {
-                ot->t.data = p->t.data; /* same layout: no copy */
+            if (!s.transpose && s.n_parts == 1) { /* same layout: fetched when written */
+                ot->src = src, ot->m = m, ot->param = i;
+                ot->t.fetch = fetch_param;
+                ot->t.fetch_ctx = ot;
                 continue;
             }
             if (!(ot->buf = tt_alloc(ot->t.nbytes))) {
@@ -346,13 +375,13 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
             ot->t.data = ot->buf;
         }
         if (!ot->buf || ot->t.ndim != nd || ot->t.shape[0] != sh[0] || (nd == 2 && ot->t.shape[1] != sh[1])) {
-            rc = tt_errorf("export: parameter '%s' does not fit HF tensor '%s'", p->t.name, s.name);
+            rc = tt_errorf("export: parameter '%s' does not fit HF tensor '%s'", p->name, s.name);
             break;
         }
-        int64_t rows = p->t.ndim == 1 ? 1 : p->t.shape[0], cols = p->t.shape[p->t.ndim - 1];
-        const float *src = p->t.data;
+        if ((rc = src->read(src->ctx, m, i, stage))) break;
+        int64_t rows = p->ndim == 1 ? 1 : p->shape[0], cols = p->shape[p->ndim - 1];
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t cc = 0; cc < cols; cc++) ot->buf[hf_index(&p->t, &s, nd == 2 ? sh[1] : sh[0], r, cc)] = src[r * cols + cc];
+            for (int64_t cc = 0; cc < cols; cc++) ot->buf[hf_index(p, &s, nd == 2 ? sh[1] : sh[0], r, cc)] = stage[r * cols + cc];
     }
     tt_st_tensor *ts = rc ? NULL : calloc((size_t)n_out + 1, sizeof *ts);
     if (!rc && !ts) rc = tt_errorf("out of memory");
@@ -362,6 +391,7 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
     if (!rc) rc = write_generation_config(dir, &c);
     if (!rc) rc = write_text(dir, "config.json", config); /* last: a folder with config.json is whole */
     free(ts);
+    tt_free(stage);
     for (int k = 0; out && k < n_out; k++) tt_free(out[k].buf);
     free(out);
     free(names);

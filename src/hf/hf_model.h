@@ -8,19 +8,21 @@
 
 #include "hf/hf_config.h"
 
-/* Read <dir>/config.json, build the model and load its weights (F32, BF16 or
- * F16, converted to the fp32 master copy). cfg_out (may be NULL) receives the
- * parsed config (family, bos/eos ids). NULL + an error naming the file and
- * the key or tensor. */
-tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out);
+/* Read <dir>/config.json and build the model; with weights, also load its
+ * weights (F32, BF16 or F16, converted to fp32) into a new host buffer in the
+ * model's flat layout (*weights, tt_free it). cfg_out (may be NULL) receives
+ * the parsed config (family, bos/eos ids). NULL + an error naming the file
+ * and the key or tensor. */
+tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out, float **weights);
 
 /* Load the weights of the folder into an existing model (for example one
  * built from a titan recipe). The folder's config.json, when present, must
  * describe the same math (sizes, norm epsilon, RoPE, windows, tied head,
  * biases; not max_position_embeddings, except GPT-2's n_positions); every
  * parameter must be present with the model's shape; a tensor that maps to no
- * parameter and is no known buffer is an error too. */
-tt_err tt_hf_load_weights(tt_model *m, const char *dir);
+ * parameter and is no known buffer is an error too. Each parameter goes to
+ * dst as it is read (one parameter's staging buffer, never the whole model). */
+tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_store *dst);
 
 typedef struct {
     tt_hf_family family;       /* TT_HF_AUTO: the first class that can express the model */
@@ -34,9 +36,9 @@ typedef struct {
 /* Options with no bos/eos, one file, family chosen from the model. */
 tt_hf_export_opts tt_hf_export_defaults(void);
 
-/* Write <dir>/model.safetensors (fp32; sharded past max_shard_bytes),
- * generation_config.json, tokenizer.json (copied when given) and, last,
- * config.json. Creates dir if needed. */
-tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts *o);
+/* Write <dir>/model.safetensors (fp32; sharded past max_shard_bytes) of the
+ * weights in src, generation_config.json, tokenizer.json (copied when given)
+ * and, last, config.json. Creates dir if needed. */
+tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts *o, const tt_param_store *src);
 
 #endif

@@ -9,18 +9,29 @@ tt_graph *tt_graph_new(void)
 {
     tt_graph *g = calloc(1, sizeof *g);
     if (!g) tt_errorf("out of memory");
+    else g->unit = -1;
     return g;
+}
+
+static void node_free(tt_node *n)
+{
+    if (!n) return;
+    free(n->in);
+    free(n->out);
+    free(n->attrs);
+    free(n);
 }
 
 void tt_graph_free(tt_graph *g)
 {
     if (!g) return;
-    for (int i = 0; i < g->n_nodes; i++) free(g->nodes[i]);
+    for (int i = 0; i < g->n_nodes; i++) node_free(g->nodes[i]);
     for (int i = 0; i < g->n_values; i++) free(g->values[i]);
     for (int i = 0; i < g->n_owned; i++) tt_free(g->owned[i]);
     free(g->nodes);
     free(g->values);
     free(g->owned);
+    free(g->units);
     free(g);
 }
 
@@ -32,17 +43,34 @@ void tt_graph_set_scope(tt_graph *g, const char *fmt, ...)
     va_end(ap);
 }
 
-static int grow(void ***arr, int *cap, int need)
+/* Grow *arr (elements of `size` bytes) to hold `need`. */
+static int grow_n(void *arr, int *cap, int need, size_t size)
 {
     if (need <= *cap) return 0;
     int nc = *cap ? *cap * 2 : 64;
     while (nc < need) nc *= 2;
-    void **p = realloc(*arr, (size_t)nc * sizeof **arr);
+    void *p = realloc(*(void **)arr, (size_t)nc * size);
     if (!p) return tt_errorf("out of memory growing graph");
-    *arr = p;
+    *(void **)arr = p;
     *cap = nc;
     return 0;
 }
+static int grow(void ***arr, int *cap, int need) { return grow_n(arr, cap, need, sizeof **arr); }
+
+int tt_graph_add_unit(tt_graph *g, const char *name, int block)
+{
+    if (g->failed) return -1;
+    if (grow_n(&g->units, &g->cap_units, g->n_units + 1, sizeof *g->units)) {
+        g->failed = 1;
+        return -1;
+    }
+    tt_unit_info *u = &g->units[g->n_units];
+    snprintf(u->name, sizeof u->name, "%s", name);
+    u->block = block;
+    return g->n_units++;
+}
+
+void tt_graph_set_unit(tt_graph *g, int unit) { g->unit = unit; }
 
 void *tt_graph_fail(tt_graph *g, const char *fmt, ...)
 {
@@ -70,6 +98,7 @@ tt_value *tt_value_new(tt_graph *g, tt_role role, tt_dtype dt, int ndim, const i
     tt_value *v = calloc(1, sizeof *v);
     if (!v) return tt_graph_fail(g, "out of memory");
     v->id = g->n_values;
+    v->unit = -1;
     v->role = role;
     v->dtype = dt;
     v->ndim = ndim;
@@ -78,13 +107,28 @@ tt_value *tt_value_new(tt_graph *g, tt_role role, tt_dtype dt, int ndim, const i
     return v;
 }
 
-tt_value *tt_graph_bind(tt_graph *g, tt_role role, const tt_tensor *t)
+tt_value *tt_value_view(tt_graph *g, tt_value *base, size_t offset, tt_dtype dt, int ndim, const int64_t *shape)
 {
-    tt_value *v = tt_value_new(g, role, t->dtype, t->ndim, t->shape);
+    if (g->failed) return NULL;
+    if (!base) return tt_graph_fail(g, "view of a missing value");
+    if (base->base) {
+        offset += base->offset;
+        base = base->base;
+    }
+    tt_value *v = tt_value_new(g, base->role, dt, ndim, shape);
     if (!v) return NULL;
-    snprintf(v->name, sizeof v->name, "%s", t->name);
-    v->data = t->data;
+    if (offset > tt_value_bytes(base) || tt_value_bytes(v) > tt_value_bytes(base) - offset)
+        return tt_graph_fail(g, "view of %zu bytes at offset %zu is outside '%s' (%zu bytes)", tt_value_bytes(v), offset,
+                             base->name, tt_value_bytes(base));
+    v->base = base;
+    v->offset = offset;
+    v->unit = base->unit;
     return v;
+}
+
+void tt_value_bind(tt_value *v, tt_mem mem)
+{
+    if (v) v->mem = mem;
 }
 
 tt_value *tt_graph_input(tt_graph *g, const char *name, tt_dtype dt, int ndim, const int64_t *shape)
@@ -98,12 +142,12 @@ tt_value *tt_graph_const(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shap
 {
     tt_value *v = tt_value_new(g, TT_ROLE_CONST, dt, ndim, shape);
     if (!v) return NULL;
-    if (grow(&g->owned, &g->cap_owned, g->n_owned + 1) || !(v->data = tt_alloc(tt_value_bytes(v)))) {
+    if (grow(&g->owned, &g->cap_owned, g->n_owned + 1) || !(v->const_data = tt_alloc(tt_value_bytes(v) + 1))) {
         g->failed = 1;
         return NULL;
     }
-    g->owned[g->n_owned++] = v->data;
-    *data = v->data;
+    g->owned[g->n_owned++] = v->const_data;
+    *data = v->const_data;
     return v;
 }
 
@@ -114,41 +158,82 @@ void tt_graph_mark_output(tt_graph *g, tt_value *v)
 }
 
 tt_node *tt_node_new(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *out,
-                     const tt_attrs *a)
+                     const void *attrs, size_t attrs_size)
 {
     if (g->failed) return NULL;
+    if (n_in < 0 || n_out < 0) return tt_graph_fail(g, "node with %d inputs and %d outputs", n_in, n_out);
     for (int i = 0; i < n_in; i++)
         if (!in[i]) return tt_graph_fail(g, "node input %d is missing", i);
+    for (int i = 0; i < n_out; i++)
+        if (!out[i]) return tt_graph_fail(g, "node output %d is missing", i);
     if (grow((void ***)&g->nodes, &g->cap_nodes, g->n_nodes + 1)) {
         g->failed = 1;
         return NULL;
     }
     tt_node *n = calloc(1, sizeof *n);
-    if (!n) return tt_graph_fail(g, "out of memory");
+    if (n) {
+        n->in = calloc((size_t)n_in + 1, sizeof *n->in);
+        n->out = calloc((size_t)n_out + 1, sizeof *n->out);
+        n->attrs = attrs && attrs_size ? malloc(attrs_size) : NULL;
+    }
+    if (!n || !n->in || !n->out || (attrs && attrs_size && !n->attrs)) {
+        node_free(n);
+        return tt_graph_fail(g, "out of memory");
+    }
     n->id = g->n_nodes;
     n->op = op;
     n->n_in = n_in;
-    n->n_out = n_out;
+    n->n_out = n->cap_out = n_out;
     for (int i = 0; i < n_in; i++) n->in[i] = in[i];
     for (int i = 0; i < n_out; i++) {
         n->out[i] = out[i];
         out[i]->producer = n;
         out[i]->out_index = i;
     }
-    if (a) n->a = *a;
+    if (n->attrs) {
+        memcpy(n->attrs, attrs, attrs_size);
+        n->attrs_size = attrs_size;
+    }
+    n->unit = g->unit;
     snprintf(n->scope, sizeof n->scope, "%s", g->scope);
     g->nodes[g->n_nodes++] = n;
     return n;
 }
 
+tt_err tt_node_add_output(tt_graph *g, tt_node *n, tt_value *v)
+{
+    if (g->failed || !v) return -1;
+    if (n->n_out == n->cap_out) {
+        tt_value **p = realloc(n->out, ((size_t)n->cap_out * 2 + 2) * sizeof *p);
+        if (!p) {
+            tt_graph_fail(g, "out of memory");
+            return -1;
+        }
+        n->out = p;
+        n->cap_out = n->cap_out * 2 + 2;
+    }
+    v->producer = n;
+    v->out_index = n->n_out;
+    n->out[n->n_out++] = v;
+    return 0;
+}
+
 tt_node *tt_node_clone(tt_graph *g, const tt_node *n, tt_value *const *in)
 {
     if (g->failed) return NULL;
-    tt_value *out[TT_MAX_OUT];
-    for (int o = 0; o < n->n_out; o++)
-        if (!(out[o] = tt_value_new(g, TT_ROLE_ACT, n->out[o]->dtype, n->out[o]->ndim, n->out[o]->shape))) return NULL;
-    tt_node *c = tt_node_new(g, n->op, n->n_in, in, n->n_out, out, &n->a);
-    if (c) snprintf(c->scope, sizeof c->scope, "%s", n->scope);
+    tt_value **out = calloc((size_t)n->n_out + 1, sizeof *out);
+    if (!out) return tt_graph_fail(g, "out of memory");
+    tt_node *c = NULL;
+    int o = 0;
+    for (; o < n->n_out; o++)
+        if (!(out[o] = tt_value_new(g, TT_ROLE_ACT, n->out[o]->dtype, n->out[o]->ndim, n->out[o]->shape))) break;
+    if (o == n->n_out) c = tt_node_new(g, n->op, n->n_in, in, n->n_out, out, n->attrs, n->attrs_size);
+    free(out);
+    if (c) {
+        snprintf(c->scope, sizeof c->scope, "%s", n->scope);
+        c->unit = n->unit;
+        c->accumulate = n->accumulate;
+    }
     return c;
 }
 
@@ -167,11 +252,16 @@ tt_err tt_graph_set_nodes(tt_graph *g, tt_node *const *order, int n)
             break;
         }
         seen[x->id] = 1;
-        for (int k = 0; k < x->n_in && !rc; k++)
-            if (x->in[k]->role == TT_ROLE_ACT && !made[x->in[k]->id])
+        for (int k = 0; k < x->n_in && !rc; k++) {
+            const tt_value *v = x->in[k];
+            if (v->role == TT_ROLE_ACT && !made[v->id] && !(v->base && made[v->base->id]))
                 rc = tt_errorf("new node order: %s%snode at position %d (op %d) reads value %d before it is produced",
-                               x->scope, x->scope[0] ? ": " : "", i, x->op, x->in[k]->id);
-        for (int k = 0; k < x->n_out; k++) made[x->out[k]->id] = 1;
+                               x->scope, x->scope[0] ? ": " : "", i, x->op, v->id);
+        }
+        for (int k = 0; k < x->n_out; k++) { /* writing a view of an activation makes (part of) its base */
+            made[x->out[k]->id] = 1;
+            if (x->out[k]->base) made[x->out[k]->base->id] = 1;
+        }
     }
     if (!rc) {
         for (int i = 0; i < nn; i++) { /* the nodes left out go; values they made have no producer now */
@@ -179,7 +269,7 @@ tt_err tt_graph_set_nodes(tt_graph *g, tt_node *const *order, int n)
             if (seen[i]) continue;
             for (int k = 0; k < x->n_out; k++)
                 if (x->out[k]->producer == x) x->out[k]->producer = NULL;
-            free(x);
+            node_free(x);
         }
         memmove(g->nodes, order, (size_t)n * sizeof *g->nodes);
         g->n_nodes = n;

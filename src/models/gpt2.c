@@ -58,10 +58,12 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
 {
     const tt_model_cfg *c = &m->cfg;
     int H = c->n_heads, hd = c->head_dim;
+    tt_graph_set_unit(g, 0);
     tt_graph_set_scope(g, "embeddings");
     tt_value *x = tt_add(g, tt_embedding(g, in->ids, w[0]), tt_embedding(g, in->pos, w[1])); // (B*T, D)
     for (int l = 0; l < c->n_layers; l++) {
         tt_value *const *b = w + 2 + l * PER_BLOCK;
+        tt_graph_set_unit(g, l + 1);
         tt_graph_set_scope(g, "h.%d.attn", l);
         tt_value *h = tt_layernorm(g, x, b[LN1_W], b[LN1_B], c->norm_eps);
         tt_value *q = tt_linear(g, h, b[WQ], b[BQ]), *k = tt_linear(g, h, b[WK], b[BK]);
@@ -75,6 +77,7 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
         x = tt_add(g, x, tt_linear(g, tt_gelu(g, tt_linear(g, h, b[FC_W], b[FC_B])), b[PROJ_W], b[PROJ_B]));
     }
     tt_value *const *f = w + 2 + c->n_layers * PER_BLOCK;
+    tt_graph_set_unit(g, c->n_layers + 1);
     tt_graph_set_scope(g, "ln_f");
     *head = w[0];
     return tt_layernorm(g, x, f[0], f[1], c->norm_eps);

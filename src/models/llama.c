@@ -88,12 +88,14 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
     int H = c->n_heads, Hk = c->n_kv_heads, hd = c->head_dim;
     block_layout bl = layout(m);
     double rope_scale = tt_rope_attention_scale(&c->rope, &m->ext.rope); /* YaRN scales cos and sin */
+    tt_graph_set_unit(g, 0);
     tt_graph_set_scope(g, "tok_embeddings");
     tt_value *x = tt_embedding(g, in->ids, w[0]); // (B*T, D)
     tt_value *inv_freq = tt_model_rope_table(g, m);
     for (int l = 0; l < c->n_layers; l++) {
         tt_value *const *b = w + 1 + l * bl.stride;
         int window = tt_model_layer_window(c, &m->ext, l);
+        tt_graph_set_unit(g, l + 1);
         tt_graph_set_scope(g, "layers.%d.attention", l);
         tt_value *h = tt_rmsnorm(g, x, b[ATTN_NORM], c->norm_eps);
         tt_value *q = tt_linear(g, h, b[WQ], c->qkv_bias ? b[BQ] : NULL); // (N, H*hd)
@@ -115,6 +117,7 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
                                  tt_linear(g, h, b[W3], bl.b3 >= 0 ? b[bl.b3] : NULL));
         x = tt_add(g, x, tt_linear(g, ff, b[W2], bl.b2 >= 0 ? b[bl.b2] : NULL));
     }
+    tt_graph_set_unit(g, c->n_layers + 1);
     tt_graph_set_scope(g, "norm");
     tt_value *const *f = w + 1 + c->n_layers * bl.stride;
     *head = c->tie_embeddings ? w[0] : f[1];

@@ -1,5 +1,6 @@
-/* model.c — parameter declaration, storage and initialisation shared by all
- * architectures, and the FLOPs/parameter arithmetic. */
+/* model.c — parameter declaration, the unit layout and initialisation shared
+ * by all architectures, binding a model into a graph, and the
+ * FLOPs/parameter arithmetic. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +28,14 @@ tt_err tt_model_declare(tt_model *m, int unit, const char *name, int ndim, const
         m->params = p;
         m->cap_params = nc;
     }
+    if (ndim < 1 || ndim > 2) return tt_errorf("model: parameter '%s' has %d dims", name, ndim);
+    if (m->n_params && unit < m->params[m->n_params - 1].unit)
+        return tt_errorf("model: parameter '%s' declared after a later unit's", name);
     tt_param *p = &m->params[m->n_params++];
     memset(p, 0, sizeof *p);
-    snprintf(p->t.name, sizeof p->t.name, "%s", name);
-    p->t.dtype = TT_F32;
-    p->t.ndim = ndim;
-    for (int i = 0; i < ndim; i++) p->t.shape[i] = shape[i];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->ndim = ndim;
+    for (int i = 0; i < ndim; i++) p->shape[i] = shape[i];
     p->unit = unit;
     p->init = init;
     p->std = std;
@@ -63,6 +66,33 @@ tt_model *tt_model_new(const tt_model_cfg *cfg)
     return tt_model_new_ext(cfg, NULL);
 }
 
+/* Params are declared unit by unit, so each unit is one contiguous range of
+ * the flat layout: offsets in declaration order. */
+static tt_err lay_out(tt_model *m)
+{
+    const tt_model_cfg *c = &m->cfg;
+    m->n_units = m->n_params ? m->params[m->n_params - 1].unit + 1 : 0;
+    if (!(m->units = calloc((size_t)m->n_units + 1, sizeof *m->units))) return tt_errorf("out of memory");
+    size_t off = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        tt_param *p = &m->params[i];
+        tt_unit *u = &m->units[p->unit];
+        if (!u->numel) u->offset = (int64_t)off;
+        p->offset = (int64_t)off;
+        off += (size_t)tt_param_numel(p);
+        u->numel = (int64_t)off - u->offset;
+    }
+    m->numel = off;
+    for (int u = 0; u < m->n_units; u++) {
+        tt_unit *x = &m->units[u];
+        if (u == 0) snprintf(x->name, sizeof x->name, "embeddings");
+        else if (u <= c->n_layers) snprintf(x->name, sizeof x->name, "%s.%d", c->arch == TT_ARCH_GPT2 ? "h" : "layers", u - 1);
+        else snprintf(x->name, sizeof x->name, "head");
+        x->block = u >= 1 && u <= c->n_layers;
+    }
+    return 0;
+}
+
 tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext)
 {
     const tt_arch_impl *impl = arch_impl(cfg->arch);
@@ -78,23 +108,9 @@ tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext)
     }
     m->cfg = *cfg;
     if (ext) m->ext = *ext;
-    if (impl->declare(m)) {
+    if (impl->declare(m) || lay_out(m)) {
         tt_model_free(m);
         return NULL;
-    }
-    size_t total = 0;
-    for (int i = 0; i < m->n_params; i++) total += (size_t)tt_numel(m->params[i].t.ndim, m->params[i].t.shape);
-    /* params are declared unit by unit, so each unit is one contiguous range */
-    m->storage = tt_alloc(total * sizeof(float));
-    if (!m->storage) {
-        tt_model_free(m);
-        return NULL;
-    }
-    m->numel = total;
-    size_t off = 0;
-    for (int i = 0; i < m->n_params; i++) {
-        m->params[i].t.data = m->storage + off;
-        off += (size_t)tt_numel(m->params[i].t.ndim, m->params[i].t.shape);
     }
     return m;
 }
@@ -102,35 +118,85 @@ tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext)
 void tt_model_free(tt_model *m)
 {
     if (!m) return;
-    tt_free(m->storage);
     free(m->params);
+    free(m->units);
     free(m);
 }
 
-void tt_model_init_weights(tt_model *m, uint64_t seed)
+void tt_model_init_param(const tt_model *m, int i, uint64_t seed, float *w)
 {
-    for (int i = 0; i < m->n_params; i++) {
-        tt_param *p = &m->params[i];
-        float *w = p->t.data;
-        int64_t n = tt_numel(p->t.ndim, p->t.shape);
-        tt_rng r = {tt_hash64(seed, (uint64_t)i), 0}; /* one stream per parameter */
-        for (int64_t k = 0; k < n; k++)
-            w[k] = p->init == TT_INIT_ONES ? 1.0f : p->init == TT_INIT_ZEROS ? 0.0f : (float)(p->std * tt_rng_normal(&r));
-    }
+    const tt_param *p = &m->params[i];
+    const int64_t n = tt_param_numel(p);
+    tt_rng r = {tt_hash64(seed, (uint64_t)i), 0}; /* one stream per parameter */
+    for (int64_t k = 0; k < n; k++)
+        w[k] = p->init == TT_INIT_ONES ? 1.0f : p->init == TT_INIT_ZEROS ? 0.0f : (float)(p->std * tt_rng_normal(&r));
 }
+
+/* The largest parameter's element count: a staging buffer for one at a time. */
+static int64_t max_param_numel(const tt_model *m)
+{
+    int64_t mx = 1;
+    for (int i = 0; i < m->n_params; i++)
+        if (tt_param_numel(&m->params[i]) > mx) mx = tt_param_numel(&m->params[i]);
+    return mx;
+}
+
+tt_err tt_model_init_weights(const tt_model *m, uint64_t seed, const tt_param_store *dst)
+{
+    float *w = tt_alloc((size_t)max_param_numel(m) * sizeof(float));
+    tt_err rc = w ? 0 : -1;
+    for (int i = 0; i < m->n_params && !rc; i++) {
+        tt_model_init_param(m, i, seed, w);
+        rc = dst->write(dst->ctx, m, i, w);
+    }
+    tt_free(w);
+    return rc;
+}
+
+static tt_err host_read(void *ctx, const tt_model *m, int i, float *dst)
+{
+    memcpy(dst, (const float *)ctx + m->params[i].offset, (size_t)tt_param_numel(&m->params[i]) * sizeof(float));
+    return 0;
+}
+static tt_err host_write(void *ctx, const tt_model *m, int i, const float *src)
+{
+    memcpy((float *)ctx + m->params[i].offset, src, (size_t)tt_param_numel(&m->params[i]) * sizeof(float));
+    return 0;
+}
+tt_param_store tt_model_host_store(float *flat) { return (tt_param_store){flat, host_read, host_write}; }
 
 int tt_model_find(const tt_model *m, const char *name)
 {
     for (int i = 0; i < m->n_params; i++)
-        if (strcmp(m->params[i].t.name, name) == 0) return i;
+        if (strcmp(m->params[i].name, name) == 0) return i;
     return -1;
 }
 
-tt_err tt_model_bind(tt_graph *g, const tt_model *m, tt_value **vals)
+tt_err tt_model_bind(tt_graph *g, const tt_model *m, tt_value **vals, tt_value **units)
 {
-    for (int i = 0; i < m->n_params; i++)
-        if (!(vals[i] = tt_graph_bind(g, TT_ROLE_PARAM, &m->params[i].t))) return -1;
-    return 0;
+    if (g->n_units) return tt_errorf("model: the graph already has units");
+    tt_value **u = calloc((size_t)m->n_units + 1, sizeof *u);
+    if (!u) return tt_errorf("out of memory");
+    tt_err rc = 0;
+    for (int k = 0; k < m->n_units && !rc; k++) {
+        const int64_t n = m->units[k].numel;
+        if (tt_graph_add_unit(g, m->units[k].name, m->units[k].block) != k || !(u[k] = tt_value_new(g, TT_ROLE_PARAM, TT_F32, 1, &n)))
+            rc = -1;
+        else {
+            u[k]->unit = k;
+            snprintf(u[k]->name, sizeof u[k]->name, "%s", m->units[k].name);
+        }
+    }
+    for (int i = 0; i < m->n_params && !rc; i++) {
+        const tt_param *p = &m->params[i];
+        tt_value *v = tt_value_view(g, u[p->unit], (size_t)(p->offset - m->units[p->unit].offset) * sizeof(float), TT_F32,
+                                    p->ndim, p->shape);
+        if (!(vals[i] = v)) rc = -1;
+        else snprintf(v->name, sizeof v->name, "%s", p->name);
+    }
+    if (!rc && units) memcpy(units, u, (size_t)m->n_units * sizeof *u);
+    free(u);
+    return rc || g->failed ? -1 : 0;
 }
 
 tt_value *tt_model_forward(tt_graph *g, const tt_model *m, tt_value *const *vals, const tt_fwd_inputs *in,
@@ -166,42 +232,16 @@ tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m)
     return v;
 }
 
-tt_err tt_model_declare_only(const tt_model_cfg *cfg, tt_model *m)
-{
-    const tt_arch_impl *impl = arch_impl(cfg->arch);
-    memset(m, 0, sizeof *m);
-    m->cfg = *cfg;
-    if (!impl) return tt_errorf("unknown model architecture %d", (int)cfg->arch);
-    if (check_cfg(cfg) || impl->declare(m)) {
-        free(m->params);
-        m->params = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-void tt_model_place(tt_model *m, float *storage)
-{
-    size_t off = 0;
-    for (int i = 0; i < m->n_params; i++) {
-        m->params[i].t.data = storage + off;
-        off += (size_t)tt_numel(m->params[i].t.ndim, m->params[i].t.shape);
-    }
-    m->storage = storage;
-    m->numel = off;
-}
-
 int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params)
 {
-    tt_model m;
+    tt_model *m = tt_model_new(cfg);
     int64_t total = 0, mm = 0;
-    if (tt_model_declare_only(cfg, &m) == 0)
-        for (int i = 0; i < m.n_params; i++) {
-            int64_t n = tt_numel(m.params[i].t.ndim, m.params[i].t.shape);
-            total += n;
-            if (!m.params[i].embedding_only) mm += n;
-        }
-    free(m.params);
+    for (int i = 0; m && i < m->n_params; i++) {
+        const int64_t n = tt_param_numel(&m->params[i]);
+        total += n;
+        if (!m->params[i].embedding_only) mm += n;
+    }
+    tt_model_free(m);
     if (matmul_params) *matmul_params = mm;
     return total;
 }

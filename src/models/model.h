@@ -1,6 +1,9 @@
-/* model.h — a model: its shape config, its parameters (one contiguous buffer
- * per unit, a unit being one transformer block or the embeddings/head), and
- * the forward builder of its architecture. Models know nothing of backends,
+/* model.h — a model: its shape config, its parameters laid out unit by unit
+ * (a unit being one transformer block, the embeddings or the head, each one
+ * contiguous range of the model's flat layout), and the forward builder of
+ * its architecture. A model holds no weights: where they live (host memory,
+ * a backend's buffers, shards of them) is the caller's, and the graph sees
+ * each parameter as a view of its unit. Models know nothing of backends,
  * passes or training: they only build a forward graph. */
 #ifndef TT_MODEL_H
 #define TT_MODEL_H
@@ -39,22 +42,47 @@ int tt_model_layer_window(const tt_model_cfg *c, const tt_model_ext *x, int laye
 typedef enum { TT_INIT_NORMAL, TT_INIT_ONES, TT_INIT_ZEROS } tt_init_kind;
 
 typedef struct {
-    tt_tensor t;
+    char name[96];
+    int ndim;
+    int64_t shape[2];
     int unit;          /* 0 = embeddings, 1..L = blocks, L+1 = final norm + head */
+    int64_t offset;    /* its first element in the model's flat layout */
     int no_decay;      /* norms and biases get no weight decay */
     int embedding_only;/* an input lookup table that does no matmul (for FLOPs) */
     tt_init_kind init;
     double std;
 } tt_param;
 
+static inline int64_t tt_param_numel(const tt_param *p) { return tt_numel(p->ndim, p->shape); }
+
+/* A unit: one contiguous range [offset, offset + numel) of the flat layout. */
+typedef struct {
+    char name[48];     /* "embeddings", "layers.3", "head" */
+    int block;         /* a transformer block (activation checkpointing works on these) */
+    int64_t offset, numel;
+} tt_unit;
+
 typedef struct tt_model {
     tt_model_cfg cfg;
     tt_model_ext ext;
     int n_params, cap_params;
     tt_param *params;
-    float *storage;     /* all parameters, unit after unit */
-    size_t numel;
+    int n_units;
+    tt_unit *units;
+    size_t numel;       /* all parameters: the flat layout, unit after unit */
 } tt_model;
+
+/* Where a model's parameter values are, one parameter at a time in fp32 and
+ * its own shape: host memory (tt_model_host_store), or the train state's
+ * backend buffers, reached through copies. Loading and exporting Hugging Face
+ * folders and checkpoints go through it. */
+typedef struct tt_param_store {
+    void *ctx;
+    tt_err (*read)(void *ctx, const tt_model *m, int i, float *dst);
+    tt_err (*write)(void *ctx, const tt_model *m, int i, const float *src);
+} tt_param_store;
+/* Parameters in host memory, in the flat layout (m->numel floats at flat). */
+tt_param_store tt_model_host_store(float *flat);
 
 /* Inputs of one forward: token ids, positions and document ids, all (B*T) i32. */
 typedef struct {
@@ -64,30 +92,31 @@ typedef struct {
     tt_value **cache_k, **cache_v, *start;
 } tt_fwd_inputs;
 
+/* Declare a model's parameters and lay them out (no weights are allocated). */
 tt_model *tt_model_new(const tt_model_cfg *cfg);
 /* The same with the Hugging Face extras (ext may be NULL). */
 tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext);
 void tt_model_free(tt_model *m);
-void tt_model_init_weights(tt_model *m, uint64_t seed);
+/* The initial values of parameter i (normal, ones or zeros), one RNG stream
+ * per parameter from seed: dst receives its numel floats. */
+void tt_model_init_param(const tt_model *m, int i, uint64_t seed, float *dst);
+/* Every parameter's initial values into a store. */
+tt_err tt_model_init_weights(const tt_model *m, uint64_t seed, const tt_param_store *dst);
 int tt_model_find(const tt_model *m, const char *name);
 const char *tt_arch_name(tt_arch_id a);
 
-/* Bind every parameter as a graph value (vals has n_params entries). */
-tt_err tt_model_bind(tt_graph *g, const tt_model *m, tt_value **vals);
+/* Into a graph with no units yet: declare the model's units (graph unit k =
+ * model unit k), make one root param value per unit (units[k], may be NULL:
+ * f32 [numel], unbound) and every parameter as a view of its unit (vals has
+ * n_params entries). */
+tt_err tt_model_bind(tt_graph *g, const tt_model *m, tt_value **vals, tt_value **units);
 /* Build the forward to the final hidden state (B*T, dim); *head receives the
  * output projection (V, dim) to use with tt_ce_linear or tt_linear. */
 tt_value *tt_model_forward(tt_graph *g, const tt_model *m, tt_value *const *vals, const tt_fwd_inputs *in,
                            tt_value **head);
 
-/* Parameter counts and the model FLOPs per token of DESIGN.md. These work
- * from the config alone, without allocating (titan plan). */
-/* Declare the parameters (names, shapes) without allocating storage;
- * free(m->params) after. */
-tt_err tt_model_declare_only(const tt_model_cfg *cfg, tt_model *m);
-/* Lays a declared-only model's parameters out in `storage` (m->numel floats,
- * which the caller provides and may leave unbacked: planning a graph reads
- * parameter addresses, never their values). */
-void tt_model_place(tt_model *m, float *storage);
+/* Parameter counts and the model FLOPs per token of DESIGN.md, from the
+ * config alone (titan plan). */
 int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params);
 double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len);
 

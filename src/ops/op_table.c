@@ -10,7 +10,7 @@ static double numel(const tt_value *v) { return (double)tt_value_numel(v); }
 static double fl_zero(const tt_node *n) { (void)n; return 0; }
 static double fl_matmul(const tt_node *n)
 {
-    double K = n->a.i[0] ? (double)n->in[0]->shape[0] : (double)n->in[0]->shape[1];
+    double K = TT_ATTRS(n, tt_matmul_attrs)->ta ? (double)n->in[0]->shape[0] : (double)n->in[0]->shape[1];
     return 2.0 * numel(n->out[0]) * K;
 }
 static double fl_out(const tt_node *n) { return numel(n->out[0]); }
@@ -18,19 +18,19 @@ static double fl_norm(const tt_node *n) { return 4.0 * numel(n->in[0]); }
 static double fl_attn(const tt_node *n)
 {
     /* causal: QK^T and PV over half the T x T square */
-    double B = (double)n->a.i[0], T = (double)n->a.i[1], H = (double)n->a.i[2], hd = (double)n->a.i[4];
-    return 2.0 * 2.0 * B * H * T * T * hd * 0.5;
+    const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
+    return 2.0 * 2.0 * a->B * a->H * (double)a->T * a->T * a->hd * 0.5;
 }
 static double fl_attn_bwd(const tt_node *n) { return 2.0 * fl_attn(n); }
 static double fl_attn_kv(const tt_node *n)
 {
-    double B = (double)n->a.i[0], Tq = (double)n->a.i[1], H = (double)n->a.i[2], hd = (double)n->a.i[4];
-    return 4.0 * B * H * Tq * hd * (double)n->a.i[6] * 0.5;
+    const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
+    return 4.0 * a->B * a->H * (double)a->T * a->hd * a->Tmax * 0.5;
 }
 static double fl_ce(const tt_node *n)
 {
     double f = 2.0 * n_rows(n->in[0]) * n_cols(n->in[0]) * n_rows(n->in[1]);
-    return n->a.i[1] ? 3.0 * f : f;
+    return n->n_out == 3 ? 3.0 * f : f; /* with its gradients */
 }
 static double fl_in0(const tt_node *n) { return numel(n->in[0]); }
 static double fl_add_norm(const tt_node *n) { return 5.0 * numel(n->in[0]); }
@@ -49,7 +49,7 @@ static void bw_matmul(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value *
 {
     /* C = op(A) op(B).  dA = dC op(B)^T, dB = op(A)^T dC, written back in A's and B's storage layouts. */
     tt_value *A = n->in[0], *B = n->in[1], *dC = gout[0];
-    int ta = (int)n->a.i[0], tb = (int)n->a.i[1];
+    const int ta = TT_ATTRS(n, tt_matmul_attrs)->ta, tb = TT_ATTRS(n, tt_matmul_attrs)->tb;
     /* each gradient has its input's dtype: bf16 for activations, fp32 for weights */
     gin[0] = ta ? tt_matmul_to(g, B, dC, tb, 1, A->dtype) : tt_matmul_to(g, dC, B, 0, !tb, A->dtype);
     gin[1] = tb ? tt_matmul_to(g, dC, A, 1, ta, B->dtype) : tt_matmul_to(g, A, dC, !ta, 0, B->dtype);
@@ -72,21 +72,21 @@ static void bw_rmsnorm(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value 
 {
     tt_value *in[] = {n->in[0], n->in[1], n->out[1], gout[0]};
     tt_value *like[] = {n->in[0], n->in[1]};
-    tt_op_emitn(g, TT_OP_RMSNORM_BWD, 4, in, 2, like, gin, &n->a);
+    tt_op_emitn(g, TT_OP_RMSNORM_BWD, 4, in, 2, like, gin, n->attrs);
 }
 
 static void bw_layernorm(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
     tt_value *in[] = {n->in[0], n->in[1], n->out[1], n->out[2], gout[0]};
     tt_value *like[] = {n->in[0], n->in[1], n->in[2]};
-    tt_op_emitn(g, TT_OP_LAYERNORM_BWD, 5, in, 3, like, gin, NULL);
+    tt_op_emitn(g, TT_OP_LAYERNORM_BWD, 5, in, 3, like, gin, n->attrs);
 }
 
 static void bw_rope(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
     /* a rotation's transpose is the rotation by the opposite angle */
-    tt_attrs a = n->a;
-    a.i[2] = !a.i[2];
+    tt_rope_attrs a = *TT_ATTRS(n, tt_rope_attrs);
+    a.inverse = !a.inverse;
     tt_value *in[] = {gout[0], n->in[1], n->in[2]};
     gin[0] = tt_op_emit1(g, TT_OP_ROPE, 3, in, n->in[0], &a);
 }
@@ -95,7 +95,7 @@ static void bw_attention(tt_graph *g, tt_node *n, tt_value *const *gout, tt_valu
 {
     tt_value *in[] = {n->in[0], n->in[1], n->in[2], n->in[3], n->out[0], n->out[1], gout[0]};
     tt_value *like[] = {n->in[0], n->in[1], n->in[2]};
-    tt_op_emitn(g, TT_OP_ATTENTION_BWD, 7, in, 3, like, gin, &n->a);
+    tt_op_emitn(g, TT_OP_ATTENTION_BWD, 7, in, 3, like, gin, n->attrs);
 }
 
 static void bw_swiglu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
@@ -115,7 +115,7 @@ static void bw_attention_qkv(tt_graph *g, tt_node *n, tt_value *const *gout, tt_
     /* in: qkv, doc, o, lse, do [, pos, inv_freq] */
     tt_value *in[] = {n->in[0], n->in[1], n->out[0], n->out[1], gout[0], n->n_in > 2 ? n->in[2] : NULL,
                       n->n_in > 2 ? n->in[3] : NULL};
-    gin[0] = tt_op_emit1(g, TT_OP_ATTENTION_QKV_BWD, n->n_in > 2 ? 7 : 5, in, n->in[0], &n->a);
+    gin[0] = tt_op_emit1(g, TT_OP_ATTENTION_QKV_BWD, n->n_in > 2 ? 7 : 5, in, n->in[0], n->attrs);
 }
 
 static void bw_add_rmsnorm(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
@@ -125,7 +125,7 @@ static void bw_add_rmsnorm(tt_graph *g, tt_node *n, tt_value *const *gout, tt_va
     if (gout[1]) {
         tt_value *in[] = {n->out[0], n->in[2], n->out[2], gout[1], gout[0]};
         tt_value *like[] = {n->out[0], n->in[2]}, *g2[2] = {0};
-        tt_op_emitn(g, TT_OP_RMSNORM_BWD, gout[0] ? 5 : 4, in, 2, like, g2, &n->a);
+        tt_op_emitn(g, TT_OP_RMSNORM_BWD, gout[0] ? 5 : 4, in, 2, like, g2, n->attrs);
         gin[0] = gin[1] = g2[0];
         gin[2] = g2[1];
     } else {
@@ -147,47 +147,50 @@ static void bw_ce(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin
         tt_graph_fail(g, "cross-entropy: only differentiable as the loss itself");
         return;
     }
-    if (n->n_out == 1) {
-        n->out[1] = tt_value_new(g, TT_ROLE_ACT, n->in[0]->dtype, n->in[0]->ndim, n->in[0]->shape);
-        n->out[2] = tt_value_new(g, TT_ROLE_ACT, n->in[1]->dtype, n->in[1]->ndim, n->in[1]->shape);
-        if (!n->out[1] || !n->out[2]) return;
-        for (int i = 1; i < 3; i++) {
-            n->out[i]->producer = n;
-            n->out[i]->out_index = i;
-        }
-        n->n_out = 3;
-        n->a.i[1] = 1;
-    }
+    if (n->n_out == 1 &&
+        (tt_node_add_output(g, n, tt_value_new(g, TT_ROLE_ACT, n->in[0]->dtype, n->in[0]->ndim, n->in[0]->shape)) ||
+         tt_node_add_output(g, n, tt_value_new(g, TT_ROLE_ACT, n->in[1]->dtype, n->in[1]->ndim, n->in[1]->shape))))
+        return;
     gin[0] = n->out[1];
     gin[1] = n->out[2];
 }
 
+/* Flags: P pure (recomputable), K kept by selective checkpointing, L a loss. */
+#define P TT_OPF_PURE
+#define K TT_OPF_KEEP_SELECTIVE
+#define A(type) sizeof(type)
+
+/*                                  name                 flags   acc  writes  -inf  attrs                  flops        backward */
 const tt_op_def tt_ops[TT_OP_COUNT] = {
-    [TT_OP_EMBEDDING] = {"embedding", fl_zero, bw_embedding},
-    [TT_OP_EMBEDDING_BWD] = {"embedding_bwd", fl_zero, NULL},
-    [TT_OP_MATMUL] = {"matmul", fl_matmul, bw_matmul},
-    [TT_OP_BIAS_ADD] = {"bias_add", fl_out, bw_bias_add},
-    [TT_OP_BIAS_GRAD] = {"bias_grad", fl_in0, NULL},
-    [TT_OP_ADD] = {"add", fl_out, bw_add},
-    [TT_OP_RMSNORM] = {"rmsnorm", fl_norm, bw_rmsnorm},
-    [TT_OP_RMSNORM_BWD] = {"rmsnorm_bwd", fl_norm, NULL},
-    [TT_OP_LAYERNORM] = {"layernorm", fl_norm, bw_layernorm},
-    [TT_OP_LAYERNORM_BWD] = {"layernorm_bwd", fl_norm, NULL},
-    [TT_OP_ROPE] = {"rope", fl_out, bw_rope},
-    [TT_OP_ATTENTION] = {"attention", fl_attn, bw_attention},
-    [TT_OP_ATTENTION_BWD] = {"attention_bwd", fl_attn_bwd, NULL},
-    [TT_OP_ATTENTION_KV] = {"attention_kv", fl_attn_kv, NULL},
-    [TT_OP_SWIGLU] = {"swiglu", fl_out, bw_swiglu},
-    [TT_OP_SWIGLU_BWD] = {"swiglu_bwd", fl_in0, NULL},
-    [TT_OP_GELU] = {"gelu", fl_out, bw_gelu},
-    [TT_OP_GELU_BWD] = {"gelu_bwd", fl_in0, NULL},
-    [TT_OP_CE_LINEAR] = {"ce_linear", fl_ce, bw_ce},
-    [TT_OP_ACCUM] = {"accum", fl_in0, NULL},
-    [TT_OP_SUMSQ] = {"sumsq", fl_in0, NULL},
-    [TT_OP_ATTENTION_QKV] = {"attention_qkv", fl_attn, bw_attention_qkv},
-    [TT_OP_ATTENTION_QKV_BWD] = {"attention_qkv_bwd", fl_attn_bwd, NULL},
-    [TT_OP_ADD_RMSNORM] = {"add_rmsnorm", fl_add_norm, bw_add_rmsnorm},
-    [TT_OP_ADAMW] = {"adamw", fl_adamw, NULL},
+    [TT_OP_EMBEDDING] =           {"embedding",          P | K,  0,   0,      0,    0,                     fl_zero,     bw_embedding},
+    [TT_OP_EMBEDDING_BWD] =       {"embedding_bwd",      0,      1,   0,      0,    0,                     fl_zero,     NULL},
+    [TT_OP_MATMUL] =              {"matmul",             P | K,  1,   0,      0,    A(tt_matmul_attrs),    fl_matmul,   bw_matmul},
+    [TT_OP_BIAS_ADD] =            {"bias_add",           P,      0,   0,      0,    0,                     fl_out,      bw_bias_add},
+    [TT_OP_BIAS_GRAD] =           {"bias_grad",          0,      0,   0,      0,    0,                     fl_in0,      NULL},
+    [TT_OP_ADD] =                 {"add",                P,      0,   0,      0,    0,                     fl_out,      bw_add},
+    [TT_OP_RMSNORM] =             {"rmsnorm",            P,      0,   0,      0,    A(tt_norm_attrs),      fl_norm,     bw_rmsnorm},
+    [TT_OP_RMSNORM_BWD] =         {"rmsnorm_bwd",        0,      0,   0,      0,    A(tt_norm_attrs),      fl_norm,     NULL},
+    [TT_OP_LAYERNORM] =           {"layernorm",          P,      0,   0,      0,    A(tt_norm_attrs),      fl_norm,     bw_layernorm},
+    [TT_OP_LAYERNORM_BWD] =       {"layernorm_bwd",      0,      0,   0,      0,    A(tt_norm_attrs),      fl_norm,     NULL},
+    [TT_OP_ROPE] =                {"rope",               P,      0,   0,      0,    A(tt_rope_attrs),      fl_out,      bw_rope},
+    [TT_OP_ATTENTION] =           {"attention",          P | K,  0,   0,      2,    A(tt_attn_attrs),      fl_attn,     bw_attention},
+    [TT_OP_ATTENTION_BWD] =       {"attention_bwd",      0,      0,   0,      0,    A(tt_attn_attrs),      fl_attn_bwd, NULL},
+    [TT_OP_ATTENTION_KV] =        {"attention_kv",       0,      0,   8 | 16, 2,    A(tt_attn_attrs),      fl_attn_kv,  NULL},
+    [TT_OP_SWIGLU] =              {"swiglu",             P,      0,   0,      0,    0,                     fl_out,      bw_swiglu},
+    [TT_OP_SWIGLU_BWD] =          {"swiglu_bwd",         0,      0,   0,      0,    0,                     fl_in0,      NULL},
+    [TT_OP_GELU] =                {"gelu",               P,      0,   0,      0,    0,                     fl_out,      bw_gelu},
+    [TT_OP_GELU_BWD] =            {"gelu_bwd",           0,      0,   0,      0,    0,                     fl_in0,      NULL},
+    [TT_OP_CE_LINEAR] =           {"ce_linear",          TT_OPF_LOSS, 4, 0,   0,    A(tt_ce_attrs),        fl_ce,       bw_ce},
+    [TT_OP_ACCUM] =               {"accum",              0,      0,   1,      0,    0,                     fl_in0,      NULL},
+    [TT_OP_SUMSQ] =               {"sumsq",              0,      0,   0,      0,    0,                     fl_in0,      NULL},
+    [TT_OP_ATTENTION_QKV] =       {"attention_qkv",      P | K,  0,   0,      2,    A(tt_attn_attrs),      fl_attn,     bw_attention_qkv},
+    [TT_OP_ATTENTION_QKV_BWD] =   {"attention_qkv_bwd",  0,      0,   0,      0,    A(tt_attn_attrs),      fl_attn_bwd, NULL},
+    [TT_OP_ADD_RMSNORM] =         {"add_rmsnorm",        P,      0,   0,      0,    A(tt_norm_attrs),      fl_add_norm, bw_add_rmsnorm},
+    [TT_OP_ADAMW] =               {"adamw",              0,      0,   1 | 2 | 4 | 8, 0, A(tt_adamw_attrs), fl_adamw,    NULL},
+    [TT_OP_CLIP_COEF] =           {"clip_coef",          0,      0,   0,      0,    A(tt_clip_attrs),      fl_zero,     NULL},
 };
+#undef P
+#undef K
+#undef A
 
 const char *tt_op_name(int op) { return op >= 0 && op < TT_OP_COUNT ? tt_ops[op].name : "?"; }

@@ -11,12 +11,13 @@ static tt_value *act(tt_graph *g, tt_dtype dt, int ndim, int64_t d0, int64_t d1,
     return tt_value_new(g, TT_ROLE_ACT, dt, ndim, shape);
 }
 
+/* attrs: the op's attribute struct (tt_ops[op].attrs_size bytes) or NULL */
 static tt_node *node(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *out,
-                     const tt_attrs *a)
+                     const void *attrs)
 {
     for (int i = 0; i < n_out; i++)
         if (!out[i]) return NULL;
-    return tt_node_new(g, op, n_in, in, n_out, out, a);
+    return tt_node_new(g, op, n_in, in, n_out, out, attrs, attrs ? tt_ops[op].attrs_size : 0);
 }
 
 static int same_shape(const tt_value *a, const tt_value *b)
@@ -62,7 +63,7 @@ tt_value *tt_matmul_to(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb, tt
     int64_t Kb = tb ? b->shape[1] : b->shape[0], N = tb ? b->shape[0] : b->shape[1];
     NEED(K == Kb, "matmul: inner dimensions %lld and %lld differ", (long long)K, (long long)Kb);
     tt_value *y = act(g, out, 2, M, N, 0);
-    tt_attrs at = {.i = {ta, tb}};
+    tt_matmul_attrs at = {ta, tb};
     tt_value *in[] = {a, b};
     return node(g, TT_OP_MATMUL, 2, in, 1, &y, &at) ? y : NULL;
 }
@@ -104,7 +105,7 @@ tt_value *tt_rmsnorm_groups(tt_graph *g, tt_value *x, tt_value *w, double eps, i
          "rmsnorm: weight of %lld for rows of %lld", w ? (long long)w->shape[0] : -1LL, x ? (long long)cols(x) : -1LL);
     tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0),
                        act(g, stat_dtype(x->dtype), 1, tt_value_numel(x) / group, 0, 0)};
-    tt_attrs at = {.i = {group}, .f = {eps}};
+    tt_norm_attrs at = {group, eps};
     tt_value *in[] = {x, w};
     return node(g, TT_OP_RMSNORM, 2, in, 2, out, &at) ? out[0] : NULL;
 }
@@ -123,7 +124,7 @@ tt_value *tt_layernorm(tt_graph *g, tt_value *x, tt_value *w, tt_value *b, doubl
     tt_dtype sd = stat_dtype(x->dtype);
     tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), act(g, sd, 1, x->shape[0], 0, 0),
                        act(g, sd, 1, x->shape[0], 0, 0)};
-    tt_attrs at = {.f = {eps}};
+    tt_norm_attrs at = {(int)x->shape[1], eps};
     tt_value *in[] = {x, w, b};
     return node(g, TT_OP_LAYERNORM, 3, in, 3, out, &at) ? out[0] : NULL;
 }
@@ -135,7 +136,7 @@ static tt_value *rope_node(tt_graph *g, tt_value *x, tt_value *pos, tt_value *in
              tt_value_numel(pos) == rows(x) && tt_value_numel(inv_freq) == hd / 2,
          "rope: x must be (N, %d*%d) with N positions and %d frequencies", H, hd, hd / 2);
     tt_value *y = act(g, x->dtype, 2, x->shape[0], x->shape[1], 0);
-    tt_attrs at = {.i = {H, hd, inverse}, .f = {scale}};
+    tt_rope_attrs at = {H, hd, inverse, scale};
     tt_value *in[] = {x, pos, inv_freq};
     return node(g, TT_OP_ROPE, 3, in, 1, &y, &at) ? y : NULL;
 }
@@ -160,7 +161,7 @@ tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_va
          hd, B, T);
     NEED(q->dtype == k->dtype && q->dtype == v->dtype, "attention: q, k and v have different dtypes");
     tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, stat_dtype(q->dtype), 3, B, H, T)};
-    tt_attrs at = {.i = {B, T, H, Hk, hd, window}};
+    tt_attn_attrs at = {B, T, H, Hk, hd, window, 0, 0};
     tt_value *in[] = {q, k, v, doc};
     return node(g, TT_OP_ATTENTION, 4, in, 2, out, &at) ? out[0] : NULL;
 }
@@ -174,7 +175,7 @@ tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt
              cache_k->shape[2] == (int64_t)Hk * hd && start->dtype == TT_I32,
          "attention with KV cache: shapes do not match");
     tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, stat_dtype(q->dtype), 3, B, H, Tq)};
-    tt_attrs at = {.i = {B, Tq, H, Hk, hd, window, cache_k->shape[1]}};
+    tt_attn_attrs at = {B, Tq, H, Hk, hd, window, 0, (int)cache_k->shape[1]};
     tt_value *in[] = {q, k, v, cache_k, cache_v, start};
     return node(g, TT_OP_ATTENTION_KV, 6, in, 2, out, &at) ? out[0] : NULL;
 }
@@ -204,7 +205,7 @@ tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *
          "attention: qkv must be (%d*%d, (%d+2*%d)*%d), doc ids and positions (%d*%d)", B, T, H, Hk, hd, B, T);
     tt_value *out[] = {act(g, qkv->dtype, 2, qkv->shape[0], (int64_t)H * hd, 0),
                        act(g, stat_dtype(qkv->dtype), 3, B, H, T)};
-    tt_attrs at = {.i = {B, T, H, Hk, hd, window}, .f = {pos ? rope_scale : 0}};
+    tt_attn_attrs at = {B, T, H, Hk, hd, window, pos ? rope_scale : 0, 0};
     tt_value *in[] = {qkv, doc, pos, inv_freq};
     return node(g, TT_OP_ATTENTION_QKV, pos ? 4 : 2, in, 2, out, &at) ? out[0] : NULL;
 }
@@ -216,7 +217,7 @@ tt_value *tt_add_rmsnorm(tt_graph *g, tt_value *x, tt_value *d, tt_value *w, dou
          "add + rmsnorm: shapes differ");
     tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), act(g, x->dtype, 2, x->shape[0], x->shape[1], 0),
                        act(g, stat_dtype(x->dtype), 1, x->shape[0], 0, 0)};
-    tt_attrs at = {.i = {(int)cols(x)}, .f = {eps}};
+    tt_norm_attrs at = {(int)cols(x), eps};
     tt_value *in[] = {x, d, w};
     if (!node(g, TT_OP_ADD_RMSNORM, 3, in, 3, out, &at)) return NULL;
     if (y_out) *y_out = out[0];
@@ -236,7 +237,7 @@ tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets,
              tt_value_numel(targets) == rows(h) && targets->dtype == TT_I32,
          "cross-entropy: hidden (N, D), head (V, D) and N targets needed");
     tt_value *loss = act(g, h->dtype == TT_F64 ? TT_F64 : TT_F32, 1, 1, 0, 0);
-    tt_attrs at = {.i = {ignore_index, 0}};
+    tt_ce_attrs at = {ignore_index};
     tt_value *in[] = {h, w, targets, scale};
     return node(g, TT_OP_CE_LINEAR, 4, in, 1, &loss, &at) ? loss : NULL;
 }
@@ -249,7 +250,7 @@ void tt_accum(tt_graph *g, tt_value *acc, tt_value *grad)
         return;
     }
     tt_value *in[] = {acc, grad};
-    tt_node_new(g, TT_OP_ACCUM, 2, in, 0, NULL, NULL);
+    node(g, TT_OP_ACCUM, 2, in, 0, NULL, NULL);
 }
 
 tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev)
@@ -260,11 +261,20 @@ tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev)
     return node(g, TT_OP_SUMSQ, prev ? 2 : 1, in, 1, &y, NULL) ? y : NULL;
 }
 
-void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *sumsq, tt_value *hp,
+tt_value *tt_clip_coef_of(tt_graph *g, tt_value *sumsq, double max_norm)
+{
+    NEED(sumsq && tt_value_numel(sumsq) == 1 && sumsq->dtype == TT_F32, "clip: needs the (1) f32 sum of squares");
+    tt_value *y = act(g, TT_F32, 1, 1, 0, 0);
+    tt_clip_attrs at = {max_norm};
+    return node(g, TT_OP_CLIP_COEF, 1, &sumsq, 1, &y, &at) ? y : NULL;
+}
+
+void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *clip, tt_value *hp,
               tt_value *decay, double beta1, double beta2, double eps, double weight_decay)
 {
     if (g->failed) return;
-    if (!p || !grad || !m || !v || !sumsq || !hp || !same_shape(p, grad) || !same_shape(p, m) || !same_shape(p, v)) {
+    if (!p || !grad || !m || !v || !clip || !hp || !same_shape(p, grad) || !same_shape(p, m) || !same_shape(p, v) ||
+        tt_value_numel(clip) != 1 || clip->dtype != TT_F32 || tt_value_numel(hp) != 2 || hp->dtype != TT_F64) {
         tt_graph_fail(g, "adamw: state of '%s' does not match", p ? p->name : "?");
         return;
     }
@@ -272,23 +282,48 @@ void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v
         tt_graph_fail(g, "adamw: the decay ranges of '%s' must be (S, 2) i64", p->name);
         return;
     }
-    tt_attrs at = {.f = {beta1, beta2, eps, weight_decay}};
-    tt_value *in[] = {p, grad, m, v, sumsq, hp, decay};
-    tt_node_new(g, TT_OP_ADAMW, decay ? 7 : 6, in, 0, NULL, &at);
+    tt_adamw_attrs at = {beta1, beta2, eps, weight_decay};
+    tt_value *in[] = {p, grad, m, v, clip, hp, decay};
+    node(g, TT_OP_ADAMW, decay ? 7 : 6, in, 0, NULL, &at);
+}
+
+tt_dtype tt_node_dtype(const tt_node *n)
+{
+    for (int k = 0; k < n->n_in; k++) {
+        const tt_dtype d = n->in[k]->dtype;
+        if (d == TT_F32 || d == TT_BF16 || d == TT_F16 || d == TT_F64) return d;
+    }
+    return n->n_out ? n->out[0]->dtype : TT_F32;
+}
+
+tt_err tt_attention_kv_check(const tt_node *n, int32_t start)
+{
+    const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
+    if (start < 0 || (int64_t)start + a->T > a->Tmax)
+        return tt_errorf("KV cache holds %d positions; cannot write %d at %d", a->Tmax, a->T, start);
+    return 0;
+}
+
+tt_err tt_check_ids(const int32_t *ids, int64_t n, int64_t V, int32_t allowed, const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        if ((ids[i] < 0 || ids[i] >= V) && ids[i] != allowed)
+            return tt_errorf("%s %d at index %lld is outside [0, %lld)", what, ids[i], (long long)i, (long long)V);
+    return 0;
 }
 
 /* ---- backward-only nodes, emitted by the rules in ops_backward.c -------- */
 
-tt_value *tt_op_emit1(tt_graph *g, int op, int n_in, tt_value *const *in, const tt_value *like, const tt_attrs *a)
+tt_value *tt_op_emit1(tt_graph *g, int op, int n_in, tt_value *const *in, const tt_value *like, const void *attrs)
 {
     tt_value *y = tt_value_new(g, TT_ROLE_ACT, like->dtype, like->ndim, like->shape);
-    return y && node(g, op, n_in, in, 1, &y, a) ? y : NULL;
+    return y && node(g, op, n_in, in, 1, &y, attrs) ? y : NULL;
 }
 
 int tt_op_emitn(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *like,
-                tt_value **out, const tt_attrs *a)
+                tt_value **out, const void *attrs)
 {
     for (int i = 0; i < n_out; i++)
         out[i] = tt_value_new(g, TT_ROLE_ACT, like[i]->dtype, like[i]->ndim, like[i]->shape);
-    return node(g, op, n_in, in, n_out, out, a) ? 0 : -1;
+    return node(g, op, n_in, in, n_out, out, attrs) ? 0 : -1;
 }

@@ -1,36 +1,37 @@
 /* ops.h — the op table and the builder functions model code calls. An op is
- * declared once here: its id, its builder (shape inference), its FLOP count
- * and its backward rule. Backends register kernels against the ids.
+ * declared once here: its id, its attribute struct, its flags (the facts the
+ * passes and the executor need), its builder (shape inference), its FLOP
+ * count and its backward rule. Backends register kernels against the ids.
  *
  * Activations are 2-D: (N, D) with N = B*T tokens. Attention-family ops
  * carry B and T as attributes. */
 #ifndef TT_OPS_H
 #define TT_OPS_H
 
+#include <math.h>
+
 #include "ir/graph.h"
 
 typedef enum {
     TT_OP_EMBEDDING,      /* in: ids (N) i32, table (V,D)          out: (N,D) */
-    TT_OP_EMBEDDING_BWD,  /* in: ids, dout (N,D)                    out: dtable (V,D);
-                             a.i[0]=1: add into dtable (an accumulator) instead */
-    TT_OP_MATMUL,         /* in: A, B   a.i[0]=ta a.i[1]=tb   out: C (M,N). Products in bf16 (fp32
-                             sums) when A or B is bf16; C fp32 or bf16; a.i[2]=1: C += instead */
+    TT_OP_EMBEDDING_BWD,  /* in: ids, dout (N,D)                    out: dtable (V,D) (accumulable) */
+    TT_OP_MATMUL,         /* in: A, B   tt_matmul_attrs   out: C (M,N) (accumulable). Products in bf16
+                             (fp32 sums) when A or B is bf16; C fp32 or bf16 */
     TT_OP_BIAS_ADD,       /* in: x (N,D), b (D)                     out: y */
     TT_OP_BIAS_GRAD,      /* in: dy (N,D)                           out: db (D) */
     TT_OP_ADD,            /* in: a, b (same shape)                  out: y */
-    TT_OP_RMSNORM,        /* in: x (N,D), w (G)  a.f[0]=eps, a.i[0]=G: normalise each run of G
-                             features (G = D: whole rows; G = head_dim: per head)   out: y, rstd (N*D/G) */
+    TT_OP_RMSNORM,        /* in: x (N,D), w (G)  tt_norm_attrs: normalise each run of G features
+                             (G = D: whole rows; G = head_dim: per head)   out: y, rstd (N*D/G) */
     TT_OP_RMSNORM_BWD,    /* in: x, w, rstd, dy [, dres: a gradient added to dx]   out: dx, dw */
-    TT_OP_LAYERNORM,      /* in: x, w, b  a.f[0]=eps                out: y, mean (N), rstd (N) */
+    TT_OP_LAYERNORM,      /* in: x, w, b  tt_norm_attrs             out: y, mean (N), rstd (N) */
     TT_OP_LAYERNORM_BWD,  /* in: x, w, mean, rstd, dy               out: dx, dw, db */
-    TT_OP_ROPE,           /* in: x (N,H*hd), pos (N) i32, inv_freq (hd/2)  a.i: H, hd, inverse
-                             a.f[0]: cos/sin scale (1; YaRN's attention factor)  out: y */
-    TT_OP_ATTENTION,      /* in: q (N,H*hd), k, v (N,Hk*hd), doc (N) i32
-                             a.i: B, T, H, Hk, hd, window            out: o (N,H*hd), lse (B,H,T) */
+    TT_OP_ROPE,           /* in: x (N,H*hd), pos (N) i32, inv_freq (hd/2)  tt_rope_attrs   out: y */
+    TT_OP_ATTENTION,      /* in: q (N,H*hd), k, v (N,Hk*hd), doc (N) i32  tt_attn_attrs
+                             out: o (N,H*hd), lse (B,H,T) (-inf for a row that sees no key) */
     TT_OP_ATTENTION_BWD,  /* in: q, k, v, doc, o, lse, do           out: dq, dk, dv */
     TT_OP_ATTENTION_KV,   /* generation: in: q (B*Tq,H*hd), k_new, v_new (B*Tq,Hk*hd),
                              cache_k, cache_v (B,Tmax,Hk*hd) state, start (1) i32 input
-                             a.i: B, Tq, H, Hk, hd, window, Tmax
+                             tt_attn_attrs (T = Tq, Tmax)
                              writes k_new/v_new into the caches at rows [start, start+Tq)
                              out: o (B*Tq,H*hd), lse (B,H,Tq) */
     TT_OP_SWIGLU,         /* in: a, b                               out: silu(a)*b
@@ -38,28 +39,82 @@ typedef enum {
     TT_OP_SWIGLU_BWD,     /* in: a, b, dy   out: da, db;  or in: ab, dy   out: dab (N, 2F) */
     TT_OP_GELU,           /* in: x                                  out: y */
     TT_OP_GELU_BWD,       /* in: x, dy                              out: dx */
-    TT_OP_CE_LINEAR,      /* in: h (N,D), W (V,D), targets (N) i32, scale (1) f32
-                             a.i[0]=ignore_index, a.i[1]=with_grads, a.i[2]=1: dW is added into
-                             out: loss (1); with grads also dh (N,D), dW (V,D) */
+    TT_OP_CE_LINEAR,      /* in: h (N,D), W (V,D), targets (N) i32, scale (1) f32  tt_ce_attrs
+                             out: loss (1) = scale * sum of token losses; as a loss root also
+                             dh (N,D) and dW (V,D) (accumulable) from the same chunk loop */
     TT_OP_ACCUM,          /* in: acc (state), g        acc += g (in place)   out: none */
     TT_OP_SUMSQ,          /* in: g [, prev (1)]        out: (1) f32 = prev + sum of squares of g */
     TT_OP_ATTENTION_QKV,  /* attention on one qkv buffer (N, (H+2Hk)*hd): q, k, v its column ranges,
                              RoPE applied to q and k inside when pos is given.
                              in: qkv, doc [, pos (N) i32, inv_freq (hd/2)]
-                             a.i: B, T, H, Hk, hd, window  a.f[0]: cos/sin scale   out: o (N,H*hd), lse */
+                             tt_attn_attrs (rope_scale: the cos/sin scale)   out: o (N,H*hd), lse */
     TT_OP_ATTENTION_QKV_BWD, /* in: qkv, doc, o, lse, do [, pos, inv_freq]   out: dqkv */
-    TT_OP_ADD_RMSNORM,    /* the residual add and the norm after it: in: x, d, w  a.f[0]=eps
+    TT_OP_ADD_RMSNORM,    /* the residual add and the norm after it: in: x, d, w  tt_norm_attrs
                              out: y = x + d, h = rmsnorm(y) w, rstd (N) */
-    TT_OP_ADAMW,          /* in: p, g, m, v, sumsq (1), hp (4) f64 input = [lr, step, max_norm, 0]
+    TT_OP_ADAMW,          /* in: p, g, m, v, clip (1) f32, hp (2) f64 input = [lr, step]
                              [, decay (S, 2) i64 const: weight decay only inside these element
-                             ranges, sorted]   a.f: beta1, beta2, eps, weight_decay
-                             updates p, m, v in place, then zeroes g.  out: none. One node may
-                             update every parameter of a model through its flat buffers. */
+                             ranges, sorted]   tt_adamw_attrs
+                             g is multiplied by clip, then p, m, v are updated in place and g is
+                             zeroed for the next accumulation.  out: none. One node may update
+                             every parameter of a model through its flat buffers. */
+    TT_OP_CLIP_COEF,      /* in: sumsq (1) f32   tt_clip_attrs   out: coef (1) f32: the factor that
+                             brings the global gradient norm sqrt(sumsq) down to max_norm
+                             (tt_clip_coef), 1 when max_norm <= 0 or the norm is below it */
     TT_OP_COUNT
 } tt_op_id;
 
+/* ---- attributes: one struct per op family ---------------------------------- */
+typedef struct {
+    int ta, tb;      /* op(A) = A^T when ta, op(B) = B^T when tb */
+} tt_matmul_attrs;
+
+typedef struct {
+    int group;       /* features per normalised run (rmsnorm); the row length for add_rmsnorm */
+    double eps;
+} tt_norm_attrs;
+
+typedef struct {
+    int H, hd;
+    int inverse;     /* rotate by -angle: the backward */
+    double scale;    /* cos and sin multiplied by it (YaRN's attention factor; 1 otherwise) */
+} tt_rope_attrs;
+
+typedef struct {
+    int B, T, H, Hk, hd;
+    int window;        /* sliding window (0: none) */
+    double rope_scale; /* attention_qkv with RoPE inside: the cos/sin scale */
+    int Tmax;          /* attention_kv: the cache's positions */
+} tt_attn_attrs;
+
+typedef struct {
+    int ignore_index;
+} tt_ce_attrs;
+
+typedef struct {
+    double beta1, beta2, eps, weight_decay;
+} tt_adamw_attrs;
+
+typedef struct {
+    double max_norm; /* <= 0: no clipping */
+} tt_clip_attrs;
+
+#define TT_ATTRS(n, type) ((const type *)(n)->attrs)
+
+/* ---- facts about ops, read by the passes and the executor ------------------ */
+enum {
+    TT_OPF_PURE = 1u << 0,      /* a function of its inputs only: activation checkpointing may recompute it */
+    TT_OPF_KEEP_SELECTIVE = 1u << 1, /* selective checkpointing keeps its outputs (matmuls, attention,
+                                        lookups: TorchTitan's op policy); full recomputes them */
+    TT_OPF_LOSS = 1u << 2,      /* output 0 is a scalar loss that may be a root of autodiff */
+};
+
 typedef struct tt_op_def {
     const char *name;
+    unsigned flags;          /* TT_OPF_* */
+    unsigned acc_outs;       /* bit k: output k may be accumulated into (node->accumulate) */
+    unsigned writes_ins;     /* bit k: the op writes input k in place (accumulators, optimizer state, KV cache) */
+    unsigned neg_inf_outs;   /* bit k: output k may hold -inf legitimately (attention's logsumexp) */
+    size_t attrs_size;       /* the size of its attribute struct (0: none) */
     /* FLOPs of one run of the node (multiply-add = 2) */
     double (*flops)(const tt_node *n);
     /* Emit the nodes of the backward: gout[i] is the gradient of output i
@@ -70,8 +125,26 @@ typedef struct tt_op_def {
 extern const tt_op_def tt_ops[TT_OP_COUNT];
 const char *tt_op_name(int op);
 
-/* The gradient seed of a loss: autodiff passes it as gout for the loss. */
+/* The gradient seed of a loss root: autodiff passes it as gout for the loss
+ * output of a TT_OPF_LOSS op, whose backward knows its upstream gradient is 1. */
 extern tt_value tt_loss_seed;
+
+/* ---- op semantics every backend shares ------------------------------------- */
+/* The dtype a node computes in: its first floating-point input's (the
+ * activations; an embedding's table), else its first output's. Backends say
+ * which (op, dtype) pairs they run in these terms. */
+tt_dtype tt_node_dtype(const tt_node *n);
+/* clip_coef: max_norm / (norm + 1e-6) when max_norm > 0 and the norm exceeds
+ * it, else 1 (torch.nn.utils.clip_grad_norm_). */
+static inline double tt_clip_coef(double sumsq, double max_norm)
+{
+    double norm = sumsq > 0 ? sqrt(sumsq) : 0;
+    return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
+}
+/* attention_kv: the rows [start, start + Tq) must fit the cache. */
+tt_err tt_attention_kv_check(const tt_node *n, int32_t start);
+/* embedding and ce_linear: every id in [0, V), or equal to `allowed`. */
+tt_err tt_check_ids(const int32_t *ids, int64_t n, int64_t V, int32_t allowed, const char *what);
 
 /* ---- builders (return NULL after recording an error on the graph) ------- */
 tt_value *tt_embedding(tt_graph *g, tt_value *ids, tt_value *table);
@@ -113,8 +186,11 @@ tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets,
 void tt_accum(tt_graph *g, tt_value *acc, tt_value *grad);
 /* Chains one grad at a time: total = tt_sumsq(g, grad_k, total_so_far_or_NULL) */
 tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev);
-/* decay: NULL (decay everything) or (S, 2) i64 ranges of p's elements that decay */
-void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *sumsq,
+/* The clipping factor of a squared global gradient norm (1 when max_norm <= 0) */
+tt_value *tt_clip_coef_of(tt_graph *g, tt_value *sumsq, double max_norm);
+/* clip: (1) f32 factor the gradient is multiplied by; hp: (2) f64 [lr, step];
+ * decay: NULL (decay everything) or (S, 2) i64 ranges of p's elements that decay */
+void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *clip,
               tt_value *hp, tt_value *decay, double beta1, double beta2, double eps, double weight_decay);
 
 #endif

@@ -4,8 +4,8 @@
 #define TT_OPS_INTERNAL_H
 #include "ops/ops.h"
 /* one output shaped like `like` */
-tt_value *tt_op_emit1(tt_graph *g, int op, int n_in, tt_value *const *in, const tt_value *like, const tt_attrs *a);
+tt_value *tt_op_emit1(tt_graph *g, int op, int n_in, tt_value *const *in, const tt_value *like, const void *attrs);
 /* n outputs shaped like like[i], returned in out[] */
 int tt_op_emitn(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *like,
-                tt_value **out, const tt_attrs *a);
+                tt_value **out, const void *attrs);
 #endif

@@ -3,7 +3,8 @@
  * and weight gradient of each Linear, with the dtypes the step uses), beside
  * OpenBLAS (fp32 sgemm) and oneDNN (fp32 sgemm, bf16 matmul primitive), with
  * each figure's share of the machine's measured peak and which one the
- * training step runs.
+ * training step runs. titan's figure is a one-node graph (matmul) run through
+ * the executor on the config's backend, as the step runs it.
  *
  * Each figure is the best of the repetitions that fill the time budget: on a
  * shared machine the best run is the one nobody disturbed. oneDNN is loaded
@@ -16,8 +17,6 @@
 
 #include <cblas.h>
 
-#include "backend/cpu/gemm.h"
-#include "backend/cpu/peak.h"
 #include "train/run.h"
 
 #if __has_include(<oneapi/dnnl/dnnl.h>)
@@ -153,15 +152,33 @@ typedef struct {
     int impl; /* 0 titan, 1 openblas, 2 onednn */
     int bf16;
     const bshape *s;
-    const void *A, *B;         /* titan's operands, in the shape's dtypes */
-    const float *A32, *B32;    /* the same values in fp32 */
+    tt_exec *exec;             /* titan: the matmul node on the backend */
+    const float *A32, *B32;    /* the operands in fp32 */
     const uint16_t *A16, *B16; /* and in bf16 */
-    void *C;
     float *C32;
 #ifdef HAVE_DNNL
     dnnl_mm *mm;
 #endif
 } call;
+
+/* titan's product as the step runs it: C = op(A) op(B) in the shape's dtypes,
+ * A and B uploaded once. *c_out is the output value. */
+static tt_exec *titan_matmul(const tt_backend *be, const bshape *s, const call *c, tt_graph **g_out, tt_value **c_out)
+{
+    tt_graph *g = *g_out = tt_graph_new();
+    if (!g) return NULL;
+    const int64_t as[2] = {s->ta ? s->K : s->M, s->ta ? s->M : s->K}, bs[2] = {s->tb ? s->N : s->K, s->tb ? s->K : s->N};
+    tt_value *A = tt_graph_input(g, "A", s->adt, 2, as), *B = tt_graph_input(g, "B", s->bdt, 2, bs);
+    tt_value *C = *c_out = tt_matmul_to(g, A, B, s->ta, s->tb, s->cdt);
+    tt_graph_mark_output(g, C);
+    tt_exec *e = C ? tt_exec_new(g, be, NULL, TT_EXEC_GRAPH) : NULL;
+    if (e && (tt_exec_write(e, A, s->adt == TT_BF16 ? (const void *)c->A16 : c->A32, tt_value_bytes(A)) ||
+              tt_exec_write(e, B, s->bdt == TT_BF16 ? (const void *)c->B16 : c->B32, tt_value_bytes(B)))) {
+        tt_exec_free(e);
+        e = NULL;
+    }
+    return e;
+}
 
 static int run_once(const call *c)
 {
@@ -169,9 +186,7 @@ static int run_once(const call *c)
     const int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
     switch (c->impl) {
     case 0:
-        return tt_gemm(&(tt_gemm_args){.compute = c->bf16 ? TT_BF16 : TT_F32, .A = c->A, .adt = s->adt, .lda = lda,
-                                       .ta = s->ta, .B = c->B, .bdt = s->bdt, .ldb = ldb, .tb = s->tb, .C = c->C,
-                                       .cdt = s->cdt, .ldc = s->N, .M = s->M, .N = s->N, .K = s->K});
+        return tt_exec_run(c->exec);
     case 1:
         cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, s->M, s->N,
                     s->K, 1.0f, c->A32, lda, c->B32, ldb, 0.0f, c->C32, s->N);
@@ -239,7 +254,8 @@ tt_err tt_bench_gemm_shape_parse(const char *arg, int *M, int *N, int *K, int *t
 static const char *const impl_names[3] = {"titan", "openblas", "onednn"};
 
 /* One table (fp32 or bf16) over the shapes. */
-static tt_err table(FILE *out, int bf, const bshape *list, int n, double seconds, double peak, int have_dnnl)
+static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list, int n, double seconds, double peak,
+                    int have_dnnl)
 {
     (void)have_dnnl;
     int wins[3] = {0};
@@ -260,9 +276,18 @@ static tt_err table(FILE *out, int bf, const bshape *list, int n, double seconds
         for (size_t x = 0; x < na; x++) A[x] = (float)tt_rng_uniform(&rng) - 0.5f, A16[x] = tt_f32_to_bf16(A[x]);
         for (size_t x = 0; x < nb; x++) B[x] = (float)tt_rng_uniform(&rng) - 0.5f, B16[x] = tt_f32_to_bf16(B[x]);
         double gf[3] = {-1, -1, -1};
-        call c = {.bf16 = bf, .s = s, .A = s->adt == TT_BF16 ? (const void *)A16 : A, .B = s->bdt == TT_BF16 ? (const void *)B16 : B,
-                  .A32 = A, .B32 = B, .A16 = A16, .B16 = B16, .C = C, .C32 = C32};
+        call c = {.bf16 = bf, .s = s, .A32 = A, .B32 = B, .A16 = A16, .B16 = B16, .C32 = C32};
+        tt_graph *g = NULL;
+        tt_value *cv = NULL;
+        if (!(c.exec = titan_matmul(be, s, &c, &g, &cv))) {
+            tt_graph_free(g);
+            free(A), free(B), free(C32), free(A16), free(B16), free(C);
+            return tt_error_prefix("bench gemm %dx%dx%d: ", s->M, s->N, s->K);
+        }
         gf[0] = time_gflops(&c, seconds);
+        if (gf[0] > 0 && tt_exec_read(c.exec, cv, C, tt_value_bytes(cv))) gf[0] = -1;
+        tt_exec_free(c.exec);
+        tt_graph_free(g);
         if (!bf) c.impl = 1, gf[1] = time_gflops(&c, seconds);
 #ifdef HAVE_DNNL
         dnnl_mm mm = {0};
@@ -301,17 +326,17 @@ static tt_err table(FILE *out, int bf, const bshape *list, int n, double seconds
 
 tt_err tt_bench_gemm(const tt_config *c, const char *const *shapes, int n_shapes, int dtypes, double seconds, FILE *out)
 {
-    tt_peak pk;
-    if (tt_peak_get(&pk)) return -1;
+    const tt_backend *be = tt_config_backend(c);
+    tt_backend_peak pk;
+    if (!be || be->peak(0, &pk)) return -1;
     int have_dnnl = 0;
 #ifdef HAVE_DNNL
     dnnl_load();
     have_dnnl = dn.ok;
 #endif
-    fprintf(out, "peak (%s, %d threads, %s): f32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n", pk.cached ? "cached" : "measured",
-            pk.threads, pk.path, pk.f32_gflops, pk.bf16_gflops);
-    fprintf(out, "titan paths: f32 %s, bf16 %s; OpenBLAS %s; oneDNN %s\n", tt_gemm_path_name(TT_F32),
-            tt_gemm_path_name(TT_BF16), openblas_get_config(),
+    fprintf(out, "peak (%s, %s, %s): f32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n", pk.source, pk.device, pk.path,
+            pk.gflops[TT_F32], pk.gflops[TT_BF16]);
+    fprintf(out, "titan: the matmul op on backend %s; OpenBLAS %s; oneDNN %s\n", be->name, openblas_get_config(),
             have_dnnl ? "loaded" : "not available (its products are left out; Debian: libdnnl-dev)");
     fprintf(out, "best of the repetitions filling %.2f s per figure; bf16 rows: titan reads the operands in the dtypes "
                  "the step passes (bf16 activations, fp32 weights), oneDNN bf16 copies of both\n",
@@ -334,14 +359,13 @@ tt_err tt_bench_gemm(const tt_config *c, const char *const *shapes, int n_shapes
             for (int i = 0; i < 3; i++) add_shape(list, &n, sq[i], sq[i], sq[i], 0, 0, d, d, TT_F32, "square");
             n += step_shapes(c, bf, list + n);
         }
-        if (!rc) rc = table(out, bf, list, n, seconds, bf ? pk.bf16_gflops : pk.f32_gflops, have_dnnl);
+        if (!rc) rc = table(out, be, bf, list, n, seconds, pk.gflops[bf ? TT_BF16 : TT_F32], have_dnnl);
     }
     free(list);
     if (!rc)
-        fprintf(out, "\nthe training step runs titan's GEMM (%s / %s) for every product above: it reads fp32 weights and "
-                     "bf16 activations as they are, packing them into bf16 panels once per call, writes bf16 outputs "
-                     "and adds weight gradients into the fp32 accumulators in place; the libraries would need those "
-                     "conversions and copies around each call\n",
-                tt_gemm_path_name(TT_F32), tt_gemm_path_name(TT_BF16));
+        fprintf(out, "\nthe training step runs titan's GEMM for every product above: it reads fp32 weights and bf16 "
+                     "activations as they are, packing them into bf16 panels once per call, writes bf16 outputs and "
+                     "adds weight gradients into the fp32 accumulators in place; the libraries would need those "
+                     "conversions and copies around each call\n");
     return rc;
 }

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/peak.h"
 #include "formats/safetensors.h"
 #include "train/run.h"
 
@@ -98,64 +97,69 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     tt_model_ext ext;
     if (tt_model_cfg_from_config(c, &mc, &ext, NULL)) return -1;
     int B = c->training.local_batch_size, T = c->training.seq_len;
+    const tt_backend *be = tt_config_backend(c);
+    tt_queue *q = be ? be->queue_new() : NULL;
     tt_model *m = tt_model_new_ext(&mc, &ext);
-    tt_optim_state os = {0};
+    tt_train_state st = {0};
     tt_step_graph tr = {0}, op = {0};
     size_t n = (size_t)B * T;
-    tt_step_io io = {B, T, tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), tt_alloc(n * 4), 1.0f / (float)n,
-                     {c->optimizer.lr, 1, c->training.max_norm, 0},
-                     c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32, 0};
-    double *st[2] = {0}, *du[2] = {0}, *acc[2] = {0};
+    int32_t *ids = tt_alloc(n * 4), *tgt = tt_alloc(n * 4), *pos = tt_alloc(n * 4), *doc = tt_alloc(n * 4);
+    const tt_step_cfg sc = {.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
+    double *st_[2] = {0}, *du[2] = {0}, *acc[2] = {0};
     bucket *ops = calloc(TT_OP_COUNT, sizeof *ops), *scopes = calloc(256, sizeof *scopes);
     tt_err rc = -1;
-    const tt_backend *be = tt_backend_get("cpu");
-    if (!m || !be || !io.ids || !io.targets || !io.pos || !io.doc || !ops || !scopes || tt_optim_state_init(&os, m))
-        goto done;
-    tt_model_init_weights(m, (uint64_t)c->training.seed);
+    if (!q || !m || !ids || !tgt || !pos || !doc || !ops || !scopes || tt_state_init(&st, m, be, q, 1)) goto done;
+    tt_param_store weights = tt_state_store(&st, TT_STATE_PARAM);
+    if (tt_model_init_weights(m, (uint64_t)c->training.seed, &weights)) goto done;
     /* random tokens, one document per row: the cost of a step does not depend on the text */
     tt_rng r = {(uint64_t)c->training.seed, 0};
     int V = mc.vocab_size < 258 ? mc.vocab_size : 258;
     for (size_t i = 0; i < n; i++) {
-        io.ids[i] = (int32_t)tt_rng_below(&r, (uint64_t)V);
-        io.targets[i] = (int32_t)tt_rng_below(&r, (uint64_t)V);
-        io.pos[i] = (int32_t)(i % (size_t)T);
-        io.doc[i] = 0;
+        ids[i] = (int32_t)tt_rng_below(&r, (uint64_t)V);
+        tgt[i] = (int32_t)tt_rng_below(&r, (uint64_t)V);
+        pos[i] = (int32_t)(i % (size_t)T);
+        doc[i] = 0;
     }
-    tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay};
-    if (tt_build_micro_step(&tr, m, &os, &io, 1, be, c->training.exec_mode, c->activation_checkpoint.mode) ||
-        tt_build_optim_step(&op, m, &os, &io, &ac, be, c->training.exec_mode))
+    tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay,
+                       c->training.max_norm};
+    if (tt_build_micro_step(&tr, m, &st, &sc, 1, c->training.exec_mode, c->activation_checkpoint.mode) ||
+        tt_build_optim_step(&op, m, &st, &ac, c->training.exec_mode) ||
+        tt_step_set_batch(&tr, ids, tgt, pos, doc, 1.0f / (float)n))
         goto done;
     for (int k = 0; k < 2; k++) {
         int nn = (k ? op.g : tr.g)->n_nodes;
-        st[k] = calloc((size_t)nn, sizeof(double));
+        st_[k] = calloc((size_t)nn, sizeof(double));
         du[k] = calloc((size_t)nn, sizeof(double));
         acc[k] = calloc((size_t)nn, sizeof(double));
-        if (!st[k] || !du[k] || !acc[k]) goto done;
+        if (!st_[k] || !du[k] || !acc[k]) goto done;
     }
     double fpt = tt_model_flops_per_token(&mc, T);
-    tt_peak pk = {0};
-    int bf16 = io.act_dtype == TT_BF16;
+    tt_backend_peak pk = {0};
+    int bf16 = sc.act_dtype == TT_BF16;
     double peak = c->metrics.peak_tflops > 0 ? c->metrics.peak_tflops * 1e3
-                : tt_peak_get(&pk)            ? 0
-                : bf16 && pk.bf16_gflops > 0  ? pk.bf16_gflops
-                                              : pk.f32_gflops;
-    fprintf(out, "bench step: %s %s, %d x %d tokens, exec %s, compute %s, activation checkpoint %s, %d warmup + %d "
-                 "timed steps, %d threads\n",
-            tt_arch_name(mc.arch), c->model.flavor, B, T, c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
+                : be->peak(0, &pk)            ? 0
+                : pk.gflops[sc.act_dtype] > 0 ? pk.gflops[sc.act_dtype]
+                                              : pk.gflops[TT_F32];
+    fprintf(out, "bench step: %s %s, %d x %d tokens, backend %s, exec %s, compute %s, activation checkpoint %s, %d "
+                 "warmup + %d timed steps, %d threads\n",
+            tt_arch_name(mc.arch), c->model.flavor, B, T, be->name,
+            c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
             bf16 ? "bf16 (fp32 master weights)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup, steps,
             tt_num_threads());
     for (int s = 0; s < warmup; s++)
-        if (tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
+        if (tt_optim_set_hp(&op, c->optimizer.lr, s + 1) || tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
     double total = 0, best = 1e30;
     int nn0 = tr.g->n_nodes, nn1 = op.g->n_nodes;
     for (int s = 0; s < steps; s++) {
         if (profile) {
-            tt_exec_set_timing(tr.exec, st[0], du[0]);
-            tt_exec_set_timing(op.exec, st[1], du[1]);
+            tt_exec_set_timing(tr.exec, st_[0], du[0]);
+            tt_exec_set_timing(op.exec, st_[1], du[1]);
         }
-        double t0 = tt_now();
-        io.hp[1] = s + 1;
-        if (tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
+        double t0 = tt_now(), loss;
+        /* the host writes the step number and reads the loss, as training does */
+        if (tt_optim_set_hp(&op, c->optimizer.lr, s + 1) || tt_exec_run(tr.exec) || tt_step_loss(&tr, &loss) ||
+            tt_exec_run(op.exec))
+            goto done;
         double dt = tt_now() - t0;
         total += dt;
         if (dt < best) best = dt;
@@ -168,7 +172,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     fprintf(out, "tokens/s  %.0f (mean)\n", tps);
     fprintf(out, "TFLOP/s   %.3f   MFU %.2f%% of %.0f GFLOP/s %s peak (%s)\n", tps * fpt / 1e12,
             peak > 0 ? 100 * tps * fpt / (peak * 1e9) : 0, peak, bf16 ? "bf16" : "f32",
-            c->metrics.peak_tflops > 0 ? "config" : pk.cached ? "cached" : "measured");
+            c->metrics.peak_tflops > 0 ? "config" : pk.source ? pk.source : "none");
     fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW\n",
             tt_peak_rss_bytes() / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0, 16.0 * m->numel / 1048576.0);
     if (profile) {
@@ -199,8 +203,8 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     }
     if (profile && trace_path && trace_path[0]) { /* Chrome trace of the last timed step */
         cJSON *root = cJSON_CreateObject(), *ev = cJSON_AddArrayToObject(root, "traceEvents");
-        trace_events(ev, tr.exec, st[0], du[0], st[0][0], 0, "train_step");
-        trace_events(ev, op.exec, st[1], du[1], st[0][0], 0, "optimizer");
+        trace_events(ev, tr.exec, st_[0], du[0], st_[0][0], 0, "train_step");
+        trace_events(ev, op.exec, st_[1], du[1], st_[0][0], 0, "optimizer");
         cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
         char *txt = cJSON_PrintUnformatted(root);
         cJSON_Delete(root);
@@ -214,18 +218,19 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
 done:
     tt_step_graph_free(&tr);
     tt_step_graph_free(&op);
-    tt_optim_state_free(&os);
+    if (st.be) tt_state_free(&st);
+    if (q) be->queue_free(q);
     tt_model_free(m);
     for (int k = 0; k < 2; k++) {
-        free(st[k]);
+        free(st_[k]);
         free(du[k]);
         free(acc[k]);
     }
     free(ops);
     free(scopes);
-    tt_free(io.ids);
-    tt_free(io.targets);
-    tt_free(io.pos);
-    tt_free(io.doc);
+    tt_free(ids);
+    tt_free(tgt);
+    tt_free(pos);
+    tt_free(doc);
     return rc;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/gemm.h"
+#include "backend/backend.h"
 #include "core/core.h"
 #include "formats/toml.h"
 #include "models/flavors.h"
@@ -106,11 +106,15 @@ static const cfg_key keys[] = {
     FLT_("training.max_norm", training.max_norm, 0, INFINITY, 0, "1.0", "gradient clipping norm; 0 = no clipping"),
     ENUM_("training.mixed_precision_param", training.mixed_precision_param, param_dtypes, HARDWARE, "float32",
           "compute dtype: bfloat16 = bf16 activations and products, fp32 master weights, optimizer state and "
-          "sums; unset: bfloat16 where the CPU has bf16 dot products (AVX512_BF16), else float32"),
+          "sums; unset: the backend's default, on cpu bfloat16 where the CPU has bf16 dot products (AVX512_BF16), "
+          "else float32, on ref float32"),
     STR_("training.dataset", training.dataset, "synthetic", "\"synthetic\" = the built-in corpus, else a token shard path"),
     STR_("training.dataset_path", training.dataset_path, "", "token shard path (TorchTitan's name); \"\" = unset"),
     ENUM_("training.exec_mode", training.exec_mode, exec_modes, 0, "graph",
-          "graph = planned whole step, eager = op by op, debug = reference kernels + NaN checks"),
+          "graph = planned whole step, eager = op by op, debug = op by op on the ref backend + NaN/Inf checks"),
+    STR_("training.backend", training.backend, "cpu",
+         "where the step runs: cpu (titan's kernels) or ref (the naive reference kernels every backend is "
+         "tested against)"),
 
     I64_("synthetic.train_tokens", synthetic.train_tokens, 1, I64_BIG, "4194304", "tokens in the synthetic training split"),
     I64_("synthetic.val_tokens", synthetic.val_tokens, 1, I64_BIG, "131072", "tokens in the synthetic validation split"),
@@ -701,9 +705,11 @@ tt_err tt_config_finalize(tt_config *c)
 
     /* batches */
     tt_training_config *tr = &t.training;
-    /* mixed precision: bf16 by default where the hardware has bf16 dot products */
+    /* the backend, and its default compute dtype (bf16 where the hardware has bf16 dot products) */
+    const tt_backend *be = tt_backend_get(tr->backend);
+    if (!be) return tt_error_prefix("training.backend: ");
     if (!tt_config_is_set(&t, "training.mixed_precision_param"))
-        tr->mixed_precision_param = tt_gemm_has_bf16_dot() ? TT_PARAM_BFLOAT16 : TT_PARAM_FLOAT32;
+        tr->mixed_precision_param = be->default_dtype() == TT_BF16 ? TT_PARAM_BFLOAT16 : TT_PARAM_FLOAT32;
     if (tr->global_batch_size != -1 && tr->global_batch_size % tr->local_batch_size)
         return tt_errorf("training.global_batch_size = %d is not a multiple of training.local_batch_size = %d",
                          tr->global_batch_size, tr->local_batch_size);

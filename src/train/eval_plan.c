@@ -1,12 +1,10 @@
 /* eval_plan.c — `titan eval` (loss and perplexity of a checkpoint) and
  * `titan plan` (sizes, FLOPs and memory of a config, allocating nothing
- * big: activations are measured by building and planning the step graph
- * without binding any buffers). */
+ * big: activations are measured by building and planning the real step
+ * graph with no memory behind it). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <sys/mman.h>
 
 #include "graph/autodiff.h"
 #include "graph/passes/remat.h"
@@ -32,41 +30,37 @@ tt_err tt_eval(const tt_config *cfg, double *loss, double *ppl, long *tokens)
 
 /* Activation bytes of one micro-step under an activation checkpointing mode,
  * from the memory plan of the step graph the run would build (the same
- * passes, the configured dtype), with the parameters and gradients laid out
- * in address space that is reserved but never backed: planning reads where
- * they are, never what they hold. */
+ * passes, the configured dtype). The graph binds no memory: planning reads
+ * shapes and lifetimes, never values. */
 static tt_err plan_activations(const tt_model_cfg *mc, int B, int T, tt_dtype dt, tt_ac_mode ac, size_t *arena,
                                size_t *naive, tt_step_graph *out)
 {
-    tt_model m;
-    if (tt_model_declare_only(mc, &m)) return -1;
-    size_t numel = 0;
-    for (int i = 0; i < m.n_params; i++) numel += (size_t)tt_numel(m.params[i].t.ndim, m.params[i].t.shape);
-    const size_t bytes = 2 * (numel ? numel : 1) * sizeof(float); /* parameters, then gradients */
-    void *space = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (space == MAP_FAILED) {
-        free(m.params);
-        return tt_errorf("titan plan: cannot reserve %zu bytes of address space for the parameter layout", bytes);
-    }
-    tt_model_place(&m, space);
-    tt_step_io io = {.B = B, .T = T, .act_dtype = dt};
-    tt_err rc = tt_build_micro_graph(out, &m, (float *)space + numel, &io, 1, ac);
+    tt_model *m = tt_model_new(mc);
+    if (!m) return -1;
+    tt_step_cfg sc = {.B = B, .T = T, .act_dtype = dt};
+    tt_err rc = tt_build_micro_graph(out, m, &sc, 1, ac);
     tt_memplan plan;
     if (!rc && !(rc = tt_memplan_build(out->g, &plan))) {
         *arena = plan.arena_bytes;
         *naive = plan.naive_bytes;
         tt_memplan_free(&plan);
     }
-    tt_graph_free(out->g);
-    out->g = NULL;
-    munmap(space, bytes);
-    free(m.params);
+    if (!rc) { /* the caller reads the statistics, not the graph */
+        tt_step_graph keep = *out;
+        keep.units = keep.grad_units = NULL;
+        keep.g = NULL;
+        tt_graph_free(out->g);
+        free(out->units);
+        free(out->grad_units);
+        *out = keep;
+    }
+    tt_model_free(m);
     return rc;
 }
 
 tt_err tt_plan_ac_arenas(const tt_config *c, const tt_model_cfg *mc, size_t arenas[3])
 {
-    const tt_dtype dt = c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+    const tt_dtype dt = tt_config_act_dtype(c);
     for (int k = 0; k < 3; k++) {
         size_t naive;
         tt_step_graph sg;
@@ -90,7 +84,7 @@ tt_err tt_plan(const tt_config *c, FILE *out)
     tt_ac_mode ac = c->activation_checkpoint.mode;
     if ((unsigned)ac > TT_AC_FULL) return tt_errorf("activation_checkpoint.mode: unknown mode %d", (int)ac);
     /* every activation checkpointing mode, to show what each saves */
-    const tt_dtype dt = c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+    const tt_dtype dt = tt_config_act_dtype(c);
     size_t arenas[3] = {0}, naives[3] = {0};
     tt_remat_stats rs[3];
     tt_step_graph sg[3];

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backend/cpu/peak.h"
 #include "formats/ckpt_files.h"
 #include "formats/safetensors.h"
 #include "hf/hf_model.h"
@@ -49,24 +48,14 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
     return 0;
 }
 
-static tt_err alloc_io(tt_step_io *io, int B, int T)
+const tt_backend *tt_config_backend(const tt_config *c)
 {
-    size_t n = (size_t)B * T;
-    io->B = B;
-    io->T = T;
-    io->ids = tt_alloc(n * 4);
-    io->targets = tt_alloc(n * 4);
-    io->pos = tt_alloc(n * 4);
-    io->doc = tt_alloc(n * 4);
-    return io->ids && io->targets && io->pos && io->doc ? 0 : -1;
+    return tt_backend_get(c->training.exec_mode == TT_EXEC_DEBUG ? "ref" : c->training.backend);
 }
 
-static void free_io(tt_step_io *io)
+tt_dtype tt_config_act_dtype(const tt_config *c)
 {
-    tt_free(io->ids);
-    tt_free(io->targets);
-    tt_free(io->pos);
-    tt_free(io->doc);
+    return c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
 }
 
 /* The data: the built-in corpus (generated once into dump_folder/data) or
@@ -129,7 +118,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         return tt_errorf("training.seq_len = %d exceeds the model's %d learned positions%s%s", c->training.seq_len,
                          mc.max_seq_len, r->has_hf ? " in " : "", r->has_hf ? c->model.hf_assets_path : "");
     r->mode = c->training.exec_mode;
-    if (!(r->be = tt_backend_get("cpu"))) return -1;
+    if (!(r->be = tt_config_backend(c)) || !(r->q = r->be->queue_new())) return -1;
     int B = c->training.local_batch_size, T = c->training.seq_len;
     int global = c->training.global_batch_size > 0 ? c->training.global_batch_size : B;
     r->accum_steps = global / B;
@@ -142,23 +131,24 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/%s", c->job.dump_folder, c->checkpoint.folder);
     if (tt_mkdir_p(c->job.dump_folder)) goto fail;
     if (!(r->model = tt_model_new_ext(&mc, &r->ext))) goto fail;
-    tt_model_init_weights(r->model, (uint64_t)c->training.seed);
-    if (tt_optim_state_init(&r->opt, r->model)) goto fail;
+    if (tt_state_init(&r->state, r->model, r->be, r->q, training)) goto fail;
+    tt_param_store weights = tt_state_store(&r->state, TT_STATE_PARAM);
+    if (tt_model_init_weights(r->model, (uint64_t)c->training.seed, &weights)) goto fail;
     if (purpose != TT_RUN_MODEL && purpose != TT_RUN_HF && open_data(r, training)) goto fail;
     if ((r->train_loader && check_vocab(r, r->train_loader)) || (r->val_loader && check_vocab(r, r->val_loader)))
         goto fail;
 
     /* graphs */
+    r->step_cfg = (tt_step_cfg){.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
     if (training) {
         r->micro = calloc((size_t)r->accum_steps, sizeof *r->micro);
-        if (!r->micro || alloc_io(&r->io, B, T)) goto fail;
-        r->io.act_dtype = c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+        if (!r->micro) goto fail;
         for (int a = 0; a < r->accum_steps; a++)
             if (!(r->micro[a] = tt_batch_new(B, T))) goto fail;
-        tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay};
-        if (tt_build_micro_step(&r->train, r->model, &r->opt, &r->io, 1, r->be, r->mode,
-                                c->activation_checkpoint.mode) ||
-            tt_build_optim_step(&r->optim, r->model, &r->opt, &r->io, &ac, r->be, r->mode))
+        tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay,
+                           c->training.max_norm};
+        if (tt_build_micro_step(&r->train, r->model, &r->state, &r->step_cfg, 1, r->mode, c->activation_checkpoint.mode) ||
+            tt_build_optim_step(&r->optim, r->model, &r->state, &ac, r->mode))
             goto fail;
         r->arena_bytes = tt_exec_arena_bytes(r->train.exec);
         if (tt_lr_sched_init(&r->sched, c->training.steps, c->lr_scheduler.warmup_steps,
@@ -169,14 +159,10 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
             goto fail;
     }
     if (r->val_loader) {
-        /* the eval graph reads the validation batch's own buffers */
         if (!(r->val_batch = tt_batch_new(c->validation.local_batch_size, T))) goto fail;
-        r->val_io = (tt_step_io){.B = r->val_batch->B, .T = T, .ids = r->val_batch->inputs,
-                                 .targets = r->val_batch->targets, .pos = r->val_batch->positions,
-                                 .doc = r->val_batch->doc_ids,
-                                 .act_dtype = r->io.act_dtype};
-        if (tt_build_micro_step(&r->eval, r->model, &r->opt, &r->val_io, 0, r->be, r->mode, TT_AC_NONE))
-            goto fail;
+        tt_step_cfg vc = r->step_cfg;
+        vc.B = r->val_batch->B;
+        if (tt_build_micro_step(&r->eval, r->model, &r->state, &vc, 0, r->mode, TT_AC_NONE)) goto fail;
     }
 
     if (restore(r, !training && purpose != TT_RUN_HF)) goto fail;
@@ -187,7 +173,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
             tt_errorf("checkpoint.initial_load_in_hf needs checkpoint.initial_load_path or model.hf_assets_path");
             goto fail;
         }
-        if (tt_hf_load_weights(r->model, dir)) goto fail;
+        if (tt_hf_load_weights(r->model, dir, &weights)) goto fail;
         if (training) tt_log("initial weights loaded from Hugging Face folder %s", dir);
     }
 
@@ -197,12 +183,11 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         r->peak_gflops = c->metrics.peak_tflops * 1e3;
         r->peak_source = "config";
     } else if (training) {
-        tt_peak pk;
-        if (tt_peak_get(&pk)) goto fail;
-        /* MFU against the peak of the compute dtype (bf16 when mixed precision runs bf16 matmuls) */
-        r->peak_gflops = c->training.mixed_precision_param == TT_PARAM_BFLOAT16 && pk.bf16_gflops > 0 ? pk.bf16_gflops
-                                                                                                   : pk.f32_gflops;
-        r->peak_source = pk.cached ? "cached" : "measured";
+        tt_backend_peak pk;
+        if (r->be->peak(0, &pk)) goto fail;
+        /* MFU against the device's peak in the compute dtype (bf16 when mixed precision runs bf16 matmuls) */
+        r->peak_gflops = pk.gflops[r->step_cfg.act_dtype] > 0 ? pk.gflops[r->step_cfg.act_dtype] : pk.gflops[TT_F32];
+        r->peak_source = pk.source;
     }
     if (training) {
         int64_t n = 0, mm = 0;
@@ -213,15 +198,18 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
             snprintf(ac, sizeof ac, " (%.1f MiB without; %d nodes recomputed, +%.1f%% FLOPs)",
                      tr->arena_no_ac / 1048576.0, tr->remat.nodes,
                      tr->remat.graph_flops > 0 ? 100 * tr->remat.flops / tr->remat.graph_flops : 0.0);
-        tt_log("model %s (%s): %.2fM parameters, %.2f MFLOPs/token | %d x %d tokens x %d accumulation | exec %s | "
-               "activation checkpoint %s: arena %.1f MiB%s | compute %s | peak %.0f GFLOP/s %s (%s)",
-               tt_arch_name(mc.arch), r->has_hf ? c->model.hf_assets_path : c->model.flavor, n / 1e6, r->flops_per_token / 1e6, B, T, r->accum_steps,
+        const int bf16 = r->step_cfg.act_dtype == TT_BF16;
+        tt_log("model %s (%s): %.2fM parameters, %.2f MFLOPs/token | %d x %d tokens x %d accumulation | backend %s, "
+               "exec %s | activation checkpoint %s: arena %.1f MiB%s | compute %s | peak %.0f GFLOP/s %s (%s)",
+               tt_arch_name(mc.arch), r->has_hf ? c->model.hf_assets_path : c->model.flavor, n / 1e6,
+               r->flops_per_token / 1e6, B, T, r->accum_steps, r->be->name,
                r->mode == TT_EXEC_GRAPH ? "graph" : r->mode == TT_EXEC_EAGER ? "eager" : "debug",
-               tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac, r->io.act_dtype == TT_BF16 ? (tt_config_is_set(c, "training.mixed_precision_param")
-                                                  ? "bf16 (fp32 master weights)"
-                                                  : "bf16 (fp32 master weights; the default on a CPU with bf16 dot products)")
-                                         : "fp32",
-               r->peak_gflops, r->io.act_dtype == TT_BF16 ? "bf16" : "f32", r->peak_source);
+               tt_ac_mode_name(tr->ac), r->arena_bytes / 1048576.0, ac,
+               !bf16 ? "fp32"
+               : tt_config_is_set(c, "training.mixed_precision_param")
+                   ? "bf16 (fp32 master weights)"
+                   : "bf16 (fp32 master weights; the backend's default where the hardware has bf16 dot products)",
+               r->peak_gflops, bf16 ? "bf16" : "f32", r->peak_source);
         size_t arenas[3];
         if (!r->has_hf && tt_plan_ac_arenas(c, &mc, arenas) == 0)
             tt_log("activation checkpointing, the planned arena of a micro-step: none %.1f MiB, selective %.1f MiB, "
@@ -246,22 +234,43 @@ fail:
 
 /* ---- checkpoints ---------------------------------------------------------- */
 
-/* Every tensor of the train state, in a fixed order: weights, then moments. */
-static int state_tensors(tt_run *r, tt_st_tensor *out)
+/* One tensor of the train state in a checkpoint: which buffer and parameter
+ * it is, and its name (moments carry their own prefix). */
+typedef struct {
+    tt_train_state *s;
+    tt_state_kind kind;
+    int param;
+    char name[128];
+} ckpt_entry;
+
+/* The writer fetches each tensor from the backend as it reaches it. */
+static tt_err fetch_entry(void *ctx, void *dst, size_t bytes)
 {
+    const ckpt_entry *e = ctx;
+    return tt_backend_read(e->s->be, e->s->q, dst, tt_state_param_mem(e->s, e->kind, e->param), bytes);
+}
+
+/* Every tensor of the train state, in a fixed order: weights, then moments. */
+static int state_tensors(tt_run *r, ckpt_entry *ent, tt_st_tensor *out)
+{
+    static const tt_state_kind kinds[3] = {TT_STATE_PARAM, TT_STATE_EXP_AVG, TT_STATE_EXP_AVG_SQ};
     int n = 0;
     const tt_model *m = r->model;
     for (int part = 0; part < 3; part++)
         for (int i = 0; i < m->n_params; i++) {
-            const tt_tensor *t = part == 0 ? &m->params[i].t : part == 1 ? &r->opt.t_m[i] : &r->opt.t_v[i];
-            tt_st_tensor *s = &out[n++];
-            memset(s, 0, sizeof *s);
-            s->name = t->name; /* moments carry their own prefix */
-            snprintf(s->dtype, sizeof s->dtype, "F32");
-            s->ndim = t->ndim;
-            for (int d = 0; d < t->ndim; d++) s->shape[d] = t->shape[d];
-            s->data = t->data;
-            s->nbytes = tt_tensor_bytes(t);
+            const tt_param *p = &m->params[i];
+            ckpt_entry *e = &ent[n];
+            tt_st_tensor *t = &out[n++];
+            *e = (ckpt_entry){&r->state, kinds[part], i, ""};
+            snprintf(e->name, sizeof e->name, "%s%s", tt_state_kind_prefix(kinds[part]), p->name);
+            memset(t, 0, sizeof *t);
+            t->name = e->name;
+            snprintf(t->dtype, sizeof t->dtype, "F32");
+            t->ndim = p->ndim;
+            for (int d = 0; d < p->ndim; d++) t->shape[d] = p->shape[d];
+            t->nbytes = (size_t)tt_param_numel(p) * sizeof(float);
+            t->fetch = fetch_entry;
+            t->fetch_ctx = e;
         }
     return n;
 }
@@ -270,8 +279,13 @@ tt_err tt_run_save(tt_run *r)
 {
     int nt = 3 * r->model->n_params;
     tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
-    if (!ts) return tt_errorf("out of memory saving a checkpoint");
-    state_tensors(r, ts);
+    ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
+    if (!ts || !ent) {
+        free(ts);
+        free(ent);
+        return tt_errorf("out of memory saving a checkpoint");
+    }
+    state_tensors(r, ent, ts);
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "format", "titan-checkpoint-1");
     cJSON_AddNumberToObject(meta, "step", (double)r->step);
@@ -290,6 +304,7 @@ tt_err tt_run_save(tt_run *r)
     tt_err rc = text ? tt_ckpt_save(r->ckpt_dir, r->step, nt, ts, text) : tt_errorf("out of memory");
     free(text);
     free(ts);
+    free(ent);
     if (!rc && r->cfg->checkpoint.keep_latest_k > 0) rc = tt_ckpt_prune(r->ckpt_dir, r->cfg->checkpoint.keep_latest_k);
     if (rc) return tt_error_prefix("saving checkpoint step %ld: ", r->step);
     tt_log("checkpoint saved: %s/step-%ld", r->ckpt_dir, r->step);
@@ -301,9 +316,9 @@ static tt_err load_from(tt_run *r, tt_ckpt *ck, const char *where)
     const tt_safetensors *st = tt_ckpt_tensors(ck);
     int nt = 3 * r->model->n_params;
     tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
-    if (!ts) return tt_errorf("out of memory");
-    state_tensors(r, ts);
-    tt_err rc = 0;
+    ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
+    tt_err rc = ts && ent ? 0 : tt_errorf("out of memory");
+    if (!rc) state_tensors(r, ent, ts);
     for (int i = 0; i < nt && !rc; i++) {
         const tt_st_tensor *s = tt_st_find(st, ts[i].name);
         if (!s) rc = tt_errorf("%s: tensor '%s' is missing", where, ts[i].name);
@@ -311,9 +326,12 @@ static tt_err load_from(tt_run *r, tt_ckpt *ck, const char *where)
                  memcmp(s->shape, ts[i].shape, sizeof(int64_t) * (size_t)s->ndim))
             rc = tt_errorf("%s: tensor '%s' has shape or dtype different from the model's (was the config changed?)",
                            where, ts[i].name);
-        else memcpy((void *)ts[i].data, s->data, s->nbytes);
+        else if (r->state.buf[ent[i].kind]) /* moments only where the run keeps an optimizer */
+            rc = tt_backend_write(r->be, r->q, tt_state_param_mem(&r->state, ent[i].kind, ent[i].param), s->data,
+                                  s->nbytes);
     }
     free(ts);
+    free(ent);
     if (rc) return rc;
     cJSON *meta = cJSON_Parse(tt_ckpt_meta_json(ck));
     cJSON *js = cJSON_GetObjectItem(meta, "step"), *jd = cJSON_GetObjectItem(meta, "data");
@@ -367,21 +385,21 @@ void tt_run_close(tt_run *r)
     tt_step_graph_free(&r->train);
     tt_step_graph_free(&r->optim);
     tt_step_graph_free(&r->eval);
-    free_io(&r->io);
     if (r->micro)
         for (int a = 0; a < r->accum_steps; a++) tt_batch_free(r->micro[a]);
     free(r->micro);
     tt_batch_free(r->val_batch);
     tt_loader_close(r->train_loader);
     tt_loader_close(r->val_loader);
-    tt_optim_state_free(&r->opt);
+    if (r->state.be) tt_state_free(&r->state);
+    if (r->q) r->be->queue_free(r->q);
     tt_model_free(r->model);
     memset(r, 0, sizeof *r);
 }
 
 /* The Hugging Face export of a run's model: ids of the tokenizer it was
  * trained with, and that tokenizer.json when it came from an HF folder. */
-tt_err tt_run_export_hf(const tt_run *r, const char *out_dir)
+tt_err tt_run_export_hf(tt_run *r, const char *out_dir)
 {
     tt_hf_export_opts o = tt_hf_export_defaults();
     o.max_shard_bytes = (size_t)r->cfg->checkpoint.hf_max_shard_mb * 1000 * 1000;
@@ -398,7 +416,8 @@ tt_err tt_run_export_hf(const tt_run *r, const char *out_dir)
         o.n_eos = 1;
         o.eos_token_ids[0] = 257;
     }
-    if (tt_hf_export(r->model, out_dir, &o)) return tt_error_prefix("export to %s: ", out_dir);
+    tt_param_store weights = tt_state_store(&r->state, TT_STATE_PARAM);
+    if (tt_hf_export(r->model, out_dir, &o, &weights)) return tt_error_prefix("export to %s: ", out_dir);
     if (!r->has_hf) { /* the byte tokenizer, written as a tokenizer.json transformers reads */
         char *json = tt_byte_tokenizer_hf_json();
         snprintf(tok, sizeof tok, "%s/tokenizer.json", out_dir);

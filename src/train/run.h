@@ -20,15 +20,16 @@ typedef struct {
     tt_model_ext ext;  /* the Hugging Face extras of the architecture */
     tt_hf_config hf;   /* model.hf_assets_path's config.json, when has_hf */
     int has_hf;
-    tt_optim_state opt;
+    const tt_backend *be; /* training.backend, or ref in debug mode */
+    tt_queue *q;          /* every graph and copy of the run, in order */
+    tt_train_state state; /* weights (and for training gradients and moments) in the backend's memory */
     tt_lr_sched sched;
-    const tt_backend *be;
     tt_exec_mode mode;
     tt_loader *train_loader, *val_loader;
     int builtin_corpus;
     tt_corpus_stats corpus;
     int accum_steps;
-    tt_step_io io, val_io;   /* the host inputs the graphs read */
+    tt_step_cfg step_cfg;    /* the micro-step's shape and compute dtype */
     tt_batch **micro;        /* accum_steps batches of one optimizer step */
     tt_batch *val_batch;
     tt_step_graph train, optim, eval;
@@ -55,13 +56,17 @@ tt_err tt_run_validate(tt_run *r, double *loss, long *tokens);
 tt_err tt_plan_ac_arenas(const tt_config *c, const tt_model_cfg *mc, size_t arenas[3]);
 void tt_run_close(tt_run *r);
 /* Stream generate.max_new_tokens tokens continuing prompt (generate.c),
- * stopping at any of the stop ids. */
-tt_err tt_generate_from(const tt_model *m, const tt_tokenizer *tk, const int *stop, int n_stop, const tt_config *cfg,
-                        const char *prompt, FILE *out);
-/* The same with the run's model and tokenizer. */
-tt_err tt_run_generate(const tt_run *r, const char *prompt, FILE *out);
+ * stopping at any of the stop ids, with the weights of the state s. */
+tt_err tt_generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer *tk, const int *stop, int n_stop,
+                        const tt_config *cfg, const char *prompt, FILE *out);
+/* The same with the run's model, weights and tokenizer. */
+tt_err tt_run_generate(tt_run *r, const char *prompt, FILE *out);
 /* Write the run's model as a Hugging Face folder (tt_hf_export). */
-tt_err tt_run_export_hf(const tt_run *r, const char *out_dir);
+tt_err tt_run_export_hf(tt_run *r, const char *out_dir);
+/* The backend a config runs on: ref in debug mode, else training.backend. */
+const tt_backend *tt_config_backend(const tt_config *c);
+/* The compute dtype of a config (training.mixed_precision_param, resolved). */
+tt_dtype tt_config_act_dtype(const tt_config *c);
 /* The model's architecture: from model.hf_assets_path's config.json when
  * set, else from the model.* keys. ext and hf may be NULL. */
 tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *out, tt_model_ext *ext, tt_hf_config *hf);

@@ -1,38 +1,36 @@
 /* step_graph.h — the graphs a training run replays: the micro-batch step
  * (forward, backward, gradient accumulation), the optimizer step (global
- * grad norm, clipping, AdamW) and the evaluation step (forward and loss). */
+ * grad norm, clipping, AdamW) and the evaluation step (forward and loss).
+ * Each reads and writes the train state's buffers; the host gives a step its
+ * batch and reads its loss through copies. */
 #ifndef TT_STEP_GRAPH_H
 #define TT_STEP_GRAPH_H
 #include "graph/exec.h"
 #include "graph/passes/fuse.h"
 #include "graph/passes/remat.h"
-#include "models/model.h"
+#include "train/state.h"
 
-/* What lives across steps besides the weights: gradient accumulators and the
- * AdamW moments, each one buffer laid out like the model's parameters. */
-typedef struct {
-    float *grad, *m, *v;
-    tt_tensor *t_grad, *t_m, *t_v; /* per parameter views */
-} tt_optim_state;
-
-tt_err tt_optim_state_init(tt_optim_state *s, const tt_model *m);
-void tt_optim_state_free(tt_optim_state *s);
-
-/* Host-side input buffers of a step graph, (B*T) each. */
+/* The shape of a micro-step graph. */
 typedef struct {
     int B, T;
-    int32_t *ids, *targets, *pos, *doc;
-    float scale;       /* 1 / tokens scored in the whole global batch */
-    double hp[4];      /* optimizer: lr, step, max_norm, unused */
     tt_dtype act_dtype; /* TT_BF16: mixed precision (bf16 activations, fp32 master weights); else TT_F32 */
     int no_fuse;        /* 1: skip the fusion passes, fuse and fold_accum (tests compare the graphs with and without) */
-} tt_step_io;
+} tt_step_cfg;
+
+#define TT_MAX_LOSSES 8
 
 typedef struct {
     tt_graph *g;
     tt_exec *exec;
-    tt_value *loss;    /* (1) */
+    /* inputs: ids, targets, positions, document ids (B*T) i32, the loss scale (1) f32;
+     * the optimizer's hyper-parameters (2) f64 [lr, step] */
+    tt_value *ids, *targets, *pos, *doc, *scale, *hp;
+    /* the loss roots (the main loss, then auxiliary ones): the step's loss is their sum */
+    tt_value *losses[TT_MAX_LOSSES];
+    int n_losses;
     tt_value *sumsq;   /* optimizer graph: (1) squared global grad norm */
+    tt_value **units, **grad_units; /* per model unit: the param root and the gradient accumulator root */
+    int n_units;
     tt_ac_mode ac;     /* activation checkpointing applied to this graph */
     tt_fuse_stats fused;    /* what the fusion pass merged */
     int folded;             /* accum nodes folded into the producers of their gradients */
@@ -42,18 +40,28 @@ typedef struct {
 
 typedef struct {
     double beta1, beta2, eps, weight_decay;
+    double max_norm; /* gradient clipping by global norm; <= 0: none */
 } tt_adamw_cfg;
 
-/* with_grad: forward + backward + accumulate into s->grad; else forward only.
- * ac: activation checkpointing (the remat pass, run after autodiff; a
- * forward-only graph has nothing to recompute and ignores it). */
-tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io, int with_grad,
-                           const tt_backend *be, tt_exec_mode mode, tt_ac_mode ac);
-/* The same graph, passes applied, without an executor (titan plan measures
- * its memory plan): grad is the gradient buffer, laid out like m->storage. */
-tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, float *grad, tt_step_io *io, int with_grad,
-                            tt_ac_mode ac);
-tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_optim_state *s, tt_step_io *io,
-                           const tt_adamw_cfg *cfg, const tt_backend *be, tt_exec_mode mode);
+/* The micro-step graph with its passes applied and no memory behind it
+ * (titan plan measures its memory plan): with_grad: forward + backward +
+ * accumulation into the gradient buffers; else forward and loss only.
+ * ac: activation checkpointing (the remat pass after autodiff; a forward-only
+ * graph has nothing to recompute and ignores it). */
+tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_cfg *c, int with_grad, tt_ac_mode ac);
+/* The same bound to the train state and ready to run on its backend and queue. */
+tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_train_state *s, const tt_step_cfg *c,
+                           int with_grad, tt_exec_mode mode, tt_ac_mode ac);
+tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_train_state *s, const tt_adamw_cfg *cfg,
+                           tt_exec_mode mode);
+/* One micro-step's batch, (B*T) each, and its loss scale. */
+tt_err tt_step_set_batch(tt_step_graph *sg, const int32_t *ids, const int32_t *targets, const int32_t *pos,
+                         const int32_t *doc, float scale);
+/* The loss of the last run: the sum of its loss roots. */
+tt_err tt_step_loss(tt_step_graph *sg, double *loss);
+/* The optimizer step's learning rate and step number (from 1). */
+tt_err tt_optim_set_hp(tt_step_graph *sg, double lr, long step);
+/* The squared global gradient norm of the last optimizer run. */
+tt_err tt_optim_sumsq(tt_step_graph *sg, double *sumsq);
 void tt_step_graph_free(tt_step_graph *sg);
 #endif

@@ -13,6 +13,15 @@
 static volatile sig_atomic_t stop_requested;
 void tt_request_stop(void) { stop_requested = 1; }
 
+/* Debug mode found a NaN or Inf in a node's output: the run's message with
+ * the step, and the node the executor named. */
+static tt_err nonfinite_error(long step, const char *where)
+{
+    return tt_error_prefix("step %ld: non-finite values in %s, stopping before the optimizer applies them (lower "
+                           "optimizer.lr, or set training.max_norm); the first: ",
+                           step, where);
+}
+
 tt_err tt_run_validate(tt_run *r, double *loss_out, long *tokens_out)
 {
     tt_loader_reset(r->val_loader);
@@ -20,12 +29,15 @@ tt_err tt_run_validate(tt_run *r, double *loss_out, long *tokens_out)
     long tokens = 0;
     int limit = r->cfg->validation.steps;
     for (int b = 0; limit < 0 || b < limit; b++) {
-        int more = tt_loader_next(r->val_loader, r->val_batch); /* fills val_io's buffers */
+        int more = tt_loader_next(r->val_loader, r->val_batch);
         if (more < 0) return -1;
         if (!more) break;
-        r->val_io.scale = 1.0f; /* sum of token losses; divided by the count below */
-        if (tt_exec_run(r->eval.exec)) return -1;
-        sum += *(float *)r->eval.loss->data;
+        const tt_batch *b = r->val_batch;
+        double loss; /* scale 1: the sum of token losses, divided by the count below */
+        if (tt_step_set_batch(&r->eval, b->inputs, b->targets, b->positions, b->doc_ids, 1.0f) ||
+            tt_exec_run(r->eval.exec) || tt_step_loss(&r->eval, &loss))
+            return tt_error_prefix("validation: ");
+        sum += loss;
         tokens += (long)r->val_batch->n_scored;
     }
     *loss_out = tokens ? sum / (double)tokens : NAN;
@@ -58,15 +70,16 @@ tt_err tt_train(const tt_config *cfg)
         }
         if (rc) break;
         double loss = 0;
-        size_t bytes = (size_t)tokens_per_micro * sizeof(int32_t);
         for (int a = 0; a < accum && !rc; a++) {
-            memcpy(r.io.ids, r.micro[a]->inputs, bytes);
-            memcpy(r.io.targets, r.micro[a]->targets, bytes);
-            memcpy(r.io.pos, r.micro[a]->positions, bytes);
-            memcpy(r.io.doc, r.micro[a]->doc_ids, bytes);
-            r.io.scale = scored ? 1.0f / (float)scored : 0.0f;
-            if (tt_exec_run(r.train.exec)) rc = -1;
-            else loss += *(float *)r.train.loss->data;
+            const tt_batch *b = r.micro[a];
+            double l = 0;
+            if (tt_step_set_batch(&r.train, b->inputs, b->targets, b->positions, b->doc_ids,
+                                  scored ? 1.0f / (float)scored : 0.0f) ||
+                tt_exec_run(r.train.exec) || tt_step_loss(&r.train, &l)) {
+                rc = tt_exec_nonfinite(r.train.exec) ? nonfinite_error(step, "the micro-step")
+                                                     : tt_error_prefix("step %ld: ", step);
+            }
+            loss += l;
         }
         if (rc) break;
         if (!isfinite(loss)) {
@@ -74,15 +87,13 @@ tt_err tt_train(const tt_config *cfg)
                            "or set training.max_norm)", step, isnan(loss) ? "NaN" : "Inf");
             break;
         }
-        double lr = c->optimizer.lr * tt_lr_factor(&r.sched, step);
-        r.io.hp[0] = lr;
-        r.io.hp[1] = (double)step;
-        r.io.hp[2] = c->training.max_norm;
-        if (tt_exec_run(r.optim.exec)) {
-            rc = -1;
+        double lr = c->optimizer.lr * tt_lr_factor(&r.sched, step), sumsq = 0;
+        if (tt_optim_set_hp(&r.optim, lr, step) || tt_exec_run(r.optim.exec) || tt_optim_sumsq(&r.optim, &sumsq)) {
+            rc = tt_exec_nonfinite(r.optim.exec) ? nonfinite_error(step, "the optimizer step")
+                                                 : tt_error_prefix("step %ld: ", step);
             break;
         }
-        double gnorm = sqrt(*(float *)r.optim.sumsq->data);
+        double gnorm = sqrt(sumsq);
         if (!isfinite(gnorm)) {
             rc = tt_errorf("step %ld: gradient norm is %s", step, isnan(gnorm) ? "NaN" : "Inf");
             break;

@@ -70,16 +70,18 @@ TT_CLONES static double ce_row(float *z, int V, int t, float scale, float *g, ui
  * products are large GEMMs spread over the cores, and the row-wise softmax in
  * between is an OpenMP loop. Every output element has one owner and a fixed
  * summation order, so the result is deterministic for a thread count. */
-double cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int N, int D, int V, int ignore_index,
-                     double scale, void *dh, float *dW, tt_dtype dt)
+tt_err cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int N, int D, int V, int ignore_index,
+                     double scale, void *dh, float *dW, tt_dtype dt, double *loss)
 {
+    *loss = 0;
     if (N <= 0) return 0;
     const size_t esz = tt_dtype_size(dt);
     if (D <= 0 || V <= 0) { /* logits are all zero (or there is no class to be right about) */
         if (dh && D > 0) memset(dh, 0, (size_t)N * D * esz);
         long valid = 0;
         for (int n = 0; n < N; n++) valid += ce_valid(targets[n], V, ignore_index);
-        return valid ? scale * valid * log((double)V) : 0.0;
+        *loss = valid ? scale * valid * log((double)V) : 0.0;
+        return 0;
     }
     const int grads = dh || dW, bf = dt == TT_BF16;
     const tt_dtype compute = bf ? TT_BF16 : TT_F32, gdt = bf && grads ? TT_BF16 : TT_F32;
@@ -91,10 +93,7 @@ double cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int 
     const size_t zb = ((size_t)R * V * sizeof(float) + 63) & ~(size_t)63;
     const size_t gb = gdt == TT_BF16 ? ((size_t)R * V * 2 + 63) & ~(size_t)63 : 0;
     char *buf = tt_cpu_scratch(TT_SCRATCH_CE, zb + gb + (size_t)N * sizeof(double));
-    if (!buf) {
-        tt_error_prefix("cross-entropy: %d x %d block of logits: ", R, V);
-        return NAN;
-    }
+    if (!buf) return tt_error_prefix("cross-entropy: %d x %d block of logits: ", R, V);
     float *z = (float *)buf;
     uint16_t *gz16 = gb ? (uint16_t *)(buf + zb) : NULL;
     double *rowloss = (double *)(buf + zb + gb);
@@ -113,7 +112,7 @@ double cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int 
         /* logits (nr, V) = h_block (nr, D) W^T */
         if (tt_gemm(&(tt_gemm_args){.compute = compute, .A = hb, .adt = dt, .lda = D, .B = W, .bdt = TT_F32,
                                     .ldb = D, .tb = 1, .C = z, .cdt = TT_F32, .ldc = V, .M = nr, .N = V, .K = D}))
-            return NAN;
+            return -1;
         #pragma omp parallel for schedule(static)
         for (int r = 0; r < nr; r++) {
             float *zr = z + (size_t)r * V;
@@ -130,14 +129,15 @@ double cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int 
         if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .B = W, .bdt = TT_F32,
                                           .ldb = D, .C = (char *)dh + (size_t)r0 * D * esz, .cdt = dt, .ldc = D,
                                           .M = nr, .N = D, .K = V}))
-            return NAN;
+            return -1;
         /* dW (V, D) += dlogits^T (V, nr) h_block (nr, D) */
         if (dW && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .ta = 1, .B = hb,
                                           .bdt = dt, .ldb = D, .C = dW, .cdt = TT_F32, .ldc = D, .M = V, .N = D,
                                           .K = nr, .accumulate = 1}))
-            return NAN;
+            return -1;
     }
     double total = 0;
     for (int n = 0; n < N; n++) total += rowloss[n];
-    return scale * total;
+    *loss = scale * total; /* NaN or Inf here is the model's, for the run to report */
+    return 0;
 }

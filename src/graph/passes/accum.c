@@ -1,21 +1,11 @@
 /* accum.c — folding accum nodes into the producers of the gradients they add
  * (see accum.h). An output value of a producer is replaced by the
  * accumulator (a state value the memory plan does not place), and the
- * producer's attribute says to add into it. */
+ * node's accumulate bit for that output says to add into it. Which outputs
+ * of which ops may accumulate is the op table's acc_outs. */
 #include <stdlib.h>
 
 #include "graph/passes/accum.h"
-
-/* The attribute slot of each op's "accumulate into this output" flag, or -1. */
-static int acc_attr(const tt_node *n, int out)
-{
-    switch (n->op) {
-    case TT_OP_MATMUL: return out == 0 ? 2 : -1;
-    case TT_OP_EMBEDDING_BWD: return out == 0 ? 0 : -1;
-    case TT_OP_CE_LINEAR: return out == 2 ? 2 : -1;
-    default: return -1;
-    }
-}
 
 /* Whether g (read only by the accum) can be made to add itself into acc. */
 static int foldable(const tt_value *g, const tt_value *acc, const int *readers, int depth)
@@ -24,7 +14,7 @@ static int foldable(const tt_value *g, const tt_value *acc, const int *readers, 
     if (!p || readers[g->id] != 1 || g->dtype != acc->dtype || g->is_output) return 0;
     if (p->op == TT_OP_ADD && depth == 0) /* the two halves of a fan-in (tied embeddings) */
         return p->in[0] != p->in[1] && foldable(p->in[0], acc, readers, 1) && foldable(p->in[1], acc, readers, 1);
-    return acc_attr(p, g->out_index) >= 0;
+    return (tt_ops[p->op].acc_outs >> g->out_index) & 1;
 }
 
 static void fold(tt_value *g, tt_value *acc, char *dead)
@@ -36,7 +26,7 @@ static void fold(tt_value *g, tt_value *acc, char *dead)
         fold(p->in[1], acc, dead);
         return;
     }
-    p->a.i[acc_attr(p, g->out_index)] = 1;
+    p->accumulate |= 1u << g->out_index;
     p->out[g->out_index] = acc; /* the producer writes the accumulator; g is left unproduced */
     g->producer = NULL;
 }

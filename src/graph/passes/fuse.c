@@ -19,20 +19,19 @@ typedef struct {
 static tt_node *producer(const tt_value *v, int op) { return v && v->producer && v->producer->op == op ? v->producer : NULL; }
 static int only_reader(const fuse_ctx *c, const tt_value *v) { return c->readers[v->id] == 1; }
 
-/* b starts where a ends in memory: two parameters of one storage, back to back */
+/* b starts where a ends: two parameter views of one unit, back to back */
 static int adjacent(const tt_value *a, const tt_value *b)
 {
-    return a->role == TT_ROLE_PARAM && b->role == TT_ROLE_PARAM && a->dtype == b->dtype && a->data && b->data &&
-           (const char *)a->data + tt_value_bytes(a) == (const char *)b->data;
+    return a->role == TT_ROLE_PARAM && b->role == TT_ROLE_PARAM && a->dtype == b->dtype && a->base && a->base == b->base &&
+           a->offset + tt_value_bytes(a) == b->offset;
 }
 
-/* A param value over rows of consecutive weights: (rows, cols) at the first one's storage */
+/* A param view over rows of consecutive weights: (rows, cols) where the first one starts */
 static tt_value *joined_param(tt_graph *g, tt_value *first, int64_t rows, int64_t cols, int ndim, const char *what)
 {
     int64_t shape[2] = {rows, cols};
-    tt_value *v = tt_value_new(g, TT_ROLE_PARAM, first->dtype, ndim, shape);
+    tt_value *v = tt_value_view(g, first->base, first->offset, first->dtype, ndim, shape);
     if (!v) return NULL;
-    v->data = first->data;
     const char *dot = strrchr(first->name, '.');
     int pre = (int)(dot ? dot - first->name : (long)strlen(first->name));
     const char *prev = pre > 0 ? memrchr(first->name, '.', (size_t)pre) : NULL;
@@ -44,7 +43,9 @@ static tt_value *joined_param(tt_graph *g, tt_value *first, int64_t rows, int64_
 static tt_node *linear_of(const fuse_ctx *c, const tt_value *y)
 {
     tt_node *m = producer(y, TT_OP_MATMUL);
-    if (!m || m->a.i[0] != 0 || m->a.i[1] != 1 || m->in[1]->role != TT_ROLE_PARAM || !only_reader(c, y)) return NULL;
+    if (!m || TT_ATTRS(m, tt_matmul_attrs)->ta != 0 || TT_ATTRS(m, tt_matmul_attrs)->tb != 1 ||
+        m->in[1]->role != TT_ROLE_PARAM || !only_reader(c, y))
+        return NULL;
     return m;
 }
 
@@ -80,7 +81,8 @@ static int peel(const fuse_ctx *c, tt_value *x, int want_rope, proj *p)
 {
     memset(p, 0, sizeof *p);
     if (want_rope) {
-        if (!(p->rope = producer(x, TT_OP_ROPE)) || p->rope->a.i[2] || !only_reader(c, x)) return 0;
+        if (!(p->rope = producer(x, TT_OP_ROPE)) || TT_ATTRS(p->rope, tt_rope_attrs)->inverse || !only_reader(c, x))
+            return 0;
         x = p->rope->in[0];
     }
     if ((p->bias = producer(x, TT_OP_BIAS_ADD))) {
@@ -105,26 +107,28 @@ static tt_err fuse_qkv(fuse_ctx *c, tt_node *at, tt_fuse_stats *st)
     if (!adjacent(w[0], w[1]) || !adjacent(w[1], w[2]) || (b[0] && (!adjacent(b[0], b[1]) || !adjacent(b[1], b[2]))))
         return 0;
     const int64_t D = w[0]->shape[1], rows = w[0]->shape[0] + w[1]->shape[0] + w[2]->shape[0];
-    const int B = (int)at->a.i[0], T = (int)at->a.i[1], H = (int)at->a.i[2], Hk = (int)at->a.i[3], hd = (int)at->a.i[4];
+    const tt_attn_attrs *aa = TT_ATTRS(at, tt_attn_attrs);
+    const int B = aa->B, T = aa->T, H = aa->H, Hk = aa->Hk, hd = aa->hd;
     if (rope) { /* one rotation for q and k: same positions, frequencies and scale, the attention's heads */
         const tt_node *rq = p[0].rope, *rk = p[1].rope;
-        if (rq->in[1] != rk->in[1] || rq->in[2] != rk->in[2] || rq->a.f[0] != rk->a.f[0] || rq->a.i[0] != H ||
-            rk->a.i[0] != Hk || rq->a.i[1] != hd || rk->a.i[1] != hd)
+        const tt_rope_attrs *q = TT_ATTRS(rq, tt_rope_attrs), *k = TT_ATTRS(rk, tt_rope_attrs);
+        if (rq->in[1] != rk->in[1] || rq->in[2] != rk->in[2] || q->scale != k->scale || q->H != H || k->H != Hk ||
+            q->hd != hd || k->hd != hd)
             return 0;
     }
     if (rows != (int64_t)(H + 2 * Hk) * hd || w[1]->shape[1] != D || w[2]->shape[1] != D) return 0;
     const int first = g->n_nodes;
-    snprintf(g->scope, sizeof g->scope, "%s", p[0].mm->scope);
+    snprintf(g->scope, sizeof g->scope, "%s", p[0].mm->scope); g->unit = p[0].mm->unit;
     tt_value *wqkv = joined_param(g, w[0], rows, D, 2, "wqkv.weight");
     tt_value *qkv = wqkv ? tt_matmul(g, h, wqkv, 0, 1) : NULL;
     if (qkv && b[0]) {
         tt_value *bqkv = joined_param(g, b[0], rows, 0, 1, "wqkv.bias");
         qkv = bqkv ? tt_bias_add(g, qkv, bqkv) : NULL;
     }
-    snprintf(g->scope, sizeof g->scope, "%s", at->scope);
+    snprintf(g->scope, sizeof g->scope, "%s", at->scope); g->unit = at->unit;
     tt_value *o = qkv ? tt_attention_qkv(g, qkv, at->in[3], rope ? p[0].rope->in[1] : NULL,
-                                         rope ? p[0].rope->in[2] : NULL, rope ? p[0].rope->a.f[0] : 0, B, T, H, Hk, hd,
-                                         (int)at->a.i[5])
+                                         rope ? p[0].rope->in[2] : NULL, rope ? TT_ATTRS(p[0].rope, tt_rope_attrs)->scale : 0,
+                                         B, T, H, Hk, hd, aa->window)
                       : NULL;
     if (!o) return -1;
     /* the new attention node gives out the old one's output values */
@@ -154,10 +158,10 @@ static tt_err fuse_gate_up(fuse_ctx *c, tt_node *sw, tt_fuse_stats *st)
     tt_value *w1 = a->in[1], *w3 = b->in[1];
     if (w1->shape[0] != w3->shape[0] || w1->shape[1] != w3->shape[1]) return 0;
     const int first = g->n_nodes;
-    snprintf(g->scope, sizeof g->scope, "%s", a->scope);
+    snprintf(g->scope, sizeof g->scope, "%s", a->scope); g->unit = a->unit;
     tt_value *w13 = joined_param(g, w1, 2 * w1->shape[0], w1->shape[1], 2, "w13.weight");
     tt_value *gu = w13 ? tt_matmul(g, a->in[0], w13, 0, 1) : NULL;
-    snprintf(g->scope, sizeof g->scope, "%s", sw->scope);
+    snprintf(g->scope, sizeof g->scope, "%s", sw->scope); g->unit = sw->unit;
     if (!gu || !tt_swiglu_fused(g, gu)) return -1;
     take_output(g->nodes[g->n_nodes - 1], 0, sw->out[0]);
     c->dead[sw->id] = c->dead[a->id] = c->dead[b->id] = 1;
@@ -174,11 +178,12 @@ static tt_err fuse_add_norm(fuse_ctx *c, tt_node *nm, tt_fuse_stats *st)
     tt_graph *g = c->g;
     tt_node *ad = producer(nm->in[0], TT_OP_ADD);
     const tt_value *x = nm->in[0];
-    if (!ad || c->dead[ad->id] || x->ndim != 2 || nm->a.i[0] != x->shape[1]) return 0; /* full rows only */
+    if (!ad || c->dead[ad->id] || x->ndim != 2 || TT_ATTRS(nm, tt_norm_attrs)->group != x->shape[1])
+        return 0; /* full rows only */
     const int first = g->n_nodes;
-    snprintf(g->scope, sizeof g->scope, "%s", ad->scope);
+    snprintf(g->scope, sizeof g->scope, "%s", ad->scope); g->unit = ad->unit;
     tt_value *y = NULL;
-    if (!tt_add_rmsnorm(g, ad->in[0], ad->in[1], nm->in[1], nm->a.f[0], &y)) return -1;
+    if (!tt_add_rmsnorm(g, ad->in[0], ad->in[1], nm->in[1], TT_ATTRS(nm, tt_norm_attrs)->eps, &y)) return -1;
     tt_node *f = g->nodes[g->n_nodes - 1];
     take_output(f, 0, ad->out[0]);
     take_output(f, 1, nm->out[0]);
@@ -204,6 +209,7 @@ tt_err tt_fuse(tt_graph *g, tt_fuse_stats *stats)
         if (g->values[v]->is_output) c.readers[v]++;
     char saved[sizeof g->scope];
     snprintf(saved, sizeof saved, "%s", g->scope);
+    const int saved_unit = g->unit;
     for (int i = 0; i < c.n0 && !rc; i++) {
         tt_node *n = g->nodes[i];
         if (c.dead[i]) continue;
@@ -212,6 +218,7 @@ tt_err tt_fuse(tt_graph *g, tt_fuse_stats *stats)
         else if (n->op == TT_OP_RMSNORM) rc = fuse_add_norm(&c, n, &st);
     }
     snprintf(g->scope, sizeof g->scope, "%s", saved);
+    g->unit = saved_unit;
     if (!rc && g->failed) rc = -1;
     /* the new order: the live original nodes, each new node right before the one it stands in for */
     const int nn = g->n_nodes;

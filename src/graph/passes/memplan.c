@@ -16,15 +16,23 @@ tt_err tt_liveness(const tt_graph *g, int **first_out, int **last_out)
         free(last);
         return tt_errorf("out of memory planning memory");
     }
+    /* A view's reads and writes are its root's: the root is live from the
+     * first node that writes it (or a view of it) to the last that reads it. */
     for (int v = 0; v < nv; v++) first[v] = last[v] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         const tt_node *n = g->nodes[i];
-        for (int k = 0; k < n->n_out; k++) first[n->out[k]->id] = last[n->out[k]->id] = i;
+        for (int k = 0; k < n->n_out; k++) {
+            const int r = tt_value_root(n->out[k])->id;
+            if (first[r] < 0) first[r] = i;
+            last[r] = i;
+        }
         for (int k = 0; k < n->n_in; k++)
-            if (n->in[k]->role == TT_ROLE_ACT) last[n->in[k]->id] = i;
+            if (n->in[k]->role == TT_ROLE_ACT) last[tt_value_root(n->in[k])->id] = i;
     }
-    for (int v = 0; v < nv; v++)
-        if (g->values[v]->is_output && first[v] >= 0) last[v] = g->nodes ? g->n_nodes : 0;
+    for (int v = 0; v < nv; v++) {
+        const int r = tt_value_root(g->values[v])->id;
+        if (g->values[v]->is_output && first[r] >= 0) last[r] = g->n_nodes;
+    }
     *first_out = first;
     *last_out = last;
     return 0;
@@ -60,7 +68,7 @@ tt_err tt_memplan_build(const tt_graph *g, tt_memplan *plan)
     int n = 0;
     for (int v = 0; v < nv; v++) {
         plan->offset[v] = SIZE_MAX;
-        if (g->values[v]->role == TT_ROLE_ACT && plan->first[v] >= 0) order[n++] = v;
+        if (g->values[v]->role == TT_ROLE_ACT && !g->values[v]->base && plan->first[v] >= 0) order[n++] = v;
     }
     sort_vals = (const tt_value *const *)g->values;
     qsort(order, (size_t)n, sizeof *order, by_size_desc);
@@ -99,6 +107,10 @@ tt_err tt_memplan_build(const tt_graph *g, tt_memplan *plan)
         plan->offset[v] = off;
         placed[n_placed++] = v;
         if (off + size > plan->arena_bytes) plan->arena_bytes = off + size;
+    }
+    for (int v = 0; v < nv; v++) { /* views sit inside their placed roots */
+        const tt_value *x = g->values[v];
+        if (x->base && plan->offset[x->base->id] != SIZE_MAX) plan->offset[v] = plan->offset[x->base->id] + x->offset;
     }
     free(iv);
     free(order);

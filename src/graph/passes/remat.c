@@ -11,42 +11,22 @@ const char *tt_ac_mode_name(tt_ac_mode mode)
     return mode == TT_AC_SELECTIVE ? "selective" : mode == TT_AC_FULL ? "full" : "none";
 }
 
-int tt_remat_block_of(const char *scope)
+/* The transformer block a node belongs to: its unit, when the model said
+ * that unit is a block; -1 otherwise (embeddings, head, loss, optimizer). */
+static int block_of(const tt_graph *g, const tt_node *n)
 {
-    const char *p;
-    if (!strncmp(scope, "layers.", 7)) p = scope + 7;
-    else if (!strncmp(scope, "h.", 2)) p = scope + 2;
-    else return -1;
-    if (*p < '0' || *p > '9') return -1;
-    int b = 0;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        if (b > 1000000) return -1; /* no model has that many layers: not a block name */
-        b = b * 10 + (*p - '0');
-    }
-    return *p == 0 || *p == '.' ? b : -1;
+    return n->unit >= 0 && n->unit < g->n_units && g->units[n->unit].block ? n->unit : -1;
 }
 
-/* Whether a node of this op may be recomputed under the mode. Only ops known
- * to be pure functions of their inputs qualify: anything that writes state
- * (attention_kv, accum), the loss (whose forward also makes gradients) and
- * ops added later stay saved until someone says otherwise here. */
+/* Whether a node of this op may be recomputed under the mode: the op table
+ * says which ops are pure functions of their inputs, and which of those
+ * selective checkpointing keeps (matmuls, attention). Anything that writes
+ * state, the loss (whose forward also makes gradients) and ops not marked
+ * pure stay saved. */
 static int recomputable(int op, tt_ac_mode mode)
 {
-    switch (op) {
-    case TT_OP_BIAS_ADD:
-    case TT_OP_ADD:
-    case TT_OP_RMSNORM:
-    case TT_OP_LAYERNORM:
-    case TT_OP_ROPE:
-    case TT_OP_SWIGLU:
-    case TT_OP_GELU:
-    case TT_OP_ADD_RMSNORM: return 1;
-    case TT_OP_MATMUL:
-    case TT_OP_ATTENTION:
-    case TT_OP_ATTENTION_QKV:
-    case TT_OP_EMBEDDING: return mode == TT_AC_FULL; /* selective keeps the expensive outputs */
-    default: return 0;
-    }
+    const unsigned f = tt_ops[op].flags;
+    return (f & TT_OPF_PURE) && (mode == TT_AC_FULL || !(f & TT_OPF_KEEP_SELECTIVE));
 }
 
 /* Scratch arrays of one run of the pass. */
@@ -111,7 +91,7 @@ tt_err tt_remat(tt_graph *g, int n_fwd, tt_ac_mode mode, tt_remat_stats *stats)
     for (int v = 0; v < nv; v++) s.vblk[v] = -1;
     for (int i = 0; i < n_fwd; i++) {
         const tt_node *n = g->nodes[i];
-        s.blk[i] = tt_remat_block_of(n->scope);
+        s.blk[i] = block_of(g, n);
         if (s.blk[i] >= n_blocks) n_blocks = s.blk[i] + 1;
         for (int k = 0; k < n->n_out; k++) s.vblk[n->out[k]->id] = s.blk[i];
         for (int k = 0; k < n->n_in; k++) {
@@ -162,9 +142,14 @@ tt_err tt_remat(tt_graph *g, int n_fwd, tt_ac_mode mode, tt_remat_stats *stats)
         for (int i = 0; i < n_fwd && !g->failed; i++) {
             if (!s.clone[i] || s.blk[i] != b) continue;
             const tt_node *n = g->nodes[i];
-            tt_value *in[TT_MAX_IN];
+            tt_value **in = calloc((size_t)n->n_in + 1, sizeof *in);
+            if (!in) {
+                tt_graph_fail(g, "out of memory in the remat pass");
+                break;
+            }
             for (int k = 0; k < n->n_in; k++) in[k] = s.map[n->in[k]->id] ? s.map[n->in[k]->id] : n->in[k];
             tt_node *c = tt_node_clone(g, n, in);
+            free(in);
             if (!c) break;
             snprintf(c->scope, sizeof c->scope, "%.57s.remat", n->scope);
             for (int k = 0; k < n->n_out; k++)

@@ -13,13 +13,10 @@ typedef struct {
     double graph_flops; /* FLOPs of one run of the graph before the pass */
 } tt_remat_stats;
 
-/* The transformer block a node scope belongs to: "layers.3.attention" and
- * "h.3.mlp" -> 3; -1 for scopes outside the blocks ("output", "loss"). */
-int tt_remat_block_of(const char *scope);
-
 /* g holds a train graph as autodiff leaves it: nodes [0, n_fwd) are the
  * forward, the rest read what it saved (backward, gradient accumulation).
- * For each block (by scope), the activations the backward reads are
+ * For each transformer block (the nodes whose unit the model declared a
+ * block, tt_graph_add_unit), the activations the backward reads are
  * recomputed there instead of kept from the forward:
  *   TT_AC_FULL       everything the block computes, from its input
  *                    (and whatever else flows into it from outside);
@@ -28,8 +25,8 @@ int tt_remat_block_of(const char *scope);
  * Clones run the same op with the same attributes on the same (or cloned)
  * inputs, so they give bitwise the forward's values; they get the scope
  * "<forward scope>.remat" and go right before the first node that reads
- * them, and the backward is rewired to read them. Ops the pass does not know
- * to be pure (KV-cache attention, cross-entropy, optimizer ops) are never
+ * them, and the backward is rewired to read them. Ops the op table does not
+ * mark pure (KV-cache attention, cross-entropy, optimizer ops) are never
  * recomputed. TT_AC_NONE leaves g as it is. stats may be NULL. */
 tt_err tt_remat(tt_graph *g, int n_fwd, tt_ac_mode mode, tt_remat_stats *stats);
 

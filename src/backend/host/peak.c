@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "backend/cpu/peak.h"
+#include "backend/host/peak.h"
 
 #ifdef _OPENMP
 #include <omp.h>

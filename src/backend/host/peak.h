@@ -1,4 +1,4 @@
-/* peak.h — the CPU's measured peak FLOP/s (fp32 FMA, bf16 dot products) on
+/* peak.h — the host CPU's measured peak FLOP/s (fp32 FMA, bf16 dot products) on
  * all threads, for MFU; measured once per machine and cached on disk. */
 #ifndef TT_PEAK_H
 #define TT_PEAK_H

@@ -1,8 +1,8 @@
 /* ref_kernels.c — instantiates the reference kernels of ref_kernels.inc for
- * float (_f32, what debug mode runs) and double (_f64, for gradient checks). */
+ * float (_f32, what the ref backend runs) and double (_f64, for gradient checks). */
 #include <math.h>
 
-#include "backend/cpu/kernels.h"
+#include "backend/ref/ref_kernels.h"
 
 #define T float
 #define S f32

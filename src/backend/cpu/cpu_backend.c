@@ -1,0 +1,357 @@
+/* cpu_backend.c — the CPU backend: host memory, the synchronous queue, and
+ * the kernel table, one small adapter per op id from a graph node to its
+ * kernel (kernels.h). Activations are fp32 or bf16 (mixed precision);
+ * weights, statistics and weight gradients fp32. */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/simd.h"
+#include "backend/host/host.h"
+#include "backend/host/peak.h"
+
+static int64_t nrows(const tt_value *v) { return v->ndim == 1 ? 1 : v->shape[0]; }
+static int64_t ncols(const tt_value *v) { return v->shape[v->ndim - 1]; }
+static size_t numel0(const tt_node *n) { return (size_t)tt_value_numel(n->in[0]); }
+static tt_dtype dt0(const tt_node *n) { return n->in[0]->dtype; }
+
+/* ---- kernels, one per op ---------------------------------------------------- */
+
+static tt_err k_embedding(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_value *tab = n->in[1];
+    const int N = (int)tt_value_numel(n->in[0]), V = (int)tab->shape[0], D = (int)tab->shape[1];
+    if (tt_check_ids(in[0], N, V, INT32_MIN, "token id")) return -1;
+    cpu_embedding_fwd(in[0], in[1], out[0], N, V, D, n->out[0]->dtype);
+    return 0;
+}
+
+static tt_err k_embedding_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_value *dtab = n->out[0];
+    cpu_embedding_bwd(in[0], in[1], out[0], (int)tt_value_numel(n->in[0]), (int)dtab->shape[0], (int)dtab->shape[1],
+                      n->in[1]->dtype, n->accumulate & 1);
+    return 0;
+}
+
+static tt_err k_matmul(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_matmul_attrs *a = TT_ATTRS(n, tt_matmul_attrs);
+    const int M = (int)n->out[0]->shape[0], N = (int)n->out[0]->shape[1];
+    const int K = (int)(a->ta ? n->in[0]->shape[0] : n->in[0]->shape[1]);
+    return cpu_matmul(in[0], dt0(n), in[1], n->in[1]->dtype, out[0], n->out[0]->dtype, M, N, K, a->ta, a->tb,
+                      n->accumulate & 1);
+}
+
+static tt_err k_bias_add(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_bias_add(in[0], in[1], out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]), dt0(n));
+    return 0;
+}
+
+static tt_err k_bias_grad(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_bias_grad(in[0], out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]), dt0(n));
+    return 0;
+}
+
+static tt_err k_add(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_add(in[0], in[1], out[0], numel0(n), dt0(n));
+    return 0;
+}
+
+static tt_err k_accum(const tt_node *n, void *const *in, void *const *out)
+{
+    (void)out; /* acc += g, in place on the persistent accumulator */
+    cpu_accum(in[0], in[1], numel0(n), n->in[1]->dtype);
+    return 0;
+}
+
+static tt_err k_rmsnorm(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_norm_attrs *a = TT_ATTRS(n, tt_norm_attrs);
+    cpu_rmsnorm_fwd(in[0], in[1], out[0], out[1], (int)(numel0(n) / (size_t)a->group), a->group, a->eps, dt0(n));
+    return 0;
+}
+
+static tt_err k_rmsnorm_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const int D = TT_ATTRS(n, tt_norm_attrs)->group, N = (int)(numel0(n) / (size_t)D);
+    const void *dres = n->n_in > 4 ? in[4] : NULL; /* a residual gradient added to dx */
+    cpu_rmsnorm_bwd(in[0], in[1], in[2], in[3], dres, out[0], out[1], N, D, dt0(n));
+    return 0;
+}
+
+static tt_err k_add_rmsnorm(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_add_rmsnorm_fwd(in[0], in[1], in[2], out[0], out[1], out[2], (int)nrows(n->in[0]), (int)ncols(n->in[0]),
+                        TT_ATTRS(n, tt_norm_attrs)->eps, dt0(n));
+    return 0;
+}
+
+static tt_err k_layernorm(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_layernorm_fwd(in[0], in[1], in[2], out[0], out[1], out[2], (int)nrows(n->in[0]), (int)ncols(n->in[0]),
+                      TT_ATTRS(n, tt_norm_attrs)->eps, dt0(n));
+    return 0;
+}
+
+static tt_err k_layernorm_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_layernorm_bwd(in[0], in[1], in[2], in[3], in[4], out[0], out[1], out[2], (int)nrows(n->in[0]),
+                      (int)ncols(n->in[0]), dt0(n));
+    return 0;
+}
+
+static tt_err k_rope(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_rope_attrs *a = TT_ATTRS(n, tt_rope_attrs);
+    cpu_rope(in[0], in[1], in[2], out[0], (int)nrows(n->in[0]), a->H, a->hd, a->inverse, (float)a->scale, dt0(n));
+    return 0;
+}
+
+static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_attn_attrs *at = TT_ATTRS(n, tt_attn_attrs);
+    const long lq = (long)at->H * at->hd, lk = (long)at->Hk * at->hd;
+    const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = at->hd, .window = at->window,
+                       .dt = dt0(n), .q = in[0], .k = in[1], .v = in[2], .ldq = lq, .ldk = lk, .ldv = lk,
+                       .doc = in[3], .o = out[0], .ldo = lq, .lse = out[1]};
+    return cpu_attention_fwd(&a);
+}
+
+static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_attn_attrs *at = TT_ATTRS(n, tt_attn_attrs);
+    const long lq = (long)at->H * at->hd, lk = (long)at->Hk * at->hd;
+    const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = at->hd, .window = at->window,
+                       .dt = dt0(n), .q = in[0], .k = in[1], .v = in[2], .ldq = lq, .ldk = lk, .ldv = lk,
+                       .doc = in[3], .o = in[4], .ldo = lq, .lse = in[5], .dout = in[6], .lddo = lq,
+                       .dq = out[0], .dk = out[1], .dv = out[2], .lddq = lq, .lddk = lk, .lddv = lk};
+    return cpu_attention_bwd(&a);
+}
+
+/* q, k and v as column ranges of one qkv buffer (row stride (H+2Hk)*hd), RoPE inside */
+static tt_err attention_qkv(const tt_node *n, void *const *in, void *const *out, int bwd)
+{
+    const tt_attn_attrs *at = TT_ATTRS(n, tt_attn_attrs);
+    const int H = at->H, Hk = at->Hk, hd = at->hd, rope = n->n_in > (bwd ? 5 : 2);
+    const long ld = (long)(H + 2 * Hk) * hd, lq = (long)H * hd;
+    const tt_dtype dt = dt0(n);
+    const size_t es = tt_dtype_size(dt);
+    char *qkv = in[0];
+    tt_attn a = {.B = at->B, .T = at->T, .H = H, .Hk = Hk, .hd = hd, .window = at->window, .dt = dt, .q = qkv,
+                 .k = qkv + lq * es, .v = qkv + (lq + (long)Hk * hd) * es, .ldq = ld, .ldk = ld, .ldv = ld,
+                 .doc = in[1], .pos = rope ? in[bwd ? 5 : 2] : NULL, .inv_freq = rope ? in[bwd ? 6 : 3] : NULL,
+                 .rope_scale = (float)at->rope_scale};
+    if (!bwd) {
+        a.o = out[0], a.ldo = lq, a.lse = out[1];
+        return cpu_attention_fwd(&a);
+    }
+    char *dqkv = out[0];
+    a.o = in[2], a.ldo = lq, a.lse = in[3], a.dout = in[4], a.lddo = lq;
+    a.dq = dqkv, a.dk = dqkv + lq * es, a.dv = dqkv + (lq + (long)Hk * hd) * es, a.lddq = a.lddk = a.lddv = ld;
+    return cpu_attention_bwd(&a);
+}
+static tt_err k_attention_qkv(const tt_node *n, void *const *in, void *const *out) { return attention_qkv(n, in, out, 0); }
+static tt_err k_attention_qkv_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    return attention_qkv(n, in, out, 1);
+}
+
+static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
+    const int start = *(const int32_t *)in[5];
+    if (tt_attention_kv_check(n, start)) return -1;
+    const size_t row = (size_t)a->Hk * a->hd * sizeof(float);
+    for (int b = 0; b < a->B; b++) /* append the new keys and values to the cache */
+        for (int t = 0; t < a->T; t++) {
+            const size_t src = ((size_t)b * a->T + t) * row, dst = ((size_t)b * a->Tmax + start + t) * row;
+            memcpy((char *)in[3] + dst, (const char *)in[1] + src, row);
+            memcpy((char *)in[4] + dst, (const char *)in[2] + src, row);
+        }
+    cpu_attention_kv(in[0], in[3], in[4], out[0], out[1], a->B, a->T, start + a->T, a->Tmax, start, a->H, a->Hk, a->hd,
+                     a->window, 1.0 / sqrt((double)a->hd));
+    return 0;
+}
+
+static tt_err k_swiglu(const tt_node *n, void *const *in, void *const *out)
+{
+    if (n->n_in == 1) /* gate and up as the halves of one value */
+        cpu_swiglu_fused_fwd(in[0], out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]) / 2, dt0(n));
+    else cpu_swiglu_fwd(in[0], in[1], out[0], numel0(n), dt0(n));
+    return 0;
+}
+
+static tt_err k_swiglu_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    if (n->n_in == 2) cpu_swiglu_fused_bwd(in[0], in[1], out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]) / 2, dt0(n));
+    else cpu_swiglu_bwd(in[0], in[1], in[2], out[0], out[1], numel0(n), dt0(n));
+    return 0;
+}
+
+static tt_err k_gelu(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_gelu_fwd(in[0], out[0], numel0(n), dt0(n));
+    return 0;
+}
+
+static tt_err k_gelu_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_gelu_bwd(in[0], in[1], out[0], numel0(n), dt0(n));
+    return 0;
+}
+
+static tt_err k_ce_linear(const tt_node *n, void *const *in, void *const *out)
+{
+    const int N = (int)nrows(n->in[0]), D = (int)ncols(n->in[0]), V = (int)n->in[1]->shape[0];
+    const int ign = TT_ATTRS(n, tt_ce_attrs)->ignore_index, grads = n->n_out == 3;
+    if (tt_check_ids(in[2], N, V, ign, "target")) return -1;
+    if (grads && !(n->accumulate & 4)) memset(out[2], 0, tt_value_bytes(n->out[2])); /* the kernel adds into dW */
+    double loss;
+    if (cpu_ce_linear(in[0], in[1], in[2], N, D, V, ign, *(const float *)in[3], grads ? out[1] : NULL,
+                      grads ? out[2] : NULL, dt0(n), &loss))
+        return -1;
+    *(float *)out[0] = (float)loss;
+    return 0;
+}
+
+static tt_err k_sumsq(const tt_node *n, void *const *in, void *const *out)
+{
+    double s = cpu_sumsq(in[0], numel0(n));
+    if (n->n_in > 1) s += *(const float *)in[1];
+    *(float *)out[0] = (float)s;
+    return 0;
+}
+
+static tt_err k_clip_coef(const tt_node *n, void *const *in, void *const *out)
+{
+    *(float *)out[0] = (float)tt_clip_coef(*(const float *)in[0], TT_ATTRS(n, tt_clip_attrs)->max_norm);
+    return 0;
+}
+
+static tt_err k_adamw(const tt_node *n, void *const *in, void *const *out)
+{
+    (void)out;
+    const tt_adamw_attrs *a = TT_ATTRS(n, tt_adamw_attrs);
+    const double *hp = in[5]; /* lr, step */
+    const int64_t *dr = n->n_in > 6 ? in[6] : NULL;
+    cpu_adamw(in[0], in[1], in[2], in[3], numel0(n), hp[0], a->beta1, a->beta2, a->eps, a->weight_decay,
+              *(const float *)in[4], (long)hp[1], dr, dr ? (int)n->in[6]->shape[0] : 0); /* also zeroes the gradient */
+    return 0;
+}
+
+static const tt_host_kernel cpu_kernels[TT_OP_COUNT] = {
+    [TT_OP_EMBEDDING] = k_embedding,
+    [TT_OP_EMBEDDING_BWD] = k_embedding_bwd,
+    [TT_OP_MATMUL] = k_matmul,
+    [TT_OP_BIAS_ADD] = k_bias_add,
+    [TT_OP_BIAS_GRAD] = k_bias_grad,
+    [TT_OP_ADD] = k_add,
+    [TT_OP_RMSNORM] = k_rmsnorm,
+    [TT_OP_RMSNORM_BWD] = k_rmsnorm_bwd,
+    [TT_OP_LAYERNORM] = k_layernorm,
+    [TT_OP_LAYERNORM_BWD] = k_layernorm_bwd,
+    [TT_OP_ROPE] = k_rope,
+    [TT_OP_ATTENTION] = k_attention,
+    [TT_OP_ATTENTION_BWD] = k_attention_bwd,
+    [TT_OP_ATTENTION_KV] = k_attention_kv,
+    [TT_OP_SWIGLU] = k_swiglu,
+    [TT_OP_SWIGLU_BWD] = k_swiglu_bwd,
+    [TT_OP_GELU] = k_gelu,
+    [TT_OP_GELU_BWD] = k_gelu_bwd,
+    [TT_OP_CE_LINEAR] = k_ce_linear,
+    [TT_OP_ACCUM] = k_accum,
+    [TT_OP_SUMSQ] = k_sumsq,
+    [TT_OP_ATTENTION_QKV] = k_attention_qkv,
+    [TT_OP_ATTENTION_QKV_BWD] = k_attention_qkv_bwd,
+    [TT_OP_ADD_RMSNORM] = k_add_rmsnorm,
+    [TT_OP_ADAMW] = k_adamw,
+    [TT_OP_CLIP_COEF] = k_clip_coef,
+};
+
+/* ---- the interface ---------------------------------------------------------- */
+
+/* A CPU buffer is host memory: the handle is the pointer. */
+static tt_buf *cpu_alloc(size_t bytes) { return (tt_buf *)tt_alloc(bytes ? bytes : 1); }
+static void cpu_free(tt_buf *b) { tt_free(b); }
+static void *cpu_ptr(tt_mem m) { return (char *)m.buf + m.off; }
+
+static tt_err cpu_upload(tt_queue *q, tt_mem dst, const void *src, size_t bytes)
+{
+    (void)q;
+    if (bytes) memcpy(cpu_ptr(dst), src, bytes);
+    return 0;
+}
+static tt_err cpu_download(tt_queue *q, void *dst, tt_mem src, size_t bytes)
+{
+    (void)q;
+    if (bytes) memcpy(dst, cpu_ptr(src), bytes);
+    return 0;
+}
+static tt_err cpu_copy(tt_queue *q, tt_mem dst, tt_mem src, size_t bytes)
+{
+    (void)q;
+    if (bytes) memmove(cpu_ptr(dst), cpu_ptr(src), bytes);
+    return 0;
+}
+static tt_err cpu_zero(tt_queue *q, tt_mem dst, size_t bytes)
+{
+    (void)q;
+    if (bytes) memset(cpu_ptr(dst), 0, bytes);
+    return 0;
+}
+static tt_err cpu_run(tt_queue *q, const tt_node *n, const tt_mem *in, const tt_mem *out)
+{
+    (void)q;
+    if (n->op < 0 || n->op >= TT_OP_COUNT || !cpu_kernels[n->op])
+        return tt_errorf("cpu: no kernel for op %s", tt_op_name(n->op));
+    return tt_host_call(cpu_kernels[n->op], cpu_ptr, n, in, out);
+}
+
+/* fp32 and bf16 activations; a KV-cache decode runs in fp32 */
+static int cpu_supports(int op, tt_dtype dt)
+{
+    if (op < 0 || op >= TT_OP_COUNT || !cpu_kernels[op]) return 0;
+    if (op == TT_OP_ATTENTION_KV) return dt == TT_F32;
+    return dt == TT_F32 || dt == TT_BF16;
+}
+
+static tt_err cpu_peak(double measure_seconds, tt_backend_peak *out)
+{
+    tt_peak pk;
+    memset(out, 0, sizeof *out);
+    if (measure_seconds > 0 ? tt_peak_measure(&pk, measure_seconds) || tt_peak_save(&pk) : tt_peak_get(&pk)) return -1;
+    out->gflops[TT_F32] = pk.f32_gflops;
+    out->gflops[TT_BF16] = pk.bf16_gflops;
+    snprintf(out->device, sizeof out->device, "%.100s (%d threads)", pk.cpu, pk.threads);
+    snprintf(out->path, sizeof out->path, "%s", pk.path);
+    out->source = measure_seconds > 0 ? "measured" : pk.cached ? "cached" : "measured";
+    return 0;
+}
+
+/* TorchTitan's mixed precision where the CPU multiplies bf16 pairs natively */
+static tt_dtype cpu_default_dtype(void) { return tt_gemm_has_bf16_dot() ? TT_BF16 : TT_F32; }
+
+const tt_backend tt_backend_cpu = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .queue_new = tt_host_queue_new,
+    .queue_free = tt_host_queue_free,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .run = cpu_run,
+    .record = tt_host_record,
+    .wait = tt_host_wait,
+    .sync = tt_host_sync,
+    .finish = tt_host_finish,
+    .supports = cpu_supports,
+    .peak = cpu_peak,
+    .default_dtype = cpu_default_dtype,
+};

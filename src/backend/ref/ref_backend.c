@@ -1,0 +1,526 @@
+/* ref_backend.c — the reference backend: the naive kernels of ref_kernels.inc
+ * behind the backend interface, one adapter per op id. It runs f64 nodes
+ * (finite-difference tests) and f32 nodes directly, and a node with bf16
+ * values on fp32 copies of them, rounding its bf16 outputs: so bf16 graphs
+ * are checked against the same definitions as fp32 ones. Every other
+ * backend is tested against this one, op by op.
+ *
+ * Its buffers live in host memory, but the handles it gives out are not
+ * pointers to it (see ref_alloc): code above the backend that dereferenced
+ * a backend buffer instead of copying it would fault here, so running the
+ * train, checkpoint and generation paths on `ref` checks that nothing does. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/host/host.h"
+#include "backend/host/peak.h"
+#include "backend/ref/ref_kernels.h"
+
+/* Call the reference kernel `fn` (f64 or f32) with arguments written in terms of the element type T. */
+#define REF(fn, ...)                                                                               \
+    do {                                                                                           \
+        if (is64) {                                                                                \
+            typedef double T;                                                                      \
+            ref_##fn##_f64(__VA_ARGS__);                                                           \
+        } else {                                                                                   \
+            typedef float T;                                                                       \
+            ref_##fn##_f32(__VA_ARGS__);                                                           \
+        }                                                                                          \
+    } while (0)
+
+static int64_t nrows(const tt_value *v) { return v->ndim == 1 ? 1 : v->shape[0]; }
+static int64_t ncols(const tt_value *v) { return v->shape[v->ndim - 1]; }
+static size_t numel0(const tt_node *n) { return (size_t)tt_value_numel(n->in[0]); }
+/* f64 nodes run the double kernels; everything else (fp32, and bf16 widened) the float ones */
+static int is_f64(const tt_node *n) { return tt_node_dtype(n) == TT_F64; }
+static size_t esize(int is64) { return is64 ? sizeof(double) : sizeof(float); }
+
+/* columns [c0, c0 + w) of an (N, ld) buffer of es-byte elements as a new contiguous (N, w) one, and back */
+static void *cols_get(const void *src, int N, int ld, int c0, int w, size_t es)
+{
+    char *d = tt_alloc((size_t)N * w * es + 1);
+    if (d)
+        for (int n = 0; n < N; n++) memcpy(d + (size_t)n * w * es, (const char *)src + ((size_t)n * ld + c0) * es, (size_t)w * es);
+    return d;
+}
+static void cols_put(void *dst, int N, int ld, int c0, int w, const void *src, size_t es)
+{
+    for (int n = 0; n < N; n++) memcpy((char *)dst + ((size_t)n * ld + c0) * es, (const char *)src + (size_t)n * w * es, (size_t)w * es);
+}
+
+/* ---- kernels, one per op ---------------------------------------------------- */
+
+static tt_err k_embedding(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_value *tab = n->in[1];
+    const int N = (int)tt_value_numel(n->in[0]), V = (int)tab->shape[0], D = (int)tab->shape[1], is64 = is_f64(n);
+    if (tt_check_ids(in[0], N, V, INT32_MIN, "token id")) return -1;
+    REF(embedding_fwd, in[0], (const T *)in[1], (T *)out[0], N, V, D);
+    return 0;
+}
+
+static tt_err k_embedding_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_value *dtab = n->out[0];
+    const int N = (int)tt_value_numel(n->in[0]), V = (int)dtab->shape[0], D = (int)dtab->shape[1], is64 = is_f64(n);
+    if (!(n->accumulate & 1)) {
+        REF(embedding_bwd, in[0], (const T *)in[1], (T *)out[0], N, V, D);
+        return 0;
+    }
+    /* adding into an accumulator: the gradient into scratch, then the sum */
+    const size_t cnt = (size_t)V * D;
+    void *tmp = tt_alloc(cnt * esize(is64) + 1);
+    if (!tmp) return tt_errorf("out of memory");
+    REF(embedding_bwd, in[0], (const T *)in[1], (T *)tmp, N, V, D);
+    REF(add, (const T *)out[0], (const T *)tmp, (T *)out[0], cnt);
+    tt_free(tmp);
+    return 0;
+}
+
+static tt_err k_matmul(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_matmul_attrs *a = TT_ATTRS(n, tt_matmul_attrs);
+    const int M = (int)n->out[0]->shape[0], N = (int)n->out[0]->shape[1], is64 = is_f64(n);
+    const int K = (int)(a->ta ? n->in[0]->shape[0] : n->in[0]->shape[1]);
+    REF(matmul, (const T *)in[0], (const T *)in[1], (T *)out[0], M, N, K, a->ta, a->tb, n->accumulate & 1);
+    return 0;
+}
+
+static tt_err k_bias_add(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(bias_add, (const T *)in[0], (const T *)in[1], (T *)out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]));
+    return 0;
+}
+
+static tt_err k_bias_grad(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(bias_grad, (const T *)in[0], (T *)out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]));
+    return 0;
+}
+
+static tt_err k_add(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(add, (const T *)in[0], (const T *)in[1], (T *)out[0], numel0(n));
+    return 0;
+}
+
+static tt_err k_accum(const tt_node *n, void *const *in, void *const *out)
+{
+    (void)out; /* acc += g, in place */
+    const int is64 = is_f64(n);
+    REF(add, (const T *)in[0], (const T *)in[1], (T *)in[0], numel0(n));
+    return 0;
+}
+
+static tt_err k_rmsnorm(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_norm_attrs *a = TT_ATTRS(n, tt_norm_attrs);
+    const int is64 = is_f64(n), N = (int)(numel0(n) / (size_t)a->group);
+    REF(rmsnorm_fwd, (const T *)in[0], (const T *)in[1], (T *)out[0], (T *)out[1], N, a->group, a->eps);
+    return 0;
+}
+
+static tt_err k_rmsnorm_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const int D = TT_ATTRS(n, tt_norm_attrs)->group, N = (int)(numel0(n) / (size_t)D), is64 = is_f64(n);
+    REF(rmsnorm_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (const T *)in[3], (T *)out[0],
+        (T *)out[1], N, D);
+    if (n->n_in > 4) REF(add, (const T *)out[0], (const T *)in[4], (T *)out[0], numel0(n)); /* the residual gradient */
+    return 0;
+}
+
+static tt_err k_add_rmsnorm(const tt_node *n, void *const *in, void *const *out)
+{
+    const int N = (int)nrows(n->in[0]), D = (int)ncols(n->in[0]), is64 = is_f64(n);
+    REF(add, (const T *)in[0], (const T *)in[1], (T *)out[0], numel0(n));
+    if (n->out[0]->dtype == TT_BF16) /* the norm reads the sum as stored, as the unfused ops do */
+        for (size_t e = 0; e < numel0(n); e++) ((float *)out[0])[e] = tt_bf16_to_f32(tt_f32_to_bf16(((float *)out[0])[e]));
+    REF(rmsnorm_fwd, (const T *)out[0], (const T *)in[2], (T *)out[1], (T *)out[2], N, D, TT_ATTRS(n, tt_norm_attrs)->eps);
+    return 0;
+}
+
+static tt_err k_layernorm(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(layernorm_fwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1], (T *)out[2],
+        (int)nrows(n->in[0]), (int)ncols(n->in[0]), TT_ATTRS(n, tt_norm_attrs)->eps);
+    return 0;
+}
+
+static tt_err k_layernorm_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(layernorm_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (const T *)in[3], (const T *)in[4],
+        (T *)out[0], (T *)out[1], (T *)out[2], (int)nrows(n->in[0]), (int)ncols(n->in[0]));
+    return 0;
+}
+
+static tt_err k_rope(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_rope_attrs *a = TT_ATTRS(n, tt_rope_attrs);
+    const int is64 = is_f64(n);
+    REF(rope_scaled, (const T *)in[0], in[1], in[2], (T *)out[0], (int)nrows(n->in[0]), a->H, a->hd, a->inverse, a->scale);
+    return 0;
+}
+
+static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
+    const int is64 = is_f64(n);
+    REF(attention_fwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (T *)out[0], (T *)out[1], a->B,
+        a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, a->window, 1.0 / sqrt((double)a->hd));
+    return 0;
+}
+
+static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
+    const int is64 = is_f64(n);
+    REF(attention_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (const T *)in[4], (const T *)in[5],
+        (const T *)in[6], (T *)out[0], (T *)out[1], (T *)out[2], a->B, a->T, a->H, a->Hk, a->hd, a->window,
+        1.0 / sqrt((double)a->hd));
+    return 0;
+}
+
+/* The attention of one (N, (H+2Hk)*hd) qkv buffer: q, k, v split out, q and
+ * k rotated, attended; the backward (bwd) rotates the q and k gradients back
+ * (the transpose of a scaled rotation is the scaled inverse rotation). */
+static tt_err attention_qkv(const tt_node *n, void *const *in, void *const *out, int bwd)
+{
+    const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
+    const int B = a->B, Tt = a->T, H = a->H, Hk = a->Hk, hd = a->hd, N = B * Tt, ld = (H + 2 * Hk) * hd;
+    const int rope = n->n_in > (bwd ? 5 : 2), is64 = is_f64(n);
+    const int32_t *pos = rope ? in[bwd ? 5 : 2] : NULL;
+    const float *freq = rope ? in[bwd ? 6 : 3] : NULL;
+    const size_t es = esize(is64);
+    const double scale = 1.0 / sqrt((double)hd), rs = a->rope_scale;
+    void *q = cols_get(in[0], N, ld, 0, H * hd, es), *k = cols_get(in[0], N, ld, H * hd, Hk * hd, es);
+    void *v = cols_get(in[0], N, ld, (H + Hk) * hd, Hk * hd, es);
+    void *dq = bwd ? tt_alloc((size_t)N * H * hd * es + 1) : NULL, *dk = bwd ? tt_alloc((size_t)N * Hk * hd * es + 1) : NULL;
+    void *dv = bwd ? tt_alloc((size_t)N * Hk * hd * es + 1) : NULL;
+    tt_err rc = 0;
+    if (!q || !k || !v || (bwd && (!dq || !dk || !dv))) rc = tt_errorf("out of memory");
+    if (!rc && rope) {
+        REF(rope_scaled, (const T *)q, pos, freq, (T *)q, N, H, hd, 0, rs);
+        REF(rope_scaled, (const T *)k, pos, freq, (T *)k, N, Hk, hd, 0, rs);
+    }
+    if (!rc && !bwd)
+        REF(attention_fwd, (const T *)q, (const T *)k, (const T *)v, in[1], (T *)out[0], (T *)out[1], B, Tt, Tt, Tt, 0,
+            H, Hk, hd, a->window, scale);
+    if (!rc && bwd) {
+        REF(attention_bwd, (const T *)q, (const T *)k, (const T *)v, in[1], (const T *)in[2], (const T *)in[3],
+            (const T *)in[4], (T *)dq, (T *)dk, (T *)dv, B, Tt, H, Hk, hd, a->window, scale);
+        if (rope) {
+            REF(rope_scaled, (const T *)dq, pos, freq, (T *)dq, N, H, hd, 1, rs);
+            REF(rope_scaled, (const T *)dk, pos, freq, (T *)dk, N, Hk, hd, 1, rs);
+        }
+        cols_put(out[0], N, ld, 0, H * hd, dq, es);
+        cols_put(out[0], N, ld, H * hd, Hk * hd, dk, es);
+        cols_put(out[0], N, ld, (H + Hk) * hd, Hk * hd, dv, es);
+    }
+    tt_free(q), tt_free(k), tt_free(v), tt_free(dq), tt_free(dk), tt_free(dv);
+    return rc;
+}
+static tt_err k_attention_qkv(const tt_node *n, void *const *in, void *const *out) { return attention_qkv(n, in, out, 0); }
+static tt_err k_attention_qkv_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    return attention_qkv(n, in, out, 1);
+}
+
+static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
+    const int start = *(const int32_t *)in[5], is64 = is_f64(n);
+    if (tt_attention_kv_check(n, start)) return -1;
+    const size_t row = (size_t)a->Hk * a->hd * esize(is64);
+    for (int b = 0; b < a->B; b++) /* append the new keys and values to the cache */
+        for (int t = 0; t < a->T; t++) {
+            const size_t src = ((size_t)b * a->T + t) * row, dst = ((size_t)b * a->Tmax + start + t) * row;
+            memcpy((char *)in[3] + dst, (const char *)in[1] + src, row);
+            memcpy((char *)in[4] + dst, (const char *)in[2] + src, row);
+        }
+    REF(attention_fwd, (const T *)in[0], (const T *)in[3], (const T *)in[4], NULL, (T *)out[0], (T *)out[1], a->B, a->T,
+        start + a->T, a->Tmax, start, a->H, a->Hk, a->hd, a->window, 1.0 / sqrt((double)a->hd));
+    return 0;
+}
+
+/* swiglu of one (N, 2F) gate/up value: its halves split out */
+static tt_err swiglu_fused(const tt_node *n, void *const *in, void *const *out, int bwd)
+{
+    const int N = (int)n->in[0]->shape[0], F = (int)n->in[0]->shape[1] / 2, is64 = is_f64(n);
+    const size_t es = esize(is64), cnt = (size_t)N * F;
+    void *a = cols_get(in[0], N, 2 * F, 0, F, es), *b = cols_get(in[0], N, 2 * F, F, F, es);
+    void *da = bwd ? tt_alloc(cnt * es + 1) : NULL, *db = bwd ? tt_alloc(cnt * es + 1) : NULL;
+    tt_err rc = 0;
+    if (!a || !b || (bwd && (!da || !db))) rc = tt_errorf("out of memory");
+    else if (!bwd) REF(swiglu_fwd, (const T *)a, (const T *)b, (T *)out[0], cnt);
+    else {
+        REF(swiglu_bwd, (const T *)a, (const T *)b, (const T *)in[1], (T *)da, (T *)db, cnt);
+        cols_put(out[0], N, 2 * F, 0, F, da, es);
+        cols_put(out[0], N, 2 * F, F, F, db, es);
+    }
+    tt_free(a), tt_free(b), tt_free(da), tt_free(db);
+    return rc;
+}
+
+static tt_err k_swiglu(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    if (n->n_in == 1) return swiglu_fused(n, in, out, 0);
+    REF(swiglu_fwd, (const T *)in[0], (const T *)in[1], (T *)out[0], numel0(n));
+    return 0;
+}
+
+static tt_err k_swiglu_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    if (n->n_in == 2) return swiglu_fused(n, in, out, 1);
+    REF(swiglu_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1], numel0(n));
+    return 0;
+}
+
+static tt_err k_gelu(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(gelu_fwd, (const T *)in[0], (T *)out[0], numel0(n));
+    return 0;
+}
+
+static tt_err k_gelu_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(gelu_bwd, (const T *)in[0], (const T *)in[1], (T *)out[0], numel0(n));
+    return 0;
+}
+
+static tt_err k_ce_linear(const tt_node *n, void *const *in, void *const *out)
+{
+    const int N = (int)nrows(n->in[0]), D = (int)ncols(n->in[0]), V = (int)n->in[1]->shape[0], is64 = is_f64(n);
+    const int ign = TT_ATTRS(n, tt_ce_attrs)->ignore_index, grads = n->n_out == 3;
+    if (tt_check_ids(in[2], N, V, ign, "target")) return -1;
+    if (grads && !(n->accumulate & 4)) memset(out[2], 0, (size_t)tt_value_numel(n->out[2]) * esize(is64));
+    void *dh = grads ? out[1] : NULL, *dW = grads ? out[2] : NULL;
+    const double scale = is64 ? *(const double *)in[3] : *(const float *)in[3];
+    const double loss = is64 ? ref_ce_linear_f64(in[0], in[1], in[2], N, D, V, ign, scale, dh, dW)
+                             : ref_ce_linear_f32(in[0], in[1], in[2], N, D, V, ign, scale, dh, dW);
+    if (is64) *(double *)out[0] = loss;
+    else *(float *)out[0] = (float)loss;
+    return 0;
+}
+
+static tt_err k_sumsq(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    double s = is64 ? ref_sumsq_f64(in[0], numel0(n)) : ref_sumsq_f32(in[0], numel0(n));
+    if (n->n_in > 1) s += n->in[1]->dtype == TT_F64 ? *(const double *)in[1] : *(const float *)in[1];
+    if (n->out[0]->dtype == TT_F64) *(double *)out[0] = s;
+    else *(float *)out[0] = (float)s;
+    return 0;
+}
+
+static tt_err k_clip_coef(const tt_node *n, void *const *in, void *const *out)
+{
+    *(float *)out[0] = (float)tt_clip_coef(*(const float *)in[0], TT_ATTRS(n, tt_clip_attrs)->max_norm);
+    return 0;
+}
+
+/* AdamW one run of constant weight decay at a time, then the gradient zeroed */
+static tt_err k_adamw(const tt_node *n, void *const *in, void *const *out)
+{
+    (void)out;
+    const tt_adamw_attrs *at = TT_ATTRS(n, tt_adamw_attrs);
+    const double *hp = in[5], clip = *(const float *)in[4]; /* lr, step */
+    const size_t cnt = numel0(n);
+    const int64_t *dr = n->n_in > 6 ? in[6] : NULL;
+    const int nd = dr ? (int)n->in[6]->shape[0] : 0, is64 = is_f64(n);
+    const size_t es = esize(is64);
+    for (size_t a = 0, r = 0; a < cnt;) {
+        const size_t r0 = r < (size_t)nd ? (size_t)dr[2 * r] : cnt, r1 = r < (size_t)nd ? (size_t)dr[2 * r + 1] : cnt;
+        const int decayed = !dr || a >= r0;
+        const size_t e = !dr ? cnt : decayed ? r1 : r0;
+        char *p = (char *)in[0] + a * es, *g = (char *)in[1] + a * es, *m = (char *)in[2] + a * es, *v = (char *)in[3] + a * es;
+        REF(adamw, (T *)p, (const T *)g, (T *)m, (T *)v, e - a, hp[0], at->beta1, at->beta2, at->eps,
+            decayed ? at->weight_decay : 0.0, clip, (long)hp[1]);
+        a = e;
+        if (dr && decayed) r++;
+    }
+    memset(in[1], 0, cnt * es); /* the accumulator starts the next step at zero */
+    return 0;
+}
+
+static const tt_host_kernel ref_kernels[TT_OP_COUNT] = {
+    [TT_OP_EMBEDDING] = k_embedding,
+    [TT_OP_EMBEDDING_BWD] = k_embedding_bwd,
+    [TT_OP_MATMUL] = k_matmul,
+    [TT_OP_BIAS_ADD] = k_bias_add,
+    [TT_OP_BIAS_GRAD] = k_bias_grad,
+    [TT_OP_ADD] = k_add,
+    [TT_OP_RMSNORM] = k_rmsnorm,
+    [TT_OP_RMSNORM_BWD] = k_rmsnorm_bwd,
+    [TT_OP_LAYERNORM] = k_layernorm,
+    [TT_OP_LAYERNORM_BWD] = k_layernorm_bwd,
+    [TT_OP_ROPE] = k_rope,
+    [TT_OP_ATTENTION] = k_attention,
+    [TT_OP_ATTENTION_BWD] = k_attention_bwd,
+    [TT_OP_ATTENTION_KV] = k_attention_kv,
+    [TT_OP_SWIGLU] = k_swiglu,
+    [TT_OP_SWIGLU_BWD] = k_swiglu_bwd,
+    [TT_OP_GELU] = k_gelu,
+    [TT_OP_GELU_BWD] = k_gelu_bwd,
+    [TT_OP_CE_LINEAR] = k_ce_linear,
+    [TT_OP_ACCUM] = k_accum,
+    [TT_OP_SUMSQ] = k_sumsq,
+    [TT_OP_ATTENTION_QKV] = k_attention_qkv,
+    [TT_OP_ATTENTION_QKV_BWD] = k_attention_qkv_bwd,
+    [TT_OP_ADD_RMSNORM] = k_add_rmsnorm,
+    [TT_OP_ADAMW] = k_adamw,
+    [TT_OP_CLIP_COEF] = k_clip_coef,
+};
+
+/* ---- memory: handles that are not pointers --------------------------------- */
+
+/* A handle is the bitwise complement of the host address, which on x86-64
+ * (and every 64-bit host with a user/kernel split) is a kernel-half address:
+ * dereferencing one faults at once. Only this file turns it back. */
+static tt_buf *ref_alloc(size_t bytes)
+{
+    void *p = tt_alloc(bytes ? bytes : 1);
+    return p ? (tt_buf *)~(uintptr_t)p : NULL;
+}
+static void *host_of(tt_buf *b) { return (void *)~(uintptr_t)b; }
+static void ref_free(tt_buf *b)
+{
+    if (b) tt_free(host_of(b));
+}
+static void *ref_ptr(tt_mem m) { return (char *)host_of(m.buf) + m.off; }
+
+static tt_err ref_upload(tt_queue *q, tt_mem dst, const void *src, size_t bytes)
+{
+    (void)q;
+    if (bytes) memcpy(ref_ptr(dst), src, bytes);
+    return 0;
+}
+static tt_err ref_download(tt_queue *q, void *dst, tt_mem src, size_t bytes)
+{
+    (void)q;
+    if (bytes) memcpy(dst, ref_ptr(src), bytes);
+    return 0;
+}
+static tt_err ref_copy(tt_queue *q, tt_mem dst, tt_mem src, size_t bytes)
+{
+    (void)q;
+    if (bytes) memmove(ref_ptr(dst), ref_ptr(src), bytes);
+    return 0;
+}
+static tt_err ref_zero(tt_queue *q, tt_mem dst, size_t bytes)
+{
+    (void)q;
+    if (bytes) memset(ref_ptr(dst), 0, bytes);
+    return 0;
+}
+
+/* ---- bf16 nodes on fp32 copies ------------------------------------------------ */
+
+static void widen(float *dst, const uint16_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = tt_bf16_to_f32(src[i]);
+}
+static void narrow(uint16_t *dst, const float *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = tt_f32_to_bf16(src[i]);
+}
+
+/* Every bf16 input and output replaced by an fp32 copy (an output the node
+ * adds into starts as its widened contents), the fp32 kernel run, and the
+ * bf16 outputs, and inputs the op writes in place, rounded back. */
+static tt_err run_widened(const tt_node *n, void **in, void **out)
+{
+    const int total = n->n_in + n->n_out;
+    float **tmp = calloc((size_t)total + 1, sizeof *tmp);
+    void **win = calloc((size_t)total + 1, sizeof *win);
+    tt_err rc = !tmp || !win ? tt_errorf("out of memory") : 0;
+    for (int k = 0; k < total && !rc; k++) {
+        const tt_value *v = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+        void *p = k < n->n_in ? in[k] : out[k - n->n_in];
+        win[k] = p;
+        if (v->dtype != TT_BF16) continue;
+        const size_t cnt = (size_t)tt_value_numel(v);
+        if (!(tmp[k] = tt_alloc((cnt ? cnt : 1) * sizeof(float)))) rc = tt_errorf("out of memory");
+        else widen(tmp[k], p, cnt), win[k] = tmp[k];
+    }
+    if (!rc) rc = ref_kernels[n->op](n, win, win + n->n_in);
+    for (int k = 0; k < total && tmp; k++) {
+        if (!tmp[k]) continue;
+        const int is_in = k < n->n_in;
+        const tt_value *v = is_in ? n->in[k] : n->out[k - n->n_in];
+        if (!rc && (!is_in || ((tt_ops[n->op].writes_ins >> k) & 1)))
+            narrow(is_in ? in[k] : out[k - n->n_in], tmp[k], (size_t)tt_value_numel(v));
+        tt_free(tmp[k]);
+    }
+    free(tmp);
+    free(win);
+    return rc;
+}
+
+static tt_err ref_node(const tt_node *n, void *const *in, void *const *out)
+{
+    for (int k = 0; k < n->n_in + n->n_out; k++)
+        if ((k < n->n_in ? n->in[k] : n->out[k - n->n_in])->dtype == TT_BF16) return run_widened(n, (void **)in, (void **)out);
+    return ref_kernels[n->op](n, in, out);
+}
+
+static tt_err ref_run(tt_queue *q, const tt_node *n, const tt_mem *in, const tt_mem *out)
+{
+    (void)q;
+    if (n->op < 0 || n->op >= TT_OP_COUNT || !ref_kernels[n->op])
+        return tt_errorf("ref: no kernel for op %s", tt_op_name(n->op));
+    return tt_host_call(ref_node, ref_ptr, n, in, out);
+}
+
+static int ref_supports(int op, tt_dtype dt)
+{
+    return op >= 0 && op < TT_OP_COUNT && ref_kernels[op] && (dt == TT_F32 || dt == TT_BF16 || dt == TT_F64);
+}
+
+/* It runs on the host CPU, so MFU is against the CPU's peak: the figure says
+ * how far the naive kernels are from the hardware. */
+static tt_err ref_peak(double measure_seconds, tt_backend_peak *out)
+{
+    tt_peak pk;
+    memset(out, 0, sizeof *out);
+    if (measure_seconds > 0 ? tt_peak_measure(&pk, measure_seconds) || tt_peak_save(&pk) : tt_peak_get(&pk)) return -1;
+    out->gflops[TT_F32] = out->gflops[TT_F64] = pk.f32_gflops;
+    out->gflops[TT_BF16] = pk.bf16_gflops;
+    snprintf(out->device, sizeof out->device, "%.80s (%d threads; the ref kernels run on one)", pk.cpu, pk.threads);
+    snprintf(out->path, sizeof out->path, "%s", pk.path);
+    out->source = measure_seconds > 0 ? "measured" : pk.cached ? "cached" : "measured";
+    return 0;
+}
+
+/* the definitions compute in fp32 (and f64) */
+static tt_dtype ref_default_dtype(void) { return TT_F32; }
+
+const tt_backend tt_backend_ref = {
+    .name = "ref",
+    .alloc = ref_alloc,
+    .free = ref_free,
+    .queue_new = tt_host_queue_new,
+    .queue_free = tt_host_queue_free,
+    .upload = ref_upload,
+    .download = ref_download,
+    .copy = ref_copy,
+    .zero = ref_zero,
+    .run = ref_run,
+    .record = tt_host_record,
+    .wait = tt_host_wait,
+    .sync = tt_host_sync,
+    .finish = tt_host_finish,
+    .supports = ref_supports,
+    .peak = ref_peak,
+    .default_dtype = ref_default_dtype,
+};

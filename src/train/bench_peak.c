@@ -1,0 +1,15 @@
+/* bench_peak.c — `titan bench peak`: a backend measures its device's peak
+ * FLOP/s per dtype now and caches it for MFU. */
+#include "train/run.h"
+
+tt_err tt_bench_peak(const char *backend, double seconds, FILE *out)
+{
+    const tt_backend *be = tt_backend_get(backend);
+    tt_backend_peak pk;
+    if (!be || be->peak(seconds, &pk)) return -1;
+    fprintf(out, "backend  %s\ndevice   %s\npath     %s\nfp32     %.1f GFLOP/s\n", be->name, pk.device, pk.path,
+            pk.gflops[TT_F32]);
+    if (pk.gflops[TT_BF16] > 0) fprintf(out, "bf16     %.1f GFLOP/s\n", pk.gflops[TT_BF16]);
+    else fprintf(out, "bf16     unsupported on this device\n");
+    return 0;
+}

@@ -1,0 +1,735 @@
+/* test_backend_ops.c — every op on every registered backend, in the manner of
+ * ggml's test-backend-ops. Each case builds a small graph: the op's forward
+ * node on random inputs and, for an op with a backward rule, the nodes that
+ * rule emits for random upstream gradients (so the op table's backward rules
+ * and the backward kernels are tested together). It runs
+ *   - on each backend (cpu, ref) in each dtype the backend runs (fp32; bf16
+ *     activations with fp32 weights, as mixed precision runs them), and
+ *   - as its f64 twin (the same graph with every float f64) on ref,
+ * and every output, and every input the op writes in place, must agree with
+ * the f64 twin within the dtype's tolerance. On the small ("odd") shapes the
+ * f64 twin's backward is checked against central finite differences of its
+ * forward, so the reference itself is checked too. Typical shapes are the
+ * default job's (debugmodel: dim 128, ffn 384, 4 heads of 32, vocabulary
+ * 258, sequences of 256). At the end every op must have run on every backend.
+ *
+ * Adding an op: its op-table entry, a kernel in each backend's table, and a
+ * case here (a `case_*` function and a row in `cases`). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "graph/exec.h"
+#include "harness.h"
+#include "models/rope.h"
+
+#define MAX_VALS 64
+
+/* How the harness fills an input. */
+typedef enum {
+    F_ACT,    /* activation dtype (f32, bf16; f64 in the twin), normal * scale */
+    F_W,      /* weight dtype (f32; f64 in the twin), normal * scale */
+    F_W_POS,  /* weight dtype, |normal| * scale (AdamW's second moment) */
+    F_F32,    /* always f32, normal * scale (+ offset) */
+    F_F64,    /* always f64: the values given in `fixed` */
+    F_FREQ,   /* always f32: RoPE inverse frequencies of head dim `a` */
+    I_UNI,    /* i32 uniform in [a, b) */
+    I_TGT,    /* i32 targets in [0, a), one in five ignored (-100) */
+    I_DOC,    /* i32 document ids of a (B = a, T = b) batch */
+    I_POS,    /* i32 positions restarting at each document of a (B = a, T = b) batch */
+    I_FIXED,  /* i32 / i64: the values given in `fixed` */
+} fill_kind;
+
+typedef struct {
+    fill_kind kind;
+    double scale, offset;
+    int a, b;
+    const double *fixed;
+} fill;
+
+/* One graph being built: the harness context every case writes through. */
+typedef struct {
+    tt_graph *g;
+    tt_dtype act, w;            /* the dtypes of activations and of weights */
+    tt_value *in[MAX_VALS];     /* inputs in creation order */
+    fill spec[MAX_VALS];
+    int n_in;
+    tt_node *fwd;               /* the node under test */
+    tt_value *gin[16];          /* gradients its backward rule gave, per input */
+    tt_value *dy[8];            /* the upstream gradients given, per output */
+    double tol;                 /* a case's own tolerance (0: the dtype's) */
+} hc;
+
+static tt_value *input(hc *h, const char *name, tt_dtype dt, int ndim, const int64_t *shape, fill f)
+{
+    tt_value *v = tt_graph_input(h->g, name, dt, ndim, shape);
+    if (!v || h->n_in == MAX_VALS) return NULL;
+    h->spec[h->n_in] = f;
+    h->in[h->n_in++] = v;
+    return v;
+}
+static tt_value *act_in(hc *h, const char *name, int64_t r, int64_t c, double scale)
+{
+    return input(h, name, h->act, 2, (int64_t[]){r, c}, (fill){F_ACT, scale, 0, 0, 0, NULL});
+}
+static tt_value *w_in(hc *h, const char *name, int ndim, int64_t r, int64_t c, double scale)
+{
+    return input(h, name, h->w, ndim, ndim == 1 ? (int64_t[]){r} : (int64_t[]){r, c}, (fill){F_W, scale, 0, 0, 0, NULL});
+}
+static tt_value *int_in(hc *h, const char *name, int64_t n, fill f) { return input(h, name, TT_I32, 1, &n, f); }
+
+/* The forward node under test is the graph's last node. */
+static tt_node *last(hc *h) { return h->g->n_nodes ? h->g->nodes[h->g->n_nodes - 1] : NULL; }
+
+/* Mark every output of the node under test, then emit its backward for
+ * random upstream gradients of the outputs in `mask` (a loss op: the seed)
+ * and mark what it gives. */
+static void forward_and_backward(hc *h, tt_node *n, unsigned mask)
+{
+    if (!n || h->g->failed) return;
+    h->fwd = n;
+    for (int k = 0; k < n->n_out; k++) tt_graph_mark_output(h->g, n->out[k]);
+    if (!tt_ops[n->op].backward || (!mask && !(tt_ops[n->op].flags & TT_OPF_LOSS))) return;
+    tt_value *gout[8] = {0};
+    if (tt_ops[n->op].flags & TT_OPF_LOSS) gout[0] = &tt_loss_seed;
+    else
+        for (int k = 0; k < n->n_out; k++)
+            if ((mask >> k) & 1) {
+                const tt_value *o = n->out[k];
+                gout[k] = h->dy[k] = input(h, "dy", o->dtype, o->ndim, o->shape, (fill){F_ACT, 1, 0, 0, 0, NULL});
+            }
+    tt_ops[n->op].backward(h->g, n, gout, h->gin);
+    for (int k = 0; k < n->n_in; k++)
+        if (h->gin[k]) tt_graph_mark_output(h->g, h->gin[k]);
+    for (int k = 0; k < n->n_out; k++) tt_graph_mark_output(h->g, n->out[k]); /* a loss op added outputs */
+}
+
+/* Output k of node n adds into an accumulator instead (what the fold_accum
+ * pass makes of weight gradients): a value the harness fills first. */
+static void accumulate_into(hc *h, tt_node *n, int k)
+{
+    if (!n || h->g->failed) return;
+    const tt_value *o = n->out[k];
+    tt_value *acc = input(h, "acc", o->dtype, o->ndim, o->shape, (fill){F_W, 0.5, 0, 0, 0, NULL});
+    if (!acc) return;
+    n->out[k]->producer = NULL;
+    n->out[k]->is_output = 0; /* nothing makes it now */
+    for (int i = 0; i < 16; i++)
+        if (h->gin[i] == n->out[k]) h->gin[i] = acc;
+    n->out[k] = acc;
+    acc->producer = n;
+    acc->out_index = k;
+    n->accumulate |= 1u << k;
+}
+
+/* ---- the cases ---------------------------------------------------------------- */
+
+typedef struct {
+    int M, N, K, ta, tb, acc;
+} mm_p;
+static void case_matmul(hc *h, const void *p)
+{
+    const mm_p *c = p;
+    tt_value *A = input(h, "A", h->act, 2, c->ta ? (int64_t[]){c->K, c->M} : (int64_t[]){c->M, c->K},
+                        (fill){F_ACT, 1, 0, 0, 0, NULL});
+    /* B is a weight (fp32 beside bf16 activations), or an activation for a weight gradient */
+    tt_dtype bdt = c->acc ? h->act : h->w;
+    tt_value *B = input(h, "B", bdt, 2, c->tb ? (int64_t[]){c->N, c->K} : (int64_t[]){c->K, c->N},
+                        (fill){bdt == h->act ? F_ACT : F_W, 0.5, 0, 0, 0, NULL});
+    if (c->acc) { /* a weight gradient dW = A^T B into an fp32 accumulator */
+        tt_matmul_to(h->g, A, B, c->ta, c->tb, h->w);
+        tt_node *n = last(h);
+        accumulate_into(h, n, 0);
+        forward_and_backward(h, n, 0);
+        return;
+    }
+    tt_matmul(h->g, A, B, c->ta, c->tb);
+    forward_and_backward(h, last(h), 1);
+}
+
+typedef struct {
+    int N, D, F, group;
+} row_p;
+static void case_bias_add(hc *h, const void *p)
+{
+    const row_p *c = p;
+    tt_bias_add(h->g, act_in(h, "x", c->N, c->D, 1), w_in(h, "b", 1, c->D, 0, 1));
+    forward_and_backward(h, last(h), 1);
+}
+static void case_add(hc *h, const void *p)
+{
+    const row_p *c = p;
+    tt_add(h->g, act_in(h, "a", c->N, c->D, 1), act_in(h, "b", c->N, c->D, 1));
+    forward_and_backward(h, last(h), 1);
+}
+static void case_rmsnorm(hc *h, const void *p)
+{
+    const row_p *c = p;
+    const int G = c->group ? c->group : c->D;
+    tt_rmsnorm_groups(h->g, act_in(h, "x", c->N, c->D, 1.5), w_in(h, "w", 1, G, 0, 1), 1e-5, G);
+    forward_and_backward(h, last(h), 1);
+}
+static void case_layernorm(hc *h, const void *p)
+{
+    const row_p *c = p;
+    tt_layernorm(h->g, act_in(h, "x", c->N, c->D, 1.5), w_in(h, "w", 1, c->D, 0, 1), w_in(h, "b", 1, c->D, 0, 1), 1e-5);
+    forward_and_backward(h, last(h), 1);
+}
+static void case_add_rmsnorm(hc *h, const void *p)
+{
+    const row_p *c = p;
+    tt_add_rmsnorm(h->g, act_in(h, "x", c->N, c->D, 1), act_in(h, "d", c->N, c->D, 1), w_in(h, "w", 1, c->D, 0, 1), 1e-5,
+                   NULL);
+    forward_and_backward(h, last(h), 1 | 2); /* the sum feeds the residual stream too */
+}
+static void case_swiglu(hc *h, const void *p)
+{
+    const row_p *c = p;
+    if (c->group) tt_swiglu_fused(h->g, act_in(h, "ab", c->N, 2 * c->F, 1.5)); /* gate and up in one value */
+    else tt_swiglu(h->g, act_in(h, "a", c->N, c->F, 1.5), act_in(h, "b", c->N, c->F, 1));
+    forward_and_backward(h, last(h), 1);
+}
+static void case_gelu(hc *h, const void *p)
+{
+    const row_p *c = p;
+    tt_gelu(h->g, act_in(h, "x", c->N, c->F, 1.5));
+    forward_and_backward(h, last(h), 1);
+}
+
+typedef struct {
+    int B, T, H, hd;
+    double scale;
+} rope_p;
+static void case_rope(hc *h, const void *p)
+{
+    const rope_p *c = p;
+    const int N = c->B * c->T;
+    tt_value *x = act_in(h, "x", N, (int64_t)c->H * c->hd, 1);
+    tt_value *pos = int_in(h, "pos", N, (fill){I_POS, 0, 0, c->B, c->T, NULL});
+    tt_value *fr = input(h, "inv_freq", TT_F32, 1, (int64_t[]){c->hd / 2}, (fill){F_FREQ, 0, 0, c->hd, 0, NULL});
+    tt_rope_scaled(h->g, x, pos, fr, c->H, c->hd, c->scale);
+    forward_and_backward(h, last(h), 1);
+}
+
+typedef struct {
+    int B, T, H, Hk, hd, window, docs, rope, Tmax, start;
+} attn_p;
+static tt_value *doc_in(hc *h, const attn_p *c, int docs)
+{
+    return int_in(h, "doc", (int64_t)c->B * c->T, (fill){I_DOC, 0, docs ? 1 : 0, c->B, c->T, NULL});
+}
+static void case_attention(hc *h, const void *p)
+{
+    const attn_p *c = p;
+    const int N = c->B * c->T;
+    tt_value *q = act_in(h, "q", N, (int64_t)c->H * c->hd, 1), *k = act_in(h, "k", N, (int64_t)c->Hk * c->hd, 1);
+    tt_value *v = act_in(h, "v", N, (int64_t)c->Hk * c->hd, 1);
+    tt_attention(h->g, q, k, v, doc_in(h, c, c->docs), c->B, c->T, c->H, c->Hk, c->hd, c->window);
+    forward_and_backward(h, last(h), 1);
+}
+static void case_attention_qkv(hc *h, const void *p)
+{
+    const attn_p *c = p;
+    const int N = c->B * c->T;
+    tt_value *qkv = act_in(h, "qkv", N, (int64_t)(c->H + 2 * c->Hk) * c->hd, 1), *doc = doc_in(h, c, c->docs);
+    tt_value *pos = c->rope ? int_in(h, "pos", N, (fill){I_POS, 0, 0, c->B, c->T, NULL}) : NULL;
+    tt_value *fr = c->rope ? input(h, "inv_freq", TT_F32, 1, (int64_t[]){c->hd / 2}, (fill){F_FREQ, 0, 0, c->hd, 0, NULL})
+                           : NULL;
+    tt_attention_qkv(h->g, qkv, doc, pos, fr, 0.9, c->B, c->T, c->H, c->Hk, c->hd, c->window);
+    forward_and_backward(h, last(h), 1);
+}
+static void case_attention_kv(hc *h, const void *p)
+{
+    const attn_p *c = p;
+    const int N = c->B * c->T;
+    const int64_t cache[3] = {c->B, c->Tmax, (int64_t)c->Hk * c->hd};
+    tt_value *q = act_in(h, "q", N, (int64_t)c->H * c->hd, 1), *k = act_in(h, "k", N, (int64_t)c->Hk * c->hd, 1);
+    tt_value *v = act_in(h, "v", N, (int64_t)c->Hk * c->hd, 1);
+    tt_value *ck = input(h, "cache_k", h->act, 3, cache, (fill){F_ACT, 1, 0, 0, 0, NULL});
+    tt_value *cv = input(h, "cache_v", h->act, 3, cache, (fill){F_ACT, 1, 0, 0, 0, NULL});
+    tt_value *start = int_in(h, "start", 1, (fill){I_UNI, 0, 0, c->start, c->start + 1, NULL});
+    tt_attention_kv(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window);
+    forward_and_backward(h, last(h), 0);
+}
+
+typedef struct {
+    int N, D, V, acc;
+} emb_p;
+static void case_embedding(hc *h, const void *p)
+{
+    const emb_p *c = p;
+    tt_value *ids = int_in(h, "ids", c->N, (fill){I_UNI, 0, 0, 0, c->V, NULL});
+    tt_embedding(h->g, ids, w_in(h, "table", 2, c->V, c->D, 1));
+    tt_node *n = last(h);
+    forward_and_backward(h, n, 1);
+    if (c->acc && h->gin[1]) accumulate_into(h, h->gin[1]->producer, 0); /* the table's gradient into an accumulator */
+}
+static void case_ce_linear(hc *h, const void *p)
+{
+    const emb_p *c = p;
+    tt_value *hh = act_in(h, "h", c->N, c->D, 1), *W = w_in(h, "W", 2, c->V, c->D, 0.5);
+    tt_value *t = int_in(h, "targets", c->N, (fill){I_TGT, 0, 0, c->V, 0, NULL});
+    tt_value *scale = input(h, "scale", h->w, 1, (int64_t[]){1}, (fill){F_W, 0, 0.37, 0, 0, NULL});
+    tt_ce_linear(h->g, hh, W, t, scale, -100);
+    tt_node *n = last(h);
+    forward_and_backward(h, n, 1);
+    if (c->acc && n && n->n_out == 3) accumulate_into(h, n, 2); /* dW into the head's accumulator */
+}
+
+typedef struct {
+    int n, variant; /* accum / sumsq (variant 1: chained) / clip (variant: with clipping) / adamw (variant: decay) */
+    double max_norm;
+} opt_p;
+static void case_accum(hc *h, const void *p)
+{
+    const opt_p *c = p;
+    tt_value *acc = w_in(h, "acc", 2, c->n / 8, 8, 1), *g = act_in(h, "g", c->n / 8, 8, 1);
+    tt_accum(h->g, acc, g);
+    forward_and_backward(h, last(h), 0);
+}
+static void case_sumsq(hc *h, const void *p)
+{
+    const opt_p *c = p;
+    tt_value *prev = c->variant ? input(h, "prev", TT_F32, 1, (int64_t[]){1}, (fill){F_F32, 0, 3.5, 0, 0, NULL}) : NULL;
+    tt_sumsq(h->g, w_in(h, "g", 1, c->n, 0, 1), prev);
+    forward_and_backward(h, last(h), 0);
+}
+static void case_clip_coef(hc *h, const void *p)
+{
+    const opt_p *c = p;
+    tt_value *s = input(h, "sumsq", TT_F32, 1, (int64_t[]){1}, (fill){F_F32, 0, c->variant ? 9.0 : 0.25, 0, 0, NULL});
+    tt_clip_coef_of(h->g, s, c->max_norm);
+    forward_and_backward(h, last(h), 0);
+}
+static const double adamw_hp[2] = {1e-2, 3}, adamw_decay[4] = {10, 400, 600, 900};
+static void case_adamw(hc *h, const void *p)
+{
+    const opt_p *c = p;
+    tt_value *pp = w_in(h, "p", 1, c->n, 0, 1), *g = w_in(h, "g", 1, c->n, 0, 0.3), *m = w_in(h, "m", 1, c->n, 0, 0.1);
+    tt_value *v = input(h, "v", h->w, 1, (int64_t[]){c->n}, (fill){F_W_POS, 0.01, 0, 0, 0, NULL});
+    tt_value *clip = input(h, "clip", TT_F32, 1, (int64_t[]){1}, (fill){F_F32, 0, 0.7, 0, 0, NULL});
+    tt_value *hp = input(h, "hp", TT_F64, 1, (int64_t[]){2}, (fill){F_F64, 0, 0, 0, 0, adamw_hp});
+    tt_value *decay = c->variant ? input(h, "decay", TT_I64, 2, (int64_t[]){2, 2}, (fill){I_FIXED, 0, 0, 0, 0, adamw_decay})
+                                 : NULL;
+    tt_adamw(h->g, pp, g, m, v, clip, hp, decay, 0.9, 0.95, 1e-8, 0.1);
+    forward_and_backward(h, last(h), 0);
+}
+
+typedef struct {
+    const char *name;
+    void (*build)(hc *h, const void *p);
+    const void *p;
+    int fd;          /* check the f64 twin against finite differences (small shapes) */
+    double tol_bf16; /* 0: the default */
+} test_case;
+
+/* odd shapes: sizes that are no multiple of a vector width or a tile */
+static const mm_p mm_nn = {37, 19, 23, 0, 0, 0}, mm_nt = {37, 19, 23, 0, 1, 0}, mm_tn = {37, 19, 23, 1, 0, 0},
+                  mm_tt = {37, 19, 23, 1, 1, 0}, mm_acc = {19, 23, 37, 1, 0, 1},
+                  /* typical: the default job's q/k/v and MLP products, 2 sequences of 256 */
+                  mm_fwd = {512, 384, 128, 0, 1, 0}, mm_dx = {512, 128, 384, 0, 0, 0}, mm_dw = {384, 128, 512, 1, 0, 1};
+static const row_p row_odd = {37, 19, 19, 0}, row_typ = {512, 128, 384, 0}, row_group = {37, 64, 0, 16},
+                   row_fused = {37, 0, 19, 1}, row_fused_typ = {512, 0, 384, 1};
+static const rope_p rope_odd = {2, 7, 3, 8, 0.75}, rope_typ = {2, 256, 4, 32, 1.0};
+static const attn_p at_gqa = {2, 13, 4, 2, 8, 0, 1, 0, 0, 0}, at_win = {1, 17, 3, 1, 16, 5, 1, 0, 0, 0},
+                    at_plain = {1, 9, 1, 1, 6, 0, 0, 0, 0, 0}, at_typ = {2, 256, 4, 4, 32, 0, 0, 0, 0, 0},
+                    qkv_rope = {2, 13, 4, 2, 8, 0, 1, 1, 0, 0}, qkv_plain = {1, 11, 2, 2, 16, 4, 1, 0, 0, 0},
+                    qkv_typ = {2, 256, 4, 4, 32, 0, 0, 1, 0, 0}, kv_prefill = {1, 5, 4, 2, 8, 0, 0, 0, 16, 0},
+                    kv_decode = {2, 1, 4, 2, 16, 3, 0, 0, 12, 7};
+static const emb_p emb_odd = {37, 19, 23, 0}, emb_acc = {29, 11, 13, 1}, emb_typ = {512, 128, 258, 1},
+                   ce_odd = {13, 11, 17, 0}, ce_acc = {9, 7, 5, 1}, ce_typ = {512, 128, 258, 1};
+static const opt_p acc_odd = {104, 0, 0}, sq_odd = {1001, 0, 0}, sq_chain = {37, 1, 0}, clip_no = {1, 0, 1.0},
+                   clip_yes = {1, 1, 1.0}, clip_off = {1, 1, 0.0}, adam_all = {777, 0, 0}, adam_decay = {1000, 1, 0},
+                   adam_typ = {100003, 1, 0};
+
+static const test_case cases[] = {
+    {"matmul nn 37x19x23", case_matmul, &mm_nn, 1, 0},
+    {"matmul nt 37x19x23", case_matmul, &mm_nt, 1, 0},
+    {"matmul tn 37x19x23", case_matmul, &mm_tn, 1, 0},
+    {"matmul tt 37x19x23", case_matmul, &mm_tt, 1, 0},
+    {"matmul tn into an accumulator", case_matmul, &mm_acc, 0, 0},
+    {"matmul nt 512x384x128 (forward)", case_matmul, &mm_fwd, 0, 0},
+    {"matmul nn 512x128x384 (input gradient)", case_matmul, &mm_dx, 0, 0},
+    {"matmul tn 384x128x512 (weight gradient, accumulating)", case_matmul, &mm_dw, 0, 0},
+    {"bias_add 37x19", case_bias_add, &row_odd, 1, 0},
+    {"bias_add 512x128", case_bias_add, &row_typ, 0, 0},
+    {"add 37x19", case_add, &row_odd, 1, 0},
+    {"add 512x128", case_add, &row_typ, 0, 0},
+    {"rmsnorm 37x19", case_rmsnorm, &row_odd, 1, 0},
+    {"rmsnorm 512x128", case_rmsnorm, &row_typ, 0, 0},
+    {"rmsnorm per head 37x(4x16)", case_rmsnorm, &row_group, 1, 0},
+    {"layernorm 37x19", case_layernorm, &row_odd, 1, 0},
+    {"layernorm 512x128", case_layernorm, &row_typ, 0, 0},
+    {"add_rmsnorm 37x19", case_add_rmsnorm, &row_odd, 1, 0},
+    {"add_rmsnorm 512x128", case_add_rmsnorm, &row_typ, 0, 0},
+    {"swiglu 37x19", case_swiglu, &row_odd, 1, 0},
+    {"swiglu 512x384", case_swiglu, &row_typ, 0, 0},
+    {"swiglu fused gate/up 37x(2x19)", case_swiglu, &row_fused, 1, 0},
+    {"swiglu fused gate/up 512x(2x384)", case_swiglu, &row_fused_typ, 0, 0},
+    {"gelu 37x19", case_gelu, &row_odd, 1, 0},
+    {"gelu 512x384", case_gelu, &row_typ, 0, 0},
+    {"rope 2x7 tokens, 3 heads of 8, scale 0.75", case_rope, &rope_odd, 1, 0},
+    {"rope 2x256 tokens, 4 heads of 32", case_rope, &rope_typ, 0, 0},
+    {"attention GQA 4:2, documents", case_attention, &at_gqa, 1, 0},
+    {"attention GQA 3:1, window 5, documents, hd 16", case_attention, &at_win, 1, 0},
+    {"attention one head, hd 6", case_attention, &at_plain, 1, 0},
+    {"attention 2x256, 4 heads of 32", case_attention, &at_typ, 0, 0},
+    {"attention_qkv GQA, RoPE inside, documents", case_attention_qkv, &qkv_rope, 1, 0},
+    {"attention_qkv no RoPE, window 4", case_attention_qkv, &qkv_plain, 1, 0},
+    {"attention_qkv 2x256, 4 heads of 32, RoPE", case_attention_qkv, &qkv_typ, 0, 0},
+    {"attention_kv prefill 5 of 16", case_attention_kv, &kv_prefill, 0, 0},
+    {"attention_kv decode at 7 of 12, window 3", case_attention_kv, &kv_decode, 0, 0},
+    {"embedding 37 ids, 23x19 table", case_embedding, &emb_odd, 1, 0},
+    {"embedding, gradient into an accumulator", case_embedding, &emb_acc, 0, 0},
+    {"embedding 512 ids, 258x128 table", case_embedding, &emb_typ, 0, 0},
+    {"ce_linear 13x11, vocabulary 17", case_ce_linear, &ce_odd, 1, 0},
+    {"ce_linear, dW into an accumulator", case_ce_linear, &ce_acc, 0, 0},
+    {"ce_linear 512x128, vocabulary 258", case_ce_linear, &ce_typ, 0, 0},
+    {"accum 13x8", case_accum, &acc_odd, 0, 0},
+    {"sumsq 1001", case_sumsq, &sq_odd, 0, 0},
+    {"sumsq chained", case_sumsq, &sq_chain, 0, 0},
+    {"clip_coef below the norm", case_clip_coef, &clip_no, 0, 0},
+    {"clip_coef above the norm", case_clip_coef, &clip_yes, 0, 0},
+    {"clip_coef without clipping", case_clip_coef, &clip_off, 0, 0},
+    {"adamw 777", case_adamw, &adam_all, 0, 0},
+    {"adamw 1000, decay on two ranges", case_adamw, &adam_decay, 0, 0},
+    {"adamw 100003, decay on two ranges", case_adamw, &adam_typ, 0, 0},
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+/* ---- running ------------------------------------------------------------------ */
+
+static tt_dtype weight_dtype(tt_dtype act) { return act == TT_F64 ? TT_F64 : TT_F32; }
+
+static int build(hc *h, const test_case *tc, tt_dtype act)
+{
+    memset(h, 0, sizeof *h);
+    h->g = tt_graph_new();
+    h->act = act;
+    h->w = weight_dtype(act);
+    h->g->act_dtype = act;
+    tc->build(h, tc->p);
+    return h->g->failed || !h->fwd ? -1 : 0;
+}
+
+static double round_to(double x, tt_dtype dt)
+{
+    return dt == TT_BF16 ? tt_bf16_to_f32(tt_f32_to_bf16((float)x)) : dt == TT_F32 ? (float)x : x;
+}
+
+/* The host data of every input of one (case, dtype) run, in double (ints as
+ * doubles), rounded to the dtype the input has in the tested graph so both
+ * graphs see the same numbers. */
+static double **make_inputs(const hc *h, uint64_t seed)
+{
+    double **d = th_alloc((size_t)h->n_in, sizeof *d);
+    tt_rng r = {seed, 0};
+    for (int i = 0; i < h->n_in; i++) {
+        const tt_value *v = h->in[i];
+        const fill *f = &h->spec[i];
+        const int64_t n = tt_value_numel(v);
+        const int T = f->b > 0 ? f->b : 1;
+        double *x = d[i] = th_alloc((size_t)n, sizeof(double));
+        float fr[512];
+        if (f->kind == F_FREQ) tt_rope_inv_freq(&(tt_rope_params){10000.0, 0, 0, 0, 0, 0}, f->a, fr);
+        for (int64_t j = 0; j < n; j++) {
+            const int t = (int)(j % T);
+            switch (f->kind) {
+            case F_ACT:
+            case F_W:
+            case F_F32: x[j] = f->scale * tt_rng_normal(&r) + f->offset; break;
+            case F_W_POS: x[j] = f->scale * fabs(tt_rng_normal(&r)); break;
+            case F_F64:
+            case I_FIXED: x[j] = f->fixed[j]; break;
+            case F_FREQ: x[j] = fr[j]; break;
+            case I_UNI: x[j] = f->a + (double)tt_rng_below(&r, (uint64_t)(f->b - f->a)); break;
+            case I_TGT: x[j] = tt_rng_below(&r, 5) == 0 ? -100 : (double)tt_rng_below(&r, (uint64_t)f->a); break;
+            case I_DOC: /* offset 1: a new document starts at a token with probability 1/4; 0: one per row */
+                x[j] = t == 0 ? 100.0 * (double)(j / T) : x[j - 1] + (f->offset > 0 && tt_rng_below(&r, 4) == 0);
+                break;
+            case I_POS: x[j] = t == 0 || tt_rng_below(&r, 4) == 0 ? 0 : x[j - 1] + 1; break; /* restarting at documents */
+            }
+        }
+        for (int64_t j = 0; j < n; j++) x[j] = round_to(x[j], v->dtype);
+    }
+    return d;
+}
+
+static void free_inputs(double **d, int n)
+{
+    for (int i = 0; i < n; i++) free(d[i]);
+    free(d);
+}
+
+/* Host bytes of n doubles as dtype dt. */
+static void *pack(const double *x, int64_t n, tt_dtype dt)
+{
+    void *p = th_alloc((size_t)n, tt_dtype_size(dt));
+    for (int64_t j = 0; j < n; j++) switch (dt) {
+        case TT_F32: ((float *)p)[j] = (float)x[j]; break;
+        case TT_F64: ((double *)p)[j] = x[j]; break;
+        case TT_BF16: ((uint16_t *)p)[j] = tt_f32_to_bf16((float)x[j]); break;
+        case TT_I32: ((int32_t *)p)[j] = (int32_t)x[j]; break;
+        case TT_I64: ((int64_t *)p)[j] = (int64_t)x[j]; break;
+        default: break;
+        }
+    return p;
+}
+
+static double *unpack(const void *p, int64_t n, tt_dtype dt)
+{
+    double *x = th_alloc((size_t)n, sizeof *x);
+    for (int64_t j = 0; j < n; j++)
+        x[j] = dt == TT_F32    ? ((const float *)p)[j]
+               : dt == TT_F64  ? ((const double *)p)[j]
+               : dt == TT_BF16 ? tt_bf16_to_f32(((const uint16_t *)p)[j])
+               : dt == TT_I64  ? (double)((const int64_t *)p)[j]
+                               : ((const int32_t *)p)[j];
+    return x;
+}
+
+static int write_inputs(tt_exec *e, const hc *h, double *const *d)
+{
+    int rc = 0;
+    for (int i = 0; i < h->n_in && !rc; i++) {
+        const tt_value *v = h->in[i];
+        void *p = pack(d[i], tt_value_numel(v), v->dtype);
+        rc = tt_exec_write(e, v, p, tt_value_bytes(v));
+        free(p);
+    }
+    return rc;
+}
+
+/* What a run leaves to compare: each output of the graph and each input an
+ * op writes in place, as doubles, by value id (the twin graphs' ids match). */
+typedef struct {
+    double *val[4096];
+    int n_values;
+} result;
+
+static int is_result(const tt_graph *g, const tt_value *v)
+{
+    if (v->is_output) return 1;
+    for (int i = 0; i < g->n_nodes; i++) { /* written in place */
+        const tt_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] == v && ((tt_ops[n->op].writes_ins >> k) & 1)) return 1;
+    }
+    return 0;
+}
+
+static int run_graph(const hc *h, const tt_backend *be, double *const *d, result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->n_values = h->g->n_values;
+    tt_exec *e = tt_exec_new(h->g, be, NULL, TT_EXEC_GRAPH);
+    int rc = !e || write_inputs(e, h, d) || tt_exec_run(e);
+    for (int v = 0; v < h->g->n_values && !rc && v < 4096; v++) {
+        const tt_value *x = h->g->values[v];
+        if (!is_result(h->g, x)) continue;
+        void *p = th_alloc(tt_value_bytes(x) + 1, 1);
+        if (!(rc = tt_exec_read(e, x, p, tt_value_bytes(x)))) res->val[v] = unpack(p, tt_value_numel(x), x->dtype);
+        free(p);
+    }
+    tt_exec_free(e);
+    return rc;
+}
+
+static void free_result(result *r)
+{
+    for (int v = 0; v < r->n_values && v < 4096; v++) free(r->val[v]);
+}
+
+/* max |got - want| / max |want|: one number per value, whatever its scale;
+ * the same infinity on both sides (attention's -inf logsumexp) is agreement */
+static double rel_err(const double *got, const double *want, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t j = 0; j < n; j++) {
+        if (isinf(want[j]) && got[j] == want[j]) continue;
+        const double d = fabs(got[j] - want[j]);
+        if (!(d <= num)) num = d; /* NaN wins */
+        if (isfinite(want[j]) && fabs(want[j]) > den) den = fabs(want[j]);
+    }
+    return num / (den > 1e-30 ? den : 1.0);
+}
+
+static int ran[8][TT_OP_COUNT];
+static const char *const backend_names[] = {"cpu", "ref"};
+
+static int supported(const hc *h, const tt_backend *be)
+{
+    for (int i = 0; i < h->g->n_nodes; i++)
+        if (!be->supports(h->g->nodes[i]->op, tt_node_dtype(h->g->nodes[i]))) return 0;
+    return 1;
+}
+
+/* Backend be in dtype dt against the f64 twin, on the same inputs. */
+static void check_backend(const test_case *tc, int bi, tt_dtype dt, double *const *d, const hc *twin, const result *want)
+{
+    const tt_backend *be = tt_backend_get(backend_names[bi]);
+    hc h;
+    CHECK_MSG(build(&h, tc, dt) == 0 && h.g->n_values == twin->g->n_values, "%s (%s): the case did not build: %s",
+              tc->name, tt_dtype_name(dt), tt_last_error());
+    if (h.g->failed || h.g->n_values != twin->g->n_values || !supported(&h, be)) {
+        tt_graph_free(h.g);
+        return;
+    }
+    result got;
+    const int rc = run_graph(&h, be, d, &got);
+    CHECK_MSG(rc == 0, "%s on %s in %s: %s", tc->name, be->name, tt_dtype_name(dt), tt_last_error());
+    const double tol = dt == TT_BF16 ? (tc->tol_bf16 > 0 ? tc->tol_bf16 : 2e-2) : 2e-5;
+    double worst = 0;
+    for (int v = 0; !rc && v < h.g->n_values && v < 4096; v++) {
+        if (!want->val[v] || !got.val[v]) continue;
+        const double err = rel_err(got.val[v], want->val[v], tt_value_numel(h.g->values[v]));
+        char desc[96];
+        CHECK_MSG(err <= tol, "%s on %s in %s: value %d '%s' %s differs from the f64 reference by %.3g (tolerance %.3g)",
+                  tc->name, be->name, tt_dtype_name(dt), v, h.g->values[v]->name,
+                  tt_value_desc(h.g->values[v], desc, sizeof desc), err, tol);
+        if (err > worst) worst = err;
+    }
+    if (!rc)
+        for (int i = 0; i < h.g->n_nodes; i++) ran[bi][h.g->nodes[i]->op]++;
+    if (getenv("TITAN_TEST_VERBOSE"))
+        printf("  %-55s %-4s %-5s max rel err %.2e\n", tc->name, be->name, tt_dtype_name(dt), worst);
+    free_result(&got);
+    tt_graph_free(h.g);
+}
+
+/* The f64 twin's backward against central differences of its forward:
+ * L = sum over the outputs given upstream gradients of <out, dy> (a loss op:
+ * the loss), at up to 12 elements of each input that has a gradient. */
+static void check_fd(const test_case *tc, const hc *twin, double **d, const result *at)
+{
+    const tt_backend *ref = tt_backend_get("ref");
+    const tt_node *n = twin->fwd;
+    /* the upstream gradients' host data, by output */
+    const double *dy[8] = {0};
+    for (int k = 0; k < n->n_out && k < 8; k++)
+        for (int i = 0; i < twin->n_in; i++)
+            if (twin->dy[k] && twin->in[i] == twin->dy[k]) dy[k] = d[i];
+    tt_rng pick = {77, 0};
+    for (int j = 0; j < n->n_in; j++) {
+        const tt_value *x = n->in[j], *gx = twin->gin[j];
+        if (!gx || x->role != TT_ROLE_INPUT || x->dtype != TT_F64 || !at->val[gx->id]) continue;
+        int slot = -1;
+        for (int i = 0; i < twin->n_in; i++)
+            if (twin->in[i] == x) slot = i;
+        if (slot < 0) continue;
+        const int64_t cnt = tt_value_numel(x);
+        const double *an = at->val[gx->id];
+        double mag = 0, err = 0;
+        for (int64_t e = 0; e < cnt; e++) mag = fmax(mag, fabs(an[e]));
+        for (int s = 0; s < 12 && s < cnt; s++) {
+            const int64_t e = cnt <= 12 ? s : (int64_t)tt_rng_below(&pick, (uint64_t)cnt);
+            const double keep = d[slot][e], eps = 1e-6;
+            double L[2];
+            for (int sgn = 0; sgn < 2; sgn++) {
+                d[slot][e] = keep + (sgn ? -eps : eps);
+                result r;
+                if (run_graph(twin, ref, d, &r)) {
+                    CHECK_MSG(0, "%s: finite differences: %s", tc->name, tt_last_error());
+                    free_result(&r);
+                    d[slot][e] = keep;
+                    return;
+                }
+                L[sgn] = 0;
+                if (tt_ops[n->op].flags & TT_OPF_LOSS) L[sgn] = r.val[n->out[0]->id][0];
+                else
+                    for (int k = 0; k < n->n_out; k++) {
+                        if (!dy[k] || !r.val[n->out[k]->id]) continue;
+                        const double *o = r.val[n->out[k]->id];
+                        for (int64_t q = 0; q < tt_value_numel(n->out[k]); q++) L[sgn] += o[q] * dy[k][q];
+                    }
+                free_result(&r);
+            }
+            d[slot][e] = keep;
+            const double diff = fabs((L[0] - L[1]) / (2 * eps) - an[e]);
+            if (!(diff <= err)) err = diff;
+        }
+        CHECK_MSG(mag > 1e-3 && err <= 1e-6 * mag, "%s: gradient of input %d ('%s') off finite differences by %.3g "
+                                                   "(max |grad| %.3g)",
+                  tc->name, j, x->name, err, mag);
+    }
+}
+
+static void run_case(size_t ci)
+{
+    const test_case *tc = &cases[ci];
+    const tt_backend *ref = tt_backend_get("ref");
+    static const tt_dtype dts[] = {TT_F32, TT_BF16};
+    for (int di = 0; di < 2; di++) {
+        const tt_dtype dt = dts[di];
+        hc tested, twin;
+        /* the inputs as the tested dtype rounds them, shared by both graphs */
+        const int bad = build(&tested, tc, dt) | build(&twin, tc, TT_F64);
+        if (bad) {
+            CHECK_MSG(0, "%s (%s): the case did not build: %s", tc->name, tt_dtype_name(dt), tt_last_error());
+            tt_graph_free(tested.g);
+            tt_graph_free(twin.g);
+            return;
+        }
+        double **d = make_inputs(&tested, 1000 + 17 * ci + (uint64_t)di);
+        result want;
+        const int rc = run_graph(&twin, ref, d, &want);
+        CHECK_MSG(rc == 0, "%s: the f64 reference failed: %s", tc->name, tt_last_error());
+        if (!rc)
+            for (int bi = 0; bi < 2; bi++) check_backend(tc, bi, dt, d, &twin, &want);
+        if (!rc && di == 0 && tc->fd) check_fd(tc, &twin, d, &want);
+        free_result(&want);
+        free_inputs(d, tested.n_in);
+        tt_graph_free(tested.g);
+        tt_graph_free(twin.g);
+    }
+}
+
+/* AdamW's step 3 from m = 0.1, v = 0.01, g = 0.2 clipped by 0.5 (hand-computed:
+ * mhat = 0.1 / (1 - 0.9^3), vhat = 0.01 / (1 - 0.95^3), p = 0.5 - 0.01 (mhat /
+ * (sqrt(vhat) + 1e-8) + 0.1 * 0.5) = 0.48556430856999505), on each backend. */
+static void test_adamw_hand(void)
+{
+    for (int bi = 0; bi < 2; bi++) {
+        const tt_backend *be = tt_backend_get(backend_names[bi]);
+        tt_graph *g = tt_graph_new();
+        const int64_t one = 1, two = 2;
+        tt_value *v[6];
+        for (int i = 0; i < 4; i++) v[i] = tt_graph_input(g, "x", TT_F32, 1, &one);
+        v[4] = tt_graph_input(g, "clip", TT_F32, 1, &one);
+        v[5] = tt_graph_input(g, "hp", TT_F64, 1, &two);
+        tt_adamw(g, v[0], v[1], v[2], v[3], v[4], v[5], NULL, 0.9, 0.95, 1e-8, 0.1);
+        tt_exec *e = tt_exec_new(g, be, NULL, TT_EXEC_GRAPH);
+        const float pgmvc[5] = {0.5f, 0.2f, 0.1f, 0.01f, 0.5f};
+        const double hp[2] = {1e-2, 3};
+        int rc = !e;
+        for (int i = 0; i < 5 && !rc; i++) rc = tt_exec_write(e, v[i], &pgmvc[i], sizeof(float));
+        float p = 0, gr = 1;
+        if (!rc) rc = tt_exec_write(e, v[5], hp, sizeof hp) || tt_exec_run(e) || tt_exec_read(e, v[0], &p, sizeof p) ||
+                      tt_exec_read(e, v[1], &gr, sizeof gr);
+        CHECK_MSG(rc == 0, "adamw on %s: %s", be->name, tt_last_error());
+        CHECK_MSG(fabs(p - 0.48556430856999505) < 1e-6, "adamw step 3 on %s: p = %.9g", be->name, p);
+        CHECK_MSG(gr == 0, "adamw on %s: the gradient is not zeroed (%g)", be->name, gr);
+        tt_exec_free(e);
+        tt_graph_free(g);
+    }
+}
+
+int main(void)
+{
+    const double t0 = tt_now();
+    for (size_t c = 0; c < N_CASES; c++) run_case(c);
+    test_adamw_hand();
+    /* every op ran on every backend that has a kernel for it */
+    for (int bi = 0; bi < 2; bi++) {
+        const tt_backend *be = tt_backend_get(backend_names[bi]);
+        for (int op = 0; op < TT_OP_COUNT; op++) {
+            const int has = be->supports(op, TT_F32) || be->supports(op, TT_BF16);
+            CHECK_MSG(!has || ran[bi][op] > 0, "op %s never ran on backend %s: add a case", tt_op_name(op), be->name);
+            CHECK_MSG(has, "backend %s has no kernel for op %s", be->name, tt_op_name(op));
+        }
+    }
+    printf("test_backend_ops: %zu cases x {f32, bf16} x {cpu, ref} against the f64 reference, %.1f s\n", N_CASES,
+           tt_now() - t0);
+    return th_done("test_backend_ops");
+}
