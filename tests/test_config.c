@@ -63,6 +63,19 @@ static void test_defaults(void)
     CHECK(tt_config_get(&c, "lr_scheduler.decay_type", buf, sizeof buf) == 0 && !strcmp(buf, "cosine"));
     CHECK(tt_config_get(&c, "optimizer.lrr", buf, sizeof buf) != 0);
     CHECK(tt_config_get(&c, "job.dump_folder", buf, 4) != 0); /* buffer too small */
+    /* the backend: cpu by default; its default compute dtype unless the key is set */
+    CHECK(!strcmp(c.training.backend, "cpu"));
+    tt_config r;
+    tt_config_defaults(&r);
+    CHECK(tt_config_set(&r, "training.backend", "ref", "cli") == 0 && tt_config_finalize(&r) == 0);
+    CHECK(r.training.mixed_precision_param == TT_PARAM_FLOAT32); /* the reference kernels compute in fp32 */
+    tt_config_defaults(&r);
+    CHECK(tt_config_set(&r, "training.backend", "ref", "cli") == 0 &&
+          tt_config_set(&r, "training.mixed_precision_param", "bfloat16", "cli") == 0 && tt_config_finalize(&r) == 0);
+    CHECK(r.training.mixed_precision_param == TT_PARAM_BFLOAT16);
+    tt_config_defaults(&r);
+    CHECK(tt_config_set(&r, "training.backend", "tpu", "cli") == 0 && tt_config_finalize(&r) != 0 &&
+          strstr(tt_last_error(), "training.backend: unknown backend 'tpu' (available: cpu, ref)"));
 }
 
 static void test_load_and_override(void)

@@ -1,5 +1,6 @@
 /* test_graph.c — autodiff against finite differences on a composite f64
- * graph (run on the reference kernels, the ref backend), and the three
+ * graph (run on the reference kernels, the ref backend), with one loss root
+ * and with two (a main loss and a weighted auxiliary one), and the three
  * execution modes agreeing on a model's loss and gradients. */
 #include <math.h>
 #include <stdlib.h>
@@ -96,6 +97,69 @@ static void test_autodiff_fd(void)
     tt_exec_free(e);
     tt_graph_free(g);
     for (int i = 0; i < 6; i++) tt_free(w[i]);
+}
+
+/* Two loss roots: a shared trunk h = rmsnorm(x) feeds a main head (Wa,
+ * weight 1/3 per scored token) and an auxiliary head (Wb, weight 0.1 per
+ * token, on other targets), as a multi-token or auxiliary loss would. The
+ * gradient autodiff gives for the two roots must be that of their sum, and a
+ * value that is no loss op's loss is refused as a root. */
+static void test_two_losses(void)
+{
+    enum { N = 4, D = 5, V = 7 };
+    tt_rng r = {11, 0};
+    const int64_t cnt[4] = {N * D, D, V * D, V * D};
+    double *w[4];
+    for (int i = 0; i < 4; i++) w[i] = rand_buf(&r, (size_t)cnt[i], i == 1 ? 1.0 : 0.7);
+    int32_t ta[N] = {1, 6, -100, 3}, tb[N] = {0, 2, 5, 5};
+    double sa = 1.0 / 3, sb = 0.1;
+    tt_graph *g = tt_graph_new();
+    static const int64_t shapes[4][2] = {{N, D}, {D, 0}, {V, D}, {V, D}};
+    tt_value *p[4];
+    for (int i = 0; i < 4; i++) p[i] = tt_value_new(g, TT_ROLE_PARAM, TT_F64, i == 1 ? 1 : 2, shapes[i]);
+    tt_value *tga = tt_graph_input(g, "ta", TT_I32, 1, (int64_t[]){N}), *tgb = tt_graph_input(g, "tb", TT_I32, 1, (int64_t[]){N});
+    tt_value *sca = tt_graph_input(g, "sa", TT_F64, 1, (int64_t[]){1}), *scb = tt_graph_input(g, "sb", TT_F64, 1, (int64_t[]){1});
+    tt_value *h = tt_rmsnorm(g, p[0], p[1], 1e-5);
+    tt_value *loss[2] = {tt_ce_linear(g, h, p[2], tga, sca, -100), tt_ce_linear(g, h, p[3], tgb, scb, -100)};
+    for (int k = 0; k < 2; k++) tt_graph_mark_output(g, loss[k]);
+    tt_value *grads[4];
+    CHECK_MSG(tt_autodiff(g, 1, &h, 4, p, grads) != 0, "autodiff took a norm's output as a loss root");
+    CHECK_MSG(tt_autodiff(g, 2, loss, 4, p, grads) == 0, "%s", tt_last_error());
+    for (int i = 0; i < 4; i++) {
+        CHECK(grads[i] != NULL);
+        if (grads[i]) tt_graph_mark_output(g, grads[i]);
+    }
+    const tt_backend *ref = tt_backend_get("ref");
+    tt_exec *e = ref ? tt_exec_new(g, ref, NULL, TT_EXEC_DEBUG) : NULL;
+    int ok = e != NULL;
+    for (int i = 0; i < 4 && ok; i++) ok = tt_exec_write(e, p[i], w[i], (size_t)cnt[i] * sizeof(double)) == 0;
+    ok = ok && !tt_exec_write(e, tga, ta, sizeof ta) && !tt_exec_write(e, tgb, tb, sizeof tb) &&
+         !tt_exec_write(e, sca, &sa, sizeof sa) && !tt_exec_write(e, scb, &sb, sizeof sb) && !tt_exec_run(e);
+    CHECK_MSG(ok, "%s", tt_last_error());
+    double maxerr = 0;
+    for (int i = 0; i < 4 && ok; i++) {
+        double an[64], l[2][2];
+        CHECK(grads[i] && tt_exec_read(e, grads[i], an, (size_t)cnt[i] * sizeof(double)) == 0);
+        for (int64_t k = 0; k < cnt[i]; k++) {
+            const double keep = w[i][k], eps = 1e-6;
+            for (int s = 0; s < 2; s++) {
+                w[i][k] = keep + (s ? -eps : eps);
+                CHECK(!tt_exec_write(e, p[i], w[i], (size_t)cnt[i] * sizeof(double)) && !tt_exec_run(e) &&
+                      !tt_exec_read(e, loss[0], &l[s][0], sizeof(double)) &&
+                      !tt_exec_read(e, loss[1], &l[s][1], sizeof(double)));
+            }
+            w[i][k] = keep;
+            CHECK(tt_exec_write(e, p[i], w[i], (size_t)cnt[i] * sizeof(double)) == 0);
+            const double fd = (l[0][0] + l[0][1] - l[1][0] - l[1][1]) / (2 * eps);
+            maxerr = fmax(maxerr, fabs(fd - an[k]) / (1e-6 + fabs(fd)));
+            CHECK_MSG(fabs(fd - an[k]) < 1e-6 + 1e-5 * fabs(fd), "two losses, param %d [%lld]: fd %g vs autodiff %g", i,
+                      (long long)k, fd, an[k]);
+        }
+    }
+    printf("two loss roots vs finite differences of their sum: max relative error %.2e\n", maxerr);
+    tt_exec_free(e);
+    tt_graph_free(g);
+    for (int i = 0; i < 4; i++) tt_free(w[i]);
 }
 
 /* Build one llama/gpt2 train graph (loss + grads) over a fixed batch. It
@@ -239,6 +303,7 @@ int main(void)
 {
     test_flops_per_token();
     test_autodiff_fd();
+    test_two_losses();
     test_modes_agree(TT_ARCH_LLAMA);
     test_modes_agree(TT_ARCH_GPT2);
     return th_done("test_graph");

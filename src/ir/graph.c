@@ -111,15 +111,16 @@ tt_value *tt_value_view(tt_graph *g, tt_value *base, size_t offset, tt_dtype dt,
 {
     if (g->failed) return NULL;
     if (!base) return tt_graph_fail(g, "view of a missing value");
-    if (base->base) {
-        offset += base->offset;
-        base = base->base;
-    }
     tt_value *v = tt_value_new(g, base->role, dt, ndim, shape);
     if (!v) return NULL;
+    /* inside the value it is made from (a view's bounds are within its root's) */
     if (offset > tt_value_bytes(base) || tt_value_bytes(v) > tt_value_bytes(base) - offset)
         return tt_graph_fail(g, "view of %zu bytes at offset %zu is outside '%s' (%zu bytes)", tt_value_bytes(v), offset,
                              base->name, tt_value_bytes(base));
+    if (base->base) { /* a view of a view is a view of the root */
+        offset += base->offset;
+        base = base->base;
+    }
     v->base = base;
     v->offset = offset;
     v->unit = base->unit;

@@ -98,8 +98,8 @@ void tt_graph_set_unit(tt_graph *g, int unit);
 
 /* New values. Shapes are given as ndim + dims. */
 tt_value *tt_value_new(tt_graph *g, tt_role role, tt_dtype dt, int ndim, const int64_t *shape);
-/* A view of base (or of base's own base when base is a view) at a byte
- * offset, with its own dtype and shape; it must lie inside the base. */
+/* A view of base at a byte offset, with its own dtype and shape; it must lie
+ * inside base. A view of a view becomes a view of the root, offsets added. */
 tt_value *tt_value_view(tt_graph *g, tt_value *base, size_t offset, tt_dtype dt, int ndim, const int64_t *shape);
 tt_value *tt_graph_input(tt_graph *g, const char *name, tt_dtype dt, int ndim, const int64_t *shape);
 /* A constant: *data receives a host buffer of its size to fill now. */

@@ -1,7 +1,8 @@
 /* vmath.h — an exp that vectorises: plain arithmetic and integer bit moves
  * only, so `#pragma omp simd` loops over it become AVX-512 / AVX2 code
  * (libm's expf does not vectorise without -fno-math-errno style flags).
- * Relative error below 2e-7 on the range softmax uses; exp(-inf) = 0. */
+ * Relative error below 2e-7 on the range softmax uses; exp(-inf) = 0;
+ * exp(NaN) = NaN. */
 #ifndef TT_VMATH_H
 #define TT_VMATH_H
 
@@ -25,7 +26,11 @@ static inline float tt_expf(float x)
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t e = ((int32_t)n + 127) << 23;
+    /* n is in [-126, 128] here, or NaN when x is (converting NaN to an integer
+     * is undefined behaviour): then the exponent is taken as 0 and p carries
+     * the NaN out */
+    const int32_t ni = n == n ? (int32_t)n : 0;
+    const uint32_t e = (uint32_t)(ni + 127) << 23;
     float scale;
     memcpy(&scale, &e, 4);
     return p * scale;
