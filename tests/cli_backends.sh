@@ -8,12 +8,7 @@
 # Usage: cli_backends.sh TITAN SRC
 set -u
 TITAN=$1
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check NAME CONDITION-EXIT-STATUS
-  if [ "$2" -eq 0 ]; then echo "ok   $1"; pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi
-}
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 export OMP_NUM_THREADS=2
 # the default job (built in) with two sequences a step instead of 16: the
 # reference kernels are naive loops
@@ -66,5 +61,4 @@ rc=$?
 [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "training.backend: unknown backend 'tpu' (available: cpu, ref)" "$W/bad.log"
 check "an unknown backend is refused by name" $?
 
-echo "cli_backends: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+cli_done cli_backends

@@ -3,9 +3,7 @@
 # error that names the file / key / line. Usage: cli_bad_input.sh TITAN SRC
 set -u
 TITAN=$1
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 
 # expect_error NAME PATTERN CMD...: non-zero exit < 128, stderr matches PATTERN
 expect_error() {
@@ -68,5 +66,4 @@ printf 'not a jsonl name\n' >"$W/notes.md"
 expect_error "prepare: unknown input kind" "notes.md: not a .txt, .jsonl or .jsonl.gz" "$TITAN" prepare --out "$W/p3" "$W/notes.md"
 expect_error "prepare: bad tokenizer.json" "bad.jsonl" "$TITAN" prepare --out "$W/p4" --tokenizer "$W/bad.jsonl" "$W/bad.jsonl"
 
-echo "cli_bad_input: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+cli_done cli_bad_input

@@ -12,12 +12,8 @@ set -u
 TITAN=$1
 SRC=$2
 FIX=$SRC/tests/fixtures/hf
-W=$(mktemp -d /tmp/titan_hf_finetune.XXXXXX)
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check NAME CONDITION-EXIT-STATUS
-  if [ "$2" -eq 0 ]; then echo "ok   $1"; pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi
-}
+CLI_TMP_TEMPLATE=/tmp/titan_hf_finetune.XXXXXX
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 export OMP_NUM_THREADS=2
 MODELS=(llama qwen2 gpt2)
 PROMPT="On Monday, Anna and"
@@ -169,5 +165,4 @@ else
   echo "skipped: python3 cannot import transformers, torch and tokenizers (the C-only checks above still ran)"
 fi
 
-echo "cli_hf_finetune: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+cli_done cli_hf_finetune

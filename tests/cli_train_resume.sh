@@ -6,12 +6,7 @@
 # eval, generate and plan work on the result. Usage: cli_train_resume.sh TITAN SRC
 set -u
 TITAN=$1
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-check() { # check NAME CONDITION-EXIT-STATUS
-  if [ "$2" -eq 0 ]; then echo "ok   $1"; pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi
-}
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 export OMP_NUM_THREADS=2
 # a small model and corpus so the whole file runs in well under a minute
 COMMON=(--model.dim 64 --model.n_layers 2 --model.n_heads 4 --model.n_kv_heads 2 --model.ffn_dim 192
@@ -158,5 +153,4 @@ rc=$?
 check "NaN/Inf loss stops the run naming the step" $?
 grep -E "error" "$W/nan.log" | head -n 1
 
-echo "cli_train_resume: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+cli_done cli_train_resume

@@ -1,7 +1,9 @@
 /* harness.c — the shared pieces of the test harness. */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
+#include "graph/autodiff.h"
 #include "harness.h"
 
 int th_failed, th_passed;
@@ -43,4 +45,73 @@ const char *th_shared_dir(void)
     snprintf(path, sizeof path, "%s", env ? env : TITAN_SOURCE_DIR "/../shared");
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? path : NULL;
+}
+
+th_train_graph th_train_graph_build(const tt_model *m, int B, int T)
+{
+    th_train_graph t;
+    memset(&t, 0, sizeof t);
+    t.g = tt_graph_new();
+    t.grads = th_alloc((size_t)m->n_params, sizeof *t.grads);
+    t.units = th_alloc((size_t)m->n_units, sizeof *t.units);
+    t.B = B;
+    t.T = T;
+    tt_graph *g = t.g;
+    tt_value **vals = th_alloc((size_t)m->n_params, sizeof *vals); /* the parameter views */
+    CHECK_MSG(tt_model_bind(g, m, vals, t.units) == 0, "%s", tt_last_error());
+    int64_t n = (int64_t)B * T;
+    t.ids = tt_graph_input(g, "ids", TT_I32, 1, &n);
+    t.pos = tt_graph_input(g, "pos", TT_I32, 1, &n);
+    t.doc = tt_graph_input(g, "doc", TT_I32, 1, &n);
+    tt_fwd_inputs in = {B, T, t.ids, t.pos, t.doc, NULL, NULL, NULL};
+    t.targets = tt_graph_input(g, "targets", TT_I32, 1, &n);
+    t.scale = tt_graph_input(g, "scale", TT_F32, 1, (int64_t[]){1});
+    tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
+    t.loss = tt_ce_linear(g, h, head, t.targets, t.scale, -100);
+    tt_graph_mark_output(g, t.loss);
+    t.n_fwd = g->n_nodes; /* the backward starts here */
+    CHECK_MSG(tt_autodiff(g, 1, &t.loss, m->n_params, vals, t.grads) == 0, "%s", tt_last_error());
+    for (int i = 0; i < m->n_params; i++)
+        if (t.grads[i]) tt_graph_mark_output(g, t.grads[i]);
+    free(vals);
+    return t;
+}
+
+int th_train_graph_upload(tt_exec *e, const tt_model *m, const th_train_graph *t, const float *weights,
+                          const int32_t *ids, const int32_t *targets, const int32_t *pos, const int32_t *doc,
+                          const float *scale)
+{
+    const size_t nb = (size_t)t->B * t->T * sizeof(int32_t);
+    int rc = 0;
+    for (int k = 0; k < m->n_units && !rc; k++)
+        rc = tt_exec_write(e, t->units[k], weights + m->units[k].offset, (size_t)m->units[k].numel * sizeof(float));
+    if (!rc)
+        rc = tt_exec_write(e, t->ids, ids, nb) || tt_exec_write(e, t->pos, pos, nb) || tt_exec_write(e, t->doc, doc, nb) ||
+             tt_exec_write(e, t->targets, targets, nb) || tt_exec_write(e, t->scale, scale, sizeof *scale);
+    CHECK_MSG(rc == 0, "upload: %s", tt_last_error());
+    return rc;
+}
+
+int th_train_graph_grads(tt_exec *e, const tt_model *m, const th_train_graph *t, float *grad)
+{
+    int rc = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        const tt_param *p = &m->params[i];
+        const size_t cnt = (size_t)tt_param_numel(p);
+        if (!t->grads[i]) {
+            memset(grad + p->offset, 0, cnt * sizeof(float));
+            continue;
+        }
+        const int ok = tt_exec_read(e, t->grads[i], grad + p->offset, cnt * sizeof(float)) == 0;
+        CHECK_MSG(ok, "reading the gradient of %s: %s", p->name, tt_last_error());
+        if (!ok) rc = -1;
+    }
+    return rc;
+}
+
+void th_train_graph_free(th_train_graph *t)
+{
+    free(t->grads);
+    free(t->units);
+    tt_graph_free(t->g);
 }

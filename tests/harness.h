@@ -7,6 +7,8 @@
 #include <stdio.h>
 
 #include "core/core.h"
+#include "graph/exec.h"
+#include "models/model.h"
 
 extern int th_failed, th_passed;
 #define CHECK(cond)                                                                     \
@@ -40,4 +42,33 @@ void *th_alloc(size_t n, size_t size);
 int32_t *th_doc_ids(tt_rng *r, int B, int T);
 /* Path to ../shared beside the source tree, or NULL if absent. */
 const char *th_shared_dir(void);
+
+/* A hand-built train graph of a model over a (B, T) batch: the forward, its
+ * ce_linear loss and the loss's gradient for every parameter, all marked as
+ * outputs. Tests that check the executor or a pass on a real model share it
+ * instead of going through the step graph. It binds nothing: the unit roots
+ * and the inputs get their values once an executor exists (upload below). */
+typedef struct {
+    tt_graph *g;
+    tt_value *loss;
+    tt_value **grads; /* one per parameter, NULL where the loss does not reach it */
+    tt_value **units; /* the unit roots the parameters are views of */
+    tt_value *ids, *pos, *doc, *targets, *scale; /* inputs: (B*T) i32, scale (1) f32 */
+    int n_fwd; /* the forward's node count (through the loss): a pass like tt_remat needs it */
+    int B, T;
+} th_train_graph;
+/* Build it; failures are CHECKs (the fields stay NULL where a step failed). */
+th_train_graph th_train_graph_build(const tt_model *m, int B, int T);
+/* Write the weights (unit k: the slice [units[k].offset, + numel) of the
+ * model's flat host layout) into the unit roots, then the batch into the
+ * inputs. One CHECK; returns its status (0 = ok). */
+int th_train_graph_upload(tt_exec *e, const tt_model *m, const th_train_graph *t, const float *weights,
+                          const int32_t *ids, const int32_t *targets, const int32_t *pos, const int32_t *doc,
+                          const float *scale);
+/* Download the gradients into grad (m->numel floats, the flat layout; zeros
+ * where a parameter has none). Each read is a CHECK naming the parameter;
+ * returns -1 if any failed. */
+int th_train_graph_grads(tt_exec *e, const tt_model *m, const th_train_graph *t, float *grad);
+/* Free the graph and the arrays (not the executor). */
+void th_train_graph_free(th_train_graph *t);
 #endif

@@ -4,7 +4,6 @@
  * execution modes agreeing on a model's loss and gradients. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "graph/autodiff.h"
 #include "graph/exec.h"
@@ -162,55 +161,6 @@ static void test_two_losses(void)
     for (int i = 0; i < 4; i++) tt_free(w[i]);
 }
 
-/* Build one llama/gpt2 train graph (loss + grads) over a fixed batch. It
- * binds nothing: the unit roots and the inputs are uploaded once an executor
- * exists (upload below). */
-typedef struct {
-    tt_graph *g;
-    tt_value *loss, **grads, **units;
-    tt_value *ids, *pos, *doc, *targets, *scale;
-} train_graph;
-
-static train_graph build(const tt_model *m, int B, int T)
-{
-    train_graph tgr = {tt_graph_new(), NULL, calloc((size_t)m->n_params, sizeof(tt_value *)),
-                       calloc((size_t)m->n_units, sizeof(tt_value *)), NULL, NULL, NULL, NULL, NULL};
-    tt_graph *g = tgr.g;
-    tt_value **vals = calloc((size_t)m->n_params, sizeof *vals);
-    CHECK_MSG(tt_model_bind(g, m, vals, tgr.units) == 0, "%s", tt_last_error());
-    int64_t n = (int64_t)B * T;
-    tgr.ids = tt_graph_input(g, "ids", TT_I32, 1, &n);
-    tgr.pos = tt_graph_input(g, "pos", TT_I32, 1, &n);
-    tgr.doc = tt_graph_input(g, "doc", TT_I32, 1, &n);
-    tt_fwd_inputs in = {B, T, tgr.ids, tgr.pos, tgr.doc, NULL, NULL, NULL};
-    tgr.targets = tt_graph_input(g, "targets", TT_I32, 1, &n);
-    tgr.scale = tt_graph_input(g, "scale", TT_F32, 1, (int64_t[]){1});
-    tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
-    tgr.loss = tt_ce_linear(g, h, head, tgr.targets, tgr.scale, -100);
-    tt_graph_mark_output(g, tgr.loss);
-    CHECK_MSG(tt_autodiff(g, 1, &tgr.loss, m->n_params, vals, tgr.grads) == 0, "%s", tt_last_error());
-    for (int i = 0; i < m->n_params; i++)
-        if (tgr.grads[i]) tt_graph_mark_output(g, tgr.grads[i]);
-    free(vals);
-    return tgr;
-}
-
-/* The weights (unit k: the slice [units[k].offset, + numel) of the flat host
- * buffer) and the batch into the executor's values. */
-static int upload(tt_exec *e, const tt_model *m, const float *weights, const train_graph *t, int n, const int32_t *ids,
-                  const int32_t *tg, const int32_t *pos, const int32_t *doc, const float *scale)
-{
-    const size_t nb = (size_t)n * sizeof(int32_t);
-    int rc = 0;
-    for (int k = 0; k < m->n_units && !rc; k++)
-        rc = tt_exec_write(e, t->units[k], weights + m->units[k].offset, (size_t)m->units[k].numel * sizeof(float));
-    if (!rc)
-        rc = tt_exec_write(e, t->ids, ids, nb) || tt_exec_write(e, t->pos, pos, nb) || tt_exec_write(e, t->doc, doc, nb) ||
-             tt_exec_write(e, t->targets, tg, nb) || tt_exec_write(e, t->scale, scale, sizeof *scale);
-    CHECK_MSG(rc == 0, "upload: %s", tt_last_error());
-    return rc;
-}
-
 static void test_modes_agree(tt_arch_id arch)
 {
     tt_model_cfg c = {arch, 32, 2, 4, arch == TT_ARCH_LLAMA ? 2 : 4, 8, 48, 40, 64, 1e-5, {10000, 0, 0, 0, 0, 0},
@@ -240,12 +190,12 @@ static void test_modes_agree(tt_arch_id arch)
         /* debug = the reference kernels (ref backend) with NaN/Inf checks; eager and graph on cpu */
         const tt_backend *be = tt_backend_get(modes[mode] == TT_EXEC_DEBUG ? "ref" : "cpu");
         CHECK_MSG(be != NULL, "%s", tt_last_error());
-        train_graph tgr = build(m, B, T);
+        th_train_graph tgr = th_train_graph_build(m, B, T);
         tt_exec *e = be ? tt_exec_new(tgr.g, be, NULL, modes[mode]) : NULL;
         CHECK_MSG(e != NULL, "%s", tt_last_error());
         float l = NAN;
         grad[mode] = th_alloc(m->numel, sizeof(float));
-        int ok = e && upload(e, m, w, &tgr, B * T, ids, tg, pos, doc, &scale) == 0;
+        int ok = e && th_train_graph_upload(e, m, &tgr, w, ids, tg, pos, doc, &scale) == 0;
         CHECK_MSG(ok && tt_exec_run(e) == 0, "%s", tt_last_error());
         CHECK_MSG(ok && tt_exec_read(e, tgr.loss, &l, sizeof l) == 0, "%s", tt_last_error());
         if (ok && modes[mode] == TT_EXEC_GRAPH) {
@@ -257,18 +207,9 @@ static void test_modes_agree(tt_arch_id arch)
             CHECK(l == again);
         }
         loss[mode] = l;
-        for (int i = 0; i < m->n_params && ok; i++) {
-            const tt_param *p = &m->params[i];
-            const size_t cnt = (size_t)tt_param_numel(p);
-            if (tgr.grads[i])
-                CHECK_MSG(tt_exec_read(e, tgr.grads[i], grad[mode] + p->offset, cnt * sizeof(float)) == 0, "%s: %s",
-                          p->name, tt_last_error());
-            else memset(grad[mode] + p->offset, 0, cnt * sizeof(float));
-        }
+        if (ok) th_train_graph_grads(e, m, &tgr, grad[mode]); /* each read a CHECK */
         tt_exec_free(e);
-        free(tgr.grads);
-        free(tgr.units);
-        tt_graph_free(tgr.g);
+        th_train_graph_free(&tgr);
     }
     printf("%s: loss debug %.7f eager %.7f graph %.7f, arena %zu bytes\n", tt_arch_name(arch), loss[0], loss[1],
            loss[2], arena);

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/autodiff.h"
 #include "graph/exec.h"
 #include "graph/passes/remat.h"
 #include "harness.h"
@@ -67,48 +66,18 @@ static tt_model *make_model(variant va, float **weights)
     return m;
 }
 
-/* A train graph (loss + grads as outputs) with the pass applied. It binds
- * nothing: the parameter unit roots and the inputs are uploaded once an
- * executor exists. */
+/* The harness's train graph (loss + grads as outputs) with the pass applied,
+ * and what the pass reports. */
 typedef struct {
-    tt_graph *g;
-    tt_value *loss, **grads, **units;
-    tt_value *ids, *pos, *doc, *targets, *scale;
-    int n_fwd;
+    th_train_graph t;
     tt_remat_stats st;
-} train_graph;
+} remat_graph;
 
-static train_graph build(const tt_model *m, tt_ac_mode ac)
+static remat_graph build(const tt_model *m, tt_ac_mode ac)
 {
-    train_graph tgr = {tt_graph_new(), NULL, calloc((size_t)m->n_params, sizeof(tt_value *)),
-                       calloc((size_t)m->n_units, sizeof(tt_value *)), NULL, NULL, NULL, NULL, NULL, 0, {0}};
-    tt_graph *g = tgr.g;
-    tt_value **vals = calloc((size_t)m->n_params, sizeof *vals);
-    CHECK_MSG(tt_model_bind(g, m, vals, tgr.units) == 0, "%s", tt_last_error());
-    int64_t n = (int64_t)B * T;
-    tgr.ids = tt_graph_input(g, "ids", TT_I32, 1, &n);
-    tgr.pos = tt_graph_input(g, "pos", TT_I32, 1, &n);
-    tgr.doc = tt_graph_input(g, "doc", TT_I32, 1, &n);
-    tt_fwd_inputs in = {B, T, tgr.ids, tgr.pos, tgr.doc, NULL, NULL, NULL};
-    tgr.targets = tt_graph_input(g, "targets", TT_I32, 1, &n);
-    tgr.scale = tt_graph_input(g, "scale", TT_F32, 1, (int64_t[]){1});
-    tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
-    tgr.loss = tt_ce_linear(g, h, head, tgr.targets, tgr.scale, -100);
-    tt_graph_mark_output(g, tgr.loss);
-    tgr.n_fwd = g->n_nodes;
-    CHECK_MSG(tt_autodiff(g, 1, &tgr.loss, m->n_params, vals, tgr.grads) == 0, "%s", tt_last_error());
-    for (int i = 0; i < m->n_params; i++)
-        if (tgr.grads[i]) tt_graph_mark_output(g, tgr.grads[i]);
-    CHECK_MSG(tt_remat(g, tgr.n_fwd, ac, &tgr.st) == 0, "%s", tt_last_error());
-    free(vals);
-    return tgr;
-}
-
-static void free_train_graph(train_graph *t)
-{
-    free(t->grads);
-    free(t->units);
-    tt_graph_free(t->g);
+    remat_graph r = {th_train_graph_build(m, B, T), {0}};
+    CHECK_MSG(tt_remat(r.t.g, r.t.n_fwd, ac, &r.st) == 0, "%s", tt_last_error());
+    return r;
 }
 
 /* One run's loss, flat gradients (model layout) and arena. */
@@ -119,60 +88,30 @@ typedef struct {
     int n_nodes, ok;
 } result;
 
-/* Upload the weights (each unit the slice [offset, offset + numel) of the
- * flat host buffer) and the batch into a new executor's values. */
-static int upload(tt_exec *e, const tt_model *m, const float *weights, const train_graph *t, batch *bt)
-{
-    const size_t nb = (size_t)B * T * sizeof(int32_t);
-    int rc = 0;
-    for (int k = 0; k < m->n_units && !rc; k++)
-        rc = tt_exec_write(e, t->units[k], weights + m->units[k].offset, (size_t)m->units[k].numel * sizeof(float));
-    if (!rc)
-        rc = tt_exec_write(e, t->ids, bt->ids, nb) || tt_exec_write(e, t->pos, bt->pos, nb) ||
-             tt_exec_write(e, t->doc, bt->doc, nb) || tt_exec_write(e, t->targets, bt->tg, nb) ||
-             tt_exec_write(e, t->scale, &bt->scale, sizeof bt->scale);
-    CHECK_MSG(rc == 0, "upload: %s", tt_last_error());
-    return rc;
-}
-
-/* The gradients of a run, downloaded into the model's flat layout (zeros
- * where a parameter has none). */
-static int read_grads(tt_exec *e, const tt_model *m, const train_graph *t, float *grad)
-{
-    for (int i = 0; i < m->n_params; i++) {
-        const tt_param *p = &m->params[i];
-        const size_t cnt = (size_t)tt_param_numel(p);
-        if (!t->grads[i]) memset(grad + p->offset, 0, cnt * sizeof(float));
-        else if (tt_exec_read(e, t->grads[i], grad + p->offset, cnt * sizeof(float))) {
-            CHECK_MSG(0, "reading the gradient of %s: %s", p->name, tt_last_error());
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* Graph and eager modes run on the cpu backend, debug mode on the reference
  * kernels (the ref backend) with NaN/Inf checks. */
 static result run(const tt_model *m, const float *weights, batch *bt, tt_ac_mode ac, tt_exec_mode mode,
-                  train_graph *keep)
+                  remat_graph *keep)
 {
     result res = {0, calloc(m->numel, sizeof(float)), 0, 0, 0};
-    train_graph tgr = build(m, ac);
+    remat_graph rg = build(m, ac);
+    th_train_graph *tgr = &rg.t;
     const tt_backend *be = tt_backend_get(mode == TT_EXEC_DEBUG ? "ref" : "cpu");
     CHECK_MSG(be != NULL, "%s", tt_last_error());
-    tt_exec *e = be ? tt_exec_new(tgr.g, be, NULL, mode) : NULL;
+    tt_exec *e = be ? tt_exec_new(tgr->g, be, NULL, mode) : NULL;
     CHECK_MSG(e != NULL, "%s", tt_last_error());
-    if (e && upload(e, m, weights, &tgr, bt) == 0 && tt_exec_run(e) == 0 &&
-        tt_exec_read(e, tgr.loss, &res.loss, sizeof res.loss) == 0 && read_grads(e, m, &tgr, res.grad) == 0) {
+    if (e && th_train_graph_upload(e, m, tgr, weights, bt->ids, bt->tg, bt->pos, bt->doc, &bt->scale) == 0 &&
+        tt_exec_run(e) == 0 && tt_exec_read(e, tgr->loss, &res.loss, sizeof res.loss) == 0 &&
+        th_train_graph_grads(e, m, tgr, res.grad) == 0) {
         res.ok = 1;
         res.arena = tt_exec_arena_bytes(e);
-        res.n_nodes = tgr.g->n_nodes;
+        res.n_nodes = tgr->g->n_nodes;
     } else {
         CHECK_MSG(0, "run failed: %s", tt_last_error());
     }
     tt_exec_free(e);
-    if (keep) *keep = tgr;
-    else free_train_graph(&tgr);
+    if (keep) *keep = rg;
+    else th_train_graph_free(tgr);
     return res;
 }
 
@@ -188,8 +127,9 @@ static int block_of(const tt_graph *g, const tt_node *n)
  * the block in the forward (its output); under selective also matmul and
  * attention outputs. Clones carry ".remat" scopes, sit past the forward and
  * keep the unit of the node they copy. */
-static void check_saved(const train_graph *t, const tt_model *m, tt_ac_mode ac, const char *name)
+static void check_saved(const remat_graph *r, const tt_model *m, tt_ac_mode ac, const char *name)
 {
+    const th_train_graph *t = &r->t;
     const tt_graph *g = t->g;
     int bad = 0, clones = 0, bad_unit = 0;
     /* the graph's units are the model's: blocks 1..L, embeddings and head not */
@@ -233,8 +173,8 @@ static void check_saved(const train_graph *t, const tt_model *m, tt_ac_mode ac, 
     }
     CHECK_MSG(bad == 0, "%s %s: %d reads of activations the mode does not save", name, tt_ac_mode_name(ac), bad);
     CHECK_MSG(bad_unit == 0, "%s %s: %d .remat nodes outside a block unit", name, tt_ac_mode_name(ac), bad_unit);
-    CHECK_MSG(clones == t->st.nodes, "%s %s: %d .remat nodes, the pass says %d", name, tt_ac_mode_name(ac), clones,
-              t->st.nodes);
+    CHECK_MSG(clones == r->st.nodes, "%s %s: %d .remat nodes, the pass says %d", name, tt_ac_mode_name(ac), clones,
+              r->st.nodes);
 }
 
 static int bitwise_equal(const float *a, const float *b, size_t n, size_t *where)
@@ -259,14 +199,14 @@ static void test_modes_bitwise(variant va)
     result r[3];
     tt_remat_stats st[3];
     for (int ac = 0; ac < 3; ac++) {
-        train_graph t;
+        remat_graph t;
         r[ac] = run(m, w, &bt, (tt_ac_mode)ac, TT_EXEC_GRAPH, &t);
         check_saved(&t, m, (tt_ac_mode)ac, name);
         st[ac] = t.st;
         if (ac == TT_AC_NONE) CHECK(t.st.nodes == 0 && t.st.blocks == 0 && t.st.flops == 0);
         else CHECK_MSG(t.st.blocks == m->cfg.n_layers, "%s %s: %d blocks recompute", name,
                        tt_ac_mode_name((tt_ac_mode)ac), t.st.blocks);
-        free_train_graph(&t);
+        th_train_graph_free(&t.t);
     }
     /* full recomputes the matmuls and attention too; selective only cheap ops */
     CHECK(st[2].nodes > st[1].nodes && st[1].nodes > 0);

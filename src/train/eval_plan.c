@@ -28,32 +28,31 @@ tt_err tt_eval(const tt_config *cfg, double *loss, double *ppl, long *tokens)
     return rc;
 }
 
-/* Activation bytes of one micro-step under an activation checkpointing mode,
- * from the memory plan of the step graph the run would build (the same
- * passes, the configured dtype). The graph binds no memory: planning reads
- * shapes and lifetimes, never values. */
-static tt_err plan_activations(const tt_model_cfg *mc, int B, int T, tt_dtype dt, tt_ac_mode ac, size_t *arena,
-                               size_t *naive, tt_step_graph *out)
+/* What planning one micro-step graph tells: its arena, and what the passes did. */
+typedef struct {
+    size_t arena, naive;
+    tt_fuse_stats fused;
+    int folded;
+    tt_remat_stats remat;
+} step_plan;
+
+/* One micro-step under an activation checkpointing mode, from the memory plan
+ * of the step graph the run would build (the same passes, the configured
+ * dtype). The graph binds no memory: planning reads shapes and lifetimes,
+ * never values. */
+static tt_err plan_activations(const tt_model_cfg *mc, int B, int T, tt_dtype dt, tt_ac_mode ac, step_plan *out)
 {
     tt_model *m = tt_model_new(mc);
     if (!m) return -1;
     tt_step_cfg sc = {.B = B, .T = T, .act_dtype = dt};
-    tt_err rc = tt_build_micro_graph(out, m, &sc, 1, ac);
+    tt_step_graph sg;
     tt_memplan plan;
-    if (!rc && !(rc = tt_memplan_build(out->g, &plan))) {
-        *arena = plan.arena_bytes;
-        *naive = plan.naive_bytes;
+    tt_err rc = tt_build_micro_graph(&sg, m, &sc, 1, ac);
+    if (!rc && !(rc = tt_memplan_build(sg.g, &plan))) {
+        *out = (step_plan){plan.arena_bytes, plan.naive_bytes, sg.fused, sg.folded, sg.remat};
         tt_memplan_free(&plan);
     }
-    if (!rc) { /* the caller reads the statistics, not the graph */
-        tt_step_graph keep = *out;
-        keep.units = keep.grad_units = NULL;
-        keep.g = NULL;
-        tt_graph_free(out->g);
-        free(out->units);
-        free(out->grad_units);
-        *out = keep;
-    }
+    if (!rc) tt_step_graph_free(&sg);
     tt_model_free(m);
     return rc;
 }
@@ -62,11 +61,9 @@ tt_err tt_plan_ac_arenas(const tt_config *c, const tt_model_cfg *mc, size_t aren
 {
     const tt_dtype dt = tt_config_act_dtype(c);
     for (int k = 0; k < 3; k++) {
-        size_t naive;
-        tt_step_graph sg;
-        if (plan_activations(mc, c->training.local_batch_size, c->training.seq_len, dt, (tt_ac_mode)k, &arenas[k],
-                             &naive, &sg))
-            return -1;
+        step_plan sp;
+        if (plan_activations(mc, c->training.local_batch_size, c->training.seq_len, dt, (tt_ac_mode)k, &sp)) return -1;
+        arenas[k] = sp.arena;
     }
     return 0;
 }
@@ -85,14 +82,10 @@ tt_err tt_plan(const tt_config *c, FILE *out)
     if ((unsigned)ac > TT_AC_FULL) return tt_errorf("activation_checkpoint.mode: unknown mode %d", (int)ac);
     /* every activation checkpointing mode, to show what each saves */
     const tt_dtype dt = tt_config_act_dtype(c);
-    size_t arenas[3] = {0}, naives[3] = {0};
-    tt_remat_stats rs[3];
-    tt_step_graph sg[3];
-    for (int k = 0; k < 3; k++) {
-        if (plan_activations(&mc, B, T, dt, (tt_ac_mode)k, &arenas[k], &naives[k], &sg[k])) return -1;
-        rs[k] = sg[k].remat;
-    }
-    size_t arena = arenas[ac], naive = naives[ac];
+    step_plan sp[3];
+    for (int k = 0; k < 3; k++)
+        if (plan_activations(&mc, B, T, dt, (tt_ac_mode)k, &sp[k])) return -1;
+    size_t arena = sp[ac].arena, naive = sp[ac].naive;
     double pb = 4.0 * (double)n;
     fprintf(out, "model        %s, flavor %s: dim %d, %d layers, %d heads (%d kv, head_dim %d), ffn %d, vocab %d, %s\n",
             tt_arch_name(mc.arch), c->model.flavor, mc.dim, mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim,
@@ -102,8 +95,8 @@ tt_err tt_plan(const tt_config *c, FILE *out)
             fpt * B * T, B, T);
     fprintf(out, "step graph   compute %s; fused %d qkv + RoPE into attention, %d gate/up, %d add + rmsnorm; "
                  "%d gradient accumulations folded into their matmuls\n",
-            dt == TT_BF16 ? "bf16 (fp32 master weights)" : "fp32", sg[0].fused.qkv, sg[0].fused.gate_up,
-            sg[0].fused.add_norm, sg[0].folded);
+            dt == TT_BF16 ? "bf16 (fp32 master weights)" : "fp32", sp[0].fused.qkv, sp[0].fused.gate_up,
+            sp[0].fused.add_norm, sp[0].folded);
     fprintf(out, "memory (fp32 master weights, AdamW):\n");
     fprintf(out, "  params      %10.3f GiB\n", gib(pb));
     fprintf(out, "  grads       %10.3f GiB\n", gib(pb));
@@ -114,8 +107,9 @@ tt_err tt_plan(const tt_config *c, FILE *out)
     fprintf(out, "activation checkpointing (planned arena of one micro-step; recomputation is not in MFU):\n");
     for (int k = 0; k < 3; k++)
         fprintf(out, "  %-10s %10.3f GiB (%5.1f%% of none)  %5d nodes recomputed, +%.2f%% FLOPs%s\n",
-                tt_ac_mode_name((tt_ac_mode)k), gib((double)arenas[k]),
-                arenas[0] ? 100.0 * (double)arenas[k] / (double)arenas[0] : 0.0, rs[k].nodes,
-                rs[k].graph_flops > 0 ? 100 * rs[k].flops / rs[k].graph_flops : 0.0, k == (int)ac ? "   <- configured" : "");
+                tt_ac_mode_name((tt_ac_mode)k), gib((double)sp[k].arena),
+                sp[0].arena ? 100.0 * (double)sp[k].arena / (double)sp[0].arena : 0.0, sp[k].remat.nodes,
+                sp[k].remat.graph_flops > 0 ? 100 * sp[k].remat.flops / sp[k].remat.graph_flops : 0.0,
+                k == (int)ac ? "   <- configured" : "");
     return 0;
 }

@@ -9,7 +9,6 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/simd.h"
 #include "backend/host/host.h"
-#include "backend/host/peak.h"
 
 static int64_t nrows(const tt_value *v) { return v->ndim == 1 ? 1 : v->shape[0]; }
 static int64_t ncols(const tt_value *v) { return v->shape[v->ndim - 1]; }
@@ -280,36 +279,12 @@ static tt_buf *cpu_alloc(size_t bytes) { return (tt_buf *)tt_alloc(bytes ? bytes
 static void cpu_free(tt_buf *b) { tt_free(b); }
 static void *cpu_ptr(tt_mem m) { return (char *)m.buf + m.off; }
 
-static tt_err cpu_upload(tt_queue *q, tt_mem dst, const void *src, size_t bytes)
-{
-    (void)q;
-    if (bytes) memcpy(cpu_ptr(dst), src, bytes);
-    return 0;
-}
-static tt_err cpu_download(tt_queue *q, void *dst, tt_mem src, size_t bytes)
-{
-    (void)q;
-    if (bytes) memcpy(dst, cpu_ptr(src), bytes);
-    return 0;
-}
-static tt_err cpu_copy(tt_queue *q, tt_mem dst, tt_mem src, size_t bytes)
-{
-    (void)q;
-    if (bytes) memmove(cpu_ptr(dst), cpu_ptr(src), bytes);
-    return 0;
-}
-static tt_err cpu_zero(tt_queue *q, tt_mem dst, size_t bytes)
-{
-    (void)q;
-    if (bytes) memset(cpu_ptr(dst), 0, bytes);
-    return 0;
-}
+static tt_queue *cpu_queue_new(void) { return tt_host_queue_new(cpu_ptr); }
 static tt_err cpu_run(tt_queue *q, const tt_node *n, const tt_mem *in, const tt_mem *out)
 {
-    (void)q;
     if (n->op < 0 || n->op >= TT_OP_COUNT || !cpu_kernels[n->op])
         return tt_errorf("cpu: no kernel for op %s", tt_op_name(n->op));
-    return tt_host_call(cpu_kernels[n->op], cpu_ptr, n, in, out);
+    return tt_host_call(q, cpu_kernels[n->op], n, in, out);
 }
 
 /* fp32 and bf16 activations; a KV-cache decode runs in fp32 */
@@ -320,18 +295,6 @@ static int cpu_supports(int op, tt_dtype dt)
     return dt == TT_F32 || dt == TT_BF16;
 }
 
-static tt_err cpu_peak(double measure_seconds, tt_backend_peak *out)
-{
-    tt_peak pk;
-    memset(out, 0, sizeof *out);
-    if (measure_seconds > 0 ? tt_peak_measure(&pk, measure_seconds) || tt_peak_save(&pk) : tt_peak_get(&pk)) return -1;
-    out->gflops[TT_F32] = pk.f32_gflops;
-    out->gflops[TT_BF16] = pk.bf16_gflops;
-    snprintf(out->device, sizeof out->device, "%.100s (%d threads)", pk.cpu, pk.threads);
-    snprintf(out->path, sizeof out->path, "%s", pk.path);
-    out->source = measure_seconds > 0 ? "measured" : pk.cached ? "cached" : "measured";
-    return 0;
-}
 
 /* TorchTitan's mixed precision where the CPU multiplies bf16 pairs natively */
 static tt_dtype cpu_default_dtype(void) { return tt_gemm_has_bf16_dot() ? TT_BF16 : TT_F32; }
@@ -340,18 +303,18 @@ const tt_backend tt_backend_cpu = {
     .name = "cpu",
     .alloc = cpu_alloc,
     .free = cpu_free,
-    .queue_new = tt_host_queue_new,
+    .queue_new = cpu_queue_new,
     .queue_free = tt_host_queue_free,
-    .upload = cpu_upload,
-    .download = cpu_download,
-    .copy = cpu_copy,
-    .zero = cpu_zero,
+    .upload = tt_host_upload,
+    .download = tt_host_download,
+    .copy = tt_host_copy,
+    .zero = tt_host_zero,
     .run = cpu_run,
     .record = tt_host_record,
     .wait = tt_host_wait,
     .sync = tt_host_sync,
     .finish = tt_host_finish,
     .supports = cpu_supports,
-    .peak = cpu_peak,
+    .peak = tt_host_peak,
     .default_dtype = cpu_default_dtype,
 };

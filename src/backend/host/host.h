@@ -1,7 +1,8 @@
 /* host.h — what the backends that run on the host CPU (cpu, ref) share: a
  * queue that runs each piece of work when it is enqueued (so events are
- * complete as soon as they are recorded), and calling a kernel of their
- * tables (indexed by op id) on host pointers. */
+ * complete as soon as they are recorded), the copies, and calling a kernel
+ * of their tables (indexed by op id) on host pointers. A backend gives the
+ * queue the function that turns its buffer handles into host addresses. */
 #ifndef TT_BACKEND_HOST_H
 #define TT_BACKEND_HOST_H
 #include "backend/backend.h"
@@ -9,16 +10,24 @@
 /* A kernel over host buffers: in[k] / out[k] point at n->in[k] / n->out[k]. */
 typedef tt_err (*tt_host_kernel)(const tt_node *n, void *const *in, void *const *out);
 
-/* The synchronous queue: work runs inside the call that enqueues it. */
-tt_queue *tt_host_queue_new(void);
+/* The synchronous queue: work runs inside the call that enqueues it; ptr
+ * resolves the backend's memory. */
+tt_queue *tt_host_queue_new(void *(*ptr)(tt_mem m));
 void tt_host_queue_free(tt_queue *q);
+tt_err tt_host_upload(tt_queue *q, tt_mem dst, const void *src, size_t bytes);
+tt_err tt_host_download(tt_queue *q, void *dst, tt_mem src, size_t bytes);
+tt_err tt_host_copy(tt_queue *q, tt_mem dst, tt_mem src, size_t bytes);
+tt_err tt_host_zero(tt_queue *q, tt_mem dst, size_t bytes);
 tt_event *tt_host_record(tt_queue *q);
 tt_err tt_host_wait(tt_queue *q, tt_event *e);
 tt_err tt_host_sync(tt_event *e);
 tt_err tt_host_finish(tt_queue *q);
 
-/* Resolve each tt_mem of the node with `ptr` and call the kernel. */
-tt_err tt_host_call(tt_host_kernel kernel, void *(*ptr)(tt_mem m), const tt_node *n, const tt_mem *in,
-                    const tt_mem *out);
+/* Resolve each tt_mem of the node with the queue's ptr and call the kernel. */
+tt_err tt_host_call(tt_queue *q, tt_host_kernel kernel, const tt_node *n, const tt_mem *in, const tt_mem *out);
+
+/* The host CPU's peak (backend/host/peak.c) in the interface's terms:
+ * measure_seconds 0 = cached (measured and cached the first time). */
+tt_err tt_host_peak(double measure_seconds, tt_backend_peak *out);
 
 #endif

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "backend/host/host.h"
-#include "backend/host/peak.h"
 #include "backend/ref/ref_kernels.h"
 
 /* Call the reference kernel `fn` (f64 or f32) with arguments written in terms of the element type T. */
@@ -399,30 +398,7 @@ static void ref_free(tt_buf *b)
 }
 static void *ref_ptr(tt_mem m) { return (char *)host_of(m.buf) + m.off; }
 
-static tt_err ref_upload(tt_queue *q, tt_mem dst, const void *src, size_t bytes)
-{
-    (void)q;
-    if (bytes) memcpy(ref_ptr(dst), src, bytes);
-    return 0;
-}
-static tt_err ref_download(tt_queue *q, void *dst, tt_mem src, size_t bytes)
-{
-    (void)q;
-    if (bytes) memcpy(dst, ref_ptr(src), bytes);
-    return 0;
-}
-static tt_err ref_copy(tt_queue *q, tt_mem dst, tt_mem src, size_t bytes)
-{
-    (void)q;
-    if (bytes) memmove(ref_ptr(dst), ref_ptr(src), bytes);
-    return 0;
-}
-static tt_err ref_zero(tt_queue *q, tt_mem dst, size_t bytes)
-{
-    (void)q;
-    if (bytes) memset(ref_ptr(dst), 0, bytes);
-    return 0;
-}
+static tt_queue *ref_queue_new(void) { return tt_host_queue_new(ref_ptr); }
 
 /* ---- bf16 nodes on fp32 copies ------------------------------------------------ */
 
@@ -476,10 +452,9 @@ static tt_err ref_node(const tt_node *n, void *const *in, void *const *out)
 
 static tt_err ref_run(tt_queue *q, const tt_node *n, const tt_mem *in, const tt_mem *out)
 {
-    (void)q;
     if (n->op < 0 || n->op >= TT_OP_COUNT || !ref_kernels[n->op])
         return tt_errorf("ref: no kernel for op %s", tt_op_name(n->op));
-    return tt_host_call(ref_node, ref_ptr, n, in, out);
+    return tt_host_call(q, ref_node, n, in, out);
 }
 
 static int ref_supports(int op, tt_dtype dt)
@@ -491,14 +466,10 @@ static int ref_supports(int op, tt_dtype dt)
  * how far the naive kernels are from the hardware. */
 static tt_err ref_peak(double measure_seconds, tt_backend_peak *out)
 {
-    tt_peak pk;
-    memset(out, 0, sizeof *out);
-    if (measure_seconds > 0 ? tt_peak_measure(&pk, measure_seconds) || tt_peak_save(&pk) : tt_peak_get(&pk)) return -1;
-    out->gflops[TT_F32] = out->gflops[TT_F64] = pk.f32_gflops;
-    out->gflops[TT_BF16] = pk.bf16_gflops;
-    snprintf(out->device, sizeof out->device, "%.80s (%d threads; the ref kernels run on one)", pk.cpu, pk.threads);
-    snprintf(out->path, sizeof out->path, "%s", pk.path);
-    out->source = measure_seconds > 0 ? "measured" : pk.cached ? "cached" : "measured";
+    if (tt_host_peak(measure_seconds, out)) return -1;
+    out->gflops[TT_F64] = out->gflops[TT_F32];
+    const size_t n = strlen(out->device);
+    snprintf(out->device + n, sizeof out->device - n, "; the ref kernels run on one thread");
     return 0;
 }
 
@@ -509,12 +480,12 @@ const tt_backend tt_backend_ref = {
     .name = "ref",
     .alloc = ref_alloc,
     .free = ref_free,
-    .queue_new = tt_host_queue_new,
+    .queue_new = ref_queue_new,
     .queue_free = tt_host_queue_free,
-    .upload = ref_upload,
-    .download = ref_download,
-    .copy = ref_copy,
-    .zero = ref_zero,
+    .upload = tt_host_upload,
+    .download = tt_host_download,
+    .copy = tt_host_copy,
+    .zero = tt_host_zero,
     .run = ref_run,
     .record = tt_host_record,
     .wait = tt_host_wait,
