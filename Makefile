@@ -32,6 +32,7 @@ fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTITAN_FUZZ=ON >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target $$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$$//' | tr '\n' ' ')
 	@for f in build-fuzz/fuzz_*; do \
+	  [ -f "$$f" ] && [ -x "$$f" ] || continue; \
 	  echo "== $$f ($(FUZZ_SECONDS) s)"; \
 	  mkdir -p build-fuzz/corpus/$$(basename $$f); \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus/$$(basename $$f) >build-fuzz/$$(basename $$f).log 2>&1 \

@@ -94,11 +94,16 @@ for m in "${MODELS[@]}"; do
     --validation.enable true --validation.freq 20 --training.steps 20 --training.seq_len 64 \
     --training.local_batch_size 8 --optimizer.lr 1e-2 --lr_scheduler.warmup_steps 2 --checkpoint.enable true \
     --checkpoint.last_save_in_hf true --job.dump_folder "$D/run" --metrics.log_freq 1 \
-    --metrics.peak_tflops 1 --generate.max_new_tokens 0 --training.mixed_precision_param float32 >"$D/train.log" 2>&1
+    --metrics.peak_tflops 1 --training.mixed_precision_param float32 >"$D/train.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] && grep -q "initial weights loaded from Hugging Face folder" "$D/train.log"
   check "$m: titan train starts from the HF weights and finishes 20 steps" $?
   [ $rc -eq 0 ] || tail -n 20 "$D/train.log"
+  # the closing sample (default job's generate.*: empty prompt, 200 new tokens)
+  # fits the model: GPT-2's tokenizer adds no BOS, and it has 64 positions
+  grep -q "^sample (generate.prompt" "$D/train.log" && ! grep -q "no closing sample" "$D/train.log" &&
+    { [ "$m" != gpt2 ] || grep -q "starting from the end-of-text token" "$D/train.log"; }
+  check "$m: the run ends with its sample" $?
 
   l1=$(metric "$D/run/metrics.jsonl" 1 loss) l20=$(metric "$D/run/metrics.jsonl" 20 loss)
   v20=$(metric "$D/run/metrics.jsonl" 20 val_loss)
@@ -114,7 +119,7 @@ for m in "${MODELS[@]}"; do
     --training.dataset_path "$D/data/train.bin" --training.steps 20 --training.seq_len 64 \
     --training.local_batch_size 8 --optimizer.lr 1e-2 --lr_scheduler.warmup_steps 2 --checkpoint.enable false \
     --training.mixed_precision_param bfloat16 --job.dump_folder "$D/run_bf16" --metrics.log_freq 1 \
-    --metrics.peak_tflops 1 --generate.max_new_tokens 0 >"$D/train_bf16.log" 2>&1
+    --metrics.peak_tflops 1 >"$D/train_bf16.log" 2>&1
   b1=$(metric "$D/run_bf16/metrics.jsonl" 1 loss) b20=$(metric "$D/run_bf16/metrics.jsonl" 20 loss)
   echo "     $m: bf16 loss step 1 ${b1:-?}, step 20 ${b20:-?}"
   [ -n "$b1" ] && [ -n "$b20" ] && [ -n "$l1" ] && [ -n "$l20" ] &&

@@ -174,6 +174,11 @@ static void test_errors(void)
     CHECK(load(&c, "[training]\nsteps = \"ten\"\n") != 0 && HAS("x.toml:2: training.steps: expected an integer, got a string"));
     CHECK(load(&c, "[training]\nsteps = [1]\n") != 0 && HAS("got an array"));
     CHECK(load(&c, "[training]\nsteps = 0\n") != 0 && HAS("x.toml:2: training.steps = 0 is out of range (must be >= 1)"));
+    /* past the upper bound the message names that bound, not ">= 1" */
+    CHECK(load(&c, "[training]\nsteps = 1000000000000\n") != 0 &&
+          HAS("x.toml:2: training.steps = 1000000000000 is out of range (must be <= 1000000000)"));
+    CHECK(load(&c, "[synthetic]\nseed = 10000000000000000\n") != 0 && HAS("(must be <= 9007199254740992)"));
+    CHECK(load(&c, "[model]\nvocab_size = 1000000000000\n") != 0 && HAS("(must be in [1, 16777216])"));
     CHECK(load(&c, "[optimizer]\nlr = 0.0\n") != 0 && HAS("must be > 0"));
     CHECK(load(&c, "[optimizer]\nbeta2 = 1\n") != 0 && HAS("in [0, 1)"));
     CHECK(load(&c, "[checkpoint]\nload_step = -2\n") != 0 && HAS("or -1"));

@@ -1,7 +1,8 @@
 /* test_corpus.c — the byte tokenizer and the synthetic corpus: determinism,
  * the lexicon, the document cap, the entropy gap, JSON caching, and an
  * independent parser that re-derives each document's NLL from its bytes alone
- * (and counts its derivations), which is what makes the floor trustworthy. */
+ * (and counts its derivations), which is what makes the floor trustworthy;
+ * and the floor's tokens are the loader's, at any seq_len. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "core/core.h"
 #include "harness.h"
 #include "data/corpus.h"
+#include "data/loader.h"
 #include "data/shard.h"
 #include "tokenizer/tokenizer_byte.h"
 
@@ -501,6 +503,26 @@ static void test_write_and_gap(const char *dir)
     CHECK(hist[TT_BYTE_BOS] == 0 && hist[TT_BYTE_EOS] == docs);
     tt_corpus_free(c);
     tt_shard_close(s);
+
+    /* The floor divides the documents' NLL by the tokens validation scores:
+     * whatever seq_len the loader packs (documents whole at 256; cut into
+     * pieces at 64 or 17, each piece's last target the next piece's first
+     * token), its validation pass scores exactly those tokens. */
+    const int Ts[] = {256, 64, 17};
+    for (int i = 0; i < 3; i++) {
+        tt_loader_cfg lc = {val, Ts[i], 4, 0, TT_LOADER_VAL, 0, 1};
+        tt_loader *l = tt_loader_open(&lc);
+        tt_batch *b = tt_batch_new(4, Ts[i]);
+        CHECK_MSG(l && b, "%s", tt_last_error());
+        int64_t loader_scored = 0;
+        while (l && b && tt_loader_next(l, b) == 1) loader_scored += b->n_scored;
+        CHECK_MSG(loader_scored == st.val_scored_tokens,
+                  "seq_len %d: the loader scores %lld tokens, the floor counts %lld", Ts[i], (long long)loader_scored,
+                  (long long)st.val_scored_tokens);
+        CHECK_NEAR(nll_sum / (double)loader_scored, st.floor_nats, 1e-9);
+        tt_batch_free(b);
+        tt_loader_close(l);
+    }
 }
 
 /* ---- JSON and prepare ---------------------------------------------------- */

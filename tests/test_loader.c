@@ -10,6 +10,7 @@
 #include "data/corpus.h"
 #include "data/loader.h"
 #include "data/shard.h"
+#include "tokenizer/tokenizer_byte.h"
 
 #define BOS 7
 #define VOCAB 300
@@ -48,46 +49,71 @@ static tt_loader *open_loader(const char *path, int T, int B, uint64_t seed, tt_
 }
 
 /* ---- packing -------------------------------------------------------------- */
+/* token i of document d as write_docs writes it */
+static int32_t doc_token(int d, int i) { return i == 0 ? BOS : 10 + (d * 31 + i) % (VOCAB - 10); }
+
 static void test_packing(void)
 {
     enum { T = 16 };
-    /* 40 tokens is cut into 16 + 16 + 8; 16 exactly fills a window */
-    const int lens[] = {5, 9, 3, 16, 40, 1, 7, 12, 4, 4, 4, 4, 20, 2};
+    /* 40 tokens is cut into 16 + 16 + 8; 16 exactly fills a window; 17 is one
+     * piece of 16 whose last target is the document's last token; 33 is two
+     * pieces of 16 (never a 1-token piece with nothing to score) */
+    const int lens[] = {5, 9, 3, 16, 40, 1, 7, 12, 4, 4, 4, 4, 20, 2, 17, 33, 3};
     const int nd = (int)(sizeof lens / sizeof lens[0]);
     char path[128];
     path_in(path, sizeof path, "pack.bin");
     write_docs(path, lens, nd, 2);
     tt_loader *l = open_loader(path, T, 3, 1, TT_LOADER_TRAIN, 0, 1);
     if (!l) return;
-    /* expected pieces in order, and expected windows by greedy packing */
-    int pieces[64], np = 0;
+    /* expected pieces in order: (document, first token, inputs), and expected
+     * windows by greedy packing */
+    struct {
+        int doc, off, len;
+    } pieces[64];
+    int np = 0;
     for (int d = 0; d < nd; d++)
-        for (int left = lens[d]; left > 0; left -= T) pieces[np++] = left < T ? left : T;
+        for (int off = 0; off == 0 || off + 1 < lens[d]; off += T) {
+            pieces[np].doc = d;
+            pieces[np].off = off;
+            pieces[np++].len = lens[d] - off < T ? lens[d] - off : T;
+        }
     int nwin = 0, used = T;
     for (int p = 0; p < np; p++) {
-        if (used + pieces[p] > T) nwin++, used = 0;
-        used += pieces[p];
+        if (used + pieces[p].len > T) nwin++, used = 0;
+        used += pieces[p].len;
     }
     CHECK(tt_loader_num_docs(l) == np);
     CHECK(tt_loader_num_windows(l) == nwin);
     CHECK(tt_loader_vocab_size(l) == VOCAB && tt_loader_bos_id(l) == BOS);
 
     int32_t in[T], tg[T], pos[T], doc[T];
-    int p = 0, bad_next = 0, bad_pos = 0, bad_ign = 0, bad_doc = 0, split = 0;
+    int p = 0, bad_in = 0, bad_tg = 0, bad_pos = 0, bad_ign = 0, bad_doc = 0, split = 0;
     int64_t scored_total = 0;
+    /* every token of a document after its first is a target exactly once */
+    int targeted[32][64];
+    memset(targeted, 0, sizeof targeted);
     for (int64_t w = 0; w < nwin; w++) {
         int64_t sc = tt_loader_window(l, w, in, tg, pos, doc);
         int64_t count = 0;
         int o = 0, d = 0;
         /* the window holds whole pieces, in order */
-        while (p < np && o + pieces[p] <= T) {
-            for (int j = 0; j < pieces[p]; j++) {
-                bad_pos += pos[o + j] != j;
+        while (p < np && o + pieces[p].len <= T) {
+            const int dd = pieces[p].doc, off = pieces[p].off, n = pieces[p].len;
+            for (int j = 0; j < n; j++) {
+                bad_in += in[o + j] != doc_token(dd, off + j);
+                bad_pos += pos[o + j] != j; /* a continued piece restarts at 0 */
                 bad_doc += doc[o + j] != d;
-                if (j + 1 < pieces[p]) bad_next += tg[o + j] != in[o + j + 1];
-                else bad_ign += tg[o + j] != TT_IGNORE_INDEX;
+                /* the next token of the document, read past the piece's inputs
+                 * for its last target, or ignored at the document's end */
+                if (off + j + 1 < lens[dd]) {
+                    bad_tg += tg[o + j] != doc_token(dd, off + j + 1);
+                    targeted[dd][off + j + 1]++;
+                } else {
+                    bad_ign += tg[o + j] != TT_IGNORE_INDEX;
+                }
             }
-            o += pieces[p++];
+            o += n;
+            p++;
             d++;
             /* greedy: the next piece did not fit, or this was the last */
         }
@@ -95,22 +121,35 @@ static void test_packing(void)
         for (int t = 0; t < T; t++) count += tg[t] != TT_IGNORE_INDEX;
         CHECK(count == sc);
         scored_total += sc;
-        if (p < np && o + pieces[p] <= T) split++;
+        if (p < np && o + pieces[p].len <= T) split++;
     }
     CHECK(p == np); /* every piece placed exactly once, in order */
     CHECK(tt_loader_window(l, nwin, in, tg, pos, doc) == -1 && tt_loader_window(l, -1, in, tg, pos, doc) == -1);
-    CHECK(bad_next == 0 && bad_pos == 0 && bad_ign == 0 && bad_doc == 0 && split == 0);
-    int64_t want = 0;
-    for (int q = 0; q < np; q++) want += pieces[q] - 1;
-    CHECK(scored_total == want);
+    CHECK_MSG(bad_in == 0 && bad_tg == 0 && bad_pos == 0 && bad_ign == 0 && bad_doc == 0 && split == 0,
+              "inputs %d, targets %d, positions %d, ignored %d, doc ids %d, split %d wrong", bad_in, bad_tg, bad_pos,
+              bad_ign, bad_doc, split);
+    int64_t want = 0, once = 1;
+    for (int d = 0; d < nd; d++) {
+        want += lens[d] - 1;
+        for (int i = 1; i < lens[d]; i++) once &= targeted[d][i] == 1;
+    }
+    CHECK_MSG(scored_total == want && once, "scored %lld targets, documents have %lld after their first tokens",
+              (long long)scored_total, (long long)want);
     /* a document that fits is never split: the 16-token one is one window */
     tt_loader_window(l, 2, in, tg, pos, doc);
     CHECK(in[0] == BOS && pos[15] == 15 && doc[15] == 0 && tg[15] == TT_IGNORE_INDEX);
-    /* the 40-token document: pieces of 16, 16, 8, each its own document */
+    /* the 40-token document: pieces of 16, 16, 8, each its own document and
+     * each non-final one reading 17 tokens: its last target is the next
+     * piece's first input */
+    int32_t in2[T], tg2[T], pos2[T], doc2[T];
     tt_loader_window(l, 3, in, tg, pos, doc);
-    CHECK(in[0] == BOS && pos[0] == 0 && pos[15] == 15 && tg[14] == in[15] && tg[15] == TT_IGNORE_INDEX);
-    tt_loader_window(l, 4, in, tg, pos, doc);
-    CHECK(in[0] != BOS && pos[0] == 0 && tg[15] == TT_IGNORE_INDEX);
+    tt_loader_window(l, 4, in2, tg2, pos2, doc2);
+    CHECK(in[0] == BOS && pos[0] == 0 && pos[15] == 15 && tg[14] == in[15] && tg[15] == in2[0]);
+    CHECK(in2[0] != BOS && pos2[0] == 0 && tg2[15] != TT_IGNORE_INDEX);
+    tt_loader_window(l, 5, in, tg, pos, doc);
+    CHECK(tg2[15] == in[0] && pos[0] == 0 && tg[7] == TT_IGNORE_INDEX);
+    /* the 17-token document: one window of 16 inputs, all 16 scored */
+    CHECK(tt_loader_window(l, nwin - 4, in, tg, pos, doc) == 16 && in[0] == BOS && tg[15] == doc_token(14, 16));
     tt_loader_close(l);
 
     /* a shard that does not start with BOS: the leading tokens are a document */
@@ -251,6 +290,20 @@ static void test_shuffle_and_state(void)
 }
 
 /* ---- validation pass over the built-in corpus ----------------------------- */
+/* (token, next token) pair counts: within the shard's documents, and over
+ * what a loader scores */
+#define NPAIR (TT_BYTE_VOCAB * TT_BYTE_VOCAB)
+static void shard_pairs(const char *path, int64_t *pairs)
+{
+    tt_shard *s = tt_shard_open(path);
+    CHECK_MSG(s != NULL, "%s", tt_last_error());
+    for (uint64_t i = 0; s && i + 1 < s->hdr.token_count; i++) {
+        uint32_t a = tt_shard_token(s, i), b = tt_shard_token(s, i + 1);
+        if (b != s->hdr.bos_id) pairs[a * TT_BYTE_VOCAB + b]++;
+    }
+    tt_shard_close(s);
+}
+
 static void test_val_scored(void)
 {
     char train[128], val[128];
@@ -262,41 +315,58 @@ static void test_val_scored(void)
     cfg.max_doc_tokens = 256;
     tt_corpus_stats st;
     CHECK_MSG(tt_corpus_write(&cfg, train, val, &st) == 0, "%s", tt_last_error());
-    const int T = 256, B = 8;
-    int64_t total[3] = {0, 0, 0}, padded[2] = {0, 0};
-    /* one rank, then two ranks: the pass scores every corpus token once */
-    for (int world = 1; world <= 2; world++)
-        for (int rank = 0; rank < world; rank++) {
-            tt_loader *l = open_loader(val, T, B, 0, TT_LOADER_VAL, rank, world);
-            if (!l) return;
-            tt_batch *b = tt_batch_new(B, T);
-            int64_t nb = 0, padded_rows = 0;
-            int rc;
-            while ((rc = tt_loader_next(l, b)) == 1) {
-                nb++;
-                total[world - 1 + rank] += b->n_scored;
-                for (int r = 0; r < B; r++) {
-                    int all_ignored = 1;
-                    for (int t = 0; t < T; t++) all_ignored &= b->targets[r * T + t] == TT_IGNORE_INDEX;
-                    padded_rows += all_ignored;
+    int64_t *want = calloc(2 * NPAIR, sizeof *want), *got = want ? want + NPAIR : NULL;
+    if (!want) return;
+    shard_pairs(val, want);
+    /* T = 256 holds every document whole; at 64 and 100 the long ones are cut
+     * into pieces, and still every corpus token after a BOS is scored once */
+    const int Ts[] = {256, 64, 100}, B = 8;
+    for (int ti = 0; ti < 3; ti++) {
+        const int T = Ts[ti];
+        int64_t total[3] = {0, 0, 0}, padded[2] = {0, 0};
+        memset(got, 0, NPAIR * sizeof *got);
+        /* one rank, then two ranks: the pass scores every corpus token once */
+        for (int world = 1; world <= 2; world++)
+            for (int rank = 0; rank < world; rank++) {
+                tt_loader *l = open_loader(val, T, B, 0, TT_LOADER_VAL, rank, world);
+                if (!l) goto out;
+                tt_batch *b = tt_batch_new(B, T);
+                int64_t nb = 0, padded_rows = 0;
+                int rc;
+                while ((rc = tt_loader_next(l, b)) == 1) {
+                    nb++;
+                    total[world - 1 + rank] += b->n_scored;
+                    for (int r = 0; r < B; r++) {
+                        int all_ignored = 1;
+                        for (int t = 0; t < T; t++) {
+                            const int32_t x = b->inputs[r * T + t], y = b->targets[r * T + t];
+                            all_ignored &= y == TT_IGNORE_INDEX;
+                            if (world == 1 && y != TT_IGNORE_INDEX) got[x * TT_BYTE_VOCAB + y]++;
+                        }
+                        padded_rows += all_ignored;
+                    }
                 }
+                CHECK(rc == 0 && nb == tt_loader_num_batches(l));
+                padded[world - 1] += padded_rows;
+                if (rank == world - 1) /* the last batch is topped up with fully ignored rows */
+                    CHECK(padded[world - 1] == nb * B * world - tt_loader_num_windows(l));
+                CHECK(tt_loader_next(l, b) == 0); /* stays ended */
+                tt_loader_reset(l);
+                CHECK(tt_loader_next(l, b) == 1 && tt_loader_get_state(l).cursor == B * world);
+                CHECK(tt_loader_set_state(l, (tt_loader_state){1, 0}) != 0);
+                tt_batch_free(b);
+                tt_loader_close(l);
             }
-            CHECK(rc == 0 && nb == tt_loader_num_batches(l));
-            padded[world - 1] += padded_rows;
-            if (rank == world - 1) /* the last batch is topped up with fully ignored rows */
-                CHECK(padded[world - 1] == nb * B * world - tt_loader_num_windows(l));
-            CHECK(tt_loader_next(l, b) == 0); /* stays ended */
-            tt_loader_reset(l);
-            CHECK(tt_loader_next(l, b) == 1 && tt_loader_get_state(l).cursor == B * world);
-            CHECK(tt_loader_set_state(l, (tt_loader_state){1, 0}) != 0);
-            tt_batch_free(b);
-            tt_loader_close(l);
-        }
-    CHECK_MSG(total[0] == st.val_scored_tokens, "loader scored %lld tokens, corpus %lld", (long long)total[0],
-              (long long)st.val_scored_tokens);
-    CHECK(total[1] + total[2] == st.val_scored_tokens);
-    printf("val: %lld scored tokens in the loader == corpus count %lld\n", (long long)total[0],
-           (long long)st.val_scored_tokens);
+        CHECK_MSG(total[0] == st.val_scored_tokens, "T %d: loader scored %lld tokens, corpus %lld", T,
+                  (long long)total[0], (long long)st.val_scored_tokens);
+        CHECK(total[1] + total[2] == st.val_scored_tokens);
+        /* and they are the documents' own (token, next token) pairs */
+        CHECK_MSG(!memcmp(want, got, NPAIR * sizeof *got), "T %d: scored pairs differ from the documents'", T);
+        printf("val, T %d: %lld scored tokens in the loader == corpus count %lld\n", T, (long long)total[0],
+               (long long)st.val_scored_tokens);
+    }
+out:
+    free(want);
 }
 
 /* ---- bad files --------------------------------------------------------------- */

@@ -234,6 +234,26 @@ static void test_sharded(void)
         tt_st_close(st);
     }
     free(text);
+    /* a tensor the index puts in a shard whose header lacks it, its data still
+     * there: the error names it, not only the bytes nobody claims */
+    {
+        char shard[512], idx[512];
+        snprintf(shard, sizeof shard, "%s/gap-1.safetensors", dir);
+        write_raw(shard,
+                  "{\"layer.0.a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                  "\"layer.0.c\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+                  12);
+        snprintf(idx, sizeof idx, "%s/gap.index.json", dir);
+        const char *gap_index = "{\"weight_map\": {\"layer.0.a\": \"gap-1.safetensors\", \"layer.0.b\": \"gap-1.safetensors\","
+                                " \"layer.0.c\": \"gap-1.safetensors\"}}";
+        CHECK(tt_write_file_atomic(idx, gap_index, strlen(gap_index)) == 0);
+        tt_safetensors *st = tt_st_open_dir(idx);
+        const char *msg = tt_last_error();
+        CHECK_MSG(st == NULL && strstr(msg, "gap.index.json: tensor 'layer.0.b' is missing from the header of gap-1.safetensors") &&
+                      strstr(msg, "bytes [4, 8)"),
+                  "%s", msg);
+        tt_st_close(st);
+    }
     /* an index naming a file outside the folder is refused */
     char esc[512];
     snprintf(esc, sizeof esc, "%s/esc.index.json", dir);
@@ -298,14 +318,17 @@ static void test_bad_files(void)
                "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
                12, "tensor 'b'", "overlap tensor 'a'");
+    /* data no tensor claims: a tensor missing from the header, between its neighbours */
     expect_bad("gap.safetensors",
                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
-               12, "tensor 'b'", "gap");
-    expect_bad("start.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "tensor 'a'",
-               "start at 0");
+               12, "bytes [4, 8) of the data section belong to no tensor",
+               "a tensor is missing from the header after tensor 'a' [0, 4) and before tensor 'b' [8, 12)");
+    expect_bad("start.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8,
+               "bytes [0, 4) of the data section", "missing from the header before tensor 'a' [4, 8)");
     expect_bad("tail.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8,
-               "end at byte 4", "has 8 bytes");
+               "bytes [4, 8) of the data section", "missing from the header after tensor 'a' [0, 4)");
+    expect_bad("none.safetensors", "{}      ", 4, "bytes [0, 4) of the data section", "the header, which lists none");
     expect_bad("size.safetensors",
                "{\"h.0.attn.c_attn.weight\":{\"dtype\":\"F32\",\"shape\":[10,4],\"data_offsets\":[0,100]}}", 100,
                "tensor 'h.0.attn.c_attn.weight': data_offsets [0, 100) but shape [10, 4] x F32 needs 160 bytes", NULL);

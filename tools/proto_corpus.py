@@ -7,8 +7,10 @@ compares its validation loss with the corpus's exact entropy floor.
 
 DIR holds train.bin, val.bin and corpus.json (titan's corpus prepare writes
 them). Windows are packed exactly as src/data/loader.c packs them: whole
-documents, greedily, padding at the end; attention is causal within a
-document and positions restart at each document. Needs torch and numpy.
+documents, greedily, padding at the end, a document longer than --seq cut
+into pieces of --seq inputs whose last target is the next piece's first
+token; attention is causal within a document (piece) and positions restart
+at each one. Needs torch and numpy.
 """
 import argparse
 import json
@@ -46,16 +48,18 @@ def pack_windows(toks, bos, T):
     if not starts or starts[0] != 0:
         starts = [0] + starts
     ends = starts[1:] + [len(toks)]
-    pieces = []
+    pieces = []  # (first token, end of inputs, end of the document)
     for s, e in zip(starts, ends):
-        for p in range(s, e, T):
-            pieces.append((p, min(e, p + T)))
+        p = s
+        while p == s or p + 1 < e:  # a piece starts while targets are left
+            pieces.append((p, min(e, p + T), e))
+            p += T
     windows, cur, used = [], [], 0
-    for s, e in pieces:
+    for s, e, de in pieces:
         if used + (e - s) > T:
             windows.append(cur)
             cur, used = [], 0
-        cur.append((s, e))
+        cur.append((s, e, de))
         used += e - s
     if cur:
         windows.append(cur)
@@ -66,10 +70,11 @@ def pack_windows(toks, bos, T):
     doc = np.zeros((W, T), np.int64)
     for w, win in enumerate(windows):
         o = 0
-        for d, (s, e) in enumerate(win):
+        for d, (s, e, de) in enumerate(win):
             n = e - s
             inp[w, o:o + n] = toks[s:e]
-            tgt[w, o:o + n - 1] = toks[s + 1:e]
+            # T + 1 tokens: a cut piece's last target is the next piece's first
+            tgt[w, o:o + n - (e == de)] = toks[s + 1:min(e + 1, de)]
             pos[w, o:o + n] = np.arange(n)
             doc[w, o:o + n] = d
             o += n

@@ -1,5 +1,5 @@
 /* titan.c — the command-line interface: a thin user of the public API.
- * titan train | eval | generate | plan | bench peak | help */
+ * titan train | eval | generate | plan | report | bench peak | help */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +18,10 @@ static const char *usage_text =
     "  eval       loss and perplexity of the latest checkpoint on the validation data\n"
     "  generate   generate text from the latest checkpoint: titan generate [--config F] \"prompt\"\n"
     "  plan       parameters, FLOPs per token and memory of a config, without allocating it\n"
+    "  report     an HTML page of runs' curves, plan, summary and profile: titan report RUN_DIR...\n"
     "  export     write a checkpoint as a Hugging Face model folder\n"
     "  prepare    tokenize .txt / .jsonl / .jsonl.gz files into token shards for training\n"
+    "  tokenize   text to token ids and back, one line per line: titan tokenize [--hf DIR] < text\n"
     "  bench peak measure this machine's fp32 and bf16 peak FLOP/s (cached for MFU)\n"
     "  bench step time a config's training step; --profile: per op and scope, Chrome trace\n"
     "  bench attention  time the attention kernels on a config's shapes\n"
@@ -35,7 +37,8 @@ static const char *command_help(const char *cmd)
         return "titan train [--config FILE] [--section.key value ...]\n"
                "  Trains as the recipe says. Resumes from the newest checkpoint in job.dump_folder;\n"
                "  SIGINT/SIGTERM finish the current step, save a checkpoint and exit.\n"
-               "  Writes <dump_folder>/metrics.jsonl and summary.json.\n";
+               "  Writes <dump_folder>/metrics.jsonl and summary.json, and at the start its resolved\n"
+               "  config.toml and model plan.json (titan report reads them).\n";
     if (!strcmp(cmd, "eval"))
         return "titan eval [--config FILE] [--checkpoint.load_step N] [--validation.steps N]\n"
                "  Loss and perplexity of a checkpoint on the validation set.\n";
@@ -47,17 +50,36 @@ static const char *command_help(const char *cmd)
                "  job.dump_folder, a given checkpoint, or a Hugging Face model folder (--hf).\n";
     if (!strcmp(cmd, "prepare"))
         return "titan prepare --out DIR [--tokenizer byte|tokenizer.json | --hf DIR] [--val-fraction F]\n"
-               "              [--text-field text] [--on-error fail|skip] [--seed N] [--no-progress] INPUT...\n"
-               "  Tokenizes .txt files (one document each), .jsonl and .jsonl.gz files (one document per\n"
-               "  line, in the text field), or folders of them, on all cores, into DIR/train.bin and\n"
-               "  DIR/val.bin (val-fraction of the documents, default 0.01), for training.dataset_path and\n"
-               "  validation.dataset_path. A malformed line stops with its file and line number, or with\n"
-               "  --on-error skip is reported and skipped.\n";
+               "              [--split-unit file|line] [--text-field text] [--on-error fail|skip] [--seed N]\n"
+               "              [--no-progress] INPUT...\n"
+               "  Tokenizes .txt files (one document each; with --split-unit line, one per non-empty line),\n"
+               "  .jsonl and .jsonl.gz files (one document per line, in the text field), or folders of them,\n"
+               "  on all cores, into DIR/train.bin and DIR/val.bin (val-fraction of the documents, in [0, 1),\n"
+               "  default 0.01), for training.dataset_path and validation.dataset_path. A fraction that holds\n"
+               "  out no document (one .txt file is one document) or all of them is an error. A malformed\n"
+               "  line stops with its file and line number, or with --on-error skip is reported and skipped.\n";
+    if (!strcmp(cmd, "tokenize"))
+        return "titan tokenize [--hf DIR | --tokenizer tokenizer.json] [--decode] [--no-special] [FILE...]\n"
+               "  Encodes each line of the files (or of stdin) and prints its token ids, separated by spaces,\n"
+               "  one output line per input line, with a model folder's tokenizer.json (--hf), a given\n"
+               "  tokenizer.json, or the byte tokenizer (the default). The special tokens the tokenizer adds\n"
+               "  (BOS, ...) are included unless --no-special. --decode reads lines of ids (spaces or commas\n"
+               "  between) and prints the text of each, special tokens included unless --no-special.\n"
+               "  An id outside the vocabulary, or text that is not UTF-8, stops with the file and line.\n";
     if (!strcmp(cmd, "export"))
         return "titan export [--config FILE] [--checkpoint step-N|PATH] --out DIR [--checkpoint.hf_max_shard_mb MB]\n"
                "  Writes a checkpoint (default: the newest of job.dump_folder) as a Hugging Face folder:\n"
                "  config.json, model.safetensors (sharded past checkpoint.hf_max_shard_mb),\n"
                "  generation_config.json and tokenizer.json, which transformers loads.\n";
+    if (!strcmp(cmd, "report"))
+        return "titan report RUN_DIR [RUN_DIR...] [--out FILE.html]\n"
+               "  Writes one self-contained HTML page (no scripts, nothing fetched; default\n"
+               "  RUN_DIR/report.html) of up to 10 runs' dump folders, one colour per run: plots of\n"
+               "  loss and validation loss (with the corpus floor), learning rate, gradient norm,\n"
+               "  tokens/s, MFU and memory over the logged steps (metrics.jsonl), and each run's\n"
+               "  summary.json, plan.json, config.toml and per-op profile (the newest\n"
+               "  profile_traces/iteration_N/rank0_trace.json). A run still in progress is fine;\n"
+               "  what cannot be read is skipped and listed on the page.\n";
     if (!strcmp(cmd, "plan"))
         return "titan plan [--config FILE] [--section.key value ...]\n"
                "  Parameter count, FLOPs per token and the memory of params, grads, optimizer\n"
@@ -214,7 +236,7 @@ static int cmd_bench_gemm(int argc, char **argv)
 
 static int cmd_prepare(int argc, char **argv)
 {
-    tt_prepare_opts o = {NULL, 0, NULL, "byte", "text", 0.01, 1234, 0, isatty(2)};
+    tt_prepare_opts o = {NULL, 0, NULL, "byte", "text", 0.01, 1234, 0, isatty(2), 0};
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     char tok[4200];
     if (!inputs) return fail("prepare");
@@ -229,8 +251,16 @@ static int cmd_prepare(int argc, char **argv)
         else if (!strcmp(a, "--tokenizer")) o.tokenizer = v;
         else if (!strcmp(a, "--hf")) snprintf(tok, sizeof tok, "%s/tokenizer.json", v), o.tokenizer = tok;
         else if (!strcmp(a, "--text-field")) o.text_field = v;
-        else if (!strcmp(a, "--val-fraction") && (o.val_fraction = strtod(v, &end), !*end) && o.val_fraction >= 0 &&
-                 o.val_fraction < 1) continue;
+        else if (!strcmp(a, "--val-fraction")) {
+            o.val_fraction = strtod(v, &end);
+            if (*end || end == v || !(o.val_fraction >= 0 && o.val_fraction < 1)) {
+                fprintf(stderr, "titan prepare: --val-fraction is the share of documents held out for validation, in "
+                                "[0, 1), not %s%s\n", v,
+                        !*end && o.val_fraction >= 1 ? " (1 would leave nothing to train on; 0: no validation set)" : "");
+                free(inputs);
+                return 2;
+            }
+        } else if (!strcmp(a, "--split-unit") && (!strcmp(v, "file") || !strcmp(v, "line"))) o.split_lines = !strcmp(v, "line");
         else if (!strcmp(a, "--seed") && (o.seed = strtoull(v, &end, 10), !*end)) continue;
         else if (!strcmp(a, "--on-error") && (!strcmp(v, "skip") || !strcmp(v, "fail"))) o.on_error_skip = !strcmp(v, "skip");
         else {
@@ -248,6 +278,62 @@ static int cmd_prepare(int argc, char **argv)
         rc = fail("prepare");
     }
     free(inputs);
+    return rc;
+}
+
+static int cmd_tokenize(int argc, char **argv)
+{
+    tt_tokenize_opts o = {"byte", NULL, 0, 0, 0};
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    char tok[4200];
+    int flags_done = 0, rc = 0, n_tok = 0;
+    if (!inputs) return fail("tokenize");
+    for (int i = 0; i < argc && !rc; i++) {
+        const char *a = argv[i];
+        if (flags_done || a[0] != '-' || !strcmp(a, "-")) inputs[o.n_inputs++] = a;
+        else if (!strcmp(a, "--")) flags_done = 1;
+        else if (!strcmp(a, "--decode")) o.decode = 1;
+        else if (!strcmp(a, "--no-special")) o.no_special = 1;
+        else if ((!strcmp(a, "--hf") || !strcmp(a, "--tokenizer")) && i + 1 < argc) {
+            if (!strcmp(a, "--hf")) snprintf(tok, sizeof tok, "%s/tokenizer.json", argv[++i]), o.tokenizer = tok;
+            else o.tokenizer = argv[++i];
+            n_tok++;
+        } else {
+            fprintf(stderr, "titan tokenize: %s %s (see titan tokenize --help)\n",
+                    !strcmp(a, "--hf") || !strcmp(a, "--tokenizer") ? "needs a value:" : "unknown option", a);
+            rc = 2;
+        }
+    }
+    if (!rc && n_tok > 1) {
+        fprintf(stderr, "titan tokenize: give one tokenizer (--hf DIR or --tokenizer FILE)\n");
+        rc = 2;
+    }
+    o.inputs = inputs;
+    if (!rc && tt_tokenize(&o, stdin, stdout)) rc = fail("tokenize");
+    free(inputs);
+    return rc;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    const char **dirs = calloc((size_t)argc + 1, sizeof *dirs), *out = NULL;
+    char def[4200];
+    int n = 0, rc = 0;
+    if (!dirs) return fail("report");
+    for (int i = 0; i < argc && !rc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (argv[i][0] == '-')
+            fprintf(stderr, "titan report: unknown option %s (see titan help report)\n", argv[i]), rc = 2;
+        else dirs[n++] = argv[i];
+    }
+    if (!rc && !n) fprintf(stderr, "titan report: give at least one run folder (see titan help report)\n"), rc = 2;
+    if (!rc && !out) { /* RUN_DIR/report.html */
+        size_t l = strlen(dirs[0]);
+        snprintf(def, sizeof def, "%s%sreport.html", dirs[0], l && dirs[0][l - 1] == '/' ? "" : "/");
+        out = def;
+    }
+    if (!rc && tt_report(dirs, n, out, stdout)) rc = fail("report");
+    free(dirs);
     return rc;
 }
 
@@ -330,6 +416,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "bench")) return cmd_bench(sub_argc, sub_argv);
     if (!strcmp(cmd, "prepare")) return cmd_prepare(sub_argc, sub_argv);
+    if (!strcmp(cmd, "report")) return cmd_report(sub_argc, sub_argv);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(sub_argc, sub_argv);
 
     /* --hf (generate), --checkpoint (generate, export) and --out (export) are
      * command flags, not config keys */

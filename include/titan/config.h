@@ -120,6 +120,8 @@ typedef struct tt_metrics_config {
     int log_freq;
     double peak_tflops; /* 0 = the value measured (and cached) by `titan bench peak` */
     bool save_jsonl;
+    bool enable_tensorboard;                 /* scalar event files for TensorBoard */
+    char save_tb_folder[TT_CONFIG_PATH_MAX]; /* their folder, relative to job.dump_folder */
 } tt_metrics_config;
 
 typedef struct tt_generate_config {

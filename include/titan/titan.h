@@ -56,7 +56,7 @@ tt_err tt_bench_gemm(const struct tt_config *cfg, const char *const *shapes, int
                      FILE *out);
 /* titan prepare: tokenize text files into train.bin / val.bin shards. */
 typedef struct {
-    const char *const *inputs; /* .txt (one document each), .jsonl, .jsonl.gz, or folders of them */
+    const char *const *inputs; /* .txt (one document each, or per line: split_lines), .jsonl, .jsonl.gz, or folders of them */
     int n_inputs;
     const char *out_dir;       /* receives train.bin and val.bin */
     const char *tokenizer;     /* "byte" or a tokenizer.json path */
@@ -65,10 +65,40 @@ typedef struct {
     uint64_t seed;             /* which documents are held out */
     int on_error_skip;         /* a malformed .jsonl line: 1 = report and skip, 0 = stop with an error */
     int progress;              /* draw a progress line on stderr */
+    int split_lines;           /* 1: each non-empty line of a .txt file is a document (--split-unit line) */
 } tt_prepare_opts;
+/* An error, and no shard written, when val_fraction > 0 holds out no document
+ * or holds out every one (too few documents: one .txt file is one document). */
 tt_err tt_prepare(const tt_prepare_opts *opts, FILE *log);
+/* titan tokenize: text to token ids and back, one output line per input line. */
+typedef struct {
+    const char *tokenizer;         /* "byte" (or NULL) or a tokenizer.json path */
+    const char *const *inputs;     /* files read line by line, in order ("-": the in stream); none: in */
+    int n_inputs;
+    int decode;                    /* 0: each line of text -> its ids separated by spaces;
+                                    * 1: each line of ids (spaces or commas between) -> its text */
+    int no_special;                /* encode: leave out the special tokens the tokenizer adds (BOS ...);
+                                    * decode: drop special tokens from the text */
+} tt_tokenize_opts;
+/* The '\n' ends a line and is not encoded; a decoded text holding '\n' spans
+ * several output lines. Each output line is flushed, so a program can drive
+ * it through pipes. Errors name the input and line: text that is not UTF-8
+ * (tokenizer.json), an id outside the vocabulary, a file that cannot be
+ * opened (all are opened before anything is written). */
+tt_err tt_tokenize(const tt_tokenize_opts *opts, FILE *in, FILE *out);
 /* Parameter count, FLOPs per token and memory estimate, allocating nothing. */
 tt_err tt_plan(const struct tt_config *cfg, FILE *out);
+/* titan report: one self-contained HTML page (inline CSS and SVG, no scripts,
+ * nothing fetched) of 1 to 10 runs' dump folders, overlaid one colour per run:
+ * plots of loss and validation loss (with the corpus floor), lr, grad norm,
+ * tokens/s, MFU and memory over steps from metrics.jsonl; each run's
+ * summary.json, plan.json and config.toml; and the per-op time of the newest
+ * profile_traces/iteration_N/rank0_trace.json. A run still in progress or
+ * without validation is fine; a malformed or oversized file (or line of
+ * metrics.jsonl) is skipped and said so, on the page and on log (NULL:
+ * quiet). An error when a folder is not a run's, or the page cannot be
+ * written (atomically) to out_path. */
+tt_err tt_report(const char *const *run_dirs, int n_runs, const char *out_path, FILE *log);
 
 #ifdef __cplusplus
 }

@@ -57,5 +57,14 @@ void tt_unmap_file(void *base, size_t len);
 double tt_now(void);                              /* seconds, monotonic */
 size_t tt_peak_rss_bytes(void);
 int tt_num_threads(void);
+/* Bytes a new allocation can have now: /proc/meminfo's MemAvailable (else
+ * sysconf's free pages), lowered to a cgroup's memory limit less its use;
+ * 0 when nothing is known (mem_check.c). */
+size_t tt_mem_available(void);
+/* Before allocating `bytes` for something big: 0 if they fit what is
+ * available (or nothing is known), else -1 after an error "<what> needs N
+ * bytes (x GiB) but M bytes (y GiB) of memory are available"; what is a
+ * printf format naming the config keys that asked for it. */
+int tt_mem_check(size_t bytes, const char *what, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

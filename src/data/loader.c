@@ -1,5 +1,15 @@
 /* loader.c — packs a shard's documents into windows once at open, then serves
- * (B, T) batches: shuffled per epoch for training, in order for validation. */
+ * (B, T) batches: shuffled per epoch for training, in order for validation.
+ *
+ * A document longer than T is cut into pieces of T inputs, and a piece reads
+ * T + 1 tokens: its last target is the next piece's first token, so every
+ * token of a document after its first is a target exactly once, however the
+ * document is cut (the corpus floor counts exactly these). A continued piece
+ * starts at position 0, like every row of TorchTitan's windows (RoPE over the
+ * window, 0..T-1): the model sees no token before it, the positions it is
+ * given are the ones generation uses for a context of that length, and they
+ * stay below T whatever the document's length (GPT-2's learned positions
+ * end at n_positions). */
 #include "data/loader.h"
 
 #include <stdlib.h>
@@ -12,9 +22,10 @@ struct tt_loader {
     tt_loader_cfg cfg;
     char *path;
     tt_shard *shard;
-    int64_t n_pieces;     /* documents, those longer than T cut into T-token pieces */
+    int64_t n_pieces;     /* documents, those longer than T cut into pieces of T inputs */
     uint64_t *piece_off;  /* (n_pieces,) first token of each piece */
-    int32_t *piece_len;   /* (n_pieces,) */
+    int32_t *piece_len;   /* (n_pieces,) its inputs; a piece that does not end its document also reads the
+                             token after them, as its last target */
     int64_t n_windows;
     int64_t *win_first;   /* (n_windows + 1,) pieces [win_first[w], win_first[w+1]) fill window w */
     int64_t *perm;        /* train: (n_windows,) this epoch's window order */
@@ -78,7 +89,10 @@ void tt_loader_close(tt_loader *l)
 
 /* Split at BOS into documents, cut the ones longer than T, then pack pieces
  * greedily in order: a piece that does not fit what is left of a window
- * starts the next one. */
+ * starts the next one. A document of n tokens has n - 1 targets; pieces start
+ * every T tokens while targets are left, so a document of T + 1 tokens is one
+ * piece whose last target is the document's last token (never a one-token
+ * piece with nothing to score). */
 static tt_err build_windows(tt_loader *l)
 {
     const tt_shard *s = l->shard;
@@ -90,7 +104,7 @@ static tt_err build_windows(tt_loader *l)
         for (uint64_t i = 1; i <= n; i++) {
             if (i < n && tt_shard_token(s, i) != bos) continue;
             /* document [start, i); tokens before a first BOS count as one too */
-            for (uint64_t p = start; p < i; p += T) {
+            for (uint64_t p = start; p == start || p + 1 < i; p += T) {
                 if (pass) {
                     l->piece_off[np] = p;
                     l->piece_len[np] = (int32_t)(i - p < T ? i - p : T);
@@ -204,17 +218,19 @@ int64_t tt_loader_window(const tt_loader *l, int64_t w, int32_t *in, int32_t *tg
     int o = 0, d = 0;
     int64_t scored = 0;
     for (int64_t p = l->win_first[w]; p < l->win_first[w + 1]; p++, d++) {
-        const uint64_t off = l->piece_off[p];
+        const uint64_t off = l->piece_off[p], end = off + (uint64_t)l->piece_len[p];
         const int n = l->piece_len[p];
         for (int j = 0; j < n; j++) {
             in[o + j] = (int32_t)tt_shard_token(s, off + (uint64_t)j);
-            pos[o + j] = j;
+            pos[o + j] = j; /* a continued piece restarts at 0 too (top of the file) */
             doc[o + j] = d;
         }
-        /* the last token of a document has no next token in it */
         for (int j = 0; j + 1 < n; j++) tg[o + j] = in[o + j + 1];
-        tg[o + n - 1] = TT_IGNORE_INDEX;
-        scored += n - 1;
+        /* the piece's last target: the document's next token, which starts the
+         * next piece; at the document's end there is none */
+        const int more = end < s->hdr.token_count && tt_shard_token(s, end) != s->hdr.bos_id;
+        tg[o + n - 1] = more ? (int32_t)tt_shard_token(s, end) : TT_IGNORE_INDEX;
+        scored += n - 1 + more;
         o += n;
     }
     for (; o < T; o++) { /* padding: its own document, never scored */

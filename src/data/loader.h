@@ -1,8 +1,11 @@
 /* loader.h — batches of packed documents from one token shard: whole
- * documents packed greedily into seq_len windows, targets masked at document
- * ends and padding, positions restarting per document, per-token document ids
- * for the attention mask. Training order is a seeded per-epoch shuffle whose
- * position {epoch, cursor} a checkpoint saves; validation is one ordered pass. */
+ * documents packed greedily into seq_len windows (a longer one cut into
+ * pieces of seq_len inputs, each piece's last target the next piece's first
+ * token), targets masked at document ends and padding, positions restarting
+ * per document and per piece, per-token document ids for the attention mask.
+ * Every token of a document after its first is a target exactly once.
+ * Training order is a seeded per-epoch shuffle whose position {epoch, cursor}
+ * a checkpoint saves; validation is one ordered pass. */
 #ifndef TT_LOADER_H
 #define TT_LOADER_H
 
@@ -28,8 +31,9 @@ typedef struct {
 typedef struct {
     int B, T;
     int32_t *inputs;    /* tokens; padding is bos_id */
-    int32_t *targets;   /* next token of the same document, or TT_IGNORE_INDEX */
-    int32_t *positions; /* 0 at each document start */
+    int32_t *targets;   /* next token of the same document (for a piece's last input, the first token of
+                           the document's next piece), or TT_IGNORE_INDEX */
+    int32_t *positions; /* 0 at each document start and at each piece of a cut document */
     int32_t *doc_ids;   /* 0, 1, ... per document within a row; padding gets its own */
     int64_t n_scored;   /* targets != TT_IGNORE_INDEX */
 } tt_batch;
@@ -47,7 +51,7 @@ typedef struct tt_loader tt_loader;
 tt_loader *tt_loader_open(const tt_loader_cfg *cfg);
 void tt_loader_close(tt_loader *l);
 int64_t tt_loader_num_windows(const tt_loader *l);
-int64_t tt_loader_num_docs(const tt_loader *l); /* documents after cutting ones longer than seq_len */
+int64_t tt_loader_num_docs(const tt_loader *l); /* pieces: documents after cutting ones longer than seq_len */
 /* val: batches in one pass (the last one padded with fully ignored rows);
  * train: batches per epoch, rounded up */
 int64_t tt_loader_num_batches(const tt_loader *l);

@@ -15,6 +15,30 @@
 #include "titan/titan.h"
 #include "core/core.h"
 
+/* Documents are held out by a hash of (seed, document index): reproducible,
+ * and independent of how many threads or batches there were. */
+static int held_out(const tt_prepare_opts *o, uint64_t doc_index)
+{
+    return (double)(tt_hash64(o->seed, doc_index) >> 11) * 0x1p-53 < o->val_fraction;
+}
+
+/* A validation fraction that leaves one split empty is an error: an empty
+ * val.bin fails training later, far from its cause. */
+static tt_err split_error(const tt_prepare_opts *o, uint64_t n_docs, int val_empty, int has_txt)
+{
+    const char *unit = !has_txt ? "" : o->split_lines ? " (each line of a .txt file is one)"
+                                                      : " (each .txt file is one)";
+    const char *lines = has_txt && !o->split_lines ? "--split-unit line (each line of a .txt file a document), " : "";
+    const char *docs = n_docs == 1 ? "document" : "documents";
+    if (val_empty)
+        return tt_errorf("--val-fraction %g of %llu %s%s holds out none, so val.bin would be empty: use %s"
+                         "more documents, or --val-fraction 0 for no validation set",
+                         o->val_fraction, (unsigned long long)n_docs, docs, unit, lines);
+    return tt_errorf("--val-fraction %g of %llu %s%s holds out every one, so train.bin would be empty: use %s"
+                     "more documents, or a smaller --val-fraction",
+                     o->val_fraction, (unsigned long long)n_docs, docs, unit, lines);
+}
+
 /* ---- the list of input files ---------------------------------------------- */
 typedef struct {
     char **paths;
@@ -126,6 +150,7 @@ static int read_line(doc_reader *r, size_t *len)
 typedef struct {
     char *text;
     size_t len;
+    long line; /* its line in the file; 0: the whole file */
 } doc;
 
 typedef struct {
@@ -136,6 +161,18 @@ typedef struct {
 /* Append the next document of r to docs[*n]; 0 when the file is done. */
 static int next_doc(prep_state *ps, doc_reader *r, doc *d)
 {
+    while (r->kind == 1 && ps->o->split_lines) { /* each non-empty line of a .txt file is a document */
+        size_t len = 0;
+        int rc = read_line(r, &len);
+        if (rc <= 0) return rc;
+        if (len > 0 && r->buf[len - 1] == '\r') r->buf[--len] = 0; /* a CRLF file */
+        if (len == 0) continue;
+        if (!(d->text = malloc(len + 1))) return tt_errorf("out of memory");
+        memcpy(d->text, r->buf, len + 1);
+        d->len = len;
+        d->line = r->line;
+        return 1;
+    }
     if (r->kind == 1) { /* a .txt file is one document */
         if (r->line < 0) return 0;
         size_t n = 0, cap = 1 << 16;
@@ -162,6 +199,7 @@ static int next_doc(prep_state *ps, doc_reader *r, doc *d)
         r->line = -1;
         d->text = t;
         d->len = n;
+        d->line = 0;
         return 1;
     }
     for (;;) { /* .jsonl: one object per line, the text in its text field */
@@ -184,6 +222,7 @@ static int next_doc(prep_state *ps, doc_reader *r, doc *d)
             return tt_errorf("%s:%ld: %s (use --on-error skip to skip such lines)", r->path, r->line, why);
         }
         d->len = strlen(f->valuestring);
+        d->line = r->line;
         d->text = malloc(d->len + 1);
         if (d->text) memcpy(d->text, f->valuestring, d->len + 1);
         cJSON_Delete(j);
@@ -217,7 +256,24 @@ tt_err tt_prepare(const tt_prepare_opts *o, FILE *log)
     tt_err rc = 0;
     for (int i = 0; i < o->n_inputs && !rc; i++) rc = add_path(&fl, o->inputs[i], 1);
     if (!rc && fl.n == 0) rc = tt_errorf("no .txt, .jsonl or .jsonl.gz files in the inputs");
+    if (!rc && !(o->val_fraction >= 0 && o->val_fraction < 1))
+        rc = tt_errorf("--val-fraction %g must be in [0, 1): %s", o->val_fraction,
+                       o->val_fraction >= 1 ? "1 would leave nothing to train on" : "it is a share of the documents");
     if (rc) goto done;
+    int has_txt = 0, only_txt = 1;
+    for (int f = 0; f < fl.n; f++) {
+        has_txt |= kind_of(fl.paths[f]) == 1;
+        only_txt &= kind_of(fl.paths[f]) == 1;
+    }
+    if (only_txt && !o->split_lines && o->val_fraction > 0) {
+        /* one document per file: the split is known before reading a byte */
+        uint64_t held = 0;
+        for (int f = 0; f < fl.n; f++) held += held_out(o, (uint64_t)f);
+        if (held == 0 || held == (uint64_t)fl.n) {
+            rc = split_error(o, (uint64_t)fl.n, held == 0, 1);
+            goto done;
+        }
+    }
     tok = !o->tokenizer || !strcmp(o->tokenizer, "byte") ? tt_tokenizer_byte_new() : tt_tokenizer_load(o->tokenizer);
     if (!tok) {
         rc = -1;
@@ -283,11 +339,12 @@ tt_err tt_prepare(const tt_prepare_opts *o, FILE *log)
                 if (doc_rc[i]) snprintf(doc_err[i], sizeof doc_err[i], "%s", tt_last_error());
             }
             for (int i = 0; i < n; i++) {
-                if (!rc && doc_rc[i]) rc = tt_errorf("%s: document %d of this file: %s", fl.paths[f], i, doc_err[i]);
+                if (!rc && doc_rc[i]) {
+                    if (docs[i].line) rc = tt_errorf("%s:%ld: %s", fl.paths[f], docs[i].line, doc_err[i]);
+                    else rc = tt_errorf("%s: %s", fl.paths[f], doc_err[i]);
+                }
                 if (!rc && n_ids[i] > 0) {
-                    /* held out by a hash of (seed, document index): reproducible, and
-                     * independent of how many threads or batches there were */
-                    int s = (double)(tt_hash64(o->seed, doc_index) >> 11) * 0x1p-53 < o->val_fraction;
+                    int s = held_out(o, doc_index);
                     int32_t d = delim;
                     rc = tt_shard_writer_append(w[s], &d, 1);
                     if (!rc) rc = tt_shard_writer_append(w[s], ids[i], n_ids[i]);
@@ -317,6 +374,16 @@ tt_err tt_prepare(const tt_prepare_opts *o, FILE *log)
     free(doc_err);
     if (rc) goto done;
     if (o->progress) progress(fl.bytes, fl.bytes, t0, 1);
+    /* on an error the writers are aborted: no shard is left behind */
+    if (n_docs[0] + n_docs[1] == 0) {
+        rc = tt_errorf("the inputs hold no text (%d files, every one empty%s)", fl.n,
+                       ps.skipped ? " or skipped" : "");
+        goto done;
+    }
+    if (o->val_fraction > 0 && (n_docs[0] == 0 || n_docs[1] == 0)) {
+        rc = split_error(o, n_docs[0] + n_docs[1], n_docs[1] == 0, has_txt);
+        goto done;
+    }
     for (int s = 0; s < 2; s++) {
         rc = tt_shard_writer_close(w[s]);
         w[s] = NULL;

@@ -259,6 +259,7 @@ struct tt_safetensors {
     int n_meta;
     int *slot;     /* open-addressing hash of names: tensor index + 1, 0 = empty */
     size_t n_slot; /* power of two, >= 2n */
+    int hole;      /* the last shard failed on data bytes no tensor claims (a tensor missing from its header) */
 };
 
 static uint64_t name_hash(const char *s)
@@ -405,6 +406,23 @@ static tt_err parse_metadata(tt_safetensors *st, const char *file, const cJSON *
 
 typedef struct { uint64_t begin, end; int i; } span; /* one tensor's data_offsets */
 
+/* Bytes [b, e) of the data section that no tensor claims: most often a tensor
+ * missing from the header, whose data is still there. prev / next: the
+ * tensors on either side (NULL at the start / end of the data section). */
+static tt_err unclaimed(const char *file, uint64_t b, uint64_t e, const char *prev, const span *ps, const char *next,
+                        const span *ns)
+{
+    char before[400] = "", after[400] = "";
+    if (prev) snprintf(before, sizeof before, " after tensor '%s' [%" PRIu64 ", %" PRIu64 ")", prev, ps->begin, ps->end);
+    if (next) snprintf(after, sizeof after, "%s before tensor '%s' [%" PRIu64 ", %" PRIu64 ")", prev ? " and" : "", next,
+                       ns->begin, ns->end);
+    return tt_errorf("%s: bytes [%" PRIu64 ", %" PRIu64 ") of the data section belong to no tensor: a tensor is missing "
+                     "from the header%s%s%s (or %s)",
+                     file, b, e, prev || next ? "" : ", which lists none", before, after,
+                     !next ? "the file has stray bytes at its end" : prev ? "their data_offsets are wrong"
+                                                                          : "its data_offsets are wrong");
+}
+
 static int by_offset(const void *a, const void *b)
 {
     const span *x = a, *y = b;
@@ -500,23 +518,24 @@ static tt_err st_add_shard(tt_safetensors *st, const uint8_t *buf, size_t len, c
     qsort(off, (size_t)k, sizeof *off, by_offset);
     for (int i = 0; i < k; i++) {
         uint64_t b = off[i].begin, e = off[i].end;
-        const char *nm = st->t[base + off[i].i].name;
-        if (b != pos) {
-            if (i == 0)
-                tt_errorf("%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
-                          ") but the first tensor's data must start at 0",
-                          file, nm, b, e);
-            else if (b < pos)
-                tt_errorf("%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") overlap tensor '%s' [%" PRIu64
-                          ", %" PRIu64 ")",
-                          file, nm, b, e, st->t[base + off[i - 1].i].name, off[i - 1].begin, pos);
-            else
-                tt_errorf("%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") leave a gap after tensor '%s', "
-                          "which ends at %" PRIu64,
-                          file, nm, b, e, st->t[base + off[i - 1].i].name, pos);
+        const char *nm = st->t[base + off[i].i].name, *prev = i ? st->t[base + off[i - 1].i].name : NULL;
+        if (b < pos) {
+            tt_errorf("%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") overlap tensor '%s' [%" PRIu64
+                      ", %" PRIu64 ")",
+                      file, nm, b, e, prev, off[i - 1].begin, pos);
+            goto out;
+        }
+        if (b > pos) {
+            st->hole = 1;
+            unclaimed(file, pos, b, prev, i ? &off[i - 1] : NULL, nm, &off[i]);
             goto out;
         }
         pos = e;
+    }
+    if (pos < data_len) {
+        st->hole = 1;
+        unclaimed(file, pos, data_len, k ? st->t[base + off[k - 1].i].name : NULL, k ? &off[k - 1] : NULL, NULL, NULL);
+        goto out;
     }
     if (pos != data_len) {
         tt_errorf("%s: tensors end at byte %" PRIu64 " of the data section, but it has %" PRIu64
@@ -626,6 +645,21 @@ static int safe_rel_path(const char *f)
     return 1;
 }
 
+/* A shard failed on data bytes no tensor claims: if weight_map puts a tensor
+ * in it that its header lacks (its names are indexed before the data
+ * checks), that is the missing tensor: name it in front of the error. */
+static void name_missing(const tt_safetensors *st, const cJSON *wm, const char *file, const char *path)
+{
+    const char *first = NULL;
+    int n = 0;
+    for (const cJSON *e = wm->child; e; e = e->next)
+        if (strcmp(e->valuestring, file) == 0 && !tt_st_find(st, e->string) && n++ == 0) first = e->string;
+    if (n == 1) tt_error_prefix("%s: tensor '%s' is missing from the header of %s, where weight_map puts it: ", path, first, file);
+    else if (n > 1)
+        tt_error_prefix("%s: tensor '%s' and %d more are missing from the header of %s, where weight_map puts them: ",
+                        path, first, n - 1, file);
+}
+
 static tt_safetensors *open_index(const char *path)
 {
     size_t len = 0;
@@ -680,7 +714,10 @@ static tt_safetensors *open_index(const char *path)
     for (int i = 0; i < nf; i++) {
         if (i && strcmp(files[i], files[i - 1]) == 0) continue;
         snprintf(shard, sizeof shard, "%s/%s", dir, files[i]);
-        if (st_map_shard(st, shard) != 0) goto fail;
+        if (st_map_shard(st, shard) != 0) {
+            if (st->hole) name_missing(st, wm, files[i], path);
+            goto fail;
+        }
     }
     /* every weight_map entry must be where the index says it is */
     for (const cJSON *e = wm->child; e; e = e->next) {

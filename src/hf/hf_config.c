@@ -95,6 +95,23 @@ static void json_snip(const cJSON *v, char *buf, size_t cap)
     free(t);
 }
 
+/* A double as the shortest decimal that reads back as exactly it. cJSON's own
+ * printing keeps 15 digits whenever they read back within an epsilon, which
+ * turns a YaRN factor such as 256 / 28 into another number. */
+static void add_real(cJSON *o, const char *key, double x)
+{
+    char buf[40];
+    if (!isfinite(x) || (x == floor(x) && fabs(x) < 1e15)) {
+        cJSON_AddNumberToObject(o, key, x);
+        return;
+    }
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    cJSON_AddRawToObject(o, key, buf);
+}
+
 static tt_err get_int(const char *path, const cJSON *o, const char *key, int def, int min, int *out)
 {
     const cJSON *v = present(o, key);
@@ -106,13 +123,13 @@ static tt_err get_int(const char *path, const cJSON *o, const char *key, int def
     if (!(d == floor(d) && d >= min && d <= INT_MAX)) {
         char got[64];
         json_snip(v, got, sizeof got);
-        return tt_errorf("%s: key '%s' must be an integer >= %d (got %s)", path, key, min, got);
+        return tt_errorf("%s: key '%s' must be an integer in [%d, %d] (got %s)", path, key, min, INT_MAX, got);
     }
     *out = (int)d;
     return 0;
 }
 
-/* A positive finite number. */
+/* A positive finite number (JSON's 1e999 reads as infinity). */
 static tt_err get_pos(const char *path, const cJSON *o, const char *key, double def, double *out)
 {
     const cJSON *v = present(o, key);
@@ -123,7 +140,7 @@ static tt_err get_pos(const char *path, const cJSON *o, const char *key, double 
     if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || !isfinite(v->valuedouble)) {
         char got[64];
         json_snip(v, got, sizeof got);
-        return tt_errorf("%s: key '%s' must be a positive number (got %s)", path, key, got);
+        return tt_errorf("%s: key '%s' must be a positive finite number (got %s)", path, key, got);
     }
     *out = v->valuedouble;
     return 0;
@@ -233,16 +250,16 @@ static cJSON *rope_to_json(const tt_rope_params *r, const tt_rope_ext *x)
     if (!x->linear && !r->llama3 && !x->yarn) return cJSON_CreateNull();
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "rope_type", x->linear ? "linear" : r->llama3 ? "llama3" : "yarn");
-    cJSON_AddNumberToObject(d, "factor", r->factor);
+    add_real(d, "factor", r->factor);
     if (r->llama3) {
-        cJSON_AddNumberToObject(d, "low_freq_factor", r->low_freq_factor);
-        cJSON_AddNumberToObject(d, "high_freq_factor", r->high_freq_factor);
+        add_real(d, "low_freq_factor", r->low_freq_factor);
+        add_real(d, "high_freq_factor", r->high_freq_factor);
     }
     if (r->llama3 || x->yarn) cJSON_AddNumberToObject(d, "original_max_position_embeddings", r->original_max_pos);
     if (x->yarn) {
-        cJSON_AddNumberToObject(d, "beta_fast", x->beta_fast ? x->beta_fast : 32);
-        cJSON_AddNumberToObject(d, "beta_slow", x->beta_slow ? x->beta_slow : 1);
-        cJSON_AddNumberToObject(d, "attention_factor", tt_rope_attention_scale(r, x));
+        add_real(d, "beta_fast", x->beta_fast ? x->beta_fast : 32);
+        add_real(d, "beta_slow", x->beta_slow ? x->beta_slow : 1);
+        add_real(d, "attention_factor", tt_rope_attention_scale(r, x));
         if (x->yarn_no_truncate) cJSON_AddFalseToObject(d, "truncate");
     }
     return d;
@@ -267,10 +284,11 @@ static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, t
         return tt_errorf("%s: key 'layer_types' must be a list of %d strings (one per layer)", path, m->n_layers);
     m->window = use ? window : 0; /* transformers drops sliding_window unless use_sliding_window */
     int any_sliding = 0;
-    for (int l = 0; l < m->n_layers; l++) {
+    const cJSON *e = lt ? lt->child : NULL; /* walked along: cJSON_GetArrayItem(lt, l) would be quadratic */
+    for (int l = 0; l < m->n_layers; l++, e = e ? e->next : NULL) {
         int sliding = l >= mwl;
+        if (!lt && l > TT_MODEL_MAX_LAYERS) break; /* without layer_types every later layer is like this one */
         if (lt) {
-            const cJSON *e = cJSON_GetArrayItem(lt, l);
             const char *t = cJSON_IsString(e) ? e->valuestring : "";
             if (strcmp(t, "sliding_attention") && strcmp(t, "full_attention"))
                 return tt_errorf("%s: layer_types[%d] is '%s': only 'full_attention' and 'sliding_attention' are "
@@ -375,9 +393,9 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     if (s->features & F_HEAD_DIM) cJSON_AddNumberToObject(j, "head_dim", m->head_dim);
     cJSON_AddNumberToObject(j, "vocab_size", m->vocab_size);
     cJSON_AddNumberToObject(j, "max_position_embeddings", m->max_seq_len);
-    cJSON_AddNumberToObject(j, "rms_norm_eps", m->norm_eps);
+    add_real(j, "rms_norm_eps", m->norm_eps);
     cJSON_AddStringToObject(j, "hidden_act", "silu");
-    cJSON_AddNumberToObject(j, "rope_theta", m->rope.theta);
+    add_real(j, "rope_theta", m->rope.theta);
     cJSON_AddItemToObject(j, "rope_scaling", rope_to_json(&m->rope, &c->ext.rope));
     cJSON_AddBoolToObject(j, "tie_word_embeddings", m->tie_embeddings);
     if (s->features & F_ATTN_BIAS) cJSON_AddBoolToObject(j, "attention_bias", c->ext.o_bias);
@@ -404,7 +422,7 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
     } else if (m->qkv_bias || x->o_bias)
         return cannot(s, "it has attention biases");
     if (x->mlp_bias && !(f & F_MLP_BIAS)) return cannot(s, "it has MLP biases");
-    if (!(f & F_HEAD_DIM) && m->head_dim * m->n_heads != m->dim)
+    if (!(f & F_HEAD_DIM) && (long long)m->head_dim * m->n_heads != m->dim)
         return cannot(s, "head_dim differs from hidden_size / num_attention_heads");
     if (m->window && !(f & (F_WINDOW_ALL | F_WINDOW_LAYERS))) return cannot(s, "it has a sliding window");
     if (m->window && (f & F_WINDOW_ALL))
@@ -437,6 +455,9 @@ static tt_err read_gpt2(const hf_spec *s, const cJSON *j, const char *path, tt_h
         return tt_errorf("%s: n_embd %d is not a multiple of n_head %d", path, m->dim, m->n_heads);
     m->n_kv_heads = m->n_heads;
     m->head_dim = m->dim / m->n_heads;
+    if (!inner && m->dim > INT_MAX / 4)
+        return tt_errorf("%s: n_embd %d is too large: the MLP's width, 4 * n_embd when n_inner is null, must be at "
+                         "most %d", path, m->dim, INT_MAX);
     m->ffn_dim = inner ? inner : 4 * m->dim; /* n_inner null: 4 * n_embd */
     m->tie_embeddings = 1;
     m->rope.theta = 10000; /* unused: GPT-2 learns its positions */
@@ -469,7 +490,7 @@ static tt_err write_gpt2(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     cJSON_AddNumberToObject(j, "n_positions", m->max_seq_len);
     cJSON_AddNumberToObject(j, "n_ctx", m->max_seq_len);
     cJSON_AddNumberToObject(j, "vocab_size", m->vocab_size);
-    cJSON_AddNumberToObject(j, "layer_norm_epsilon", m->norm_eps);
+    add_real(j, "layer_norm_epsilon", m->norm_eps);
     cJSON_AddStringToObject(j, "activation_function", "gelu_new");
     cJSON_AddTrueToObject(j, "tie_word_embeddings");
     cJSON_AddTrueToObject(j, "scale_attn_weights");
@@ -482,7 +503,7 @@ static tt_err check_gpt2(const hf_spec *s, const tt_model_cfg *m, const tt_model
 {
     if (m->arch != TT_ARCH_GPT2) return cannot(s, "it is not a GPT-2 model");
     if (x->o_bias || x->mlp_bias) return cannot(s, "it has extra biases");
-    if (m->head_dim * m->n_heads != m->dim) return cannot(s, "head_dim must be n_embd / n_head");
+    if ((long long)m->head_dim * m->n_heads != m->dim) return cannot(s, "head_dim must be n_embd / n_head");
     if (m->window) return cannot(s, "it has a sliding window");
     return 0;
 }

@@ -45,8 +45,13 @@ tt_err tt_model_declare(tt_model *m, int unit, const char *name, int ndim, const
 
 static tt_err check_cfg(const tt_model_cfg *c)
 {
-    if (c->dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 || c->vocab_size <= 0 || c->ffn_dim <= 0)
-        return tt_errorf("model: dim, n_layers, n_heads, ffn_dim and vocab_size must be positive");
+    const struct {
+        const char *key;
+        int value;
+    } sizes[] = {{"dim", c->dim}, {"n_layers", c->n_layers}, {"n_heads", c->n_heads}, {"ffn_dim", c->ffn_dim},
+                 {"vocab_size", c->vocab_size}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i].value <= 0) return tt_errorf("model: %s must be positive (got %d)", sizes[i].key, sizes[i].value);
     if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads)
         return tt_errorf("model: n_heads (%d) must be a multiple of n_kv_heads (%d)", c->n_heads, c->n_kv_heads);
     if (c->head_dim <= 0 || c->head_dim % 2)
@@ -66,6 +71,47 @@ tt_model *tt_model_new(const tt_model_cfg *cfg)
     return tt_model_new_ext(cfg, NULL);
 }
 
+/* The declaration table's bytes, checked against the memory available before
+ * it is built (a config.json of 10^9 layers is refused at once, not after
+ * minutes of growing the table): a layer adds the same parameters whatever
+ * the depth, so declaring the model with one and with two layers (small
+ * whatever the config) gives the count. Only the table: the weights are the
+ * caller's (titan plan builds the table of an 8B model and no weights). */
+static tt_err check_table_size(const tt_arch_impl *impl, tt_model *m)
+{
+    int64_t n[2];
+    for (int k = 0; k < 2; k++) {
+        tt_model probe;
+        memset(&probe, 0, sizeof probe);
+        probe.cfg = m->cfg;
+        probe.ext = m->ext;
+        probe.cfg.n_layers = k + 1;
+        tt_err rc = impl->declare(&probe);
+        n[k] = probe.n_params;
+        free(probe.params);
+        if (rc) return rc;
+    }
+    const int64_t per_layer = n[1] - n[0], fixed = n[0] - per_layer, L = m->cfg.n_layers;
+    const size_t params = (size_t)(fixed + per_layer * L); /* <= 2^31 layers of a few dozen: no overflow */
+    size_t bytes;
+    if (tt_mul_size(params, sizeof(tt_param), &bytes))
+        return tt_errorf("model: the parameter table of n_layers = %d (%zu parameters) overflows", m->cfg.n_layers,
+                         params);
+    if (tt_mem_check(bytes + ((size_t)L + 3) * sizeof(tt_unit),
+                     "model: the parameter table of n_layers = %d (%zu parameters, %lld per layer)", m->cfg.n_layers,
+                     params, (long long)per_layer))
+        return -1;
+    if (params > INT32_MAX)
+        return tt_errorf("model: n_layers = %d declares %zu parameters (%lld per layer), more than %d", m->cfg.n_layers,
+                         params, (long long)per_layer, INT32_MAX);
+    /* the table at its exact size: growing it by doubling could ask twice that */
+    if (!(m->params = malloc((params ? params : 1) * sizeof *m->params)))
+        return tt_errorf("model: out of memory for the parameter table of n_layers = %d (%zu parameters)",
+                         m->cfg.n_layers, params);
+    m->cap_params = (int)params;
+    return 0;
+}
+
 /* Params are declared unit by unit, so each unit is one contiguous range of
  * the flat layout: offsets in declaration order. */
 static tt_err lay_out(tt_model *m)
@@ -79,7 +125,13 @@ static tt_err lay_out(tt_model *m)
         tt_unit *u = &m->units[p->unit];
         if (!u->numel) u->offset = (int64_t)off;
         p->offset = (int64_t)off;
-        off += (size_t)tt_param_numel(p);
+        /* the layout's floats are addressed in bytes: keep 4 * numel in range */
+        const int64_t n = tt_param_numel(p);
+        if (n < 0 || (uint64_t)n > (uint64_t)(INT64_MAX / 4) - off)
+            return tt_errorf("model: parameter '%s' (%lld x %lld) takes the layout past %lld elements", p->name,
+                             (long long)p->shape[0], (long long)(p->ndim > 1 ? p->shape[1] : 1),
+                             (long long)(INT64_MAX / 4));
+        off += (size_t)n;
         u->numel = (int64_t)off - u->offset;
     }
     m->numel = off;
@@ -108,7 +160,7 @@ tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext)
     }
     m->cfg = *cfg;
     if (ext) m->ext = *ext;
-    if (impl->declare(m) || lay_out(m)) {
+    if (check_table_size(impl, m) || impl->declare(m) || lay_out(m)) {
         tt_model_free(m);
         return NULL;
     }

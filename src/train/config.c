@@ -166,6 +166,10 @@ static const cfg_key keys[] = {
     FLT_("metrics.peak_tflops", metrics.peak_tflops, 0, INFINITY, 0, "0",
          "peak TFLOP/s for MFU; 0 = measured by `titan bench peak`"),
     BOOL_("metrics.save_jsonl", metrics.save_jsonl, 0, "false", "also write metrics as JSON lines in job.dump_folder"),
+    BOOL_("metrics.enable_tensorboard", metrics.enable_tensorboard, 0, "false",
+          "also write every logged figure to a TensorBoard event file in <job.dump_folder>/<metrics.save_tb_folder>"),
+    STR_("metrics.save_tb_folder", metrics.save_tb_folder, "tb",
+         "folder of the TensorBoard event files, relative to job.dump_folder"),
 
     STR_("generate.prompt", generate.prompt, "", "text to continue"),
     INT_("generate.max_new_tokens", generate.max_new_tokens, 0, 1 << 24, 0, "128",
@@ -372,6 +376,8 @@ static int store(tt_config *c, int ki, const tt_toml_value *v, const char *where
         if (!in_range(k, x)) {
             char num[64];
             format_range(k, buf, sizeof buf);
+            if (x > k->hi && k->type != K_FLOAT && k->hi >= BIG) /* written ">= lo" by format_range: say the bound */
+                snprintf(buf, sizeof buf, "%s %.0f", k->flags & HI_OPEN ? "<" : "<=", k->hi);
             if (v->type == TT_TOML_INT) snprintf(num, sizeof num, "%lld", (long long)v->i);
             else format_float(v->f, num, sizeof num);
             return tt_errorf("%s: %s = %s is out of range (must be %s)", where, k->key, num, buf);

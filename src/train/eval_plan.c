@@ -1,7 +1,9 @@
-/* eval_plan.c — `titan eval` (loss and perplexity of a checkpoint) and
- * `titan plan` (sizes, FLOPs and memory of a config, allocating nothing
- * big: activations are measured by building and planning the real step
- * graph with no memory behind it). */
+/* eval_plan.c — `titan eval` (loss and perplexity of a checkpoint) and the
+ * model plan: sizes, FLOPs and memory of a config, allocating nothing big
+ * (activations are measured by building and planning the real step graph
+ * with no memory behind it). `titan plan` prints the plan; a training run
+ * writes it as plan.json (run.c). */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,88 +30,145 @@ tt_err tt_eval(const tt_config *cfg, double *loss, double *ppl, long *tokens)
     return rc;
 }
 
-/* What planning one micro-step graph tells: its arena, and what the passes did. */
-typedef struct {
-    size_t arena, naive;
-    tt_fuse_stats fused;
-    int folded;
-    tt_remat_stats remat;
-} step_plan;
-
-/* One micro-step under an activation checkpointing mode, from the memory plan
- * of the step graph the run would build (the same passes, the configured
- * dtype). The graph binds no memory: planning reads shapes and lifetimes,
- * never values. */
-static tt_err plan_activations(const tt_model_cfg *mc, int B, int T, tt_dtype dt, tt_ac_mode ac, step_plan *out)
+/* One micro-step of the model m under an activation checkpointing mode, from
+ * the memory plan of the step graph the run would build (the same passes,
+ * the configured dtype). The graph binds no memory: planning reads shapes and
+ * lifetimes, never values. */
+static tt_err plan_mode(tt_model_plan *p, const tt_model *m, tt_ac_mode ac)
 {
-    tt_model *m = tt_model_new(mc);
-    if (!m) return -1;
-    tt_step_cfg sc = {.B = B, .T = T, .act_dtype = dt};
+    tt_step_cfg sc = {.B = p->B, .T = p->T, .act_dtype = p->dtype};
     tt_step_graph sg;
     tt_memplan plan;
     tt_err rc = tt_build_micro_graph(&sg, m, &sc, 1, ac);
-    if (!rc && !(rc = tt_memplan_build(sg.g, &plan))) {
-        *out = (step_plan){plan.arena_bytes, plan.naive_bytes, sg.fused, sg.folded, sg.remat};
+    if (rc) return rc;
+    if (!(rc = tt_memplan_build(sg.g, &plan))) {
+        p->modes[ac] = (tt_plan_ac){plan.arena_bytes, plan.naive_bytes, sg.remat};
+        if (ac == TT_AC_NONE) { /* what the passes merged does not depend on the mode */
+            p->fused = sg.fused;
+            p->folded = sg.folded;
+        }
         tt_memplan_free(&plan);
     }
-    if (!rc) tt_step_graph_free(&sg);
+    tt_step_graph_free(&sg);
+    return rc;
+}
+
+tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    tt_model_ext ext;
+    if (tt_model_cfg_from_config(c, &p->mc, &ext, NULL)) return -1;
+    p->ac = c->activation_checkpoint.mode;
+    if ((unsigned)p->ac > TT_AC_FULL) return tt_errorf("activation_checkpoint.mode: unknown mode %d", (int)p->ac);
+    if (tt_model_count_params(&p->mc, &p->matmul_params) <= 0) return tt_error_prefix("model: ");
+    tt_model *m = tt_model_new_ext(&p->mc, &ext); /* the layout only: no weights */
+    if (!m) return tt_error_prefix("model: ");
+    p->params = (int64_t)m->numel; /* with the biases a Hugging Face config adds */
+    p->B = c->training.local_batch_size;
+    p->T = c->training.seq_len;
+    p->flops_per_token = tt_model_flops_per_token(&p->mc, p->T);
+    p->dtype = tt_config_act_dtype(c);
+    p->param_bytes = p->grad_bytes = 4.0 * (double)p->params;
+    p->optim_bytes = 2 * p->param_bytes;
+    tt_err rc = 0;
+    for (int k = TT_AC_NONE; k <= TT_AC_FULL && !rc; k++) rc = plan_mode(p, m, (tt_ac_mode)k);
     tt_model_free(m);
     return rc;
 }
 
-tt_err tt_plan_ac_arenas(const tt_config *c, const tt_model_cfg *mc, size_t arenas[3])
+/* The model's shape: the flavor, or the Hugging Face folder it comes from. */
+static const char *model_source(const tt_config *c)
 {
-    const tt_dtype dt = tt_config_act_dtype(c);
-    for (int k = 0; k < 3; k++) {
-        step_plan sp;
-        if (plan_activations(mc, c->training.local_batch_size, c->training.seq_len, dt, (tt_ac_mode)k, &sp)) return -1;
-        arenas[k] = sp.arena;
+    return c->model.hf_assets_path[0] ? c->model.hf_assets_path : c->model.flavor;
+}
+
+cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
+{
+    const tt_model_cfg *mc = &p->mc;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "format", "titan-plan-1");
+    cJSON *m = cJSON_AddObjectToObject(o, "model");
+    if (!m) {
+        cJSON_Delete(o);
+        return NULL;
     }
-    return 0;
+    cJSON_AddStringToObject(m, "arch", tt_arch_name(mc->arch));
+    cJSON_AddStringToObject(m, c->model.hf_assets_path[0] ? "hf_assets_path" : "flavor", model_source(c));
+    const struct { const char *k; int v; } shape[] = {
+        {"dim", mc->dim}, {"n_layers", mc->n_layers}, {"n_heads", mc->n_heads}, {"n_kv_heads", mc->n_kv_heads},
+        {"head_dim", mc->head_dim}, {"ffn_dim", mc->ffn_dim}, {"vocab_size", mc->vocab_size},
+    };
+    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) cJSON_AddNumberToObject(m, shape[i].k, shape[i].v);
+    cJSON_AddBoolToObject(m, "tie_embeddings", mc->tie_embeddings);
+    cJSON_AddNumberToObject(o, "params", (double)p->params);
+    cJSON_AddNumberToObject(o, "matmul_params", (double)p->matmul_params);
+    cJSON_AddNumberToObject(o, "local_batch_size", p->B);
+    cJSON_AddNumberToObject(o, "seq_len", p->T);
+    cJSON_AddNumberToObject(o, "flops_per_token", p->flops_per_token);
+    cJSON_AddStringToObject(o, "flops_formula", "6*N + 12*L*d*T");
+    cJSON_AddStringToObject(o, "compute_dtype", tt_dtype_name(p->dtype));
+    cJSON *mem = cJSON_AddObjectToObject(o, "memory_bytes");
+    cJSON_AddNumberToObject(mem, "params", p->param_bytes);
+    cJSON_AddNumberToObject(mem, "grads", p->grad_bytes);
+    cJSON_AddNumberToObject(mem, "optimizer", p->optim_bytes);
+    cJSON_AddNumberToObject(mem, "activations", (double)p->modes[p->ac].arena);
+    const double state = p->param_bytes + p->grad_bytes + p->optim_bytes;
+    cJSON_AddNumberToObject(mem, "total", state + (double)p->modes[p->ac].arena);
+    cJSON *ac = cJSON_AddObjectToObject(o, "activation_checkpoint");
+    cJSON_AddStringToObject(ac, "mode", tt_ac_mode_name(p->ac));
+    for (int k = TT_AC_NONE; k <= TT_AC_FULL; k++) {
+        const tt_plan_ac *a = &p->modes[k];
+        cJSON *e = cJSON_AddObjectToObject(ac, tt_ac_mode_name((tt_ac_mode)k));
+        cJSON_AddNumberToObject(e, "activation_bytes", (double)a->arena);
+        cJSON_AddNumberToObject(e, "activation_bytes_without_reuse", (double)a->naive);
+        cJSON_AddNumberToObject(e, "total_bytes", state + (double)a->arena);
+        cJSON_AddNumberToObject(e, "recomputed_nodes", a->remat.nodes);
+        cJSON_AddNumberToObject(e, "recomputed_flops_fraction",
+                                a->remat.graph_flops > 0 ? a->remat.flops / a->remat.graph_flops : 0.0);
+    }
+    cJSON *f = cJSON_AddObjectToObject(o, "fused");
+    cJSON_AddNumberToObject(f, "qkv_rope_attention", p->fused.qkv);
+    cJSON_AddNumberToObject(f, "gate_up", p->fused.gate_up);
+    cJSON_AddNumberToObject(f, "add_rmsnorm", p->fused.add_norm);
+    cJSON_AddNumberToObject(f, "folded_accumulations", p->folded);
+    return o;
 }
 
 static double gib(double b) { return b / (1024.0 * 1024.0 * 1024.0); }
 
 tt_err tt_plan(const tt_config *c, FILE *out)
 {
-    tt_model_cfg mc;
-    if (tt_model_cfg_from_config(c, &mc, NULL, NULL)) return -1;
-    int64_t mm = 0, n = tt_model_count_params(&mc, &mm);
-    if (n <= 0) return tt_error_prefix("model: ");
-    int B = c->training.local_batch_size, T = c->training.seq_len;
-    double fpt = tt_model_flops_per_token(&mc, T);
-    tt_ac_mode ac = c->activation_checkpoint.mode;
-    if ((unsigned)ac > TT_AC_FULL) return tt_errorf("activation_checkpoint.mode: unknown mode %d", (int)ac);
-    /* every activation checkpointing mode, to show what each saves */
-    const tt_dtype dt = tt_config_act_dtype(c);
-    step_plan sp[3];
-    for (int k = 0; k < 3; k++)
-        if (plan_activations(&mc, B, T, dt, (tt_ac_mode)k, &sp[k])) return -1;
-    size_t arena = sp[ac].arena, naive = sp[ac].naive;
-    double pb = 4.0 * (double)n;
-    fprintf(out, "model        %s, flavor %s: dim %d, %d layers, %d heads (%d kv, head_dim %d), ffn %d, vocab %d, %s\n",
-            tt_arch_name(mc.arch), c->model.flavor, mc.dim, mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim,
-            mc.ffn_dim, mc.vocab_size, mc.tie_embeddings ? "tied embeddings" : "untied embeddings");
-    fprintf(out, "parameters   %lld (%.3f B); %lld do matmuls\n", (long long)n, n / 1e9, (long long)mm);
+    tt_model_plan p;
+    if (tt_model_plan_build(c, &p)) return -1;
+    const tt_model_cfg *mc = &p.mc;
+    const int B = p.B, T = p.T;
+    const double fpt = p.flops_per_token, pb = p.param_bytes;
+    const tt_plan_ac *sp = p.modes, *cur = &p.modes[p.ac];
+    fprintf(out, "model        %s, %s %s: dim %d, %d layers, %d heads (%d kv, head_dim %d), ffn %d, vocab %d, %s\n",
+            tt_arch_name(mc->arch), c->model.hf_assets_path[0] ? "from" : "flavor", model_source(c), mc->dim,
+            mc->n_layers, mc->n_heads, mc->n_kv_heads, mc->head_dim, mc->ffn_dim, mc->vocab_size,
+            mc->tie_embeddings ? "tied embeddings" : "untied embeddings");
+    fprintf(out, "parameters   %lld (%.3f B); %lld do matmuls\n", (long long)p.params, p.params / 1e9,
+            (long long)p.matmul_params);
     fprintf(out, "FLOPs/token  %.4g (6*N + 12*L*d*T at seq_len %d); %.4g per step of %d x %d tokens\n", fpt, T,
             fpt * B * T, B, T);
     fprintf(out, "step graph   compute %s; fused %d qkv + RoPE into attention, %d gate/up, %d add + rmsnorm; "
                  "%d gradient accumulations folded into their matmuls\n",
-            dt == TT_BF16 ? "bf16 (fp32 master weights)" : "fp32", sp[0].fused.qkv, sp[0].fused.gate_up,
-            sp[0].fused.add_norm, sp[0].folded);
+            p.dtype == TT_BF16 ? "bf16 (fp32 master weights)" : "fp32", p.fused.qkv, p.fused.gate_up,
+            p.fused.add_norm, p.folded);
     fprintf(out, "memory (fp32 master weights, AdamW):\n");
-    fprintf(out, "  params      %10.3f GiB\n", gib(pb));
-    fprintf(out, "  grads       %10.3f GiB\n", gib(pb));
-    fprintf(out, "  optimizer   %10.3f GiB (exp_avg, exp_avg_sq)\n", gib(2 * pb));
+    fprintf(out, "  params      %10.3f GiB\n", gib(p.param_bytes));
+    fprintf(out, "  grads       %10.3f GiB\n", gib(p.grad_bytes));
+    fprintf(out, "  optimizer   %10.3f GiB (exp_avg, exp_avg_sq)\n", gib(p.optim_bytes));
     fprintf(out, "  activations %10.3f GiB planned arena (%.3f GiB without reuse), activation_checkpoint.mode %s\n",
-            gib((double)arena), gib((double)naive), tt_ac_mode_name(ac));
-    fprintf(out, "  total       %10.3f GiB\n", gib(4 * pb + (double)arena));
+            gib((double)cur->arena), gib((double)cur->naive), tt_ac_mode_name(p.ac));
+    fprintf(out, "  total       %10.3f GiB\n", gib(4 * pb + (double)cur->arena));
     fprintf(out, "activation checkpointing (planned arena of one micro-step; recomputation is not in MFU):\n");
     for (int k = 0; k < 3; k++)
         fprintf(out, "  %-10s %10.3f GiB (%5.1f%% of none)  %5d nodes recomputed, +%.2f%% FLOPs%s\n",
                 tt_ac_mode_name((tt_ac_mode)k), gib((double)sp[k].arena),
                 sp[0].arena ? 100.0 * (double)sp[k].arena / (double)sp[0].arena : 0.0, sp[k].remat.nodes,
                 sp[k].remat.graph_flops > 0 ? 100 * sp[k].remat.flops / sp[k].remat.graph_flops : 0.0,
-                k == (int)ac ? "   <- configured" : "");
+                k == (int)p.ac ? "   <- configured" : "");
     return 0;
 }

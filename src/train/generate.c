@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "train/run.h"
 #include "train/sampler.h"
 
@@ -83,34 +84,32 @@ static int is_stop(int tok, const int *stop, int n_stop)
     return 0;
 }
 
-tt_err tt_generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer *tk, const int *stop, int n_stop,
-                        const tt_config *cfg, const char *prompt, FILE *out)
+/* The positions a model can attend over: GPT-2's learned position table
+ * (n_positions) is a hard limit; RoPE has none. 0 = no limit. */
+static int model_positions(const tt_model_cfg *c) { return c->arch == TT_ARCH_GPT2 ? c->max_seq_len : 0; }
+
+/* Continue the n_prompt ids (n_prompt >= 1, checked against the vocabulary
+ * and the positions) by up to max_new tokens; text is printed first, then the
+ * new tokens as they come. */
+static tt_err generate_ids(const tt_model *m, tt_train_state *s, const tt_tokenizer *tk, const int *stop, int n_stop,
+                           const tt_config *cfg, const int32_t *prompt_ids, int n_prompt, int max_new, const char *text,
+                           FILE *out)
 {
     const tt_model_cfg *c = &m->cfg;
     const tt_generate_config *gc = &cfg->generate;
-    int32_t *prompt_ids = NULL;
-    size_t n_prompt = 0, cap_prompt = 0;
-    if (tt_tokenizer_encode(tk, prompt, strlen(prompt), 1, &prompt_ids, &n_prompt, &cap_prompt))
-        return tt_error_prefix("prompt: ");
-    if (n_prompt == 0) {
-        free(prompt_ids);
-        return tt_errorf("the prompt is empty and the tokenizer adds no BOS token: give a prompt");
-    }
     /* the model's vocabulary may be padded past the tokenizer's: sample only real tokens */
     int V = tt_tokenizer_vocab_size(tk) < c->vocab_size ? tt_tokenizer_vocab_size(tk) : c->vocab_size;
-    int Tp = (int)n_prompt, Tmax = Tp + gc->max_new_tokens;
-    for (size_t i = 0; i < n_prompt; i++)
-        if (prompt_ids[i] >= c->vocab_size) {
-            free(prompt_ids);
-            return tt_errorf("prompt token %d is outside the model's %d-token vocabulary", prompt_ids[i], c->vocab_size);
-        }
-    if (c->arch == TT_ARCH_GPT2 && Tmax > c->max_seq_len) {
-        free(prompt_ids);
-        return tt_errorf("prompt (%d tokens) + generate.max_new_tokens (%d) exceed the model's %d positions", Tp,
-                         gc->max_new_tokens, c->max_seq_len);
-    }
+    int Tp = n_prompt, Tmax = Tp + max_new;
+    /* the KV cache: per layer k and v, each (Tmax, n_kv_heads * head_dim) fp32 */
+    size_t kv_bytes;
+    if (tt_mul_size(2 * (size_t)c->n_layers * (size_t)Tmax, (size_t)c->n_kv_heads * (size_t)c->head_dim * sizeof(float),
+                    &kv_bytes))
+        return tt_errorf("the generation KV cache of %d positions overflows", Tmax);
+    if (tt_mem_check(kv_bytes, "the generation KV cache of prompt %d + generate.max_new_tokens %d positions (%d "
+                               "layers, k and v, n_kv_heads %d x head_dim %d, fp32)",
+                     Tp, max_new, c->n_layers, c->n_kv_heads, c->head_dim))
+        return -1;
     tt_tok_stream *ts = tt_tok_stream_new(tk, 1);
-    const size_t kv_bytes = 2 * (size_t)c->n_layers * Tmax * (size_t)c->n_kv_heads * c->head_dim * sizeof(float);
     tt_buf *cache = s->be->alloc(kv_bytes ? kv_bytes : 1);
     float *row = malloc((size_t)c->vocab_size * sizeof *row);
     gen_graph pre = {0}, dec = {0};
@@ -121,9 +120,9 @@ tt_err tt_generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer
         build_gen(&dec, m, s, 1, Tmax, cache, cfg->training.exec_mode))
         goto done;
     if (gen_step(&pre, prompt_ids, Tp, 0, row, c->vocab_size)) goto done;
-    fputs(prompt, out);
+    fputs(text, out);
     tt_rng rng = {(uint64_t)gc->seed, 0};
-    for (int i = 0; i < gc->max_new_tokens; i++) {
+    for (int i = 0; i < max_new; i++) {
         int tok;
         if (tt_sample(&smp, row, V, (float)gc->temperature, gc->top_k, (float)gc->top_p, &rng, &tok)) goto done;
         if (is_stop(tok, stop, n_stop)) break;
@@ -132,7 +131,7 @@ tt_err tt_generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer
         if (tt_tok_stream_feed(ts, tok, &piece, &plen)) goto done;
         fwrite(piece, 1, plen, out); /* streamed as the tokens come */
         fflush(out);
-        if (i == gc->max_new_tokens - 1) break;
+        if (i == max_new - 1) break;
         const int32_t t32 = tok;
         if (gen_step(&dec, &t32, 1, Tp + i, row, c->vocab_size)) goto done;
     }
@@ -144,7 +143,6 @@ tt_err tt_generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer
     rc = 0;
 done:
     tt_tok_stream_free(ts);
-    free(prompt_ids);
     free_gen(&pre);
     free_gen(&dec);
     tt_sampler_free(&smp);
@@ -153,8 +151,51 @@ done:
     return rc;
 }
 
-/* The run's tokenizer: the HF folder's tokenizer.json, or the byte tokenizer. */
-tt_err tt_run_generate(tt_run *r, const char *prompt, FILE *out)
+static tt_err check_prompt_ids(const tt_model_cfg *c, const int32_t *ids, size_t n)
+{
+    if (n > (1u << 30)) return tt_errorf("the prompt has %zu tokens, more than %u", n, 1u << 30);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->vocab_size)
+            return tt_errorf("prompt token %d is outside the model's %d-token vocabulary", ids[i], c->vocab_size);
+    return 0;
+}
+
+tt_err tt_generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer *tk, const int *stop, int n_stop,
+                        const tt_config *cfg, const char *prompt, FILE *out)
+{
+    const tt_model_cfg *c = &m->cfg;
+    const tt_generate_config *gc = &cfg->generate;
+    int32_t *prompt_ids = NULL;
+    size_t n_prompt = 0, cap_prompt = 0;
+    if (tt_tokenizer_encode(tk, prompt, strlen(prompt), 1, &prompt_ids, &n_prompt, &cap_prompt))
+        return tt_error_prefix("prompt: ");
+    tt_err rc = -1;
+    const int positions = model_positions(c);
+    if (n_prompt == 0)
+        tt_errorf("the prompt is empty and the tokenizer adds no BOS token: give a prompt");
+    else if (positions && (int64_t)n_prompt + gc->max_new_tokens > positions)
+        tt_errorf("prompt (%zu tokens) + generate.max_new_tokens (%d) exceed the model's %d positions", n_prompt,
+                  gc->max_new_tokens, positions);
+    else if (!check_prompt_ids(c, prompt_ids, n_prompt))
+        rc = generate_ids(m, s, tk, stop, n_stop, cfg, prompt_ids, (int)n_prompt, gc->max_new_tokens, prompt, out);
+    free(prompt_ids);
+    return rc;
+}
+
+/* The token an empty prompt starts from: the end-of-text token, which the
+ * model saw between documents (the tokenizer's EOS, else config.json's BOS or
+ * first EOS); -1 if there is none. */
+static int start_token(const tt_run *r, const tt_tokenizer *tk)
+{
+    if (tt_tokenizer_eos_id(tk) >= 0) return tt_tokenizer_eos_id(tk);
+    if (r->has_hf && r->hf.bos_token_id >= 0) return r->hf.bos_token_id;
+    if (r->has_hf && r->hf.n_eos > 0) return r->hf.eos_token_ids[0];
+    return -1;
+}
+
+/* The run's tokenizer (the HF folder's tokenizer.json, or the byte
+ * tokenizer) and the ids that end generation. */
+static tt_tokenizer *run_tokenizer(const tt_run *r, int stop[TT_HF_MAX_EOS + 1], int *n_stop)
 {
     char path[TT_CONFIG_PATH_MAX + 32];
     tt_tokenizer *tk;
@@ -164,11 +205,77 @@ tt_err tt_run_generate(tt_run *r, const char *prompt, FILE *out)
     } else {
         tk = tt_tokenizer_byte_new();
     }
+    *n_stop = 0;
+    if (tk && tt_tokenizer_eos_id(tk) >= 0) stop[(*n_stop)++] = tt_tokenizer_eos_id(tk);
+    for (int i = 0; tk && r->has_hf && i < r->hf.n_eos; i++) stop[(*n_stop)++] = r->hf.eos_token_ids[i];
+    return tk;
+}
+
+tt_err tt_run_generate(tt_run *r, const char *prompt, FILE *out)
+{
+    int stop[TT_HF_MAX_EOS + 1], n_stop;
+    tt_tokenizer *tk = run_tokenizer(r, stop, &n_stop);
     if (!tk) return -1;
-    int stop[TT_HF_MAX_EOS + 1], n_stop = 0;
-    if (tt_tokenizer_eos_id(tk) >= 0) stop[n_stop++] = tt_tokenizer_eos_id(tk);
-    for (int i = 0; r->has_hf && i < r->hf.n_eos; i++) stop[n_stop++] = r->hf.eos_token_ids[i];
     tt_err rc = tt_generate_from(r->model, &r->state, tk, stop, n_stop, r->cfg, prompt, out);
+    tt_tokenizer_free(tk);
+    return rc;
+}
+
+/* The closing sample fits itself to the model where `titan generate` would
+ * refuse (a user asking for too much there should be told; a run that has
+ * trained should not fail over its sample): an empty prompt starts from the
+ * end-of-text token, and the new tokens stop at the model's last position. */
+tt_err tt_run_sample(tt_run *r, FILE *out)
+{
+    const tt_model_cfg *c = &r->model->cfg;
+    const tt_generate_config *gc = &r->cfg->generate;
+    int stop[TT_HF_MAX_EOS + 1], n_stop;
+    tt_tokenizer *tk = run_tokenizer(r, stop, &n_stop);
+    if (!tk) return -1;
+    int32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    tt_err rc = tt_tokenizer_encode(tk, gc->prompt, strlen(gc->prompt), 1, &ids, &n, &cap)
+                    ? tt_error_prefix("generate.prompt: ")
+                    : 0;
+    if (!rc && n == 0) {
+        const int32_t t = start_token(r, tk);
+        char *name = NULL;
+        size_t len;
+        if (t < 0)
+            rc = tt_errorf("generate.prompt is empty, the tokenizer adds no BOS token and names no end-of-text "
+                           "token to start from");
+        else if (cap < 1) {
+            free(ids);
+            if (!(ids = malloc(sizeof *ids))) rc = tt_errorf("out of memory");
+        }
+        if (!rc) {
+            ids[n++] = t;
+            if (tt_tokenizer_decode(tk, &t, 1, 0, &name, &len)) name = NULL;
+            tt_log("sample: generate.prompt encodes to no tokens (the tokenizer adds no BOS): starting from the "
+                   "end-of-text token %s (id %d)",
+                   name ? name : "?", t);
+        }
+        free(name);
+    }
+    if (!rc) rc = check_prompt_ids(c, ids, n);
+    int max_new = gc->max_new_tokens;
+    const int positions = model_positions(c);
+    if (!rc && positions && (int64_t)n + max_new > positions) {
+        if ((int64_t)n >= positions)
+            rc = tt_errorf("generate.prompt takes %zu tokens: the model's %d positions leave none to generate", n,
+                           positions);
+        else {
+            max_new = positions - (int)n;
+            tt_log("sample: %d new tokens instead of generate.max_new_tokens %d: the model has %d positions and the "
+                   "prompt takes %zu",
+                   max_new, gc->max_new_tokens, positions, n);
+        }
+    }
+    if (!rc) {
+        tt_log("sample (generate.prompt \"%s\", temperature %.2f):", gc->prompt, gc->temperature);
+        rc = generate_ids(r->model, &r->state, tk, stop, n_stop, r->cfg, ids, (int)n, max_new, gc->prompt, out);
+    }
+    free(ids);
     tt_tokenizer_free(tk);
     return rc;
 }

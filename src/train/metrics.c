@@ -1,5 +1,6 @@
-/* metrics.c — what a run reports: a TorchTitan-style console line and a
- * metrics.jsonl record per logged step, validation lines, and summary.json. */
+/* metrics.c — what a run reports: a TorchTitan-style console line, a
+ * metrics.jsonl record and TensorBoard scalars per logged step, validation
+ * lines, and summary.json. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +105,30 @@ tt_err tt_metrics_open(tt_metrics *m, const char *dump_folder, int append, doubl
     return TT_OK;
 }
 
+tt_err tt_metrics_open_tensorboard(tt_metrics *m, const tt_config *c, const tt_corpus_stats *corpus)
+{
+    if (!c->metrics.enable_tensorboard) return TT_OK;
+    if (!c->job.dump_folder[0]) return tt_errorf("metrics.enable_tensorboard needs a job.dump_folder");
+    char dir[2 * TT_CONFIG_PATH_MAX + 2];
+    snprintf(dir, sizeof dir, "%s%s%s", c->job.dump_folder, c->metrics.save_tb_folder[0] ? "/" : "",
+             c->metrics.save_tb_folder);
+    if (!(m->tb = tt_tb_open(dir))) return tt_error_prefix("metrics.enable_tensorboard: ");
+    m->has_floor = corpus != NULL;
+    if (corpus) m->floor_train = corpus->train_floor_nats, m->floor_val = corpus->floor_nats;
+    if (tt_tb_write_session_start(m->tb, m->start_step + 1)) return -1;
+    tt_log("tensorboard: writing %s (tensorboard --logdir %s)", tt_tb_path(m->tb), dir);
+    return TT_OK;
+}
+
+/* The record's figures as scalars of one Event, if TensorBoard is on. */
+static tt_err write_tb(tt_metrics *m, long step, int n, const char *const *tags, const double *v)
+{
+    if (!m->tb) return TT_OK;
+    float f[16];
+    for (int i = 0; i < n; i++) f[i] = (float)v[i];
+    return tt_tb_write_scalars(m->tb, step, n, tags, f);
+}
+
 tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
 {
     double tflops = tt_tflops(r->tokens_per_sec, m->flops_per_token);
@@ -135,7 +160,16 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
         cJSON_AddNumberToObject(o, "elapsed_sec", r->elapsed_sec);
         cJSON_AddNumberToObject(o, "eta_sec", eta >= 0.0 ? eta : NAN);
     }
-    return write_record(m, o);
+    if (write_record(m, o)) return -1;
+
+    const char *tags[9] = {"loss_metrics/global_avg_loss", "lr", "throughput(tps)", "tflops", "mfu(%)",
+                           "memory/peak_rss(GiB)", "memory/arena(GiB)"};
+    double v[9] = {r->loss, r->lr, r->tokens_per_sec, tflops, mfu, (double)r->peak_rss_bytes / GIB,
+                   (double)r->arena_bytes / GIB};
+    int n = 7;
+    if (!isnan(r->grad_norm)) tags[n] = "grad_norm", v[n++] = r->grad_norm;
+    if (m->has_floor) tags[n] = "loss_metrics/corpus_floor", v[n++] = m->floor_train;
+    return write_tb(m, r->step, n, tags, v);
 }
 
 tt_err tt_metrics_log_val(tt_metrics *m, long step, double val_loss, long tokens, double elapsed_sec)
@@ -152,7 +186,11 @@ tt_err tt_metrics_log_val(tt_metrics *m, long step, double val_loss, long tokens
         cJSON_AddNumberToObject(o, "val_tokens", (double)tokens);
         cJSON_AddNumberToObject(o, "elapsed_sec", elapsed_sec);
     }
-    return write_record(m, o);
+    if (write_record(m, o)) return -1;
+    const char *tags[3] = {"validation_metrics/loss", "validation_metrics/perplexity",
+                           "validation_metrics/corpus_floor"};
+    double v[3] = {val_loss, ppl, m->floor_val};
+    return write_tb(m, step, m->has_floor ? 3 : 2, tags, v);
 }
 
 double tt_metrics_mean_tps(const tt_metrics *m) { return m->n_records ? m->sum_tps / m->n_records : 0.0; }
@@ -162,6 +200,8 @@ void tt_metrics_close(tt_metrics *m)
 {
     if (m->jsonl) fclose(m->jsonl);
     m->jsonl = NULL;
+    if (tt_tb_close(m->tb)) tt_warn("%s", tt_last_error());
+    m->tb = NULL;
 }
 
 /* Write text to dir/name through dir/name.tmp: fsync the file, rename, fsync

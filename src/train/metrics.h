@@ -1,12 +1,16 @@
 /* metrics.h — training metrics: one console line and one metrics.jsonl record
- * per logged step, validation results, the end-of-run summary.json, and the
- * FLOP/MFU arithmetic behind them. */
+ * per logged step (and the same figures as TensorBoard scalars when enabled),
+ * validation results, the end-of-run summary.json, and the FLOP/MFU
+ * arithmetic behind them. */
 #ifndef TT_METRICS_H
 #define TT_METRICS_H
 
 #include <stddef.h>
 #include <stdio.h>
 
+#include "data/corpus.h"
+#include "formats/tfevents.h"
+#include "titan/config.h"
 #include "titan/titan.h"
 
 /* ---- FLOPs and MFU ------------------------------------------------------- */
@@ -34,6 +38,9 @@ typedef struct {
     long total_steps;
     long n_records;         /* train records logged, and the sums for their means */
     double sum_tps, sum_mfu;
+    tt_tb_writer *tb;       /* NULL unless metrics.enable_tensorboard */
+    int has_floor;          /* the built-in corpus: its floors go to TensorBoard beside the losses */
+    double floor_train, floor_val;
 } tt_metrics;
 
 typedef struct {
@@ -49,15 +56,32 @@ typedef struct {
  * (a resumed run). */
 tt_err tt_metrics_open(tt_metrics *m, const char *dump_folder, int append, double flops_per_token,
                        double peak_gflops, long start_step, long total_steps);
+/* With metrics.enable_tensorboard (else nothing): open a new event file in
+ * <job.dump_folder>/<metrics.save_tb_folder>/ and begin it with a SessionLog
+ * START at start_step + 1, so TensorBoard drops what earlier files of the
+ * folder logged from that step on (the steps a crashed run logged after the
+ * checkpoint this one resumed from). corpus: the built-in corpus's stats, or
+ * NULL when the run has none. Call after tt_metrics_open. Every later record
+ * also goes to the event file as these scalars (simple_value, one Event per
+ * record), tagged as TorchTitan tags them where it has the figure:
+ *   train:      loss_metrics/global_avg_loss, grad_norm (when computed), lr,
+ *               throughput(tps), tflops, mfu(%), memory/peak_rss(GiB),
+ *               memory/arena(GiB), and with the built-in corpus
+ *               loss_metrics/corpus_floor (the train split's floor)
+ *   validation: validation_metrics/loss, validation_metrics/perplexity, and
+ *               with the built-in corpus validation_metrics/corpus_floor */
+tt_err tt_metrics_open_tensorboard(tt_metrics *m, const tt_config *c, const tt_corpus_stats *corpus);
 /* Print
  *   step:  10  loss:  3.1234  grad_norm:  1.2345  lr: 3.0e-03  memory: 0.12GiB(rss) 0.05GiB(arena)  tps: 5,123  tflops: 0.04  mfu: 17.10%  eta: 0:03:12
- * and append the record. The ETA is (total - step) * elapsed / (step - start_step). */
+ * and append the record (and its scalars to the event file). The ETA is
+ * (total - step) * elapsed / (step - start_step). */
 tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r);
-/* Print "validate step: 100  loss: 1.2300  ppl: 3.42  tokens: 65,536" and append its record. */
+/* Print "validate step: 100  loss: 1.2300  ppl: 3.42  tokens: 65,536" and append its record (and scalars). */
 tt_err tt_metrics_log_val(tt_metrics *m, long step, double val_loss, long tokens, double elapsed_sec);
 /* Mean tokens/s and MFU over the train records so far (0 when none). */
 double tt_metrics_mean_tps(const tt_metrics *m);
 double tt_metrics_mean_mfu(const tt_metrics *m);
+/* Close metrics.jsonl and the event file. */
 void tt_metrics_close(tt_metrics *m);
 
 /* ---- end of run ----------------------------------------------------------- */

@@ -103,6 +103,45 @@ static tt_err check_vocab(const tt_run *r, const tt_loader *ld)
 
 static tt_err restore(tt_run *r, int require);
 
+/* What a training run leaves in its dump folder when it starts, for `titan
+ * report` and for whoever looks later: the resolved config (config.toml, which
+ * --config reads back) and the model plan with the run's backend, peak and,
+ * on the built-in corpus, its floor (plan.json). Rewritten at every start, so
+ * a resumed run shows the config it resumed with. */
+static tt_err write_run_files(const tt_run *r, const tt_model_plan *p)
+{
+    const tt_config *c = r->cfg;
+    char path[TT_CONFIG_PATH_MAX + 32];
+    char *toml = tt_config_to_toml(c);
+    snprintf(path, sizeof path, "%s/config.toml", c->job.dump_folder);
+    tt_err rc = toml ? tt_write_file_atomic(path, toml, strlen(toml)) : -1;
+    free(toml);
+    if (rc) return tt_error_prefix("writing %s: ", path);
+
+    cJSON *o = tt_model_plan_json(p, c);
+    if (o) {
+        cJSON_AddStringToObject(o, "backend", r->be->name);
+        cJSON_AddStringToObject(o, "exec_mode",
+                                r->mode == TT_EXEC_GRAPH ? "graph" : r->mode == TT_EXEC_EAGER ? "eager" : "debug");
+        cJSON_AddNumberToObject(o, "accumulation_steps", r->accum_steps);
+        cJSON *pk = cJSON_AddObjectToObject(o, "peak");
+        cJSON_AddNumberToObject(pk, "gflops", r->peak_gflops);
+        cJSON_AddStringToObject(pk, "dtype", tt_dtype_name(r->step_cfg.act_dtype));
+        cJSON_AddStringToObject(pk, "source", r->peak_source ? r->peak_source : "config");
+        if (r->builtin_corpus) { /* the loss no model can beat on this data (README: the built-in corpus) */
+            cJSON *co = cJSON_AddObjectToObject(o, "corpus");
+            cJSON_AddNumberToObject(co, "floor_nats", r->corpus.floor_nats);
+            cJSON_AddNumberToObject(co, "unigram_nats", r->corpus.unigram_nats);
+        }
+    }
+    char *text = o ? cJSON_Print(o) : NULL;
+    cJSON_Delete(o);
+    snprintf(path, sizeof path, "%s/plan.json", c->job.dump_folder);
+    rc = text ? tt_write_file_atomic(path, text, strlen(text)) : tt_errorf("out of memory");
+    cJSON_free(text);
+    return rc ? tt_error_prefix("writing %s: ", path) : 0;
+}
+
 tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
 {
     int training = purpose == TT_RUN_TRAIN;
@@ -210,11 +249,12 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                    ? "bf16 (fp32 master weights)"
                    : "bf16 (fp32 master weights; the backend's default where the hardware has bf16 dot products)",
                r->peak_gflops, bf16 ? "bf16" : "f32", r->peak_source);
-        size_t arenas[3];
-        if (!r->has_hf && tt_plan_ac_arenas(c, &mc, arenas) == 0)
-            tt_log("activation checkpointing, the planned arena of a micro-step: none %.1f MiB, selective %.1f MiB, "
-                   "full %.1f MiB (configured: %s)",
-                   arenas[0] / 1048576.0, arenas[1] / 1048576.0, arenas[2] / 1048576.0, tt_ac_mode_name(tr->ac));
+        tt_model_plan plan;
+        if (tt_model_plan_build(c, &plan)) goto fail;
+        tt_log("activation checkpointing, the planned arena of a micro-step: none %.1f MiB, selective %.1f MiB, "
+               "full %.1f MiB (configured: %s)",
+               plan.modes[0].arena / 1048576.0, plan.modes[1].arena / 1048576.0, plan.modes[2].arena / 1048576.0,
+               tt_ac_mode_name(tr->ac));
         tt_log("graph passes: fuse (%d qkv + RoPE into attention, %d gate/up, %d add + rmsnorm), %d gradient "
                "accumulations folded into their matmuls, %d nodes in the step graph",
                tr->fused.qkv, tr->fused.gate_up, tr->fused.add_norm, tr->folded, tr->g->n_nodes);
@@ -222,9 +262,11 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
             tt_log("synthetic corpus: %lld train / %lld val tokens, floor %.4f nats/token, unigram %.4f (gap %.4f)",
                    (long long)r->corpus.train_tokens, (long long)r->corpus.val_tokens, r->corpus.floor_nats,
                    r->corpus.unigram_nats, r->corpus.gap_nats);
+        if (write_run_files(r, &plan)) goto fail;
         if (tt_metrics_open(&r->metrics, c->metrics.save_jsonl ? c->job.dump_folder : NULL, r->step > 0,
                             r->flops_per_token, r->peak_gflops, r->step, c->training.steps))
             goto fail;
+        if (tt_metrics_open_tensorboard(&r->metrics, c, r->builtin_corpus ? &r->corpus : NULL)) goto fail;
     }
     return 0;
 fail:

@@ -50,10 +50,31 @@ typedef enum {
 tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose);
 tt_err tt_run_save(tt_run *r);
 tt_err tt_run_validate(tt_run *r, double *loss, long *tokens);
-/* The planned activation arena of one micro-step under each activation
- * checkpointing mode (none, selective, full), from the step graph a run of
- * the config builds; nothing big is allocated (eval_plan.c). */
-tt_err tt_plan_ac_arenas(const tt_config *c, const tt_model_cfg *mc, size_t arenas[3]);
+/* ---- the model plan (eval_plan.c) ------------------------------------------
+ * What planning a config tells, allocating nothing big: the activation arenas
+ * come from the memory plan of the step graph a run of the config builds,
+ * with no memory behind it. `titan plan` prints it; a training run writes it
+ * to <dump_folder>/plan.json, which `titan report` reads. */
+typedef struct {
+    size_t arena, naive;  /* the planned activation arena of one micro-step, and its bytes without reuse */
+    tt_remat_stats remat; /* what activation checkpointing recomputes */
+} tt_plan_ac;
+typedef struct {
+    tt_model_cfg mc;
+    int64_t params, matmul_params; /* params: the model's layout, Hugging Face biases included */
+    int B, T;                      /* the micro-batch: local_batch_size x seq_len */
+    double flops_per_token;        /* 6*N + 12*L*d*T (tt_model_flops_per_token) */
+    tt_dtype dtype;                /* the compute dtype */
+    tt_ac_mode ac;                 /* the configured activation checkpointing mode */
+    tt_plan_ac modes[3];           /* under none, selective and full (indexed by tt_ac_mode) */
+    tt_fuse_stats fused;           /* what the fusion pass merged */
+    int folded;                    /* gradient accumulations folded into their matmuls */
+    double param_bytes, grad_bytes, optim_bytes; /* fp32 master weights, gradients, AdamW's two moments */
+} tt_model_plan;
+tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p);
+/* The plan as the JSON object of plan.json (the run adds its backend and
+ * peak); NULL on out of memory. */
+struct cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c);
 void tt_run_close(tt_run *r);
 /* Stream generate.max_new_tokens tokens continuing prompt (generate.c),
  * stopping at any of the stop ids, with the weights of the state s. */
@@ -61,6 +82,10 @@ tt_err tt_generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer
                         const tt_config *cfg, const char *prompt, FILE *out);
 /* The same with the run's model, weights and tokenizer. */
 tt_err tt_run_generate(tt_run *r, const char *prompt, FILE *out);
+/* A training run's closing sample of generate.prompt, fitted to the model and
+ * logged: an empty prompt starts from the end-of-text token, the new tokens
+ * stop at the model's last position (tt_run_generate refuses both). */
+tt_err tt_run_sample(tt_run *r, FILE *out);
 /* Write the run's model as a Hugging Face folder (tt_hf_export). */
 tt_err tt_run_export_hf(tt_run *r, const char *out_dir);
 /* The backend a config runs on: ref in debug mode, else training.backend. */

@@ -1,6 +1,7 @@
 /* state.c — the train state's buffers and the copies that reach them. */
 #include <string.h>
 
+#include "core/core.h"
 #include "train/state.h"
 
 tt_err tt_state_init(tt_train_state *s, const tt_model *m, const tt_backend *be, tt_queue *q, int with_optim)
@@ -10,7 +11,19 @@ tt_err tt_state_init(tt_train_state *s, const tt_model *m, const tt_backend *be,
     s->q = q;
     s->model = m;
     const size_t bytes = (m->numel ? m->numel : 1) * sizeof(float);
-    for (int k = 0; k < (with_optim ? TT_STATE_KINDS : 1); k++) {
+    /* all the buffers against the memory there is, before the first is
+     * allocated (the host backends allocate host memory) */
+    const int kinds = with_optim ? TT_STATE_KINDS : 1;
+    size_t total;
+    const tt_model_cfg *c = &m->cfg;
+    if (tt_mul_size(bytes, (size_t)kinds, &total))
+        return tt_errorf("train state: %d x %zu bytes overflow", kinds, bytes);
+    if (tt_mem_check(total,
+                     "train state: %s of the model's %zu parameters (dim %d, n_layers %d, ffn_dim %d, vocab_size %d)",
+                     with_optim ? "fp32 weights, gradients and two AdamW moments" : "the fp32 weights", m->numel,
+                     c->dim, c->n_layers, c->ffn_dim, c->vocab_size))
+        return -1;
+    for (int k = 0; k < kinds; k++) {
         if (!(s->buf[k] = be->alloc(bytes)) || (k > 0 && be->zero(q, (tt_mem){s->buf[k], 0}, bytes))) {
             tt_state_free(s);
             return tt_error_prefix("train state (%s, %zu bytes): ", k ? tt_state_kind_prefix((tt_state_kind)k) : "weights",

@@ -146,10 +146,9 @@ tt_err tt_train(const tt_config *cfg)
         snprintf(dir, sizeof dir, "%s/hf", c->job.dump_folder);
         rc = tt_run_export_hf(&r, dir);
     }
-    if (!rc && !stop_requested && r.step >= steps && c->generate.max_new_tokens > 0) {
-        tt_log("sample (generate.prompt \"%s\", temperature %.2f):", c->generate.prompt, c->generate.temperature);
-        rc = tt_run_generate(&r, c->generate.prompt, stdout);
-    }
+    /* the closing sample fits itself to the model, and never fails a run that trained */
+    if (!rc && !stop_requested && r.step >= steps && c->generate.max_new_tokens > 0 && tt_run_sample(&r, stdout))
+        tt_warn("no closing sample: %s", tt_last_error());
     tt_run_close(&r);
     return rc;
 }
