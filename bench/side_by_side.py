@@ -14,8 +14,11 @@ scaled_dot_product_attention and F.rms_norm where the version has them, the
 fused (or else foreach) AdamW, bf16 through torch.autocast; --compile wraps the
 model in torch.compile; --torch-env sets variables for the PyTorch process
 only (OMP_WAIT_POLICY=PASSIVE makes Debian's fp32 build markedly faster).
-Both sides train on random tokens: the cost of a step does not depend on the
-text.
+Both sides train on random tokens drawn uniformly from the whole vocabulary
+(inputs and targets), one causal document per row: the cost of a step does
+not depend on the text, and the embedding rows and cross-entropy columns the
+two touch are alike. The script checks that titan's `bench step` says it draws
+them that way.
 """
 import argparse, os, re, subprocess, sys
 
@@ -74,7 +77,7 @@ except Exception:
     opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, BETA2)); opt_kind = "foreach AdamW"
 features.append(opt_kind)
 step_fn = torch.compile(m) if COMPILE else m
-idx = torch.randint(0, V, (B, T)); tgt = torch.randint(0, V, (B, T))
+idx = torch.randint(0, V, (B, T)); tgt = torch.randint(0, V, (B, T))  # the whole vocabulary, as titan bench step
 def step():
     if BF16:
         with torch.autocast("cpu", dtype=torch.bfloat16): loss = step_fn(idx, tgt)
@@ -160,6 +163,9 @@ def main():
     bt = subprocess.run([a.titan, "bench", "step", "--config", a.config, "--steps", "1", "--warmup", "0"] + over,
                         check=True, capture_output=True, text=True).stdout
     B, T = map(int, re.search(r"(\d+) x (\d+) tokens", bt).groups())
+    drawn = re.search(r"uniform over all (\d+) ids of the vocabulary", bt)
+    if not drawn or int(drawn.group(1)) != shape["vocab"]:  # the PyTorch side draws from torch.randint(0, V)
+        sys.exit(f"titan bench step does not say it draws its tokens from all {shape['vocab']} ids:\n{bt}")
     beta2, wd = config_value(a.config, "optimizer", "beta2", 0.95), config_value(a.config, "optimizer", "weight_decay", 0.1)
     for kv in a.torch_env:
         if "=" not in kv:

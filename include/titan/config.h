@@ -124,6 +124,15 @@ typedef struct tt_metrics_config {
     char save_tb_folder[TT_CONFIG_PATH_MAX]; /* their folder, relative to job.dump_folder */
 } tt_metrics_config;
 
+/* TorchTitan's profiling keys: every profile_freq steps the loop times each
+ * node of that step and writes a Chrome trace of it to
+ * <job.dump_folder>/<save_traces_folder>/iteration_<step>/rank0_trace.json. */
+typedef struct tt_profiling_config {
+    bool enable_profiling;
+    char save_traces_folder[TT_CONFIG_PATH_MAX]; /* relative to job.dump_folder, unless absolute */
+    int profile_freq;
+} tt_profiling_config;
+
 typedef struct tt_generate_config {
     char prompt[TT_CONFIG_PROMPT_MAX];
     int max_new_tokens;
@@ -144,6 +153,7 @@ typedef struct tt_config {
     tt_checkpoint_config checkpoint;
     tt_activation_checkpoint_config activation_checkpoint;
     tt_metrics_config metrics;
+    tt_profiling_config profiling;
     tt_generate_config generate;
     /* Private: which keys a file or the command line set (indexed by the key
      * registry). Explicit keys win over the flavor. Kept last so that

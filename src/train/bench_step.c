@@ -1,13 +1,13 @@
 /* bench_step.c — `titan bench step`: times the real training step (micro
  * step + optimizer) of a config on random tokens, and with --profile breaks
  * the step down by op and by scope and writes a Chrome trace of one step. */
-#include <cjson/cJSON.h>
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/safetensors.h"
 #include "train/run.h"
+#include "train/trace.h"
 
 typedef struct {
     char name[64];
@@ -64,33 +64,6 @@ static void print_buckets(FILE *out, const char *title, bucket *b, int n, double
                 b[i].calls, b[i].sec > 0 ? b[i].flops / b[i].sec / 1e9 : 0, b[i].sec > 0 ? b[i].bytes / b[i].sec / 1e9 : 0);
 }
 
-static void trace_events(cJSON *ev, const tt_exec *e, const double *start, const double *dur, double t0, int tid,
-                         const char *graph_name)
-{
-    const tt_graph *g = tt_exec_graph(e);
-    for (int i = 0; i < g->n_nodes; i++) {
-        const tt_node *nd = g->nodes[i];
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "name", tt_op_name(nd->op));
-        cJSON_AddStringToObject(x, "cat", nd->scope[0] ? nd->scope : graph_name);
-        cJSON_AddStringToObject(x, "ph", "X");
-        cJSON_AddNumberToObject(x, "ts", 1e6 * (start[i] - t0));
-        cJSON_AddNumberToObject(x, "dur", 1e6 * dur[i]);
-        cJSON_AddNumberToObject(x, "pid", 0);
-        cJSON_AddNumberToObject(x, "tid", tid);
-        cJSON *args = cJSON_AddObjectToObject(x, "args");
-        cJSON_AddStringToObject(args, "scope", nd->scope);
-        cJSON_AddStringToObject(args, "graph", graph_name);
-        char shapes[512] = "", d[96];
-        size_t k = 0;
-        for (int j = 0; j < nd->n_in && k < sizeof shapes - 100; j++)
-            k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s%s", j ? ", " : "", tt_value_desc(nd->in[j], d, sizeof d));
-        cJSON_AddStringToObject(args, "inputs", shapes);
-        cJSON_AddNumberToObject(args, "gflop", tt_ops[nd->op].flops(nd) / 1e9);
-        cJSON_AddItemToArray(ev, x);
-    }
-}
-
 tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, const char *trace_path, FILE *out)
 {
     tt_model_cfg mc;
@@ -111,9 +84,10 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     if (!q || !m || !ids || !tgt || !pos || !doc || !ops || !scopes || tt_state_init(&st, m, be, q, 1)) goto done;
     tt_param_store weights = tt_state_store(&st, TT_STATE_PARAM);
     if (tt_model_init_weights(m, (uint64_t)c->training.seed, &weights)) goto done;
-    /* random tokens, one document per row: the cost of a step does not depend on the text */
+    /* random tokens over the whole vocabulary, one document per row: the cost of a step does not depend on the
+     * text (bench/side_by_side.py's PyTorch side draws the same way: torch.randint(0, V)) */
     tt_rng r = {(uint64_t)c->training.seed, 0};
-    int V = mc.vocab_size < 258 ? mc.vocab_size : 258;
+    const int V = mc.vocab_size;
     for (size_t i = 0; i < n; i++) {
         ids[i] = (int32_t)tt_rng_below(&r, (uint64_t)V);
         tgt[i] = (int32_t)tt_rng_below(&r, (uint64_t)V);
@@ -146,6 +120,10 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
             c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
             bf16 ? "bf16 (fp32 master weights)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup, steps,
             tt_num_threads());
+    int32_t lo = ids[0], hi = ids[0]; /* what was drawn, so a test sees it */
+    for (size_t i = 0; i < n; i++) lo = ids[i] < lo ? ids[i] : lo, hi = ids[i] > hi ? ids[i] : hi;
+    fprintf(out, "tokens    uniform over all %d ids of the vocabulary (drawn: %d..%d), one causal document a row\n", V,
+            lo, hi);
     for (int s = 0; s < warmup; s++)
         if (tt_optim_set_hp(&op, c->optimizer.lr, s + 1) || tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
     double total = 0, best = 1e30;
@@ -170,9 +148,16 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     double mean = total / steps, tps = (double)n / mean;
     fprintf(out, "step      %.2f ms mean, %.2f ms best\n", 1e3 * mean, 1e3 * best);
     fprintf(out, "tokens/s  %.0f (mean)\n", tps);
-    fprintf(out, "TFLOP/s   %.3f   MFU %.2f%% of %.0f GFLOP/s %s peak (%s)\n", tps * fpt / 1e12,
-            peak > 0 ? 100 * tps * fpt / (peak * 1e9) : 0, peak, bf16 ? "bf16" : "f32",
-            c->metrics.peak_tflops > 0 ? "config" : pk.source ? pk.source : "none");
+    /* MFU by the formula (full attention) and with attention as executed (causal), never above 100% as a fact */
+    const char *source = c->metrics.peak_tflops > 0 ? "config" : pk.source ? pk.source : "none";
+    tt_mfu f;
+    tt_mfu_judge(tps, fpt, tt_batch_flops_attention_executed(&mc, &ext, fpt, doc, B, T) / (double)n, peak, source, &f);
+    char mfu[32] = "n/a", mfu_x[32] = "n/a";
+    if (isfinite(f.mfu)) snprintf(mfu, sizeof mfu, "%.2f%%", f.mfu);
+    if (isfinite(f.mfu_executed)) snprintf(mfu_x, sizeof mfu_x, "%.2f%%", f.mfu_executed);
+    fprintf(out, "TFLOP/s   %.3f   MFU %s of %.4g GFLOP/s %s peak (%s); %s with attention as executed (causal)\n",
+            tps * fpt / 1e12, mfu, peak, bf16 ? "bf16" : "f32", source, mfu_x);
+    if (f.note[0]) fprintf(out, "          MFU not stated: %s\n", f.note);
     fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW\n",
             tt_peak_rss_bytes() / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0, 16.0 * m->numel / 1048576.0);
     if (profile) {
@@ -202,15 +187,9 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
         print_buckets(out, "scope", scopes, n_scopes, mean);
     }
     if (profile && trace_path && trace_path[0]) { /* Chrome trace of the last timed step */
-        cJSON *root = cJSON_CreateObject(), *ev = cJSON_AddArrayToObject(root, "traceEvents");
-        trace_events(ev, tr.exec, st_[0], du[0], st_[0][0], 0, "train_step");
-        trace_events(ev, op.exec, st_[1], du[1], st_[0][0], 0, "optimizer");
-        cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
-        char *txt = cJSON_PrintUnformatted(root);
-        cJSON_Delete(root);
-        tt_err wr = txt ? tt_write_file_atomic(trace_path, txt, strlen(txt)) : tt_errorf("out of memory");
-        free(txt);
-        if (wr) goto done;
+        const tt_trace_part parts[2] = {{tr.exec, st_[0], du[0], "train_step", -1},
+                                        {op.exec, st_[1], du[1], "optimizer", -1}};
+        if (tt_trace_write(trace_path, parts, 2)) goto done;
         fprintf(out, "\ntrace of one step written to %s (open it in https://ui.perfetto.dev or chrome://tracing)\n",
                 trace_path);
     }

@@ -171,6 +171,12 @@ static const cfg_key keys[] = {
     STR_("metrics.save_tb_folder", metrics.save_tb_folder, "tb",
          "folder of the TensorBoard event files, relative to job.dump_folder"),
 
+    BOOL_("profiling.enable_profiling", profiling.enable_profiling, 0, "false",
+          "every profiling.profile_freq steps, time each node of the step and write a Chrome trace of it"),
+    STR_("profiling.save_traces_folder", profiling.save_traces_folder, "profile_traces",
+         "folder of the traces, relative to job.dump_folder: <folder>/iteration_<step>/rank0_trace.json"),
+    INT_("profiling.profile_freq", profiling.profile_freq, 1, BIG, 0, "10", "trace every this many steps"),
+
     STR_("generate.prompt", generate.prompt, "", "text to continue"),
     INT_("generate.max_new_tokens", generate.max_new_tokens, 0, 1 << 24, 0, "128",
          "tokens to generate (also the sample printed after training; 0 = none)"),

@@ -22,6 +22,64 @@ double tt_mfu_percent(double tokens_per_sec, double flops_per_token, double peak
     return 100.0 * tokens_per_sec * flops_per_token / (peak_gflops * 1e9);
 }
 
+double tt_attention_keys(const int32_t *doc_ids, int B, int T, int window)
+{
+    double keys = 0;
+    for (int b = 0; b < B; b++) {
+        const int32_t *doc = doc_ids ? doc_ids + (size_t)b * T : NULL;
+        int start = 0; /* where the run of equal document ids that holds token i begins */
+        for (int i = 0; i < T; i++) {
+            if (doc && i > 0 && doc[i] != doc[i - 1]) start = i;
+            int k = i - start + 1;
+            keys += window > 0 && k > window ? window : k;
+        }
+    }
+    return keys;
+}
+
+double tt_batch_flops_attention_executed(const tt_model_cfg *mc, const tt_model_ext *ext, double flops_per_token,
+                                         const int32_t *doc_ids, int B, int T)
+{
+    const double d = (double)mc->n_heads * mc->head_dim, tokens = (double)B * T;
+    double full = -1, windowed = -1, attn = 0; /* Σ k_i without and with the window, each counted once */
+    for (int l = 0; l < mc->n_layers; l++) {
+        int w = tt_model_layer_window(mc, ext, l);
+        double *sum = w > 0 ? &windowed : &full;
+        if (*sum < 0) *sum = tt_attention_keys(doc_ids, B, T, w);
+        attn += 12.0 * d * *sum;
+    }
+    return (flops_per_token - 12.0 * mc->n_layers * d * T) * tokens + attn;
+}
+
+void tt_mfu_judge(double tokens_per_sec, double flops_per_token, double flops_per_token_executed, double peak_gflops,
+                  const char *peak_source, tt_mfu *out)
+{
+    memset(out, 0, sizeof *out);
+    const int known = flops_per_token_executed > 0;
+    out->mfu = tt_mfu_percent(tokens_per_sec, flops_per_token, peak_gflops);
+    out->mfu_executed = known && peak_gflops > 0 ? tt_mfu_percent(tokens_per_sec, flops_per_token_executed, peak_gflops)
+                                                 : NAN;
+    out->done_gflops = tokens_per_sec * (known ? flops_per_token_executed : flops_per_token) / 1e9;
+    if (!(peak_gflops > 0)) return;
+    if (out->done_gflops > peak_gflops) { /* more than the hardware can do: the peak is what is wrong */
+        out->peak_wrong = 1;
+        snprintf(out->note, sizeof out->note,
+                 "the peak (%.4g GFLOP/s, %s) is below the %.4g GFLOP/s of model FLOPs this run did%s: it looks "
+                 "wrong%s",
+                 peak_gflops, peak_source ? peak_source : "given", out->done_gflops,
+                 known ? " (attention as executed)" : "",
+                 peak_source && !strcmp(peak_source, "config") ? " (metrics.peak_tflops)"
+                                                              : "; `titan bench peak` measures it again");
+        out->mfu = out->mfu_executed = NAN;
+    } else if (out->mfu > 100.0) {
+        snprintf(out->note, sizeof out->note,
+                 "the formula's MFU is above 100%% (%.1f%%): it counts full attention over all T positions, which "
+                 "the causal kernels do not compute; %.2f%% with attention as executed",
+                 out->mfu, out->mfu_executed);
+        out->mfu = NAN;
+    }
+}
+
 char *tt_format_eta(double seconds, char *buf, size_t n)
 {
     if (!(seconds >= 0.0) || !isfinite(seconds) || seconds > 1e15) {
@@ -132,19 +190,33 @@ static tt_err write_tb(tt_metrics *m, long step, int n, const char *const *tags,
 tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
 {
     double tflops = tt_tflops(r->tokens_per_sec, m->flops_per_token);
-    double mfu = tt_mfu_percent(r->tokens_per_sec, m->flops_per_token, m->peak_gflops);
+    tt_mfu f;
+    tt_mfu_judge(r->tokens_per_sec, m->flops_per_token, r->flops_per_token_executed, m->peak_gflops, m->peak_source, &f);
     long done = r->step - m->start_step;
     double eta = done > 0 && m->total_steps > 0 ? (double)(m->total_steps - r->step) * r->elapsed_sec / done : -1.0;
     if (eta < 0.0 && done > 0) eta = 0.0; /* past total_steps */
     m->n_records++;
     m->sum_tps += r->tokens_per_sec;
-    m->sum_mfu += mfu;
+    if (r->flops_per_token_executed > 0) {
+        m->sum_tps_executed += r->tokens_per_sec;
+        m->sum_flops_executed += r->tokens_per_sec * r->flops_per_token_executed;
+    }
+    if (f.peak_wrong) m->peak_wrong_step = r->step, m->peak_wrong_gflops = f.done_gflops;
+    const int kind = f.peak_wrong ? 1 : f.note[0] ? 2 : 0;
+    if (kind && !(m->warned & kind)) {
+        tt_warn("step %ld: MFU not stated: %s", r->step, f.note);
+        m->warned |= kind;
+    }
 
-    char tps[48], eta_s[48];
+    char tps[48], eta_s[48], mfu_s[64];
+    if (isfinite(f.mfu)) snprintf(mfu_s, sizeof mfu_s, "%.2f%%", f.mfu);
+    else
+        snprintf(mfu_s, sizeof mfu_s, "n/a (%s)",
+                 f.peak_wrong ? "the peak looks wrong" : "over 100%: full attention counted");
     tt_log("step: %3ld  loss: %7.4f  grad_norm: %7.4f  lr: %.1e  memory: %.2fGiB(rss) %.2fGiB(arena)  "
-           "tps: %s  tflops: %.2f  mfu: %.2f%%  eta: %s",
+           "tps: %s  tflops: %.2f  mfu: %s  eta: %s",
            r->step, r->loss, r->grad_norm, r->lr, (double)r->peak_rss_bytes / GIB, (double)r->arena_bytes / GIB,
-           format_grouped(r->tokens_per_sec, tps, sizeof tps), tflops, mfu, tt_format_eta(eta, eta_s, sizeof eta_s));
+           format_grouped(r->tokens_per_sec, tps, sizeof tps), tflops, mfu_s, tt_format_eta(eta, eta_s, sizeof eta_s));
 
     cJSON *o = cJSON_CreateObject();
     if (o) {
@@ -154,7 +226,9 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
         cJSON_AddNumberToObject(o, "lr", r->lr);
         cJSON_AddNumberToObject(o, "tokens_per_sec", r->tokens_per_sec);
         cJSON_AddNumberToObject(o, "tflops", tflops);
-        cJSON_AddNumberToObject(o, "mfu", mfu);
+        cJSON_AddNumberToObject(o, "mfu", f.mfu);
+        if (r->flops_per_token_executed > 0) cJSON_AddNumberToObject(o, "mfu_attention_executed", f.mfu_executed);
+        if (f.note[0]) cJSON_AddStringToObject(o, "mfu_note", f.note);
         cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)r->peak_rss_bytes);
         cJSON_AddNumberToObject(o, "arena_bytes", (double)r->arena_bytes);
         cJSON_AddNumberToObject(o, "elapsed_sec", r->elapsed_sec);
@@ -162,11 +236,12 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
     }
     if (write_record(m, o)) return -1;
 
-    const char *tags[9] = {"loss_metrics/global_avg_loss", "lr", "throughput(tps)", "tflops", "mfu(%)",
+    const char *tags[9] = {"loss_metrics/global_avg_loss", "lr", "throughput(tps)", "tflops",
                            "memory/peak_rss(GiB)", "memory/arena(GiB)"};
-    double v[9] = {r->loss, r->lr, r->tokens_per_sec, tflops, mfu, (double)r->peak_rss_bytes / GIB,
+    double v[9] = {r->loss, r->lr, r->tokens_per_sec, tflops, (double)r->peak_rss_bytes / GIB,
                    (double)r->arena_bytes / GIB};
-    int n = 7;
+    int n = 6;
+    if (isfinite(f.mfu)) tags[n] = "mfu(%)", v[n++] = f.mfu; /* a figure that is not stated is not plotted */
     if (!isnan(r->grad_norm)) tags[n] = "grad_norm", v[n++] = r->grad_norm;
     if (m->has_floor) tags[n] = "loss_metrics/corpus_floor", v[n++] = m->floor_train;
     return write_tb(m, r->step, n, tags, v);
@@ -194,7 +269,44 @@ tt_err tt_metrics_log_val(tt_metrics *m, long step, double val_loss, long tokens
 }
 
 double tt_metrics_mean_tps(const tt_metrics *m) { return m->n_records ? m->sum_tps / m->n_records : 0.0; }
-double tt_metrics_mean_mfu(const tt_metrics *m) { return m->n_records ? m->sum_mfu / m->n_records : 0.0; }
+
+void tt_metrics_mean_mfu_judged(const tt_metrics *m, tt_mfu *out)
+{
+    /* the mean of tps_r * fpt_r over the records is mean(tps) * (sum tps_r * fpt_r / sum tps_r) */
+    double fpt_exec = m->sum_tps_executed > 0 ? m->sum_flops_executed / m->sum_tps_executed : 0.0;
+    tt_mfu_judge(tt_metrics_mean_tps(m), m->flops_per_token, fpt_exec, m->n_records ? m->peak_gflops : 0.0,
+                 m->peak_source, out);
+}
+
+double tt_metrics_mean_mfu(const tt_metrics *m)
+{
+    tt_mfu f;
+    tt_metrics_mean_mfu_judged(m, &f);
+    return f.mfu;
+}
+
+void tt_metrics_summarize_mfu(tt_metrics *m, tt_run_summary *s, const char *dtype)
+{
+    tt_mfu f;
+    tt_metrics_mean_mfu_judged(m, &f);
+    const double fpt_exec = m->sum_tps_executed > 0 ? m->sum_flops_executed / m->sum_tps_executed : 0.0;
+    s->mfu_mean = f.mfu;
+    s->mfu_mean_attention_executed = f.mfu_executed;
+    s->flops_per_token_attention_executed = fpt_exec;
+    s->peak_gflops = m->peak_gflops;
+    snprintf(m->mean_note, sizeof m->mean_note, "%s", f.note);
+    s->mfu_note = m->mean_note[0] ? m->mean_note : NULL;
+    if (!m->n_records || !(m->peak_gflops > 0)) return;
+    char formula[32] = "n/a", pct[32] = "n/a", executed[200] = "";
+    if (isfinite(f.mfu)) snprintf(formula, sizeof formula, "%.2f%%", f.mfu);
+    if (isfinite(f.mfu_executed)) snprintf(pct, sizeof pct, "%.2f%%", f.mfu_executed);
+    if (fpt_exec > 0)
+        snprintf(executed, sizeof executed, "; %s with attention as executed (%.4g MFLOP/token: causal, within documents)",
+                 pct, fpt_exec / 1e6);
+    tt_log("MFU %s of the %.4g GFLOP/s %s peak (%s), counting %.4g MFLOP/token (6*N + 12*L*d*T: full attention)%s%s%s",
+           formula, m->peak_gflops, dtype, m->peak_source ? m->peak_source : "given", m->flops_per_token / 1e6,
+           executed, f.note[0] ? "; not stated: " : "", f.note);
+}
 
 void tt_metrics_close(tt_metrics *m)
 {
@@ -265,6 +377,12 @@ tt_err tt_metrics_write_summary(const char *dump_folder, const tt_run_summary *s
     cJSON_AddNumberToObject(o, "mean_tokens_per_sec", s->mean_tokens_per_sec);
     cJSON_AddNumberToObject(o, "flops_per_token", s->flops_per_token);
     cJSON_AddNumberToObject(o, "mfu_mean", s->mfu_mean);
+    if (s->flops_per_token_attention_executed > 0) {
+        cJSON_AddNumberToObject(o, "flops_per_token_attention_executed", s->flops_per_token_attention_executed);
+        cJSON_AddNumberToObject(o, "mfu_mean_attention_executed", s->mfu_mean_attention_executed);
+    }
+    if (s->mfu_note) cJSON_AddStringToObject(o, "mfu_note", s->mfu_note);
+    if (s->peak_gflops > 0) cJSON_AddNumberToObject(o, "peak_gflops", s->peak_gflops);
     cJSON_AddStringToObject(o, "peak_source", s->peak_source ? s->peak_source : "config");
     if (extra) cJSON_AddItemToObject(o, "extra", extra);
 

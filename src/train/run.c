@@ -266,6 +266,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         if (tt_metrics_open(&r->metrics, c->metrics.save_jsonl ? c->job.dump_folder : NULL, r->step > 0,
                             r->flops_per_token, r->peak_gflops, r->step, c->training.steps))
             goto fail;
+        r->metrics.peak_source = r->peak_source; /* named where MFU is not stated */
         if (tt_metrics_open_tensorboard(&r->metrics, c, r->builtin_corpus ? &r->corpus : NULL)) goto fail;
     }
     return 0;

@@ -1,12 +1,15 @@
 /* train.c — the training loop: data, micro-steps with gradient accumulation,
- * the optimizer step, metrics, validation, checkpoints, preemption. */
+ * the optimizer step, metrics (with the peak measured again when a step beats
+ * it), profiling traces, validation, checkpoints, preemption. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "formats/safetensors.h"
 #include "train/run.h"
+#include "train/trace.h"
 
 /* Set by tt_request_stop (from a signal handler of the program's): the loop
  * finishes its step, saves and returns. */
@@ -45,6 +48,78 @@ tt_err tt_run_validate(tt_run *r, double *loss_out, long *tokens_out)
     return 0;
 }
 
+/* ---- profiling.enable_profiling --------------------------------------------
+ * Every profile_freq steps the executors time each node of the step (every
+ * micro-step's graph run, then the optimizer's), and the step is written as a
+ * Chrome trace (trace.h) that `titan report` reads. */
+typedef struct {
+    double *start, *dur; /* accum micro-steps of the train graph's nodes, then the optimizer's */
+    tt_trace_part *parts; /* the trace: one part a micro-step, then the optimizer */
+    int n_train, n_optim, accum;
+} step_timing;
+
+static tt_err timing_alloc(step_timing *t, const tt_run *r)
+{
+    t->n_train = r->train.g->n_nodes, t->n_optim = r->optim.g->n_nodes, t->accum = r->accum_steps;
+    size_t n = (size_t)t->accum * t->n_train + t->n_optim;
+    t->start = calloc(n, sizeof *t->start);
+    t->dur = calloc(n, sizeof *t->dur);
+    t->parts = calloc((size_t)t->accum + 1, sizeof *t->parts);
+    return t->start && t->dur && t->parts ? 0 : tt_errorf("profiling: out of memory for %zu node timings", n);
+}
+
+static tt_err write_step_trace(const tt_run *r, step_timing *t, long step)
+{
+    const tt_config *c = r->cfg;
+    const char *folder = c->profiling.save_traces_folder;
+    char dir[2 * TT_CONFIG_PATH_MAX + 48], path[sizeof dir + 32];
+    if (folder[0] == '/') /* an absolute folder stands alone */
+        snprintf(dir, sizeof dir, "%s/iteration_%ld", folder, step);
+    else
+        snprintf(dir, sizeof dir, "%s/%s/iteration_%ld", c->job.dump_folder, folder, step);
+    snprintf(path, sizeof path, "%s/rank0_trace.json", dir);
+    tt_trace_part *parts = t->parts;
+    double in_nodes = 0;
+    for (int a = 0; a <= t->accum; a++) {
+        const int optim = a == t->accum, n = optim ? t->n_optim : t->n_train;
+        const size_t off = (size_t)a * t->n_train;
+        parts[a] = (tt_trace_part){optim ? r->optim.exec : r->train.exec, t->start + off, t->dur + off,
+                                   optim ? "optimizer" : "train_step", optim || t->accum == 1 ? -1 : a};
+        for (int i = 0; i < n; i++) in_nodes += t->dur[off + i];
+    }
+    if (tt_mkdir_p(dir) || tt_trace_write(path, parts, t->accum + 1)) return tt_error_prefix("profiling step %ld: ", step);
+    tt_log("profiling: step %ld traced to %s (%.1f ms in its nodes; open it in https://ui.perfetto.dev)", step, path,
+           1e3 * in_nodes);
+    return 0;
+}
+
+/* A logged step did more model FLOPs per second than the peak: the peak is
+ * wrong (a noisy measurement cached, or the machine moved). Measure it again
+ * once (the backend caches the new figure) and state MFU against it from now
+ * on, if it now lies above what the step did. A configured peak
+ * (metrics.peak_tflops) is the user's: the notes already say it looks wrong. */
+static void remeasure_peak(tt_run *r)
+{
+    tt_metrics *m = &r->metrics;
+    const tt_dtype dt = r->step_cfg.act_dtype;
+    if (r->peak_source && !strcmp(r->peak_source, "config")) return;
+    tt_log("the peak (%.0f GFLOP/s %s, %s) is below the %.0f GFLOP/s step %ld did: measuring it again", r->peak_gflops,
+           tt_dtype_name(dt), r->peak_source ? r->peak_source : "?", m->peak_wrong_gflops, m->peak_wrong_step);
+    tt_backend_peak pk;
+    if (r->be->peak(1.0, &pk)) {
+        tt_warn("measuring the peak again failed: %s", tt_last_error());
+        return;
+    }
+    const double g = pk.gflops[dt] > 0 ? pk.gflops[dt] : pk.gflops[TT_F32];
+    if (g > r->peak_gflops) {
+        r->peak_gflops = m->peak_gflops = g;
+        r->peak_source = m->peak_source = "re-measured";
+    }
+    tt_log("peak measured again: %.0f GFLOP/s %s%s", g, tt_dtype_name(dt),
+           g > m->peak_wrong_gflops ? "; MFU is against it from now on (and in summary.json)"
+                                    : "; still below what the run did: MFU stays unstated");
+}
+
 tt_err tt_train(const tt_config *cfg)
 {
     tt_run r;
@@ -56,7 +131,11 @@ tt_err tt_train(const tt_config *cfg)
     int tokens_per_micro = c->training.local_batch_size * c->training.seq_len;
     double t_start = tt_now(), t_last = t_start, last_loss = NAN, val_loss = NAN;
     long last_logged = r.step, tokens_seen = 0;
-    tt_err rc = 0;
+    /* model FLOPs with attention as executed since the last logged step (metrics.h) */
+    double flops_executed = 0;
+    int peak_rechecked = 0;
+    step_timing timing = {0};
+    tt_err rc = c->profiling.enable_profiling ? timing_alloc(&timing, &r) : 0;
 
     if (r.step >= steps) tt_log("checkpoint is already at step %ld of %ld: nothing to train", r.step, steps);
     while (r.step < steps && !rc) {
@@ -69,10 +148,17 @@ tt_err tt_train(const tt_config *cfg)
             else scored += (long)r.micro[a]->n_scored;
         }
         if (rc) break;
+        const int profile = c->profiling.enable_profiling && step % c->profiling.profile_freq == 0;
         double loss = 0;
         for (int a = 0; a < accum && !rc; a++) {
             const tt_batch *b = r.micro[a];
             double l = 0;
+            flops_executed += tt_batch_flops_attention_executed(&r.model->cfg, &r.ext, r.flops_per_token, b->doc_ids,
+                                                                b->B, b->T);
+            if (profile) {
+                const size_t off = (size_t)a * timing.n_train;
+                tt_exec_set_timing(r.train.exec, timing.start + off, timing.dur + off);
+            }
             if (tt_step_set_batch(&r.train, b->inputs, b->targets, b->positions, b->doc_ids,
                                   scored ? 1.0f / (float)scored : 0.0f) ||
                 tt_exec_run(r.train.exec) || tt_step_loss(&r.train, &l)) {
@@ -88,7 +174,14 @@ tt_err tt_train(const tt_config *cfg)
             break;
         }
         double lr = c->optimizer.lr * tt_lr_factor(&r.sched, step), sumsq = 0;
-        if (tt_optim_set_hp(&r.optim, lr, step) || tt_exec_run(r.optim.exec) || tt_optim_sumsq(&r.optim, &sumsq)) {
+        const size_t opt_off = (size_t)accum * timing.n_train;
+        if (profile) tt_exec_set_timing(r.optim.exec, timing.start + opt_off, timing.dur + opt_off);
+        tt_err opt_rc = tt_optim_set_hp(&r.optim, lr, step) || tt_exec_run(r.optim.exec);
+        if (profile) {
+            tt_exec_set_timing(r.train.exec, NULL, NULL);
+            tt_exec_set_timing(r.optim.exec, NULL, NULL);
+        }
+        if (opt_rc || tt_optim_sumsq(&r.optim, &sumsq)) {
             rc = tt_exec_nonfinite(r.optim.exec) ? nonfinite_error(step, "the optimizer step")
                                                  : tt_error_prefix("step %ld: ", step);
             break;
@@ -102,14 +195,26 @@ tt_err tt_train(const tt_config *cfg)
         last_loss = loss;
         tokens_seen += (long)tokens_per_micro * accum;
 
-        if (step % c->metrics.log_freq == 0 || step == steps || step == 1) {
-            double now = tt_now();
-            tt_metrics_step ms = {step, loss, gnorm, lr,
-                                  (double)tokens_per_micro * accum * (double)(step - last_logged) / (now - t_last),
-                                  tt_peak_rss_bytes(), r.arena_bytes, now - t_start};
+        if (profile) { /* writing the trace is not training throughput; a trace that cannot be written stops no run */
+            double t0 = tt_now();
+            if (write_step_trace(&r, &timing, step)) tt_warn("%s (training goes on)", tt_last_error());
+            t_last += tt_now() - t0;
+        }
+        if (!rc && (step % c->metrics.log_freq == 0 || step == steps || step == 1)) {
+            double now = tt_now(), tokens = (double)tokens_per_micro * accum * (double)(step - last_logged);
+            tt_metrics_step ms = {.step = step, .loss = loss, .grad_norm = gnorm, .lr = lr,
+                                  .tokens_per_sec = tokens / (now - t_last), .peak_rss_bytes = tt_peak_rss_bytes(),
+                                  .arena_bytes = r.arena_bytes, .elapsed_sec = now - t_start,
+                                  .flops_per_token_executed = flops_executed / tokens};
             if (tt_metrics_log_step(&r.metrics, &ms)) rc = -1;
             t_last = now;
             last_logged = step;
+            flops_executed = 0;
+            if (!rc && r.metrics.peak_wrong_step == step && !peak_rechecked) {
+                peak_rechecked = 1; /* once a run: a second measurement that disagrees would not settle it */
+                remeasure_peak(&r);
+                t_last = tt_now(); /* nor is measuring the peak */
+            }
         }
         if (!rc && r.val_loader && c->validation.freq > 0 && (step % c->validation.freq == 0 || step == steps)) {
             long vt;
@@ -132,8 +237,9 @@ tt_err tt_train(const tt_config *cfg)
             .final_val_loss = val_loss, .builtin_corpus = r.builtin_corpus, .floor_nats = r.corpus.floor_nats,
             .unigram_nats = r.corpus.unigram_nats, .total_tokens = tokens_seen, .wall_seconds = wall,
             .mean_tokens_per_sec = (double)tokens_seen / wall, .flops_per_token = r.flops_per_token,
-            .mfu_mean = tt_metrics_mean_mfu(&r.metrics), .peak_source = r.peak_source,
+            .peak_source = r.peak_source,
         };
+        tt_metrics_summarize_mfu(&r.metrics, &s, tt_dtype_name(r.step_cfg.act_dtype));
         if (tt_metrics_write_summary(c->job.dump_folder, &s)) rc = -1;
         else if (r.builtin_corpus && isfinite(val_loss))
             tt_log("validation loss %.4f | corpus floor %.4f, unigram %.4f | gap closed %.1f%% | val/floor %.3f",
@@ -149,6 +255,9 @@ tt_err tt_train(const tt_config *cfg)
     /* the closing sample fits itself to the model, and never fails a run that trained */
     if (!rc && !stop_requested && r.step >= steps && c->generate.max_new_tokens > 0 && tt_run_sample(&r, stdout))
         tt_warn("no closing sample: %s", tt_last_error());
+    free(timing.start);
+    free(timing.dur);
+    free(timing.parts);
     tt_run_close(&r);
     return rc;
 }

@@ -86,7 +86,7 @@ tt_err tt_host_peak(double measure_seconds, tt_backend_peak *out)
 {
     tt_peak pk;
     memset(out, 0, sizeof *out);
-    if (measure_seconds > 0 ? tt_peak_measure(&pk, measure_seconds) || tt_peak_save(&pk) : tt_peak_get(&pk)) return -1;
+    if (measure_seconds > 0 ? tt_peak_measure_and_cache(&pk, measure_seconds) : tt_peak_get(&pk)) return -1;
     out->gflops[TT_F32] = pk.f32_gflops;
     out->gflops[TT_BF16] = pk.bf16_gflops;
     snprintf(out->device, sizeof out->device, "%.100s (%d threads)", pk.cpu, pk.threads);

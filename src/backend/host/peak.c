@@ -1,10 +1,12 @@
 /* peak.c — `titan bench peak`: the CPU's fp32 FMA and bf16 dot-product
- * throughput on all threads, the denominator of MFU, cached per machine.
+ * throughput on all threads, the denominator of MFU: the best of several
+ * rounds, checked against the clock and the cores, cached per machine.
  * Kernels for AVX-512 (+BF16), AVX2+FMA and plain C are all compiled in (via
  * target attributes) and one is chosen at run time, so one binary runs on any
  * x86-64. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,24 +207,160 @@ static double run_threads(peak_kernel k, double seconds, int nt)
     return best / 1e9;
 }
 
-static void cpu_model(char *buf, size_t cap)
+/* ---- the machine --------------------------------------------------------- */
+
+/* What /proc/cpuinfo says of this machine. */
+typedef struct {
+    char model[128]; /* "model name" */
+    char id[96];     /* vendor, family, model, stepping */
+    double mhz;      /* the highest "cpu MHz" */
+    int cores;       /* distinct (physical id, core id) pairs; 0 = not said */
+} cpuinfo;
+
+#define MAX_CORE_IDS 1024
+
+/* "key\t: value" -> value without its line end, or NULL when the line is not key's. */
+static const char *field_value(char *line, const char *key)
 {
-    snprintf(buf, cap, "unknown");
+    size_t n = strlen(key);
+    if (strncmp(line, key, n) != 0) return NULL;
+    char *v = line + n + strspn(line + n, " \t"); /* "model" is not "model name" */
+    if (*v != ':') return NULL;
+    for (v++; *v == ' ' || *v == '\t'; v++) {}
+    size_t len = strcspn(v, "\n");
+    while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
+    v[len] = '\0';
+    return v;
+}
+
+static void read_cpuinfo(cpuinfo *ci)
+{
+    memset(ci, 0, sizeof *ci);
+    snprintf(ci->model, sizeof ci->model, "unknown");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) != 0) continue;
-        char *v = strchr(line, ':');
-        if (!v) continue;
-        for (v++; *v == ' ' || *v == '\t'; v++) {}
-        size_t n = strcspn(v, "\n");
-        while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
-        if (n > 0) snprintf(buf, cap, "%.*s", (int)n, v);
-        break;
+    char line[512], vendor[16] = "", family[16] = "", model[16] = "", stepping[16] = "";
+    long phys = 0, core = -1, ids[MAX_CORE_IDS][2];
+    int n_ids = 0, first = 1, has_model = 0; /* first: still in the first processor's block */
+    for (int more = 1; more;) {
+        more = fgets(line, sizeof line, f) != NULL;
+        const char *v;
+        if (!more || line[0] == '\n') { /* the end of a processor's block: count its core */
+            if (core >= 0 && n_ids < MAX_CORE_IDS) {
+                int k = 0;
+                while (k < n_ids && (ids[k][0] != phys || ids[k][1] != core)) k++;
+                if (k == n_ids) ids[n_ids][0] = phys, ids[n_ids][1] = core, n_ids++;
+            }
+            if (core >= 0 || has_model) first = 0;
+            phys = 0, core = -1;
+            continue;
+        }
+        if ((v = field_value(line, "model name")) && first && v[0]) {
+            snprintf(ci->model, sizeof ci->model, "%s", v);
+            has_model = 1;
+        } else if ((v = field_value(line, "vendor_id")) && first) snprintf(vendor, sizeof vendor, "%s", v);
+        else if ((v = field_value(line, "cpu family")) && first) snprintf(family, sizeof family, "%s", v);
+        else if ((v = field_value(line, "model")) && first) snprintf(model, sizeof model, "%s", v);
+        else if ((v = field_value(line, "stepping")) && first) snprintf(stepping, sizeof stepping, "%s", v);
+        else if ((v = field_value(line, "physical id"))) phys = strtol(v, NULL, 10);
+        else if ((v = field_value(line, "core id"))) core = strtol(v, NULL, 10);
+        else if ((v = field_value(line, "cpu MHz"))) {
+            double mhz = strtod(v, NULL);
+            if (mhz > ci->mhz && mhz < 1e6) ci->mhz = mhz;
+        }
     }
     fclose(f);
+    if (vendor[0] || family[0])
+        snprintf(ci->id, sizeof ci->id, "%s family %s model %s stepping %s", vendor, family, model, stepping);
+    ci->cores = n_ids;
 }
+
+/* A code path's FLOPs per cycle and core, at the low and the high end of the
+ * CPUs that run it (peak.h). */
+static const struct {
+    const char *path;
+    double f32_lo, f32_hi, bf16_lo, bf16_hi;
+} flops_per_cycle[] = {
+    {"avx512f+avx512bf16", 32, 64, 64, 128},
+    {"avx512f", 32, 64, 0, 0},
+    {"avx2+fma", 16, 32, 0, 0},
+    {"scalar", 1, 16, 0, 0},
+};
+
+void tt_peak_bounds_of(const char *path, int cores, double mhz, int mhz_is_max, tt_peak_bounds *b)
+{
+    memset(b, 0, sizeof *b);
+    b->mhz = mhz > 0 ? mhz : 0;
+    b->mhz_is_max = mhz_is_max;
+    b->cores = cores;
+    size_t k = 0, n = sizeof flops_per_cycle / sizeof flops_per_cycle[0];
+    while (k < n && strcmp(flops_per_cycle[k].path, path)) k++;
+    if (k == n || !(mhz > 0) || cores < 1) return; /* an unknown path or clock: nothing to check */
+    const double lo = cores * (0.5 * mhz) / 1e3, hi = cores * (mhz_is_max ? 1.15 : 2.0) * mhz / 1e3; /* G-cycles/s */
+    b->f32_lo = lo * flops_per_cycle[k].f32_lo;
+    b->f32_hi = hi * flops_per_cycle[k].f32_hi;
+    b->bf16_lo = lo * flops_per_cycle[k].bf16_lo;
+    b->bf16_hi = hi * flops_per_cycle[k].bf16_hi;
+}
+
+void tt_peak_bounds_here(const char *path, int threads, tt_peak_bounds *b)
+{
+    cpuinfo ci;
+    read_cpuinfo(&ci);
+    double mhz = 0;
+    int is_max = 0;
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "r");
+    if (f) {
+        double khz = 0;
+        if (fscanf(f, "%lf", &khz) == 1 && khz > 0 && khz < 1e9) mhz = khz / 1e3, is_max = 1;
+        fclose(f);
+    }
+    if (!is_max) mhz = ci.mhz;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = ci.cores > 0 ? ci.cores : online > 0 ? (int)online : 1;
+    tt_peak_bounds_of(path, threads < cores ? threads : cores, mhz, is_max, b);
+}
+
+void tt_peak_judge(tt_peak *p, const tt_peak_bounds *b)
+{
+    p->bounds = *b;
+    p->note[0] = '\0';
+    if (!(b->f32_lo > 0)) {
+        p->verdict = TT_PEAK_UNCHECKED;
+        snprintf(p->note, sizeof p->note, "not checked against the clock (%s)",
+                 b->mhz > 0 ? "an unknown code path" : "no clock in cpufreq or /proc/cpuinfo");
+        return;
+    }
+    const struct {
+        const char *name;
+        double v, lo, hi;
+    } fig[2] = {{"fp32", p->f32_gflops, b->f32_lo, b->f32_hi}, {"bf16", p->bf16_gflops, b->bf16_lo, b->bf16_hi}};
+    p->verdict = TT_PEAK_PLAUSIBLE;
+    for (int i = 0; i < 2; i++) {
+        if (!(fig[i].lo > 0) || !(fig[i].v > 0)) continue; /* bf16 where the path has none */
+        int low = fig[i].v < fig[i].lo, high = fig[i].v > fig[i].hi;
+        if (!low && !(high && p->verdict == TT_PEAK_PLAUSIBLE)) continue; /* a low figure outranks a high one */
+        p->verdict = low ? TT_PEAK_LOW : TT_PEAK_HIGH;
+        snprintf(p->note, sizeof p->note,
+                 "%s %.4g GFLOP/s is %s the %.0f-%.0f GFLOP/s that %d core%s at %.0f MHz (%s) allow on %s%s", fig[i].name,
+                 fig[i].v, low ? "below" : "above", fig[i].lo, fig[i].hi, b->cores, b->cores == 1 ? "" : "s", b->mhz,
+                 b->mhz_is_max ? "cpufreq's maximum" : "/proc/cpuinfo", p->path,
+                 low ? ": other work slowed the measurement" : ": the clock read is below the one the cores ran at");
+    }
+}
+
+/* ---- measuring ------------------------------------------------------------- */
+
+#define ROUNDS_MIN 2
+#define ROUNDS_MAX 5
+
+/* best[0] >= best[1]: the two best rounds of a figure */
+static void keep_best(double best[2], double v)
+{
+    if (v > best[0]) best[1] = best[0], best[0] = v;
+    else if (v > best[1]) best[1] = v;
+}
+static int agree(const double best[2]) { return best[1] >= 0.9 * best[0]; }
 
 tt_err tt_peak_measure(tt_peak *out, double seconds)
 {
@@ -230,12 +368,26 @@ tt_err tt_peak_measure(tt_peak *out, double seconds)
     memset(out, 0, sizeof *out);
     peak_kernel f32, bf16;
     pick(&f32, &bf16, out->path, sizeof out->path);
-    cpu_model(out->cpu, sizeof out->cpu);
+    cpuinfo ci;
+    read_cpuinfo(&ci);
+    snprintf(out->cpu, sizeof out->cpu, "%s", ci.model);
+    snprintf(out->cpu_id, sizeof out->cpu_id, "%s", ci.id);
     out->threads = tt_num_threads();
-    double each = bf16 ? seconds / 2 : seconds;
-    out->f32_gflops = run_threads(f32, each, out->threads);
-    out->bf16_gflops = bf16 ? run_threads(bf16, each, out->threads) : 0.0;
+    tt_peak_bounds b;
+    tt_peak_bounds_here(out->path, out->threads, &b);
+    double each = seconds / ROUNDS_MIN / (bf16 ? 2 : 1), bf[2] = {0, 0}, bb[2] = {0, 0};
+    for (int r = 0; r < ROUNDS_MAX; r++) {
+        keep_best(bf, run_threads(f32, each, out->threads));
+        if (bf16) keep_best(bb, run_threads(bf16, each, out->threads));
+        out->rounds = r + 1;
+        out->f32_gflops = bf[0];
+        out->bf16_gflops = bb[0];
+        tt_peak_judge(out, &b);
+        if (r + 1 >= ROUNDS_MIN && out->verdict != TT_PEAK_LOW && agree(bf) && (!bf16 || agree(bb))) break;
+    }
     if (!(out->f32_gflops > 0)) return tt_errorf("peak measurement: no work was timed (%s)", out->path);
+    if (out->verdict == TT_PEAK_LOW || out->verdict == TT_PEAK_HIGH)
+        tt_warn("peak measurement, best of %d rounds: %s", out->rounds, out->note);
     return TT_OK;
 }
 
@@ -261,25 +413,37 @@ int tt_peak_load_cached(tt_peak *out)
     fclose(f);
     text[n] = '\0';
     cJSON *j = cJSON_Parse(text);
-    tt_peak here, p;
-    memset(&p, 0, sizeof p);
-    cpu_model(here.cpu, sizeof here.cpu);
+    cpuinfo here;
+    read_cpuinfo(&here);
     const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(j, "cpu"), *thr = cJSON_GetObjectItemCaseSensitive(j, "threads");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "cpu_id");
     const cJSON *f32 = cJSON_GetObjectItemCaseSensitive(j, "f32_gflops");
     const cJSON *bf = cJSON_GetObjectItemCaseSensitive(j, "bf16_gflops");
     const cJSON *pa = cJSON_GetObjectItemCaseSensitive(j, "path");
-    int ok = cJSON_IsString(cpu) && cJSON_IsNumber(thr) && cJSON_IsNumber(f32) && cJSON_IsNumber(bf) &&
-             cJSON_IsString(pa) && strcmp(cpu->valuestring, here.cpu) == 0 && thr->valuedouble == tt_num_threads() &&
-             f32->valuedouble > 0 && bf->valuedouble >= 0;
+    /* (a cache from before cpu_id was written is another machine's, as far as we can tell) */
+    int ok = cJSON_IsString(cpu) && cJSON_IsString(id) && cJSON_IsNumber(thr) && cJSON_IsNumber(f32) &&
+             cJSON_IsNumber(bf) && cJSON_IsString(pa) && strcmp(cpu->valuestring, here.model) == 0 &&
+             strcmp(id->valuestring, here.id) == 0 && thr->valuedouble == tt_num_threads() &&
+             f32->valuedouble > 0 && f32->valuedouble < 1e12 && bf->valuedouble >= 0 && bf->valuedouble < 1e12;
+    tt_peak p;
+    memset(&p, 0, sizeof p);
     if (ok) {
         p.f32_gflops = f32->valuedouble;
         p.bf16_gflops = bf->valuedouble;
         snprintf(p.path, sizeof p.path, "%s", pa->valuestring);
-        snprintf(p.cpu, sizeof p.cpu, "%s", here.cpu);
+        snprintf(p.cpu, sizeof p.cpu, "%s", here.model);
+        snprintf(p.cpu_id, sizeof p.cpu_id, "%s", here.id);
         p.threads = tt_num_threads();
         p.cached = 1;
-        *out = p;
+        tt_peak_bounds b;
+        tt_peak_bounds_here(p.path, p.threads, &b);
+        tt_peak_judge(&p, &b);
+        if (p.verdict == TT_PEAK_LOW) { /* a noisy measurement must not poison every later MFU */
+            tt_warn("the cached peak in %s looks wrong (%s): measuring again", path, p.note);
+            ok = 0;
+        }
     }
+    if (ok) *out = p;
     cJSON_Delete(j);
     return ok;
 }
@@ -302,10 +466,13 @@ tt_err tt_peak_save(const tt_peak *pk)
     if (tt_peak_cache_path(path, sizeof path) != 0 || mkdir_parents(path) != 0) return -1;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "cpu", pk->cpu);
+    cJSON_AddStringToObject(j, "cpu_id", pk->cpu_id);
     cJSON_AddNumberToObject(j, "threads", pk->threads);
     cJSON_AddNumberToObject(j, "f32_gflops", pk->f32_gflops);
     cJSON_AddNumberToObject(j, "bf16_gflops", pk->bf16_gflops);
     cJSON_AddStringToObject(j, "path", pk->path);
+    cJSON_AddNumberToObject(j, "rounds", pk->rounds); /* how the figures were found, for whoever reads the file */
+    cJSON_AddNumberToObject(j, "clock_mhz", pk->bounds.mhz);
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
     if (!text) return tt_errorf("%s: out of memory", path);
@@ -325,10 +492,18 @@ tt_err tt_peak_save(const tt_peak *pk)
     return rc;
 }
 
+tt_err tt_peak_measure_and_cache(tt_peak *out, double seconds)
+{
+    if (tt_peak_measure(out, seconds) != 0) return -1;
+    if (out->verdict == TT_PEAK_LOW)
+        tt_warn("the peak measured is below the plausible range: used for this run only, not cached");
+    else if (tt_peak_save(out) != 0)
+        tt_warn("%s (the measured peak is used, but not cached)", tt_last_error());
+    return TT_OK;
+}
+
 tt_err tt_peak_get(tt_peak *out)
 {
     if (tt_peak_load_cached(out)) return TT_OK;
-    if (tt_peak_measure(out, 1.0) != 0) return -1;
-    if (tt_peak_save(out) != 0) tt_warn("%s (the measured peak is used, but not cached)", tt_last_error());
-    return TT_OK;
+    return tt_peak_measure_and_cache(out, 1.0);
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# cli_bench_step.sh TITAN SRC — `titan bench step` on a tiny model: its token
+# ids come from the whole vocabulary (as bench/side_by_side.py's PyTorch side
+# draws them), it states MFU by the formula and with attention as executed,
+# --trace writes a Chrome trace through the module training's profiling uses,
+# and a peak below what the step does is said to look wrong, not printed as
+# an MFU above 100%.
+set -u
+TITAN=$1
+SRC=$2
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
+export OMP_NUM_THREADS=2
+TINY=(--steps 1 --warmup 0 --model.dim 32 --model.n_layers 1 --model.n_heads 2 --model.n_kv_heads 2
+  --model.ffn_dim 64 --model.vocab_size 1000 --training.local_batch_size 2 --training.seq_len 256
+  --training.mixed_precision_param float32)
+
+"$TITAN" bench step "${TINY[@]}" --metrics.peak_tflops 1 --profile --trace "$W/step.json" >"$W/out.txt" 2>&1
+check "bench step runs" $?
+line=$(grep "^tokens  " "$W/out.txt")
+grep -q "uniform over all 1000 ids of the vocabulary" <<<"$line"
+check "it says it draws from all 1000 ids ($line)" $?
+hi=$(sed -n 's/.*(drawn: [0-9]*\.\.\([0-9]*\)).*/\1/p' <<<"$line")
+[ -n "$hi" ] && [ "$hi" -ge 900 ] && [ "$hi" -lt 1000 ]
+check "512 draws reach past the byte tokenizer's 258 ids (max $hi)" $?
+grep -q "MFU [0-9.]*% of 1000 GFLOP/s f32 peak (config); [0-9.]*% with attention as executed (causal)" "$W/out.txt"
+check "MFU by the formula and with attention as executed" $?
+head -c 40 "$W/step.json" | grep -q '^{"traceEvents":\[{"name":"embedding"'
+check "--trace writes a Chrome trace, first event the embedding" $?
+grep -q '"graph":"train_step"' "$W/step.json" && grep -q '"graph":"optimizer"' "$W/step.json" &&
+  grep -q '"displayTimeUnit":"ms"}$' "$W/step.json"
+check "the trace holds the train step and the optimizer" $?
+[ ! -e "$W/step.json.tmp" ]
+check "written atomically (no temporary left)" $?
+
+"$TITAN" bench step "${TINY[@]}" --metrics.peak_tflops 1e-9 >"$W/low.txt" 2>&1
+check "bench step with a peak far below what it does still runs" $?
+grep -q "MFU n/a of" "$W/low.txt" && grep -q "MFU not stated: the peak .* looks wrong (metrics.peak_tflops)" "$W/low.txt"
+check "it says the peak looks wrong instead of an MFU above 100%" $?
+! grep -Eq "MFU [0-9]{3,}\.[0-9]+%" "$W/low.txt"
+check "no MFU above 100% printed" $?
+
+cli_done cli_bench_step
