@@ -16,6 +16,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 TRAIN = {"loss": ("loss_metrics/global_avg_loss", 1), "grad_norm": ("grad_norm", 1), "lr": ("lr", 1),
          "tokens_per_sec": ("throughput(tps)", 1), "tflops": ("tflops", 1), "mfu": ("mfu(%)", 1),
+         "mfu_attention_executed": ("mfu_attention_executed(%)", 1),
          "peak_rss_bytes": ("memory/peak_rss(GiB)", 2**30), "arena_bytes": ("memory/arena(GiB)", 2**30)}
 VAL = {"val_loss": ("validation_metrics/loss", 1), "val_ppl": ("validation_metrics/perplexity", 1)}
 FLOORS = {"loss_metrics/corpus_floor": "loss_metrics/global_avg_loss",

@@ -302,6 +302,7 @@ static const figure train_figs[] = {
     {"loss", "loss_metrics/global_avg_loss", 1},     {"grad_norm", "grad_norm", 1},
     {"lr", "lr", 1},                                  {"tokens_per_sec", "throughput(tps)", 1},
     {"tflops", "tflops", 1},                          {"mfu", "mfu(%)", 1},
+    {"mfu_attention_executed", "mfu_attention_executed(%)", 1},
     {"peak_rss_bytes", "memory/peak_rss(GiB)", GIB}, {"arena_bytes", "memory/arena(GiB)", GIB},
 };
 static const figure val_figs[] = {{"val_loss", "validation_metrics/loss", 1},
@@ -321,7 +322,7 @@ static int check_run(const tt_tb_events *e, const char *jsonl, int first, double
         int val = cJSON_GetObjectItemCaseSensitive(o, "val_loss") != NULL;
         long step = (long)num(o, "step");
         const figure *f = val ? val_figs : train_figs;
-        int n = val ? 2 : 8;
+        int n = val ? 2 : (int)(sizeof train_figs / sizeof train_figs[0]);
         for (int k = 0; k <= n; k++) {
             const char *tag = k < n ? f[k].tag : val ? "validation_metrics/corpus_floor" : "loss_metrics/corpus_floor";
             double want = k < n ? num(o, f[k].field) / f[k].scale : val ? floor_val : floor_train;

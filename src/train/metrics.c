@@ -236,12 +236,14 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
     }
     if (write_record(m, o)) return -1;
 
-    const char *tags[9] = {"loss_metrics/global_avg_loss", "lr", "throughput(tps)", "tflops",
-                           "memory/peak_rss(GiB)", "memory/arena(GiB)"};
-    double v[9] = {r->loss, r->lr, r->tokens_per_sec, tflops, (double)r->peak_rss_bytes / GIB,
-                   (double)r->arena_bytes / GIB};
+    const char *tags[10] = {"loss_metrics/global_avg_loss", "lr", "throughput(tps)", "tflops",
+                            "memory/peak_rss(GiB)", "memory/arena(GiB)"};
+    double v[10] = {r->loss, r->lr, r->tokens_per_sec, tflops, (double)r->peak_rss_bytes / GIB,
+                    (double)r->arena_bytes / GIB};
     int n = 6;
     if (isfinite(f.mfu)) tags[n] = "mfu(%)", v[n++] = f.mfu; /* a figure that is not stated is not plotted */
+    if (r->flops_per_token_executed > 0 && isfinite(f.mfu_executed))
+        tags[n] = "mfu_attention_executed(%)", v[n++] = f.mfu_executed;
     if (!isnan(r->grad_norm)) tags[n] = "grad_norm", v[n++] = r->grad_norm;
     if (m->has_floor) tags[n] = "loss_metrics/corpus_floor", v[n++] = m->floor_train;
     return write_tb(m, r->step, n, tags, v);

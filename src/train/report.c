@@ -561,10 +561,22 @@ static void page_runs(FILE *o, report_run *runs, int n)
         fputs("</td><td><code>", o);
         esc(o, r->dir);
         fputs("</code>", o);
-        const tt_toml_entry *d = r->config ? tt_toml_get(r->config, "job.description") : NULL;
-        if (d && d->value.type == TT_TOML_STRING && d->value.str[0]) {
+        /* what the run trained, from its plan and config (a description key may be the default job's) */
+        const cJSON *pm = r->plan ? cJSON_GetObjectItemCaseSensitive(r->plan, "model") : NULL;
+        const cJSON *arch = cJSON_GetObjectItemCaseSensitive(pm, "arch");
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(pm, "flavor");
+        const int hf = !cJSON_IsString(src);
+        if (hf) src = cJSON_GetObjectItemCaseSensitive(pm, "hf_assets_path");
+        const tt_toml_entry *ds = r->config ? tt_toml_get(r->config, "training.dataset") : NULL;
+        if (cJSON_IsString(arch) && cJSON_IsString(src)) {
             fputs("<br>", o);
-            tt_html_escape(o, d->value.str, 300);
+            tt_html_escape(o, arch->valuestring, 40);
+            fputs(hf ? " from " : " ", o);
+            tt_html_escape(o, src->valuestring, 300);
+        }
+        if (ds && ds->value.type == TT_TOML_STRING && ds->value.str[0]) {
+            fputs(strcmp(ds->value.str, "synthetic") ? "<br>data: " : "<br>data: the built-in corpus", o);
+            if (strcmp(ds->value.str, "synthetic")) tt_html_escape(o, ds->value.str, 300);
         }
         fputs("</td></tr>\n", o);
     }
