@@ -8,7 +8,7 @@
 # Usage: cli_backends.sh TITAN SRC
 set -u
 TITAN=$1
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
 export OMP_NUM_THREADS=2
 # the default job (built in) with two sequences a step instead of 16: the
 # reference kernels are naive loops
@@ -56,9 +56,7 @@ check "ref: generate from the checkpoint" $?
 [ "$(wc -c <"$W/gen.txt")" -gt 8 ]
 check "ref: generation printed text" $?
 
-"$TITAN" train "${COMMON[@]}" --training.backend tpu --job.dump_folder "$W/bad" >"$W/bad.log" 2>&1
-rc=$?
-[ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "training.backend: unknown backend 'tpu' (available: cpu, ref)" "$W/bad.log"
-check "an unknown backend is refused by name" $?
+expect "an unknown backend is refused by name" error "training.backend: unknown backend 'tpu' \(available: cpu, ref\)" \
+  "$TITAN" train "${COMMON[@]}" --training.backend tpu --job.dump_folder "$W/bad"
 
 cli_done cli_backends

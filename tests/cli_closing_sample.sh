@@ -8,7 +8,7 @@
 set -u
 TITAN=$1
 SRC=$2
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
 export OMP_NUM_THREADS=2
 
 # a "book": one .txt file, so one long document of about 6 KB
@@ -39,10 +39,9 @@ grep -q '^sample (generate.prompt ""' "$W/g.log" && ! grep -q "no closing sample
 check "  and the sample ran" $?
 
 # asked for explicitly, the same is refused with the reason
-"$TITAN" generate "${G[@]}" --job.dump_folder "$W/g" --generate.max_new_tokens 200 "" \
-  >"$W/gen.out" 2>"$W/gen.err"
-[ $? -eq 1 ] && grep -q "prompt (1 tokens) + generate.max_new_tokens (200) exceed the model's 64 positions" "$W/gen.err"
-check "titan generate asked for 200 new tokens at 64 positions refuses" $?
+expect "titan generate asked for 200 new tokens at 64 positions refuses" 1 \
+  "prompt \(1 tokens\) \+ generate.max_new_tokens \(200\) exceed the model's 64 positions" \
+  "$TITAN" generate "${G[@]}" --job.dump_folder "$W/g" --generate.max_new_tokens 200 ""
 "$TITAN" generate "${G[@]}" --job.dump_folder "$W/g" --generate.max_new_tokens 63 "" \
   >"$W/gen63.out" 2>&1
 check "titan generate with 63 new tokens runs" $?
@@ -61,9 +60,8 @@ if [ -f "$F/tokenizer.json" ]; then
     grep -q "sample: 63 new tokens instead of generate.max_new_tokens" "$W/h.log"
   check "GPT-2 fine-tune with an empty prompt: the sample starts from <|endoftext|>, capped at 64 positions" $?
   [ $rc -eq 0 ] || tail -n 5 "$W/h.log"
-  "$TITAN" generate --hf "$F" --generate.max_new_tokens 4 "" >/dev/null 2>"$W/hgen.err"
-  [ $? -eq 1 ] && grep -q "the prompt is empty and the tokenizer adds no BOS token" "$W/hgen.err"
-  check "titan generate --hf with an empty prompt still refuses" $?
+  expect "titan generate --hf with an empty prompt still refuses" 1 \
+    "the prompt is empty and the tokenizer adds no BOS token" "$TITAN" generate --hf "$F" --generate.max_new_tokens 4 ""
 else
   echo "skipped: $F/tokenizer.json is missing (the GPT-2 fixture part)"
 fi

@@ -7,19 +7,8 @@
 # refuses is named by its file and line.
 set -u
 TITAN=$1
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
 
-# run NAME STATUS CMD...: exits with STATUS (stdout in $W/out, stderr in $W/err)
-run() {
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$W/out" 2>"$W/err"
-  local rc=$?
-  if [ $rc -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, want $want"; cat "$W/out" "$W/err"; fail=$((fail + 1)); return 1
-  fi
-  return 0
-}
 # has NAME PATTERN FILE: FILE matches the extended regex PATTERN
 has() {
   if grep -qE -e "$2" "$3"; then echo "ok   $1"; pass=$((pass + 1)); else
@@ -29,19 +18,21 @@ has() {
 # one long text: one .txt file is one document
 { for i in $(seq 1 40); do echo "line $i of the book, with some words on it"; echo; done; } >"$W/book.txt"
 
-if run "val-fraction on one document" 1 "$TITAN" prepare --out "$W/o1" --val-fraction 0.1 "$W/book.txt"; then
+if expect -q "val-fraction on one document" 1 "" "$TITAN" prepare --out "$W/o1" --val-fraction 0.1 "$W/book.txt"; then
   has "val-fraction on one document: names the fraction, the count and the fix" \
     "--val-fraction 0.1 of 1 document .*holds out none.*val.bin would be empty.*--split-unit line" "$W/err"
 fi
 check "val-fraction on one document: no shard written" $([ ! -e "$W/o1/val.bin" ] && [ ! -e "$W/o1/train.bin" ]; echo $?)
 
-if run "val-fraction holding out every document" 1 "$TITAN" prepare --out "$W/o2" --val-fraction 0.99999 "$W/book.txt"; then
+if expect -q "val-fraction holding out every document" 1 "" \
+  "$TITAN" prepare --out "$W/o2" --val-fraction 0.99999 "$W/book.txt"; then
   has "val-fraction holding out every document: says train.bin would be empty" \
     "--val-fraction 0.99999 of 1 document .*holds out every one.*train.bin would be empty" "$W/err"
 fi
 
 # --split-unit line: 40 documents (the empty lines are none), about 10% held out
-if run "--split-unit line" 0 "$TITAN" prepare --out "$W/o3" --val-fraction 0.1 --split-unit line "$W/book.txt"; then
+if expect -q "--split-unit line" 0 "" \
+  "$TITAN" prepare --out "$W/o3" --val-fraction 0.1 --split-unit line "$W/book.txt"; then
   docs=$(awk '/^(train|val):/ {n += $2} END {print n}' "$W/out")
   val=$(awk '/^val:/ {print $2}' "$W/out")
   tokens=$(awk '/^(train|val):/ {n += $4} END {print n}' "$W/out")
@@ -55,27 +46,28 @@ fi
 
 # a .jsonl whose split is known only after reading it: two documents, 1% held out
 printf '{"text": "first document"}\n{"text": "second document"}\n' >"$W/two.jsonl"
-if run "val-fraction holding out none of a .jsonl" 1 "$TITAN" prepare --out "$W/o4" --val-fraction 0.01 "$W/two.jsonl"; then
+if expect -q "val-fraction holding out none of a .jsonl" 1 "" \
+  "$TITAN" prepare --out "$W/o4" --val-fraction 0.01 "$W/two.jsonl"; then
   has "val-fraction holding out none of a .jsonl: names the count" "--val-fraction 0.01 of 2 documents holds out none" \
     "$W/err"
 fi
 check "val-fraction holding out none of a .jsonl: no shard left" $([ ! -e "$W/o4/val.bin" ]; echo $?)
 
 # --val-fraction 0 asks for no validation set: one document is fine
-run "--val-fraction 0 on one document" 0 "$TITAN" prepare --out "$W/o5" --val-fraction 0 "$W/book.txt" &&
+expect -q "--val-fraction 0 on one document" 0 "" "$TITAN" prepare --out "$W/o5" --val-fraction 0 "$W/book.txt" &&
   has "--val-fraction 0 on one document" "train: 1 documents" "$W/out"
 
 # refused options say why
-if run "--val-fraction 1" 2 "$TITAN" prepare --out "$W/o6" --val-fraction 1 "$W/book.txt"; then
+if expect -q "--val-fraction 1" 2 "" "$TITAN" prepare --out "$W/o6" --val-fraction 1 "$W/book.txt"; then
   has "--val-fraction 1: says why" "--val-fraction .*\[0, 1\).*1 would leave nothing to train on" "$W/err"
 fi
-if run "--val-fraction abc" 2 "$TITAN" prepare --out "$W/o6" --val-fraction abc "$W/book.txt"; then
+if expect -q "--val-fraction abc" 2 "" "$TITAN" prepare --out "$W/o6" --val-fraction abc "$W/book.txt"; then
   has "--val-fraction abc: names the range" "--val-fraction .*\[0, 1\), not abc" "$W/err"
 fi
-run "--split-unit word" 2 "$TITAN" prepare --out "$W/o6" --split-unit word "$W/book.txt" &&
+expect -q "--split-unit word" 2 "" "$TITAN" prepare --out "$W/o6" --split-unit word "$W/book.txt" &&
   has "--split-unit word: refused" "bad option --split-unit word" "$W/err"
 : >"$W/empty.txt"
-if run "only empty files" 1 "$TITAN" prepare --out "$W/o7" --val-fraction 0 --split-unit line "$W/empty.txt"; then
+if expect -q "only empty files" 1 "" "$TITAN" prepare --out "$W/o7" --val-fraction 0 --split-unit line "$W/empty.txt"; then
   has "only empty files: says so" "no text" "$W/err"
 fi
 
@@ -84,10 +76,11 @@ fi
   >"$W/big.jsonl"
 { for i in $(seq 1 299); do echo "line $i"; done; printf 'bad \xff byte\n'; } >"$W/big.txt"
 gpt2="$(dirname "$0")/fixtures/hf/gpt2"
-if run "tokenizer error in a .jsonl" 1 "$TITAN" prepare --hf "$gpt2" --out "$W/o8" "$W/big.jsonl"; then
+if expect -q "tokenizer error in a .jsonl" 1 "" "$TITAN" prepare --hf "$gpt2" --out "$W/o8" "$W/big.jsonl"; then
   has "tokenizer error in a .jsonl: names the line" "big.jsonl:300: .*UTF-8" "$W/err"
 fi
-if run "tokenizer error with --split-unit line" 1 "$TITAN" prepare --hf "$gpt2" --split-unit line --out "$W/o8" "$W/big.txt"; then
+if expect -q "tokenizer error with --split-unit line" 1 "" \
+  "$TITAN" prepare --hf "$gpt2" --split-unit line --out "$W/o8" "$W/big.txt"; then
   has "tokenizer error with --split-unit line: names the line" "big.txt:300: .*UTF-8 at byte 4" "$W/err"
 fi
 

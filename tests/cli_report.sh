@@ -8,7 +8,7 @@
 set -u
 TITAN=$1
 SRC=$2
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
 export OMP_NUM_THREADS=2
 FIX=$SRC/tests/fixtures/hf/gpt2
 SMALL=(--training.steps 6 --metrics.log_freq 1 --metrics.save_jsonl true --metrics.peak_tflops 1
@@ -68,16 +68,10 @@ check "the page runs no script" $?
 check "the default output is RUN_DIR/report.html" $?
 
 # bad usage and bad folders
-"$TITAN" report >/dev/null 2>&1
-[ $? -eq 2 ]
-check "no run folder: exit 2" $?
-"$TITAN" report "$W/corpus-run" --bogus >/dev/null 2>&1
-[ $? -eq 2 ]
-check "an unknown option: exit 2" $?
+expect "no run folder: exit 2" 2 "" "$TITAN" report
+expect "an unknown option: exit 2" 2 "" "$TITAN" report "$W/corpus-run" --bogus
 mkdir -p "$W/empty"
-err=$("$TITAN" report "$W/empty" 2>&1 >/dev/null)
-[ $? -eq 1 ] && grep -q "not a run's dump folder" <<<"$err"
-check "a folder that is not a run's: exit 1, said so ($err)" $?
+expect "a folder that is not a run's: exit 1, said so" 1 "not a run's dump folder" "$TITAN" report "$W/empty"
 "$TITAN" help report | grep -q "titan report RUN_DIR"
 check "titan help report" $?
 

@@ -7,7 +7,7 @@
 # python3); bad input exits 1 naming the line, the id or the file.
 set -u
 TITAN=$1 SRC=$2
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
 
 # same NAME FILE_A FILE_B: byte-identical, else show the first difference
 same() {
@@ -107,38 +107,24 @@ check "titan help tokenize" $?
 "$TITAN" tokenize --help >"$W/o" 2>&1 && grep -q -- "--no-special" "$W/o"
 check "titan tokenize --help" $?
 
-# expect_error NAME STATUS PATTERN CMD...: exits with STATUS, stderr matches PATTERN
-expect_error() {
-  local name=$1 want=$2 pat=$3
-  shift 3
-  "$@" >"$W/o" 2>"$W/e" </dev/null
-  local rc=$?
-  if [ $rc -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, want $want"; cat "$W/e"; fail=$((fail + 1))
-  elif ! grep -qE "$pat" "$W/e"; then
-    echo "FAIL $name: message does not match /$pat/:"; cat "$W/e"; fail=$((fail + 1))
-  else
-    echo "ok   $name: $(head -n 1 "$W/e")"; pass=$((pass + 1))
-  fi
-}
 printf '72 105\n1 2 3 258\n' >"$W/bad_ids.txt"
-expect_error "id outside the vocabulary names the line and the id" 1 "bad_ids.txt:2: id 258 is outside the vocabulary \[0, 258\)" \
+expect "id outside the vocabulary names the line and the id" 1 "bad_ids.txt:2: id 258 is outside the vocabulary \[0, 258\)" \
   "$TITAN" tokenize --decode "$W/bad_ids.txt"
 printf '5\n-1\n' >"$W/neg.txt"
-expect_error "negative id" 1 "neg.txt:2: id -1 is outside" "$TITAN" tokenize --decode "$W/neg.txt"
+expect "negative id" 1 "neg.txt:2: id -1 is outside" "$TITAN" tokenize --decode "$W/neg.txt"
 printf '40 69 455\n40 69 50257\n' >"$W/gpt2_ids.txt"
-expect_error "id past a tokenizer.json's vocabulary" 1 "gpt2_ids.txt:2: id 50257 is outside the vocabulary \[0, [0-9]+\) of .*tokenizer.json" \
+expect "id past a tokenizer.json's vocabulary" 1 "gpt2_ids.txt:2: id 50257 is outside the vocabulary \[0, [0-9]+\) of .*tokenizer.json" \
   "$TITAN" tokenize --decode --hf "$SRC/tests/fixtures/hf/gpt2" "$W/gpt2_ids.txt"
 printf '1 2 three\n' >"$W/word.txt"
-expect_error "a word among the ids" 1 "word.txt:1: 'three' is not a token id" "$TITAN" tokenize --decode "$W/word.txt"
-expect_error "missing input file" 1 "nope.txt: cannot open" "$TITAN" tokenize "$W/nope.txt"
-expect_error "missing input after a good one" 1 "nope2.txt: cannot open" "$TITAN" tokenize "$W/a.txt" "$W/nope2.txt"
-expect_error "missing tokenizer.json in --hf" 1 "empty_model/tokenizer.json" "$TITAN" tokenize --hf "$W/empty_model"
+expect "a word among the ids" 1 "word.txt:1: 'three' is not a token id" "$TITAN" tokenize --decode "$W/word.txt"
+expect "missing input file" 1 "nope.txt: cannot open" "$TITAN" tokenize "$W/nope.txt"
+expect "missing input after a good one" 1 "nope2.txt: cannot open" "$TITAN" tokenize "$W/a.txt" "$W/nope2.txt"
+expect "missing tokenizer.json in --hf" 1 "empty_model/tokenizer.json" "$TITAN" tokenize --hf "$W/empty_model"
 printf 'ok\nbad \xff byte\n' >"$W/latin1.txt"
-expect_error "text that is not UTF-8 names the line" 1 "latin1.txt:2: .*UTF-8 at byte 4" \
+expect "text that is not UTF-8 names the line" 1 "latin1.txt:2: .*UTF-8 at byte 4" \
   "$TITAN" tokenize --hf "$SRC/tests/fixtures/hf/gpt2" "$W/latin1.txt"
-expect_error "unknown option" 2 "unknown option --bogus" "$TITAN" tokenize --bogus
-expect_error "two tokenizers" 2 "one tokenizer" "$TITAN" tokenize --hf "$SRC/tests/fixtures/hf/gpt2" --tokenizer x.json
-expect_error "--hf without a value" 2 "needs a value" "$TITAN" tokenize --hf
+expect "unknown option" 2 "unknown option --bogus" "$TITAN" tokenize --bogus
+expect "two tokenizers" 2 "one tokenizer" "$TITAN" tokenize --hf "$SRC/tests/fixtures/hf/gpt2" --tokenizer x.json
+expect "--hf without a value" 2 "needs a value" "$TITAN" tokenize --hf
 
 cli_done cli_tokenize

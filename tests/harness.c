@@ -38,6 +38,30 @@ int32_t *th_doc_ids(tt_rng *r, int B, int T)
     return d;
 }
 
+char *th_read_file(const char *path, size_t *len)
+{
+    if (len) *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    struct stat st; /* a directory opens too, and seeks to a meaningless end */
+    char *buf = NULL;
+    long n = -1;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+        fseek(f, 0, SEEK_SET) == 0) {
+        buf = th_alloc((size_t)n + 1, 1);
+        /* all n bytes, and the end of the file right after them */
+        if (fread(buf, 1, (size_t)n, f) == (size_t)n && fgetc(f) == EOF && !ferror(f)) {
+            buf[n] = '\0';
+            if (len) *len = (size_t)n;
+        } else {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
 const char *th_shared_dir(void)
 {
     static char path[4096];

@@ -40,6 +40,9 @@ void *th_alloc(size_t n, size_t size);
 /* Document ids (B, T) drawn from r: row b starts document 100 * b, and each
  * later token starts a new document with probability 1/4. */
 int32_t *th_doc_ids(tt_rng *r, int B, int T);
+/* The whole file at path in a NUL-terminated buffer (free() it), its size in
+ * *len unless len is NULL; NULL (and *len 0) when it cannot be read. */
+char *th_read_file(const char *path, size_t *len);
 /* Path to ../shared beside the source tree, or NULL if absent. */
 const char *th_shared_dir(void);
 

@@ -10,6 +10,16 @@
 #   check NAME STATUS  counts and prints "ok   NAME" or "FAIL NAME"
 #   cli_done NAME  prints "NAME: P passed, F failed" and returns non-zero on
 #           a failure: the test ends with it, so that is its exit status
+#   expect [-q] NAME STATUS PATTERN CMD...  runs CMD (stdin /dev/null,
+#           stdout in $W/out, stderr in $W/err) and checks its exit status:
+#           STATUS is a number or `error` (any non-zero status below 128,
+#           so not killed by a signal); and that stderr matches the extended
+#           regex PATTERN, unless PATTERN is empty. It counts and prints
+#           "ok   NAME" (with ": " and the first line of stderr that matched
+#           when there is a PATTERN) or "FAIL NAME: why" and the output.
+#           With -q a success is neither printed nor counted: the checks on
+#           $W/out and $W/err that follow are the ones that count. Returns
+#           non-zero on a failure, so those checks can follow with &&.
 W=$(mktemp -d ${CLI_TMP_TEMPLATE:+"$CLI_TMP_TEMPLATE"})
 trap 'rm -rf "$W"' EXIT
 pass=0 fail=0
@@ -19,4 +29,25 @@ check() { # check NAME CONDITION-EXIT-STATUS
 cli_done() { # cli_done NAME: the summary line; the status is the test's
   echo "$1: $pass passed, $fail failed"
   [ "$fail" -eq 0 ]
+}
+expect() { # expect [-q] NAME STATUS PATTERN CMD...: see above
+  local quiet=0
+  if [ "$1" = -q ]; then quiet=1; shift; fi
+  local name=$1 want=$2 pat=$3
+  shift 3
+  "$@" </dev/null >"$W/out" 2>"$W/err"
+  local rc=$? why=
+  if [ "$want" = error ]; then
+    { [ $rc -eq 0 ] || [ $rc -ge 128 ]; } && why="exit $rc, want an error (1-127)"
+  elif [ $rc -ne "$want" ]; then
+    why="exit $rc, want $want"
+  fi
+  if [ -n "$why" ]; then
+    echo "FAIL $name: $why"; cat "$W/out" "$W/err"; fail=$((fail + 1)); return 1
+  elif [ -n "$pat" ] && ! grep -qE -e "$pat" "$W/err"; then
+    echo "FAIL $name: message does not match /$pat/:"; cat "$W/err"; fail=$((fail + 1)); return 1
+  fi
+  [ $quiet -eq 1 ] && return 0
+  if [ -n "$pat" ]; then echo "ok   $name: $(grep -m 1 -E -e "$pat" "$W/err" | head -c 300)"; else echo "ok   $name"; fi
+  pass=$((pass + 1))
 }

@@ -29,14 +29,6 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 
 static void path_in(char *buf, size_t cap, const char *dir, const char *name) { snprintf(buf, cap, "%s/%s", dir, name); }
 
-static char *slurp(const char *path, size_t *len)
-{
-    size_t n;
-    char *t = tt_read_file(path, 64u << 20, &n);
-    if (len) *len = n;
-    return t;
-}
-
 static int put(const char *path, const void *data, size_t len)
 {
     FILE *f = fopen(path, "wb");
@@ -55,7 +47,7 @@ static void make_case(char *dir, size_t cap, const char *name, const char *src, 
         size_t len;
         path_in(a, sizeof a, src, files[i]);
         path_in(b, sizeof b, dir, files[i]);
-        char *t = slurp(a, &len);
+        char *t = th_read_file(a, &len);
         if (t) put(b, t, len);
         free(t);
     }
@@ -67,7 +59,7 @@ static void edit_config(const char *dir, const char *from, const char *to)
     char p[4200];
     path_in(p, sizeof p, dir, "config.json");
     size_t len;
-    char *t = slurp(p, &len);
+    char *t = th_read_file(p, &len);
     char *at = t ? strstr(t, from) : NULL;
     CHECK_MSG(at != NULL, "'%s' not in %s", from, p);
     if (!at) {
@@ -338,7 +330,7 @@ static void test_shared_gpt2(void)
     CHECK_MSG(tt_hf_export(m, out, &o, &store) == 0, "%s", tt_last_error());
     path_in(b, sizeof b, out, "tokenizer.json");
     size_t la, lb;
-    char *ta = slurp(a, &la), *tb = slurp(b, &lb);
+    char *ta = th_read_file(a, &la), *tb = th_read_file(b, &lb);
     CHECK(ta && tb && la == lb && memcmp(ta, tb, la) == 0);
     free(ta), free(tb);
     float *w2;
@@ -455,7 +447,7 @@ static void test_bad_folders(void)
 
     make_case(dir, sizeof dir, "corrupt", llama, both);
     path_in(p, sizeof p, dir, "model.safetensors");
-    char *t = slurp(p, &len);
+    char *t = th_read_file(p, &len);
     if (t) {
         memset(t, 0xff, 8); /* header length */
         put(p, t, len);

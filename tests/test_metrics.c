@@ -15,15 +15,12 @@
 #include "harness.h"
 #include "train/metrics.h"
 
+/* A file's text, kept until the next call (callers do not free it); NULL if it cannot be read. */
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return buf;
+    static char *text;
+    free(text);
+    return text = th_read_file(path, NULL);
 }
 
 /* Run one logger call with stdout sent to a file; return what it printed. */

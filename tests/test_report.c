@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "report_fixture.h"
-#include "formats/safetensors.h"
 #include "titan/titan.h"
 #include "train/run.h"
 
@@ -192,11 +191,11 @@ static double floor_line(const char *svg, int run)
     return value_y(&b, attr_num(t, "y1"));
 }
 
+/* A file's text (free() it); a CHECK that it could be read. */
 static char *slurp(const char *path)
 {
-    size_t len;
-    char *s = tt_read_file(path, 64u << 20, &len);
-    CHECK_MSG(s != NULL, "%s: %s", path, tt_last_error());
+    char *s = th_read_file(path, NULL);
+    CHECK_MSG(s != NULL, "%s: cannot read it", path);
     return s;
 }
 

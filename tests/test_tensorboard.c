@@ -18,21 +18,6 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = th_alloc((size_t)n + 1, 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    buf[got] = '\0';
-    if (len) *len = got;
-    return buf;
-}
-
 static int is_event_file(const struct dirent *d) { return strncmp(d->d_name, "events.out.tfevents.", 20) == 0; }
 
 /* The event files of a folder in name order (TensorBoard's reading order); returns how many, names in out. */
@@ -161,7 +146,7 @@ static void test_write_read(const char *tmp)
     tt_tb_events_free(&e);
 
     size_t len;
-    uint8_t *bytes = (uint8_t *)slurp(path, &len);
+    uint8_t *bytes = (uint8_t *)th_read_file(path, &len);
     size_t at[16];
     int nrec = record_bounds(bytes, len, at, 15);
     CHECK(nrec == 8 && at[nrec] == len);
@@ -312,7 +297,7 @@ static const figure val_figs[] = {{"val_loss", "validation_metrics/loss", 1},
  * record's value, and the corpus floors beside them; e holds nothing else. Returns the lines read. */
 static int check_run(const tt_tb_events *e, const char *jsonl, int first, double floor_train, double floor_val)
 {
-    char *text = slurp(jsonl, NULL), *line = text;
+    char *text = th_read_file(jsonl, NULL), *line = text;
     int i = 0, checked = 0;
     size_t expect = 0;
     for (char *nl; text && (nl = strchr(line, '\n')); line = nl + 1, i++) {
@@ -350,7 +335,7 @@ static void test_training(const char *tmp)
     snprintf(corpus, sizeof corpus, "%s/data/corpus.json", dump);
     if (train(dump, 6, -1)) return;
 
-    char *ctext = slurp(corpus, NULL);
+    char *ctext = th_read_file(corpus, NULL);
     cJSON *cj = ctext ? cJSON_Parse(ctext) : NULL, *st = cJSON_GetObjectItemCaseSensitive(cj, "stats");
     double floor_val = num(st, "floor_nats"), floor_train = num(st, "train_floor_nats");
     CHECK_MSG(floor_val > 0 && floor_train > 0, "the corpus floors in %s", corpus);

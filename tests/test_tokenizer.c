@@ -23,27 +23,9 @@ static const char *const FLAVOURS[] = {"gpt2",         "gpt2_prefix",   "llama3"
                                        "split_prev",   "split_next",    "split_contiguous", "split_invert",
                                        "split_empty",  NULL};
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) b[n] = 0;
-    if (len) *len = (size_t)n;
-    return b;
-}
-
 static cJSON *read_json(const char *path)
 {
-    char *s = read_file(path, NULL);
+    char *s = th_read_file(path, NULL);
     cJSON *j = s ? cJSON_Parse(s) : NULL;
     free(s);
     return j;
