@@ -1,5 +1,5 @@
 /* test_ckpt_files.c — checkpoint folders: save/list/prune/open round trip,
- * leftovers of interrupted saves, and refusal of truncated, corrupt and
+ * checkpoints in parts, leftovers of interrupted saves, and refusal of truncated, corrupt and
  * malformed checkpoints; XXH64 against the published test vectors. */
 #include <fcntl.h>
 #include <ftw.h>
@@ -195,7 +195,8 @@ static void test_meta_validate(void)
         {"[]", "not a JSON object"},
         {"{}", "no \"files\""},
         {"{\"files\": []}", "not a JSON object"},
-        {"{\"files\": {}}", "state.safetensors"},
+        {"{\"files\": {}}", "no file"},
+        {"{\"files\": {\"state.bin\": {\"size\": 1, \"xxh64\": \"0123456789abcdef\"}}}", ".safetensors"},
         {"{\"files\": {\"state.safetensors\": {\"size\": -1, \"xxh64\": \"0123456789abcdef\"}}}", "size"},
         {"{\"files\": {\"state.safetensors\": {\"size\": 1.5, \"xxh64\": \"0123456789abcdef\"}}}", "size"},
         {"{\"files\": {\"state.safetensors\": {\"size\": 1, \"xxh64\": \"0123456789ABCDEF\"}}}", "xxh64"},
@@ -216,6 +217,44 @@ static void test_meta_validate(void)
     }
 }
 
+/* A checkpoint in parts (what the ranks of a sharded run write): invisible
+ * until committed, then every part opens; a missing part fails the open. */
+static void test_parts(const char *folder)
+{
+    const char *files[2] = {"shard-00000-of-00002.safetensors", "shard-00001-of-00002.safetensors"};
+    uint64_t size[2], hash[2];
+    long steps[4];
+    CHECK_MSG(tt_ckpt_begin(folder, 7) == 0, "%s", tt_last_error());
+    for (int k = 0; k < 2; k++) {
+        make_tensors((float)k);
+        CHECK_MSG(tt_ckpt_write_part(folder, 7, files[k], 2, tensors, &size[k], &hash[k]) == 0, "%s", tt_last_error());
+    }
+    CHECK(tt_ckpt_list(folder, steps, 4) == 0); /* not there before the commit */
+    CHECK(tt_ckpt_write_part(folder, 7, "../x.safetensors", 2, tensors, &size[0], &hash[0]) != 0 &&
+          strstr(tt_last_error(), "plain file name"));
+    CHECK_MSG(tt_ckpt_commit(folder, 7, "{\"step\": 7}", 2, files, size, hash) == 0, "%s", tt_last_error());
+    CHECK(tt_ckpt_list(folder, steps, 4) == 1 && steps[0] == 7);
+    tt_ckpt *ck = tt_ckpt_open(folder, 7);
+    CHECK_MSG(ck != NULL, "%s", tt_last_error());
+    if (ck) {
+        CHECK(tt_ckpt_tensors(ck) == NULL && tt_ckpt_file(ck, "nope.safetensors") == NULL);
+        const tt_safetensors *st = tt_ckpt_file(ck, files[1]);
+        const tt_st_tensor *t = st ? tt_st_find(st, "layers.0.w") : NULL;
+        CHECK(t && memcmp(t->data, w, sizeof w) == 0); /* the second part holds the second tensors */
+        CHECK(tt_ckpt_file(ck, files[0]) != NULL);
+        tt_ckpt_close(ck);
+    }
+    char p[256];
+    snprintf(p, sizeof p, "%s/step-7/%s", folder, files[0]);
+    CHECK(unlink(p) == 0);
+    CHECK(tt_ckpt_open(folder, 7) == NULL && strstr(tt_last_error(), "shard-00000-of-00002") &&
+          strstr(tt_last_error(), "missing"));
+    tt_ckpt_begin(folder, 8); /* an abandoned save leaves no step and nothing after abort */
+    tt_ckpt_abort(folder, 8);
+    snprintf(p, sizeof p, "%s/.step-8.tmp", folder);
+    CHECK(!exists(p));
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_ckpt_XXXXXX");
@@ -227,6 +266,8 @@ int main(void)
     test_meta_validate();
     test_round_trip(folder);
     test_damage(folder2);
+    snprintf(folder2, sizeof folder2, "%s/parts", tmpdir);
+    test_parts(folder2);
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return th_done("test_ckpt_files");
 }

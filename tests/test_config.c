@@ -188,7 +188,9 @@ static void test_errors(void)
     CHECK(load(&c, "[model]\nname = 3\n") != 0 && HAS("one of: llama, gpt2"));
     CHECK(load(&c, "[training]\nmax_norm = true\n") != 0 && HAS("expected a number, got a boolean"));
     CHECK(load(&c, "[training]\nsteps = 1\nsteps = 2\n") != 0 && HAS("x.toml:3: duplicate key"));
-    CHECK(load(&c, "[parallelism]\ndata_parallel_shard_degree = 2\n") != 0 && HAS("unknown key"));
+    CHECK(load(&c, "[parallelism]\ndata_parallel_shard_degre = 2\n") != 0 &&
+          HAS("unknown key 'parallelism.data_parallel_shard_degre' (did you mean "
+              "'parallelism.data_parallel_shard_degree'?)"));
     CHECK(tt_config_load_file(&c, "/nonexistent/r.toml") != 0 && HAS("/nonexistent/r.toml"));
 
     /* cross-key checks in finalize */

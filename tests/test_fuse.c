@@ -83,7 +83,7 @@ static result step(const tt_model *m, const float *weights, batch *bt, tt_dtype 
     tt_queue *q = be->queue_new();
     CHECK_MSG(q != NULL, "%s", tt_last_error());
     if (!q) return r;
-    tt_step_cfg cfg = {B, T, dt, !fuse};
+    tt_step_cfg cfg = {.B = B, .T = T, .act_dtype = dt, .no_fuse = !fuse};
     tt_train_state st;
     tt_step_graph sg;
     int rc = tt_state_init(&st, m, be, q, 1);

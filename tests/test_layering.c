@@ -13,7 +13,7 @@
 /* ---- layers --------------------------------------------------------------------------------- */
 
 enum layer {
-    L_CORE, L_IR, L_OPS, L_MODELS, L_BACKEND, L_GRAPH,
+    L_CORE, L_IR, L_OPS, L_MODELS, L_BACKEND, L_DIST, L_GRAPH,
     L_FORMATS, L_TOKENIZER, L_DATA, L_HF, L_TRAIN,
     L_CLI,       /* tools/ */
     L_PUBLIC,    /* include/ (the public API: "titan/...") */
@@ -27,11 +27,11 @@ static const struct {
     int rank; /* lower may be included by higher */
 } src_layers[] = {
     {"core", L_CORE, 0},       {"ir", L_IR, 1},           {"ops", L_OPS, 2},   {"models", L_MODELS, 3},
-    {"backend", L_BACKEND, 3}, {"graph", L_GRAPH, 4},     {"formats", L_FORMATS, 5},
-    {"tokenizer", L_TOKENIZER, 5}, {"data", L_DATA, 5},   {"hf", L_HF, 5}, {"train", L_TRAIN, 6},
+    {"backend", L_BACKEND, 3}, {"dist", L_DIST, 4},       {"graph", L_GRAPH, 5}, {"formats", L_FORMATS, 6},
+    {"tokenizer", L_TOKENIZER, 6}, {"data", L_DATA, 6},   {"hf", L_HF, 6}, {"train", L_TRAIN, 7},
 };
 #define N_SRC_LAYERS (sizeof src_layers / sizeof src_layers[0])
-#define RANK_CLI 7
+#define RANK_CLI 8
 
 enum backend_part { BP_NONE, BP_IFACE, BP_HOST, BP_IMPL };
 
@@ -130,6 +130,9 @@ static const char *rule_broken(const where *from, const char *rel, const where *
     }
     if ((from->layer == L_MODELS && to->layer == L_BACKEND) || (from->layer == L_BACKEND && to->layer == L_MODELS))
         return "siblings: models and backend are siblings: neither includes the other";
+    if (from->layer == L_DIST && (to->layer == L_MODELS || to->layer == L_BACKEND))
+        return "dist: the communication layer (dist/) includes only core, ir and ops: the caller hands it host "
+               "memory, not backend buffers or models";
     if (to->rank > from->rank) {
         snprintf(msg, sizeof msg, "upward: %s (rank %d) may not include the higher layer %s (rank %d)", from->name,
                  from->rank, to->name, to->rank);
@@ -430,6 +433,14 @@ static const struct {
     {"src/data/d.c", "#include \"backend/backend.h\"\n", "io"},
     {"src/tokenizer/tk.c", "#include \"train/run.h\"\n", "io"},
     {"src/core/c.c", "#include \"ir/graph.h\"\n", "upward"},
+    {"src/dist/dist.h", "#include \"core/core.h\"\n#include \"ir/graph.h\"\n", NULL},
+    {"src/dist/bad.c", "#include \"dist/dist.h\"\n#include \"backend/backend.h\"\n", "dist"},
+    {"src/dist/bad2.c", "#include \"models/model.h\"\n", "dist"},
+    {"src/dist/bad3.c", "#include \"graph/exec.h\"\n", "upward"},
+    {"src/graph/uses_dist.c", "#include \"dist/dist.h\"\n#include \"graph/exec.h\"\n", NULL},
+    {"src/train/uses_dist.c", "#include \"dist/dist.h\"\n", NULL},
+    {"src/ops/o2.c", "#include \"dist/dist.h\"\n", "upward"},
+    {"src/backend/b2.c", "#include \"dist/dist.h\"\n", "upward"},
     {"src/ops/o.c", "#include \"../models/model.h\"\n", "upward"},
     {"include/titan/p.h", "#include \"titan/titan.h\"\n#include \"core/core.h\"\n", "public"},
     {"tools/cli2.c", "#include \"backend/backend.h\"\n", "cli"},

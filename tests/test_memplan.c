@@ -611,11 +611,13 @@ static void test_exec_view_of_view(void)
     for (int i = 0; i < 2 * N; i++) r[2 * N + i] = c.in[5].host[i] + c.in[6].host[i];
     float *s = host_add(r, c.in[7].host, 4);
     if (!g->failed) {
-        CHECK_MSG(inner->base == Y && inner->offset == 3 * row, "inner view: base %d offset %zu", inner->base->id,
-                  inner->offset);
+        /* a view of a view keeps its base; its root and root offset add up */
+        CHECK_MSG(tt_value_root(inner) == Y && tt_value_root_offset(inner) == 3 * row,
+                  "inner view: root %d offset %zu", tt_value_root(inner)->id, tt_value_root_offset(inner));
+        CHECK(inner->base == outer && inner->offset == 2 * row);
         CHECK(outer->base == Y && outer->offset == row);
         CHECK(r_outer->base == R && r_outer->offset == row);
-        CHECK(r_inner->base == R && r_inner->offset == 2 * row);
+        CHECK(tt_value_root(r_inner) == R && tt_value_root_offset(r_inner) == 2 * row);
         out_val(g, &c, Z, z);
         out_val(g, &c, S, s);
     } else {
@@ -655,7 +657,9 @@ static void test_view_bounds(void)
         tt_value *v = tt_value_view(g, b, cases[i].offset, TT_F32, 2, (int64_t[]){cases[i].rows, N});
         if (cases[i].ok) {
             CHECK_MSG(v != NULL && !g->failed, "%s: refused: %s", cases[i].what, tt_last_error());
-            if (v) CHECK(v->base == base && v->offset == cases[i].offset + (cases[i].of_view ? row : 0));
+            if (v)
+                CHECK(tt_value_root(v) == base &&
+                      tt_value_root_offset(v) == cases[i].offset + (cases[i].of_view ? row : 0));
         } else {
             CHECK_MSG(v == NULL && g->failed, "%s (offset %zu, %d rows): accepted at root offset %zu", cases[i].what,
                       cases[i].offset, cases[i].rows, v ? v->offset : 0);

@@ -271,7 +271,7 @@ static void test_step_graph(variant va, tt_dtype dt)
         tt_model_free(m);
         return;
     }
-    tt_step_cfg cfg = {B, T, dt, 0};
+    tt_step_cfg cfg = {.B = B, .T = T, .act_dtype = dt};
     float *grad[3] = {0}, loss[3] = {0};
     size_t arena[3] = {0}, arena_no_ac[3] = {0};
     for (int ac = 0; ac < 3; ac++) {

@@ -123,7 +123,9 @@ static void catch_stop_signals(void)
 
 static int fail(const char *what)
 {
-    fprintf(stderr, "titan %s: error: %s\n", what, tt_last_error());
+    char rank[32] = ""; /* in a job of several processes, say which one failed */
+    if (tt_process_world() > 1) snprintf(rank, sizeof rank, "rank %d: ", tt_process_rank());
+    fprintf(stderr, "%stitan %s: error: %s\n", rank, what, tt_last_error());
     return 1;
 }
 
@@ -389,7 +391,7 @@ static int select_checkpoint(tt_config *c, const char *arg)
     return tt_config_set(c, "checkpoint.folder", buf, "--checkpoint");
 }
 
-int main(int argc, char **argv)
+static int run_command(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         if (argc >= 3 && !strcmp(argv[1], "help") && !strcmp(argv[2], "keys")) {
@@ -473,5 +475,13 @@ int main(int argc, char **argv)
     free(args);
     free(rest);
     free(c);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = run_command(argc, argv);
+    if (rc) tt_abort_job(rc); /* under mpirun: a failure here ends the others now, not at their watchdog */
+    tt_shutdown();            /* on every path: under mpirun, ends MPI on this rank */
     return rc;
 }

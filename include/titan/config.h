@@ -29,6 +29,9 @@ typedef enum { TT_OPTIMIZER_ADAMW = 0 } tt_optimizer_name;                      
 /* activation_checkpoint.mode: recompute activations in the backward instead of keeping them */
 typedef enum { TT_AC_NONE = 0, TT_AC_SELECTIVE, TT_AC_FULL } tt_ac_mode;         /* "none" "selective" "full" */
 typedef enum { TT_LR_DECAY_LINEAR = 0, TT_LR_DECAY_SQRT, TT_LR_DECAY_COSINE } tt_decay_type; /* "linear" ... */
+/* parallelism.fsdp_reshard_after_forward: free a unit's gathered weights after its forward */
+typedef enum { TT_RESHARD_DEFAULT = 0, TT_RESHARD_ALWAYS, TT_RESHARD_NEVER } tt_reshard_mode; /* "default" ... */
+typedef enum { TT_FAULT_EXIT = 0, TT_FAULT_HANG, TT_FAULT_NAN } tt_fault_kind;   /* "exit" "hang" "nan" */
 
 typedef struct tt_job_config {
     char dump_folder[TT_CONFIG_PATH_MAX]; /* checkpoints, logs and metrics go under it */
@@ -61,6 +64,7 @@ typedef struct tt_training_config {
     int seq_len;
     double max_norm; /* 0 = no gradient clipping */
     tt_param_dtype mixed_precision_param;
+    tt_param_dtype mixed_precision_reduce; /* dtype of the gradients' reduce-scatter / all-reduce */
     /* "synthetic" = the built-in corpus, else a token shard path. After
      * tt_config_finalize, dataset_path names the same shard (or is ""). */
     char dataset[TT_CONFIG_PATH_MAX];
@@ -68,6 +72,25 @@ typedef struct tt_training_config {
     tt_exec_mode exec_mode;
     char backend[32]; /* "cpu" or "ref" (the reference kernels); exec_mode debug runs on "ref" */
 } tt_training_config;
+
+/* The device mesh, as TorchTitan names it: replicate x shard ranks (HSDP;
+ * FSDP is 1 x world, plain data parallel world x 1). Tensor, pipeline,
+ * context and expert parallelism do not exist yet: their degrees must be 1. */
+typedef struct tt_parallelism_config {
+    int data_parallel_replicate_degree;
+    int data_parallel_shard_degree; /* -1 = the rest of the world */
+    tt_reshard_mode fsdp_reshard_after_forward;
+    int64_t fsdp_bucket_bytes; /* 0 = one collective per unit; units smaller than this merge */
+    int tensor_parallel_degree, pipeline_parallel_degree, context_parallel_degree, expert_parallel_degree;
+} tt_parallelism_config;
+
+/* Communication between ranks; the fault keys exist for tests only. */
+typedef struct tt_comm_config {
+    double timeout_seconds; /* a collective not complete after this ends the job; 0 = never */
+    int fault_rank;         /* -1 = no fault */
+    int fault_step;
+    tt_fault_kind fault_kind;
+} tt_comm_config;
 
 typedef struct tt_synthetic_config {
     int64_t train_tokens, val_tokens;
@@ -146,6 +169,8 @@ typedef struct tt_config {
     tt_job_config job;
     tt_model_config model;
     tt_training_config training;
+    tt_parallelism_config parallelism;
+    tt_comm_config comm;
     tt_synthetic_config synthetic;
     tt_optimizer_config optimizer;
     tt_lr_scheduler_config lr_scheduler;
@@ -192,7 +217,9 @@ tt_err tt_config_parse_args(tt_config *c, int argc, char **argv, int *n_rest, ch
  * not set, and each model has a default flavor), resolves head_dim,
  * validation.local_batch_size and training.dataset/dataset_path, then checks
  * the keys against each other (n_heads % n_kv_heads, dim % n_heads,
- * global_batch_size % local_batch_size, gpt2 seq_len <= max_seq_len, ...). */
+ * global_batch_size % local_batch_size, gpt2 seq_len <= max_seq_len, tensor,
+ * pipeline, context and expert parallel degrees of 1, ...). The mesh's fit to
+ * the world is checked when a run starts and the world is known. */
 tt_err tt_config_finalize(tt_config *c);
 
 /* The full configuration as TOML text that tt_config_load_string reads back to

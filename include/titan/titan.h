@@ -86,6 +86,23 @@ typedef struct {
  * (tokenizer.json), an id outside the vocabulary, a file that cannot be
  * opened (all are opened before anything is written). */
 tt_err tt_tokenize(const tt_tokenize_opts *opts, FILE *in, FILE *out);
+/* The end of a program that used the library: ends MPI when the job runs on
+ * several processes (mpirun, srun), waiting for every rank to get there.
+ * Call it once before the program exits, on every path, errors included: a
+ * process that exits without it makes the launcher end the whole job as
+ * failed. Idempotent (later calls do nothing); after it, a job of several
+ * processes can use no collective again. A plain single process may skip it. */
+void tt_shutdown(void);
+/* A job of several processes that failed on this rank: end every process of
+ * the job now (MPI_Abort with `status`), so the others do not wait on
+ * collectives until their watchdog fires. Does nothing in a plain process,
+ * or before the job started MPI (the caller exits as it would). */
+void tt_abort_job(int status);
+/* This process's rank in the job and the job's process count: 0 and 1 for a
+ * plain process; under an MPI launcher, as the launcher says even before the
+ * library has started MPI (so an error that comes first can name its rank). */
+int tt_process_rank(void);
+int tt_process_world(void);
 /* Parameter count, FLOPs per token and memory estimate, allocating nothing. */
 tt_err tt_plan(const struct tt_config *cfg, FILE *out);
 /* titan report: one self-contained HTML page (inline CSS and SVG, no scripts,

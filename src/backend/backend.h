@@ -31,6 +31,8 @@ typedef struct tt_backend {
     /* bytes of device memory (64-byte aligned), NULL + error when there is none */
     tt_buf *(*alloc)(size_t bytes);
     void (*free)(tt_buf *b);
+    /* bytes the backend's live buffers hold now (what a run measures its state by) */
+    size_t (*bytes_in_use)(void);
 
     /* ---- the queue: work enqueued on one queue runs in order ---- */
     tt_queue *(*queue_new)(void);
@@ -51,6 +53,10 @@ typedef struct tt_backend {
     tt_err (*sync)(tt_event *e);
     /* the host waits for all work enqueued on q; the first error of that work, if any */
     tt_err (*finish)(tt_queue *q);
+
+    /* the host address of backend memory, for transports that read host memory (MPI);
+     * NULL when the memory is not host memory (a device's: collectives there need NCCL) */
+    void *(*host_ptr)(tt_mem m);
 
     /* ---- what the backend runs and how fast ---- */
     /* whether it has a kernel for op computing in dt (tt_node_dtype of the node) */

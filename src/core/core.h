@@ -19,9 +19,14 @@ int tt_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prefix the current message with more context ("file.toml: " + msg). */
 int tt_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- logging ------------------------------------------------------------ */
+/* ---- logging ------------------------------------------------------------
+ * tt_log writes a line to stdout, on rank 0 only; tt_warn writes "warning:
+ * ..." to stderr on every rank, prefixed "rank N: " in a job of several
+ * processes. The dist layer sets the rank once, when the job starts (before
+ * that, every process logs as rank 0 of 1). */
 void tt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tt_log_set_rank(int rank, int world);
 
 /* ---- allocation: 64-byte aligned, zeroed; NULL + error on failure ------- */
 void *tt_alloc(size_t bytes);
@@ -57,6 +62,12 @@ void tt_unmap_file(void *base, size_t len);
 double tt_now(void);                              /* seconds, monotonic */
 size_t tt_peak_rss_bytes(void);
 int tt_num_threads(void);
+/* The cores this process may run on (its CPU affinity, else the online
+ * ones); *bound (may be NULL): whether that is fewer than the machine has (a
+ * launcher bound the process). And the threads the kernels use from now on
+ * (at least 1). */
+int tt_num_cores(int *bound);
+void tt_set_num_threads(int n);
 /* Bytes a new allocation can have now: /proc/meminfo's MemAvailable (else
  * sysconf's free pages), lowered to a cgroup's memory limit less its use;
  * 0 when nothing is known (mem_check.c). */

@@ -1,7 +1,11 @@
 /* sys.c — clocks, peak memory and thread count. */
-#define _POSIX_C_SOURCE 200809L
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sched.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -28,5 +32,25 @@ int tt_num_threads(void)
     return omp_get_max_threads();
 #else
     return 1;
+#endif
+}
+
+int tt_num_cores(int *bound)
+{
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (online < 1) online = 1;
+    if (n < 1) n = (int)online;
+    if (bound) *bound = n < online;
+    return n;
+}
+
+void tt_set_num_threads(int n)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(n > 0 ? n : 1);
+#else
+    (void)n;
 #endif
 }

@@ -252,7 +252,7 @@ static tt_err check_files(const cJSON *root, const char *name)
         }
     if (!files) return tt_errorf("%s: no \"files\" entry (not a checkpoint written by titan?)", name);
     if (!cJSON_IsObject(files)) return tt_errorf("%s: \"files\" is not a JSON object", name);
-    int n = cJSON_GetArraySize(files), k = 0, has_state = 0;
+    int n = cJSON_GetArraySize(files), k = 0;
     const char **names = malloc(sizeof *names * (size_t)(n + 1));
     if (!names) return tt_errorf("%s: out of memory", name);
     tt_err rc = -1;
@@ -273,7 +273,11 @@ static tt_err check_files(const cJSON *root, const char *name)
             tt_errorf("%s: files: '%s' needs \"xxh64\", 16 lowercase hex digits", name, fn);
             goto out;
         }
-        has_state |= strcmp(fn, "state.safetensors") == 0;
+        const size_t len = strlen(fn), ext = strlen(".safetensors");
+        if (len <= ext || strcmp(fn + len - ext, ".safetensors") != 0) {
+            tt_errorf("%s: files: '%s' is not a .safetensors file", name, fn);
+            goto out;
+        }
         names[k++] = fn;
     }
     qsort(names, (size_t)k, sizeof *names, cmp_str);
@@ -282,8 +286,8 @@ static tt_err check_files(const cJSON *root, const char *name)
             tt_errorf("%s: files: '%s' listed twice", name, names[i]);
             goto out;
         }
-    if (!has_state) {
-        tt_errorf("%s: files does not list state.safetensors", name);
+    if (k == 0) {
+        tt_errorf("%s: files lists no file", name);
         goto out;
     }
     rc = TT_OK;
@@ -336,22 +340,23 @@ tt_err tt_ckpt_meta_validate(const char *json_text, size_t len, const char *name
 /* ---- save --------------------------------------------------------------- */
 /* The caller's JSON text with "files" added before its closing brace: the
  * text is not re-printed, so numbers keep every digit the caller wrote. */
-static char *meta_with_files(const char *meta, int empty, uint64_t size, uint64_t hash)
+static char *meta_with_files(const char *meta, int empty, int n, const char *const *files, const uint64_t *sizes,
+                             const uint64_t *hashes)
 {
-    size_t n = strlen(meta);
-    while (n > 0 && meta[n - 1] != '}') n--; /* it parsed as an object: ends in '}' */
-    size_t keep = n - 1;
+    size_t len = strlen(meta);
+    while (len > 0 && meta[len - 1] != '}') len--; /* it parsed as an object: ends in '}' */
+    size_t keep = len - 1;
     while (keep > 0 && (meta[keep - 1] == ' ' || meta[keep - 1] == '\n' || meta[keep - 1] == '\t' || meta[keep - 1] == '\r'))
         keep--;
-    char tail[256];
-    int t = snprintf(tail, sizeof tail,
-                     "%s\"files\": {\n    \"state.safetensors\": {\"size\": %" PRIu64 ", \"xxh64\": \"%016" PRIx64
-                     "\"}\n  }\n}\n",
-                     empty ? "\n  " : ",\n  ", size, hash);
-    char *out = malloc(keep + (size_t)t + 1);
+    size_t cap = keep + 64 + (size_t)n * 400, at = keep;
+    char *out = malloc(cap);
     if (!out) return NULL;
     memcpy(out, meta, keep);
-    memcpy(out + keep, tail, (size_t)t + 1);
+    at += (size_t)snprintf(out + at, cap - at, "%s\"files\": {", empty ? "\n  " : ",\n  ");
+    for (int i = 0; i < n; i++)
+        at += (size_t)snprintf(out + at, cap - at, "%s\n    \"%s\": {\"size\": %" PRIu64 ", \"xxh64\": \"%016" PRIx64 "\"}",
+                               i ? "," : "", files[i], sizes[i], hashes[i]);
+    snprintf(out + at, cap - at, "\n  }\n}\n");
     return out;
 }
 
@@ -380,54 +385,82 @@ static tt_err move_into_place(const char *folder, const char *tmp, const char *f
     return rm_rf(old);
 }
 
-tt_err tt_ckpt_save(const char *folder, long step, int n, const tt_st_tensor *tensors, const char *meta_json)
+static tt_err tmp_path(const char *folder, long step, char *tmp, size_t n)
 {
-    char tmp[4096], final[4096], state[4200], meta_path[4200];
     if (step < 0) return tt_errorf("%s: negative checkpoint step %ld", folder, step);
-    if (snprintf(tmp, sizeof tmp, "%s/.step-%ld.tmp", folder, step) >= (int)sizeof tmp)
-        return tt_errorf("%s: path too long", folder);
+    if (snprintf(tmp, n, "%s/.step-%ld.tmp", folder, step) >= (int)n) return tt_errorf("%s: path too long", folder);
+    return TT_OK;
+}
+
+tt_err tt_ckpt_begin(const char *folder, long step)
+{
+    char tmp[4096];
+    if (tmp_path(folder, step, tmp, sizeof tmp) || tt_mkdir_p(folder) != 0 || rm_rf(tmp) != 0) return -1;
+    if (mkdir(tmp, 0755) != 0) return tt_errorf("%s: cannot create: %s", tmp, strerror(errno));
+    return TT_OK;
+}
+
+tt_err tt_ckpt_write_part(const char *folder, long step, const char *file, int n, const tt_st_tensor *tensors,
+                          uint64_t *size, uint64_t *xxh64)
+{
+    char tmp[4096], path[4400];
+    if (tmp_path(folder, step, tmp, sizeof tmp)) return -1;
+    if (!plain_file_name(file)) return tt_errorf("checkpoint file '%s' is not a plain file name", file);
+    snprintf(path, sizeof path, "%s/%s", tmp, file);
+    return tt_st_write(path, n, tensors, NULL, NULL, 0) != 0 || hash_file(path, size, xxh64) != 0 ? -1 : TT_OK;
+}
+
+void tt_ckpt_abort(const char *folder, long step)
+{
+    char tmp[4096];
+    if (!tmp_path(folder, step, tmp, sizeof tmp)) rm_rf(tmp); /* best effort; prune removes it otherwise */
+}
+
+tt_err tt_ckpt_commit(const char *folder, long step, const char *meta_json, int n_files, const char *const *files,
+                      const uint64_t *sizes, const uint64_t *hashes)
+{
+    char tmp[4096], final[4096], meta_path[4200];
+    if (tmp_path(folder, step, tmp, sizeof tmp)) return -1;
     snprintf(final, sizeof final, "%s/step-%ld", folder, step);
-    snprintf(state, sizeof state, "%s/state.safetensors", tmp);
     snprintf(meta_path, sizeof meta_path, "%s/meta.json", tmp);
     if (!meta_json) meta_json = "{}";
-
     cJSON *root;
     if (parse_json(meta_json, strlen(meta_json), "checkpoint meta_json", &root) != 0) return -1;
     int empty = root->child == NULL, reserved = cJSON_GetObjectItemCaseSensitive(root, "files") != NULL;
     cJSON_Delete(root);
-    if (reserved) return tt_errorf("checkpoint meta_json: key \"files\" is reserved (tt_ckpt_save writes it)");
-
-    if (tt_mkdir_p(folder) != 0 || rm_rf(tmp) != 0) return -1;
-    if (mkdir(tmp, 0755) != 0) return tt_errorf("%s: cannot create: %s", tmp, strerror(errno));
-    uint64_t size, hash;
-    char *meta = NULL;
-    if (tt_st_write(state, n, tensors, NULL, NULL, 0) != 0 || hash_file(state, &size, &hash) != 0) goto fail;
-    if (!(meta = meta_with_files(meta_json, empty, size, hash))) {
-        tt_errorf("%s: out of memory", meta_path);
-        goto fail;
-    }
+    if (reserved) return tt_errorf("checkpoint meta_json: key \"files\" is reserved (the checkpoint writes it)");
+    char *meta = meta_with_files(meta_json, empty, n_files, files, sizes, hashes);
+    if (!meta) return tt_errorf("%s: out of memory", meta_path);
     /* what we write must be what tt_ckpt_open accepts */
-    if (tt_ckpt_meta_validate(meta, strlen(meta), meta_path) != 0) goto fail;
-    if (tt_write_file_atomic(meta_path, meta, strlen(meta)) != 0) goto fail; /* also fsyncs tmp */
+    tt_err rc = tt_ckpt_meta_validate(meta, strlen(meta), meta_path) != 0 ||
+                tt_write_file_atomic(meta_path, meta, strlen(meta)) != 0 || /* also fsyncs tmp */
+                move_into_place(folder, tmp, final, step) != 0;
     free(meta);
-    meta = NULL;
-    if (move_into_place(folder, tmp, final, step) != 0) goto fail;
-    return TT_OK;
-fail:
-    free(meta);
-    {
+    return rc ? -1 : TT_OK;
+}
+
+tt_err tt_ckpt_save(const char *folder, long step, int n, const tt_st_tensor *tensors, const char *meta_json)
+{
+    static const char *const file = "state.safetensors";
+    uint64_t size, hash;
+    if (tt_ckpt_begin(folder, step)) return -1;
+    if (tt_ckpt_write_part(folder, step, file, n, tensors, &size, &hash) ||
+        tt_ckpt_commit(folder, step, meta_json, 1, &file, &size, &hash)) {
         char saved[2048];
         snprintf(saved, sizeof saved, "%s", tt_last_error());
-        rm_rf(tmp); /* best effort; prune removes it otherwise */
+        tt_ckpt_abort(folder, step);
         tt_errorf("%s", saved);
+        return -1;
     }
-    return -1;
+    return TT_OK;
 }
 
 /* ---- open --------------------------------------------------------------- */
 struct tt_ckpt {
     char *meta;
-    tt_safetensors *st;
+    int n;
+    char **names;         /* the files meta.json lists, in its order */
+    tt_safetensors **st;  /* each one mapped */
 };
 
 tt_ckpt *tt_ckpt_open(const char *folder, long step)
@@ -469,29 +502,49 @@ tt_ckpt *tt_ckpt_open(const char *folder, long step)
             goto fail;
         }
     }
-    if (!(ck = calloc(1, sizeof *ck))) {
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
+    const int n = cJSON_GetArraySize(files);
+    if (!(ck = calloc(1, sizeof *ck)) || !(ck->names = calloc((size_t)n, sizeof *ck->names)) ||
+        !(ck->st = calloc((size_t)n, sizeof *ck->st))) {
         tt_errorf("out of memory");
         goto fail;
     }
-    snprintf(p, sizeof p, "%s/state.safetensors", dir);
-    if (!(ck->st = tt_st_open(p))) goto fail;
+    for (const cJSON *f = files->child; f; f = f->next) {
+        snprintf(p, sizeof p, "%s/%s", dir, f->string);
+        if (!(ck->names[ck->n] = strdup(f->string))) {
+            tt_errorf("out of memory");
+            goto fail;
+        }
+        if (!(ck->st[ck->n++] = tt_st_open(p))) goto fail;
+    }
     ck->meta = text;
     cJSON_Delete(root);
     return ck;
 fail:
-    if (ck) free(ck);
+    tt_ckpt_close(ck);
     cJSON_Delete(root);
     free(text);
     return NULL;
 }
 
 const char *tt_ckpt_meta_json(const tt_ckpt *ck) { return ck->meta; }
-const tt_safetensors *tt_ckpt_tensors(const tt_ckpt *ck) { return ck->st; }
+const tt_safetensors *tt_ckpt_file(const tt_ckpt *ck, const char *file)
+{
+    for (int i = 0; i < ck->n; i++)
+        if (strcmp(ck->names[i], file) == 0) return ck->st[i];
+    return NULL;
+}
+const tt_safetensors *tt_ckpt_tensors(const tt_ckpt *ck) { return tt_ckpt_file(ck, "state.safetensors"); }
 
 void tt_ckpt_close(tt_ckpt *ck)
 {
     if (!ck) return;
-    tt_st_close(ck->st);
+    for (int i = 0; i < ck->n; i++) {
+        tt_st_close(ck->st[i]);
+        free(ck->names[i]);
+    }
+    free(ck->st);
+    free(ck->names);
     free(ck->meta);
     free(ck);
 }

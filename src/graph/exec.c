@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/dist.h"
 #include "graph/exec.h"
 
 #define ALIGN 64
@@ -17,6 +18,8 @@ struct tt_exec {
     tt_exec_mode mode;
     tt_memplan plan;
     tt_buf *arena;     /* graph mode: every activation */
+    size_t arena_cap;  /* its bytes */
+    int borrowed;      /* the arena is another executor's (tt_exec_new_sharing) */
     tt_buf *owned;     /* roots nobody bound: inputs, constants, unbound params and state */
     size_t *owned_off; /* per value id: its offset in owned, SIZE_MAX if not there */
     tt_buf **act;      /* eager and debug: per root activation, its allocation while live */
@@ -25,6 +28,8 @@ struct tt_exec {
     double flops;
     double *t_start, *t_dur;
     const tt_node *nonfinite;
+    tt_coll_req **req; /* per node id: the collective a start node began, until its wait */
+    int pending;
     void *check;       /* host copy of a value being checked for NaN/Inf */
     size_t check_cap;
 };
@@ -36,7 +41,7 @@ static void exec_release(tt_exec *e)
     if (!e) return;
     for (int v = 0; e->act && v < e->g->n_values; v++)
         if (e->act[v]) e->be->free(e->act[v]);
-    if (e->arena) e->be->free(e->arena);
+    if (e->arena && !e->borrowed) e->be->free(e->arena);
     if (e->owned) e->be->free(e->owned);
     if (e->own_queue && e->q) e->be->queue_free(e->q);
     tt_memplan_free(&e->plan);
@@ -44,6 +49,7 @@ static void exec_release(tt_exec *e)
     free(e->act);
     free(e->args);
     free(e->check);
+    free(e->req);
     free(e);
 }
 
@@ -61,7 +67,7 @@ static tt_mem root_mem(const tt_exec *e, const tt_value *r)
 
 static tt_mem value_mem(const tt_exec *e, const tt_value *v)
 {
-    tt_mem m = root_mem(e, v->base ? v->base : v);
+    tt_mem m = root_mem(e, tt_value_root((tt_value *)v));
     if (m.buf) m.off += tt_value_root_offset(v);
     return m;
 }
@@ -73,6 +79,11 @@ tt_err tt_exec_mem(const tt_exec *e, const tt_value *v, tt_mem *out)
 }
 
 tt_exec *tt_exec_new(tt_graph *g, const tt_backend *be, tt_queue *q, tt_exec_mode mode)
+{
+    return tt_exec_new_sharing(g, be, q, mode, NULL);
+}
+
+tt_exec *tt_exec_new_sharing(tt_graph *g, const tt_backend *be, tt_queue *q, tt_exec_mode mode, tt_exec *with)
 {
     if (g->failed) return NULL;
     tt_exec *e = calloc(1, sizeof *e);
@@ -92,27 +103,37 @@ tt_exec *tt_exec_new(tt_graph *g, const tt_backend *be, tt_queue *q, tt_exec_mod
         const tt_node *n = g->nodes[i];
         if (n->n_in + n->n_out > e->max_args) e->max_args = n->n_in + n->n_out;
         e->flops += tt_ops[n->op].flops(n);
-        if (!be->supports(n->op, tt_node_dtype(n))) {
+        if (!(tt_ops[n->op].flags & TT_OPF_COMM) && !be->supports(n->op, tt_node_dtype(n))) {
             tt_errorf("backend %s has no kernel for %s in %s (%s)", be->name, tt_op_name(n->op),
                       tt_dtype_name(tt_node_dtype(n)), n->scope[0] ? n->scope : "no scope");
             goto fail;
         }
     }
     e->args = calloc((size_t)e->max_args + 1, sizeof *e->args);
+    e->req = calloc((size_t)g->n_nodes + 1, sizeof *e->req);
     e->owned_off = malloc(((size_t)g->n_values + 1) * sizeof *e->owned_off);
     if (mode != TT_EXEC_GRAPH) e->act = calloc((size_t)g->n_values + 1, sizeof *e->act);
-    if (!e->args || !e->owned_off || (mode != TT_EXEC_GRAPH && !e->act)) {
+    if (!e->args || !e->req || !e->owned_off || (mode != TT_EXEC_GRAPH && !e->act)) {
         tt_errorf("out of memory");
         goto fail;
     }
     if (tt_memplan_build(g, &e->plan)) goto fail;
 
-    /* roots that are not activations and that nobody bound get memory here */
+    /* roots that are not activations and that nobody bound get memory here,
+     * but for params and state no node touches (a unit's whole weights,
+     * once the FSDP pass has moved every reader onto gathered buckets) */
     size_t owned = 0;
+    for (int i = 0; i < g->n_values; i++) e->owned_off[i] = 0; /* 0: unused, 1: touched by a node */
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->n_in + g->nodes[i]->n_out; k++) {
+            const tt_node *n = g->nodes[i];
+            e->owned_off[tt_value_root(k < n->n_in ? n->in[k] : n->out[k - n->n_in])->id] = 1;
+        }
     for (int i = 0; i < g->n_values; i++) {
         const tt_value *v = g->values[i];
+        const int unused = !e->owned_off[i] && (v->role == TT_ROLE_PARAM || v->role == TT_ROLE_STATE);
         e->owned_off[i] = SIZE_MAX;
-        if (v->base || v->role == TT_ROLE_ACT || v->mem.buf) continue;
+        if (v->base || v->role == TT_ROLE_ACT || v->mem.buf || unused) continue;
         e->owned_off[i] = owned;
         owned += up(tt_value_bytes(v));
     }
@@ -123,7 +144,12 @@ tt_exec *tt_exec_new(tt_graph *g, const tt_backend *be, tt_queue *q, tt_exec_mod
             be->upload(e->q, value_mem(e, v), v->const_data, tt_value_bytes(v)))
             goto fail;
     }
-    if (mode == TT_EXEC_GRAPH && e->plan.arena_bytes && !(e->arena = be->alloc(e->plan.arena_bytes))) goto fail;
+    if (mode == TT_EXEC_GRAPH && with && with->be == be && with->arena && with->arena_cap >= e->plan.arena_bytes) {
+        e->arena = with->arena, e->arena_cap = with->arena_cap, e->borrowed = 1;
+    } else if (mode == TT_EXEC_GRAPH && e->plan.arena_bytes) {
+        if (!(e->arena = be->alloc(e->plan.arena_bytes))) goto fail;
+        e->arena_cap = e->plan.arena_bytes;
+    }
     if (be->finish(e->q)) goto fail;
     return e;
 fail:
@@ -177,6 +203,55 @@ static tt_err check_finite(tt_exec *e, const tt_node *n)
     return 0;
 }
 
+/* A collective: its start on the dist layer (over the host addresses the
+ * backend gives for its buffers), or its wait. */
+static tt_err run_comm(tt_exec *e, const tt_node *n, const tt_mem *in, const tt_mem *out)
+{
+    tt_dist *d = tt_dist_get();
+    if (!d) return -1;
+    if (n->op == TT_OP_COMM_WAIT) {
+        const tt_node *s = n->in[0]->producer;
+        tt_coll_req *r = s ? e->req[s->id] : NULL;
+        if (!r) return tt_errorf("the wait of a collective that was not started");
+        e->req[s->id] = NULL;
+        e->pending--;
+        return tt_coll_wait(d, r);
+    }
+    const tt_comm_attrs *a = TT_ATTRS(n, tt_comm_attrs);
+    void *x = e->be->host_ptr(in[0]), *y = e->be->host_ptr(out[0]);
+    if (!x || !y) return tt_errorf("backend %s: collectives over MPI need host memory", e->be->name);
+    tt_coll c = {.group = (tt_group_id)a->group, .op = (tt_reduce_op)a->reduce, .root = a->root, .send = x,
+                 .recv = y, .dtype = n->in[0]->dtype, .what = a->what[0] ? a->what : tt_op_name(n->op)};
+    size_t *counts = NULL;
+    tt_err rc = 0;
+    switch (n->op) {
+    case TT_OP_ALL_GATHER: c.kind = TT_COLL_ALL_GATHER, c.count = (size_t)tt_value_numel(n->in[0]); break;
+    case TT_OP_REDUCE_SCATTER: c.kind = TT_COLL_REDUCE_SCATTER, c.count = (size_t)tt_value_numel(n->out[0]); break;
+    case TT_OP_ALL_REDUCE: c.kind = TT_COLL_ALL_REDUCE, c.count = (size_t)tt_value_numel(n->in[0]); break;
+    case TT_OP_BROADCAST: /* every rank's x into y, then the root's y everywhere */
+        c.kind = TT_COLL_BROADCAST, c.count = (size_t)tt_value_numel(n->in[0]);
+        if (x != y) memcpy(y, x, tt_value_bytes(n->in[0]));
+        break;
+    case TT_OP_ALL_TO_ALLV: { /* the counts and displacements, read on the host */
+        const size_t gs = (size_t)tt_value_numel(n->in[1]);
+        if (!(counts = malloc(4 * gs * sizeof *counts))) return tt_errorf("out of memory");
+        for (int k = 0; k < 4 && !rc; k++) {
+            const int64_t *v = e->be->host_ptr(in[1 + k]);
+            for (size_t i = 0; v && i < gs && !rc; i++)
+                if (v[i] < 0) rc = tt_errorf("all_to_allv: a negative count or displacement (%lld)", (long long)v[i]);
+                else counts[k * gs + i] = (size_t)v[i];
+        }
+        c.kind = TT_COLL_ALL_TO_ALLV, c.scounts = counts, c.sdispls = counts + gs, c.rcounts = counts + 2 * gs;
+        c.rdispls = counts + 3 * gs;
+        break;
+    }
+    default: return tt_errorf("%s is no collective", tt_op_name(n->op));
+    }
+    if (!rc && !(rc = tt_coll_start(d, &c, &e->req[n->id]))) e->pending++;
+    free(counts); /* the dist layer keeps its own copy while the transfer is in flight */
+    return rc;
+}
+
 tt_err tt_exec_run(tt_exec *e)
 {
     tt_graph *g = e->g;
@@ -204,7 +279,9 @@ tt_err tt_exec_run(tt_exec *e)
             if (!(e->args[n->n_in + k] = value_mem(e, n->out[k])).buf)
                 rc = tt_errorf("output %d has no memory", k);
         const double t0 = e->t_start ? tt_now() : 0;
-        if (!rc) rc = e->be->run(e->q, n, e->args, e->args + n->n_in);
+        const int comm = (tt_ops[n->op].flags & TT_OPF_COMM) != 0;
+        if (!rc) rc = comm ? run_comm(e, n, e->args, e->args + n->n_in) : e->be->run(e->q, n, e->args, e->args + n->n_in);
+        if (!rc && e->pending) tt_dist_progress(tt_dist_get()); /* let transfers in flight move */
         if (e->t_start) {
             e->t_start[i] = t0;
             e->t_dur[i] = tt_now() - t0;
@@ -213,7 +290,8 @@ tt_err tt_exec_run(tt_exec *e)
             node_error(n);
             break;
         }
-        if (e->mode == TT_EXEC_DEBUG && (rc = check_finite(e, n))) break;
+        /* a started collective's output is valid only after its wait */
+        if (e->mode == TT_EXEC_DEBUG && !(comm && n->op != TT_OP_COMM_WAIT) && (rc = check_finite(e, n))) break;
         if (eager) /* free what this node read or made for the last time */
             for (int k = 0; k < n->n_in + n->n_out; k++) {
                 const tt_value *r = tt_value_root(k < n->n_in ? n->in[k] : n->out[k - n->n_in]);
@@ -223,6 +301,7 @@ tt_err tt_exec_run(tt_exec *e)
                 }
             }
     }
+    if (!rc && e->pending) rc = tt_errorf("%d collectives were started and never waited for", e->pending);
     return rc;
 }
 

@@ -20,6 +20,11 @@ typedef struct tt_exec tt_exec;
 /* q: the queue to run on, shared by the executors and copies of one run so
  * their work is ordered; NULL: the executor makes its own. */
 tt_exec *tt_exec_new(tt_graph *g, const tt_backend *be, tt_queue *q, tt_exec_mode mode);
+/* The same, running in the arena of `with` (graph mode, the same backend,
+ * never run at the same time, outliving this one) when it is big enough, else
+ * in its own: two graphs of one step that run one after the other need one
+ * arena. */
+tt_exec *tt_exec_new_sharing(tt_graph *g, const tt_backend *be, tt_queue *q, tt_exec_mode mode, tt_exec *with);
 tt_err tt_exec_run(tt_exec *e);
 void tt_exec_free(tt_exec *e);
 /* Upload bytes into a non-activation value (an input, a parameter, a state

@@ -117,10 +117,6 @@ tt_value *tt_value_view(tt_graph *g, tt_value *base, size_t offset, tt_dtype dt,
     if (offset > tt_value_bytes(base) || tt_value_bytes(v) > tt_value_bytes(base) - offset)
         return tt_graph_fail(g, "view of %zu bytes at offset %zu is outside '%s' (%zu bytes)", tt_value_bytes(v), offset,
                              base->name, tt_value_bytes(base));
-    if (base->base) { /* a view of a view is a view of the root */
-        offset += base->offset;
-        base = base->base;
-    }
     v->base = base;
     v->offset = offset;
     v->unit = base->unit;
@@ -238,6 +234,16 @@ tt_node *tt_node_clone(tt_graph *g, const tt_node *n, tt_value *const *in)
     return c;
 }
 
+/* An activation may be read once its root has been written and every view
+ * along its chain that some node produces (a collective's wait) has been. */
+static int ready(const tt_value *v, const char *made)
+{
+    const tt_value *r = v;
+    for (; r->base; r = r->base)
+        if (r->producer && !made[r->id]) return 0;
+    return made[r->id] || (v != r && made[v->id]);
+}
+
 tt_err tt_graph_set_nodes(tt_graph *g, tt_node *const *order, int n)
 {
     int nn = g->n_nodes;
@@ -255,14 +261,12 @@ tt_err tt_graph_set_nodes(tt_graph *g, tt_node *const *order, int n)
         seen[x->id] = 1;
         for (int k = 0; k < x->n_in && !rc; k++) {
             const tt_value *v = x->in[k];
-            if (v->role == TT_ROLE_ACT && !made[v->id] && !(v->base && made[v->base->id]))
+            if (v->role == TT_ROLE_ACT && !ready(v, made))
                 rc = tt_errorf("new node order: %s%snode at position %d (op %d) reads value %d before it is produced",
                                x->scope, x->scope[0] ? ": " : "", i, x->op, v->id);
         }
-        for (int k = 0; k < x->n_out; k++) { /* writing a view of an activation makes (part of) its base */
-            made[x->out[k]->id] = 1;
-            if (x->out[k]->base) made[x->out[k]->base->id] = 1;
-        }
+        for (int k = 0; k < x->n_out; k++) /* writing a view of an activation makes (part of) its root */
+            made[x->out[k]->id] = made[tt_value_root(x->out[k])->id] = 1;
     }
     if (!rc) {
         for (int i = 0; i < nn; i++) { /* the nodes left out go; values they made have no producer now */

@@ -35,9 +35,12 @@ typedef struct tt_value {
     int ndim;
     int64_t shape[TT_MAX_DIMS];
     tt_role role;      /* a view has its base's role */
-    /* A view: the bytes [offset, offset + its size) of base, which is a root
-     * (never itself a view). Parameters are views of their unit's flat
-     * buffer; passes know them by (unit, offset), never by address. */
+    /* A view: the bytes [offset, offset + its size) of base, which may itself
+     * be a view (a chain ends at a root). Parameters are views of their unit's
+     * flat buffer; passes know them by (unit, offset), never by address. A
+     * view that a node produces is valid from that node on: the wait of a
+     * collective produces a view of what the collective writes, and readers
+     * read views of it, so they come after the wait. */
     struct tt_value *base;
     size_t offset;
     int unit;          /* the model unit a param/state root holds, or a view's base's; -1: none */
@@ -99,7 +102,7 @@ void tt_graph_set_unit(tt_graph *g, int unit);
 /* New values. Shapes are given as ndim + dims. */
 tt_value *tt_value_new(tt_graph *g, tt_role role, tt_dtype dt, int ndim, const int64_t *shape);
 /* A view of base at a byte offset, with its own dtype and shape; it must lie
- * inside base. A view of a view becomes a view of the root, offsets added. */
+ * inside base (a view of a view stays one: its chain ends at the root). */
 tt_value *tt_value_view(tt_graph *g, tt_value *base, size_t offset, tt_dtype dt, int ndim, const int64_t *shape);
 tt_value *tt_graph_input(tt_graph *g, const char *name, tt_dtype dt, int ndim, const int64_t *shape);
 /* A constant: *data receives a host buffer of its size to fill now. */
@@ -109,9 +112,19 @@ void tt_graph_mark_output(tt_graph *g, tt_value *v);
  * the executors of the graph (the train state's buffers, a KV cache). */
 void tt_value_bind(tt_value *v, tt_mem mem);
 
-/* The root of a value (itself, or its base) and the byte offset into it. */
-static inline tt_value *tt_value_root(tt_value *v) { return v->base ? v->base : v; }
-static inline size_t tt_value_root_offset(const tt_value *v) { return v->base ? v->offset : 0; }
+/* The root of a value (itself, or the end of its chain of bases) and its
+ * byte offset in it. */
+static inline tt_value *tt_value_root(tt_value *v)
+{
+    while (v->base) v = v->base;
+    return v;
+}
+static inline size_t tt_value_root_offset(const tt_value *v)
+{
+    size_t off = 0;
+    for (; v->base; v = v->base) off += v->offset;
+    return off;
+}
 
 /* A node with outputs already created by the caller (ops/ use this); attrs
  * (attrs_size bytes, or NULL) is copied. */

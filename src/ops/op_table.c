@@ -155,9 +155,10 @@ static void bw_ce(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin
     gin[1] = n->out[2];
 }
 
-/* Flags: P pure (recomputable), K kept by selective checkpointing, L a loss. */
+/* Flags: P pure (recomputable), K kept by selective checkpointing, C a collective. */
 #define P TT_OPF_PURE
 #define K TT_OPF_KEEP_SELECTIVE
+#define C TT_OPF_COMM
 #define A(type) sizeof(type)
 
 /*                                  name                 flags   acc  writes  -inf  attrs                  flops        backward */
@@ -188,9 +189,18 @@ const tt_op_def tt_ops[TT_OP_COUNT] = {
     [TT_OP_ADD_RMSNORM] =         {"add_rmsnorm",        P,      0,   0,      0,    A(tt_norm_attrs),      fl_add_norm, bw_add_rmsnorm},
     [TT_OP_ADAMW] =               {"adamw",              0,      0,   1 | 2 | 4 | 8, 0, A(tt_adamw_attrs), fl_adamw,    NULL},
     [TT_OP_CLIP_COEF] =           {"clip_coef",          0,      0,   0,      0,    A(tt_clip_attrs),      fl_zero,     NULL},
+    [TT_OP_CAST] =                {"cast",               P,      0,   0,      0,    0,                     fl_zero,     NULL},
+    [TT_OP_ZERO] =                {"zero",               0,      0,   0,      0,    0,                     fl_zero,     NULL},
+    [TT_OP_ALL_GATHER] =          {"all_gather",         C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
+    [TT_OP_REDUCE_SCATTER] =      {"reduce_scatter",     C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
+    [TT_OP_ALL_REDUCE] =          {"all_reduce",         C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
+    [TT_OP_BROADCAST] =           {"broadcast",          C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
+    [TT_OP_ALL_TO_ALLV] =         {"all_to_allv",        C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
+    [TT_OP_COMM_WAIT] =           {"comm_wait",          C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
 };
 #undef P
 #undef K
+#undef C
 #undef A
 
 const char *tt_op_name(int op) { return op >= 0 && op < TT_OP_COUNT ? tt_ops[op].name : "?"; }

@@ -1,4 +1,6 @@
 /* ops.c — op builders: check shapes, create outputs, record the node. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/ops_internal.h"
@@ -294,6 +296,97 @@ tt_dtype tt_node_dtype(const tt_node *n)
         if (d == TT_F32 || d == TT_BF16 || d == TT_F16 || d == TT_F64) return d;
     }
     return n->n_out ? n->out[0]->dtype : TT_F32;
+}
+
+tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to)
+{
+    NEED(x && (x->dtype == TT_F64 ? to == TT_F64 : (x->dtype == TT_F32 || x->dtype == TT_BF16) && (to == TT_F32 || to == TT_BF16)),
+         "cast: from and to f32 or bf16 (f64 stays f64)");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, to, x->ndim, x->shape);
+    return node(g, TT_OP_CAST, 1, &x, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape)
+{
+    NEED(dt == TT_F32 || dt == TT_BF16 || dt == TT_F64, "zeros: a float dtype");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, dt, ndim, shape);
+    return node(g, TT_OP_ZERO, 0, NULL, 1, &y, NULL) ? y : NULL;
+}
+
+/* A collective's start node: it writes a view of `into` (or of a new
+ * activation of the shape), which its wait makes valid. */
+static tt_value *comm_start(tt_graph *g, int op, int n_in, tt_value *const *in, tt_dtype dt, int64_t numel,
+                            tt_value *into, const tt_comm_attrs *at)
+{
+    NEED(!into || (!into->base && into->dtype == dt && tt_value_numel(into) == numel),
+         "%s: the destination must be a root of %lld %s", tt_op_name(op), (long long)numel, tt_dtype_name(dt));
+    tt_value *root = into ? into : tt_value_new(g, TT_ROLE_ACT, dt, 1, &numel);
+    tt_value *y = root ? tt_value_view(g, root, 0, dt, 1, &numel) : NULL;
+    return y && node(g, op, n_in, in, 1, &y, at) ? y : NULL;
+}
+
+static tt_comm_attrs comm_attrs(int group, int reduce, int root, const char *what)
+{
+    tt_comm_attrs a = {group, reduce, root, ""};
+    snprintf(a.what, sizeof a.what, "%s", what ? what : "");
+    return a;
+}
+
+tt_value *tt_all_gather(tt_graph *g, tt_value *x, tt_value *into, int group, int group_size, const char *what)
+{
+    NEED(x && group_size >= 1, "all_gather: no input");
+    const tt_comm_attrs at = comm_attrs(group, 0, 0, what);
+    return comm_start(g, TT_OP_ALL_GATHER, 1, &x, x->dtype, tt_value_numel(x) * group_size, into, &at);
+}
+
+tt_value *tt_reduce_scatter(tt_graph *g, tt_value *x, tt_value *into, int group, int group_size, const char *what)
+{
+    NEED(x && group_size >= 1 && tt_value_numel(x) % group_size == 0,
+         "reduce_scatter: %lld elements do not split in %d", x ? (long long)tt_value_numel(x) : 0LL, group_size);
+    const tt_comm_attrs at = comm_attrs(group, 0, 0, what);
+    return comm_start(g, TT_OP_REDUCE_SCATTER, 1, &x, x->dtype, tt_value_numel(x) / group_size, into, &at);
+}
+
+tt_value *tt_all_reduce(tt_graph *g, tt_value *x, tt_value *into, int group, int reduce, const char *what)
+{
+    NEED(x, "all_reduce: no input");
+    const tt_comm_attrs at = comm_attrs(group, reduce, 0, what);
+    return comm_start(g, TT_OP_ALL_REDUCE, 1, &x, x->dtype, tt_value_numel(x), into, &at);
+}
+
+tt_value *tt_broadcast(tt_graph *g, tt_value *x, tt_value *into, int group, int root, const char *what)
+{
+    NEED(x && root >= 0, "broadcast: no input");
+    const tt_comm_attrs at = comm_attrs(group, 0, root, what);
+    return comm_start(g, TT_OP_BROADCAST, 1, &x, x->dtype, tt_value_numel(x), into, &at);
+}
+
+tt_value *tt_all_to_allv(tt_graph *g, tt_value *x, tt_value *scounts, tt_value *sdispls, tt_value *rcounts,
+                         tt_value *rdispls, int64_t recv, int group, const char *what)
+{
+    NEED(x && scounts && sdispls && rcounts && rdispls && recv >= 0 && scounts->dtype == TT_I64 &&
+             sdispls->dtype == TT_I64 && rcounts->dtype == TT_I64 && rdispls->dtype == TT_I64 &&
+             tt_value_numel(scounts) == tt_value_numel(rcounts) && tt_value_numel(sdispls) == tt_value_numel(scounts) &&
+             tt_value_numel(rdispls) == tt_value_numel(rcounts),
+         "all_to_allv: counts and displacements are one i64 per group rank");
+    const tt_comm_attrs at = comm_attrs(group, 0, 0, what);
+    tt_value *in[] = {x, scounts, sdispls, rcounts, rdispls};
+    return comm_start(g, TT_OP_ALL_TO_ALLV, 5, in, x->dtype, recv, NULL, &at);
+}
+
+tt_value *tt_comm_wait(tt_graph *g, tt_value *started)
+{
+    const tt_node *s = started ? started->producer : NULL;
+    NEED(s && (tt_ops[s->op].flags & TT_OPF_COMM) && s->op != TT_OP_COMM_WAIT && started->base,
+         "comm wait: the value is no collective's output");
+    tt_value **in = calloc((size_t)s->n_in + 2, sizeof *in);
+    if (!in) return tt_graph_fail(g, "out of memory");
+    in[0] = started;
+    for (int k = 0; k < s->n_in; k++) in[1 + k] = s->in[k];
+    tt_value *y = tt_value_view(g, started, 0, started->dtype, started->ndim, started->shape);
+    tt_node *w = y ? node(g, TT_OP_COMM_WAIT, s->n_in + 1, in, 1, &y, s->attrs) : NULL;
+    free(in);
+    return w ? y : NULL;
 }
 
 tt_err tt_attention_kv_check(const tt_node *n, int32_t start)

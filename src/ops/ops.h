@@ -60,6 +60,19 @@ typedef enum {
     TT_OP_CLIP_COEF,      /* in: sumsq (1) f32   tt_clip_attrs   out: coef (1) f32: the factor that
                              brings the global gradient norm sqrt(sumsq) down to max_norm
                              (tt_clip_coef), 1 when max_norm <= 0 or the norm is below it */
+    TT_OP_CAST,           /* in: x   out: y, x's values in y's dtype (f32 <-> bf16, rounded to nearest even) */
+    TT_OP_ZERO,           /* in: none   out: y, all zeros (a gradient buffer made anew each micro-step) */
+    /* Collectives (tt_comm_attrs): the executor runs them on the dist layer, not a backend kernel. A start
+     * node writes its output asynchronously (into a view of the output's root); the wait node for it
+     * (TT_OP_COMM_WAIT) makes that output valid, and every reader reads after the wait. */
+    TT_OP_ALL_GATHER,     /* in: x (n)            out: y (group x n): every rank's x in group-rank order */
+    TT_OP_REDUCE_SCATTER, /* in: x (group x n)    out: y (n): this rank's n of the sum over the group */
+    TT_OP_ALL_REDUCE,     /* in: x (n)            out: y (n): the sum (or max) over the group */
+    TT_OP_BROADCAST,      /* in: x (n)            out: y (n): the root's x on every rank */
+    TT_OP_ALL_TO_ALLV,    /* in: x, scounts, sdispls, rcounts, rdispls (group) i64   out: y:
+                             rank i's x [sdispls[j], + scounts[j]) lands in rank j's y at rdispls[i] (elements) */
+    TT_OP_COMM_WAIT,      /* in: the start node's output, then its inputs (kept alive until the transfer ends)
+                             out: a view of the start's output root: what the readers read */
     TT_OP_COUNT
 } tt_op_id;
 
@@ -98,6 +111,13 @@ typedef struct {
     double max_norm; /* <= 0: no clipping */
 } tt_clip_attrs;
 
+typedef struct {
+    int group;     /* tt_group_id of dist/dist.h: world, shard or replicate */
+    int reduce;    /* tt_reduce_op: sum or max */
+    int root;      /* broadcast: the group rank whose x everyone gets */
+    char what[48]; /* names the transfer in errors and the watchdog's message: "layers.3 params" */
+} tt_comm_attrs;
+
 #define TT_ATTRS(n, type) ((const type *)(n)->attrs)
 
 /* ---- facts about ops, read by the passes and the executor ------------------ */
@@ -106,6 +126,7 @@ enum {
     TT_OPF_KEEP_SELECTIVE = 1u << 1, /* selective checkpointing keeps its outputs (matmuls, attention,
                                         lookups: TorchTitan's op policy); full recomputes them */
     TT_OPF_LOSS = 1u << 2,      /* output 0 is a scalar loss that may be a root of autodiff */
+    TT_OPF_COMM = 1u << 3,      /* a collective: the executor starts it on the dist layer (no backend kernel) */
 };
 
 typedef struct tt_op_def {
@@ -186,6 +207,23 @@ tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets,
 void tt_accum(tt_graph *g, tt_value *acc, tt_value *grad);
 /* Chains one grad at a time: total = tt_sumsq(g, grad_k, total_so_far_or_NULL) */
 tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev);
+/* x in another dtype (f32 <-> bf16) */
+tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to);
+/* A value of zeros, made by a node */
+tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape);
+/* Collectives: each records the start node and returns its output, valid only after tt_comm_wait;
+ * into: the root value to write (a state buffer), or NULL for a new activation. group is a
+ * tt_group_id of dist/dist.h and group_size its size; what names the transfer. */
+tt_value *tt_all_gather(tt_graph *g, tt_value *x, tt_value *into, int group, int group_size, const char *what);
+tt_value *tt_reduce_scatter(tt_graph *g, tt_value *x, tt_value *into, int group, int group_size, const char *what);
+tt_value *tt_all_reduce(tt_graph *g, tt_value *x, tt_value *into, int group, int reduce, const char *what);
+tt_value *tt_broadcast(tt_graph *g, tt_value *x, tt_value *into, int group, int root, const char *what);
+/* y has `recv` elements; the counts and displacements are (group) i64 values */
+tt_value *tt_all_to_allv(tt_graph *g, tt_value *x, tt_value *scounts, tt_value *sdispls, tt_value *rcounts,
+                         tt_value *rdispls, int64_t recv, int group, const char *what);
+/* The wait of a started collective: a view of its output (of `started`'s root) that readers read. */
+tt_value *tt_comm_wait(tt_graph *g, tt_value *started);
+
 /* The clipping factor of a squared global gradient norm (1 when max_norm <= 0) */
 tt_value *tt_clip_coef_of(tt_graph *g, tt_value *sumsq, double max_norm);
 /* clip: (1) f32 factor the gradient is multiplied by; hp: (2) f64 [lr, step];

@@ -55,6 +55,8 @@ static const char *const exec_modes[] = {"graph", "eager", "debug", NULL};
 static const char *const optimizers[] = {"AdamW", NULL};
 static const char *const decay_types[] = {"linear", "sqrt", "cosine", NULL};
 static const char *const ac_modes[] = {"none", "selective", "full", NULL};
+static const char *const reshard_modes[] = {"default", "always", "never", NULL};
+static const char *const fault_kinds[] = {"exit", "hang", "nan", NULL};
 
 /* The byte tokenizer: 256 byte values plus BOS and EOS. */
 #define BYTE_TOKENIZER_VOCAB 258
@@ -108,6 +110,9 @@ static const cfg_key keys[] = {
           "compute dtype: bfloat16 = bf16 activations and products, fp32 master weights, optimizer state and "
           "sums; unset: the backend's default, on cpu bfloat16 where the CPU has bf16 dot products (AVX512_BF16), "
           "else float32, on ref float32"),
+    ENUM_("training.mixed_precision_reduce", training.mixed_precision_reduce, param_dtypes, 0, "float32",
+          "dtype in which the gradients are reduced across data-parallel ranks (reduce-scatter, all-reduce); "
+          "bfloat16 halves the bytes sent, each combining step rounding to bf16"),
     STR_("training.dataset", training.dataset, "synthetic", "\"synthetic\" = the built-in corpus, else a token shard path"),
     STR_("training.dataset_path", training.dataset_path, "", "token shard path (TorchTitan's name); \"\" = unset"),
     ENUM_("training.exec_mode", training.exec_mode, exec_modes, 0, "graph",
@@ -115,6 +120,39 @@ static const cfg_key keys[] = {
     STR_("training.backend", training.backend, "cpu",
          "where the step runs: cpu (titan's kernels) or ref (the naive reference kernels every backend is "
          "tested against)"),
+
+    INT_("parallelism.data_parallel_replicate_degree", parallelism.data_parallel_replicate_degree, 1, BIG, 0, "1",
+         "replicas of the model (HSDP's outer dimension): each holds the whole model, sharded over "
+         "data_parallel_shard_degree ranks"),
+    INT_("parallelism.data_parallel_shard_degree", parallelism.data_parallel_shard_degree, 1, BIG, NEG1, "-1",
+         "ranks one replica's weights, gradients and optimizer state are sharded over (FSDP); -1 = the rest: "
+         "the world divided by data_parallel_replicate_degree"),
+    ENUM_("parallelism.fsdp_reshard_after_forward", parallelism.fsdp_reshard_after_forward, reshard_modes, 0,
+          "default",
+          "free each unit's gathered weights after its forward and gather them again for the backward: always, "
+          "never (keep them: more memory, fewer all-gathers), default (as TorchTitan: always, except the last "
+          "transformer block, whose backward follows at once)"),
+    I64_("parallelism.fsdp_bucket_bytes", parallelism.fsdp_bucket_bytes, 0, I64_BIG, "0",
+         "units smaller than this many bytes are merged into one all-gather and reduce-scatter; 0 = one "
+         "collective per unit"),
+    INT_("parallelism.tensor_parallel_degree", parallelism.tensor_parallel_degree, 1, BIG, 0, "1",
+         "tensor parallelism: not in titan yet, must be 1"),
+    INT_("parallelism.pipeline_parallel_degree", parallelism.pipeline_parallel_degree, 1, BIG, 0, "1",
+         "pipeline parallelism: not in titan yet, must be 1"),
+    INT_("parallelism.context_parallel_degree", parallelism.context_parallel_degree, 1, BIG, 0, "1",
+         "context parallelism: not in titan yet, must be 1"),
+    INT_("parallelism.expert_parallel_degree", parallelism.expert_parallel_degree, 1, BIG, 0, "1",
+         "expert parallelism: not in titan yet, must be 1"),
+
+    FLT_("comm.timeout_seconds", comm.timeout_seconds, 0, INFINITY, 0, "60",
+         "a collective that does not complete in this many seconds ends the whole job (a dead or hung rank); "
+         "0 = wait forever"),
+    INT_("comm.fault_rank", comm.fault_rank, 0, BIG, NEG1, "-1",
+         "for tests: the rank that fails at comm.fault_step as comm.fault_kind says; -1 = none"),
+    INT_("comm.fault_step", comm.fault_step, 1, BIG, 0, "1", "for tests: the step at which comm.fault_rank fails"),
+    ENUM_("comm.fault_kind", comm.fault_kind, fault_kinds, 0, "exit",
+          "for tests: how comm.fault_rank fails: exit (the process ends), hang (it stops answering), nan (its "
+          "loss is NaN)"),
 
     I64_("synthetic.train_tokens", synthetic.train_tokens, 1, I64_BIG, "4194304", "tokens in the synthetic training split"),
     I64_("synthetic.val_tokens", synthetic.val_tokens, 1, I64_BIG, "131072", "tokens in the synthetic validation split"),
@@ -190,7 +228,8 @@ static const cfg_key keys[] = {
 _Static_assert(N_KEYS <= TT_CONFIG_MAX_KEYS, "raise TT_CONFIG_MAX_KEYS");
 /* enum fields are written through int pointers */
 _Static_assert(sizeof(tt_model_name) == sizeof(int) && sizeof(tt_decay_type) == sizeof(int) &&
-                   sizeof(tt_ac_mode) == sizeof(int),
+                   sizeof(tt_ac_mode) == sizeof(int) && sizeof(tt_reshard_mode) == sizeof(int) &&
+                   sizeof(tt_fault_kind) == sizeof(int),
                "enum size");
 
 static int find_key(const char *key)
@@ -726,6 +765,21 @@ tt_err tt_config_finalize(tt_config *c)
         return tt_errorf("training.global_batch_size = %d is not a multiple of training.local_batch_size = %d",
                          tr->global_batch_size, tr->local_batch_size);
     if (t.validation.local_batch_size == 0) t.validation.local_batch_size = tr->local_batch_size;
+
+    /* parallelism: data parallelism only, for now (the mesh against the world: tt_parallel_resolve) */
+    static const struct { const char *key, *what; size_t off; } missing[] = {
+        {"parallelism.tensor_parallel_degree", "tensor", offsetof(tt_config, parallelism.tensor_parallel_degree)},
+        {"parallelism.pipeline_parallel_degree", "pipeline", offsetof(tt_config, parallelism.pipeline_parallel_degree)},
+        {"parallelism.context_parallel_degree", "context", offsetof(tt_config, parallelism.context_parallel_degree)},
+        {"parallelism.expert_parallel_degree", "expert", offsetof(tt_config, parallelism.expert_parallel_degree)},
+    };
+    for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
+        int deg = *(const int *)((const char *)&t + missing[i].off);
+        if (deg != 1)
+            return tt_errorf("%s = %d: %s parallelism does not exist in titan yet (set it to 1; titan parallelises "
+                             "over data: parallelism.data_parallel_replicate_degree x data_parallel_shard_degree)",
+                             missing[i].key, deg, missing[i].what);
+    }
 
     /* data source: training.dataset and its TorchTitan alias dataset_path */
     if (tr->dataset_path[0]) {

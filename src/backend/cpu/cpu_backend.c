@@ -243,6 +243,22 @@ static tt_err k_adamw(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+static tt_err k_cast(const tt_node *n, void *const *in, void *const *out)
+{
+    const size_t cnt = numel0(n);
+    if (n->in[0]->dtype == n->out[0]->dtype) memmove(out[0], in[0], tt_value_bytes(n->in[0]));
+    else if (n->out[0]->dtype == TT_F32) tt_cpu_to_f32(out[0], in[0], n->in[0]->dtype, cnt);
+    else tt_cpu_from_f32(out[0], n->out[0]->dtype, in[0], cnt);
+    return 0;
+}
+
+static tt_err k_zero(const tt_node *n, void *const *in, void *const *out)
+{
+    (void)in;
+    memset(out[0], 0, tt_value_bytes(n->out[0]));
+    return 0;
+}
+
 static const tt_host_kernel cpu_kernels[TT_OP_COUNT] = {
     [TT_OP_EMBEDDING] = k_embedding,
     [TT_OP_EMBEDDING_BWD] = k_embedding_bwd,
@@ -270,13 +286,15 @@ static const tt_host_kernel cpu_kernels[TT_OP_COUNT] = {
     [TT_OP_ADD_RMSNORM] = k_add_rmsnorm,
     [TT_OP_ADAMW] = k_adamw,
     [TT_OP_CLIP_COEF] = k_clip_coef,
+    [TT_OP_CAST] = k_cast,
+    [TT_OP_ZERO] = k_zero,
 };
 
 /* ---- the interface ---------------------------------------------------------- */
 
 /* A CPU buffer is host memory: the handle is the pointer. */
-static tt_buf *cpu_alloc(size_t bytes) { return (tt_buf *)tt_alloc(bytes ? bytes : 1); }
-static void cpu_free(tt_buf *b) { tt_free(b); }
+static tt_buf *cpu_alloc(size_t bytes) { return (tt_buf *)tt_host_mem_alloc(bytes); }
+static void cpu_free(tt_buf *b) { tt_host_mem_free(b); }
 static void *cpu_ptr(tt_mem m) { return (char *)m.buf + m.off; }
 
 static tt_queue *cpu_queue_new(void) { return tt_host_queue_new(cpu_ptr); }
@@ -303,6 +321,7 @@ const tt_backend tt_backend_cpu = {
     .name = "cpu",
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .bytes_in_use = tt_host_mem_in_use,
     .queue_new = cpu_queue_new,
     .queue_free = tt_host_queue_free,
     .upload = tt_host_upload,
@@ -314,6 +333,7 @@ const tt_backend tt_backend_cpu = {
     .wait = tt_host_wait,
     .sync = tt_host_sync,
     .finish = tt_host_finish,
+    .host_ptr = cpu_ptr,
     .supports = cpu_supports,
     .peak = tt_host_peak,
     .default_dtype = cpu_default_dtype,

@@ -1,10 +1,30 @@
 /* host.c — the synchronous queue, the copies and the kernel dispatch shared
  * by the host backends (cpu, ref). */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/host/host.h"
 #include "backend/host/peak.h"
+
+/* ---- counted host memory ---------------------------------------------------- */
+static _Atomic size_t mem_in_use;
+
+void *tt_host_mem_alloc(size_t bytes)
+{
+    void *p = tt_alloc(bytes ? bytes : 1);
+    if (p) mem_in_use += malloc_usable_size(p);
+    return p;
+}
+
+void tt_host_mem_free(void *p)
+{
+    if (!p) return;
+    mem_in_use -= malloc_usable_size(p);
+    tt_free(p);
+}
+
+size_t tt_host_mem_in_use(void) { return mem_in_use; }
 
 /* Work runs when it is enqueued, so a queue holds only how to reach the
  * backend's memory, and an event has nothing to wait for. One static object

@@ -7,6 +7,12 @@
 #define TT_BACKEND_HOST_H
 #include "backend/backend.h"
 
+/* Host memory for a backend's buffers (64-byte aligned, zeroed), counted:
+ * in_use is what the backends' live buffers hold now, in bytes. */
+void *tt_host_mem_alloc(size_t bytes);
+void tt_host_mem_free(void *p);
+size_t tt_host_mem_in_use(void);
+
 /* A kernel over host buffers: in[k] / out[k] point at n->in[k] / n->out[k]. */
 typedef tt_err (*tt_host_kernel)(const tt_node *n, void *const *in, void *const *out);
 

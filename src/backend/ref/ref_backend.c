@@ -352,6 +352,20 @@ static tt_err k_adamw(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+/* bf16 sides are widened before and rounded after (ref_node), so a cast is a copy here */
+static tt_err k_cast(const tt_node *n, void *const *in, void *const *out)
+{
+    memcpy(out[0], in[0], numel0(n) * esize(n->in[0]->dtype == TT_F64));
+    return 0;
+}
+
+static tt_err k_zero(const tt_node *n, void *const *in, void *const *out)
+{
+    (void)in;
+    memset(out[0], 0, (size_t)tt_value_numel(n->out[0]) * esize(n->out[0]->dtype == TT_F64));
+    return 0;
+}
+
 static const tt_host_kernel ref_kernels[TT_OP_COUNT] = {
     [TT_OP_EMBEDDING] = k_embedding,
     [TT_OP_EMBEDDING_BWD] = k_embedding_bwd,
@@ -379,6 +393,8 @@ static const tt_host_kernel ref_kernels[TT_OP_COUNT] = {
     [TT_OP_ADD_RMSNORM] = k_add_rmsnorm,
     [TT_OP_ADAMW] = k_adamw,
     [TT_OP_CLIP_COEF] = k_clip_coef,
+    [TT_OP_CAST] = k_cast,
+    [TT_OP_ZERO] = k_zero,
 };
 
 /* ---- memory: handles that are not pointers --------------------------------- */
@@ -388,13 +404,13 @@ static const tt_host_kernel ref_kernels[TT_OP_COUNT] = {
  * dereferencing one faults at once. Only this file turns it back. */
 static tt_buf *ref_alloc(size_t bytes)
 {
-    void *p = tt_alloc(bytes ? bytes : 1);
+    void *p = tt_host_mem_alloc(bytes);
     return p ? (tt_buf *)~(uintptr_t)p : NULL;
 }
 static void *host_of(tt_buf *b) { return (void *)~(uintptr_t)b; }
 static void ref_free(tt_buf *b)
 {
-    if (b) tt_free(host_of(b));
+    if (b) tt_host_mem_free(host_of(b));
 }
 static void *ref_ptr(tt_mem m) { return (char *)host_of(m.buf) + m.off; }
 
@@ -480,6 +496,7 @@ const tt_backend tt_backend_ref = {
     .name = "ref",
     .alloc = ref_alloc,
     .free = ref_free,
+    .bytes_in_use = tt_host_mem_in_use,
     .queue_new = ref_queue_new,
     .queue_free = tt_host_queue_free,
     .upload = tt_host_upload,
@@ -491,6 +508,7 @@ const tt_backend tt_backend_ref = {
     .wait = tt_host_wait,
     .sync = tt_host_sync,
     .finish = tt_host_finish,
+    .host_ptr = ref_ptr,
     .supports = ref_supports,
     .peak = ref_peak,
     .default_dtype = ref_default_dtype,

@@ -109,8 +109,9 @@ tt_err tt_memplan_build(const tt_graph *g, tt_memplan *plan)
         if (off + size > plan->arena_bytes) plan->arena_bytes = off + size;
     }
     for (int v = 0; v < nv; v++) { /* views sit inside their placed roots */
-        const tt_value *x = g->values[v];
-        if (x->base && plan->offset[x->base->id] != SIZE_MAX) plan->offset[v] = plan->offset[x->base->id] + x->offset;
+        tt_value *x = g->values[v];
+        const int r = tt_value_root(x)->id;
+        if (x->base && plan->offset[r] != SIZE_MAX) plan->offset[v] = plan->offset[r] + tt_value_root_offset(x);
     }
     free(iv);
     free(order);

@@ -1,0 +1,24 @@
+/* parallel.h — the parallelism keys against the job's world: the mesh's
+ * degrees, resolved and checked once the number of processes is known, and the
+ * test-only fault injection's trigger. */
+#ifndef TT_PARALLEL_H
+#define TT_PARALLEL_H
+
+#include <stdbool.h>
+
+#include "core/core.h"
+#include "titan/config.h"
+
+/* The mesh for a world of `world` processes: parallelism.
+ * data_parallel_replicate_degree x data_parallel_shard_degree (-1: the world
+ * divided by the replicate degree). An error naming the keys and the world
+ * when they do not multiply to it (saying so when this build has no MPI and
+ * so runs one process). Call after tt_dist_get, before tt_dist_set_mesh. */
+tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *shard);
+
+/* Whether the test-only fault strikes: this is comm.fault_rank and `step` is
+ * comm.fault_step. What to do is comm.fault_kind's: the caller ends the
+ * process (exit), stops answering (hang) or poisons its loss (nan). */
+bool tt_parallel_fault_now(const tt_config *c, int rank, long step);
+
+#endif
