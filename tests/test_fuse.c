@@ -91,7 +91,7 @@ static result step(const tt_model *m, const float *weights, batch *bt, tt_dtype 
     if (rc == 0) {
         CHECK_MSG((rc = tt_state_upload(&st, TT_STATE_PARAM, weights)) == 0, "%s", tt_last_error());
         if (rc == 0) {
-            rc = tt_build_micro_step(&sg, m, &st, &cfg, 1, mode, TT_AC_NONE);
+            rc = tt_build_micro_step(&sg, m, &st, &cfg, 1, mode, TT_AC_NONE, NULL);
             CHECK_MSG(rc == 0, "%s", tt_last_error());
         }
         if (rc == 0) {

@@ -282,7 +282,7 @@ static void test_step_graph(variant va, tt_dtype dt)
         if (rc) continue;
         CHECK_MSG((rc = tt_state_upload(&st, TT_STATE_PARAM, w)) == 0, "%s", tt_last_error());
         if (!rc) {
-            rc = tt_build_micro_step(&sg, m, &st, &cfg, 1, TT_EXEC_GRAPH, (tt_ac_mode)ac);
+            rc = tt_build_micro_step(&sg, m, &st, &cfg, 1, TT_EXEC_GRAPH, (tt_ac_mode)ac, NULL);
             CHECK_MSG(rc == 0, "%s", tt_last_error());
         }
         if (rc == 0) {
@@ -314,7 +314,7 @@ static void test_step_graph(variant va, tt_dtype dt)
     tt_train_state st;
     tt_step_graph sg;
     CHECK(tt_state_init(&st, m, be, q, 1) == 0);
-    CHECK(tt_build_micro_step(&sg, m, &st, &cfg, 0, TT_EXEC_GRAPH, TT_AC_FULL) == 0);
+    CHECK(tt_build_micro_step(&sg, m, &st, &cfg, 0, TT_EXEC_GRAPH, TT_AC_FULL, NULL) == 0);
     CHECK(sg.ac == TT_AC_NONE && sg.remat.nodes == 0);
     tt_step_graph_free(&sg);
     tt_state_free(&st);

@@ -87,6 +87,7 @@ typedef struct tt_parallelism_config {
 /* Communication between ranks; the fault keys exist for tests only. */
 typedef struct tt_comm_config {
     double timeout_seconds; /* a collective not complete after this ends the job; 0 = never */
+    int overlap;            /* the FSDP schedule pass (false: each collective waited right after its start) */
     int fault_rank;         /* -1 = no fault */
     int fault_step;
     tt_fault_kind fault_kind;

@@ -1,11 +1,18 @@
 /* bench_step.c — `titan bench step`: times the real training step (micro
  * step + optimizer) of a config on random tokens, and with --profile breaks
- * the step down by op and by scope and writes a Chrome trace of one step. */
+ * the step down by op and by scope and writes a Chrome trace of one step.
+ * Under an MPI launcher every rank runs the FSDP step of the config's mesh on
+ * tokens of its own; rank 0 reports the slowest rank's step, and with
+ * --profile the time the ranks spend starting collectives and blocked in
+ * their waits (the same with comm.overlap false measures the collectives
+ * themselves), and each rank writes its own trace. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/dist.h"
+#include "train/parallel.h"
 #include "train/run.h"
 #include "train/trace.h"
 
@@ -57,6 +64,7 @@ static int by_time(const void *a, const void *b)
 
 static void print_buckets(FILE *out, const char *title, bucket *b, int n, double total)
 {
+    if (!out) return;
     qsort(b, (size_t)n, sizeof *b, by_time);
     fprintf(out, "\n%-28s %8s %7s %10s %9s %9s\n", title, "ms/step", "share", "calls/step", "GFLOP/s", "GB/s");
     for (int i = 0; i < n; i++)
@@ -64,29 +72,60 @@ static void print_buckets(FILE *out, const char *title, bucket *b, int n, double
                 b[i].calls, b[i].sec > 0 ? b[i].flops / b[i].sec / 1e9 : 0, b[i].sec > 0 ? b[i].bytes / b[i].sec / 1e9 : 0);
 }
 
+/* The slowest rank's figure (one process: its own). */
+static tt_err rank_max(tt_dist *d, double *x, size_t n)
+{
+    return tt_dist_world(d) > 1 ? tt_dist_all_reduce(d, TT_GROUP_WORLD, x, n, TT_F64, TT_REDUCE_MAX, "bench step") : 0;
+}
+
+/* path.json -> path.rank<r>.json: one trace a rank. */
+static void rank_path(char *buf, size_t n, const char *path, int rank, int world)
+{
+    const char *dot = strrchr(path, '.');
+    if (world == 1) snprintf(buf, n, "%s", path);
+    else if (dot && !strchr(dot, '/')) snprintf(buf, n, "%.*s.rank%d%s", (int)(dot - path), path, rank, dot);
+    else snprintf(buf, n, "%s.rank%d", path, rank);
+}
+
 tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, const char *trace_path, FILE *out)
 {
     tt_model_cfg mc;
     tt_model_ext ext;
-    if (tt_model_cfg_from_config(c, &mc, &ext, NULL)) return -1;
+    tt_dist *d = NULL;
+    if (tt_model_cfg_from_config(c, &mc, &ext, NULL) || tt_parallel_join(c, &d)) return -1;
+    const int rank = tt_dist_rank(d), world = tt_dist_world(d);
+    if (rank != 0) out = NULL; /* rank 0 reports */
     int B = c->training.local_batch_size, T = c->training.seq_len;
     const tt_backend *be = tt_config_backend(c);
     tt_queue *q = be ? be->queue_new() : NULL;
     tt_model *m = tt_model_new_ext(&mc, &ext);
+    tt_sharding sh = {0};
     tt_train_state st = {0};
     tt_step_graph tr = {0}, op = {0};
     size_t n = (size_t)B * T;
     int32_t *ids = tt_alloc(n * 4), *tgt = tt_alloc(n * 4), *pos = tt_alloc(n * 4), *doc = tt_alloc(n * 4);
-    const tt_step_cfg sc = {.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
+    tt_step_cfg sc = {.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
     double *st_[2] = {0}, *du[2] = {0}, *acc[2] = {0};
     bucket *ops = calloc(TT_OP_COUNT, sizeof *ops), *scopes = calloc(256, sizeof *scopes);
     tt_err rc = -1;
-    if (!q || !m || !ids || !tgt || !pos || !doc || !ops || !scopes || tt_state_init(&st, m, be, q, 1)) goto done;
+    if (!q || !m || !ids || !tgt || !pos || !doc || !ops || !scopes ||
+        tt_sharding_init(&sh, m, tt_dist_group_size(d, TT_GROUP_SHARD), tt_dist_group_size(d, TT_GROUP_REPLICATE),
+                         tt_dist_group_rank(d, TT_GROUP_SHARD), (size_t)c->parallelism.fsdp_bucket_bytes) ||
+        tt_state_init_sharded(&st, m, world > 1 ? &sh : NULL, be, q, 1))
+        goto done;
+    if (world > 1) { /* the FSDP step of the mesh, as a run builds it */
+        sc.sh = &sh;
+        sc.reduce_dtype = c->training.mixed_precision_reduce == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+        sc.reshard_after_forward = c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_NEVER    ? 0
+                                   : c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_ALWAYS ? 2
+                                                                                                    : 1;
+        sc.no_overlap = !c->comm.overlap;
+    }
     tt_param_store weights = tt_state_store(&st, TT_STATE_PARAM);
     if (tt_model_init_weights(m, (uint64_t)c->training.seed, &weights)) goto done;
     /* random tokens over the whole vocabulary, one document per row: the cost of a step does not depend on the
-     * text (bench/side_by_side.py's PyTorch side draws the same way: torch.randint(0, V)) */
-    tt_rng r = {(uint64_t)c->training.seed, 0};
+     * text (bench/side_by_side.py's PyTorch side draws the same way: torch.randint(0, V)); each rank its own */
+    tt_rng r = {(uint64_t)c->training.seed + (uint64_t)rank, 0};
     const int V = mc.vocab_size;
     for (size_t i = 0; i < n; i++) {
         ids[i] = (int32_t)tt_rng_below(&r, (uint64_t)V);
@@ -96,7 +135,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     }
     tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay,
                        c->training.max_norm};
-    if (tt_build_micro_step(&tr, m, &st, &sc, 1, c->training.exec_mode, c->activation_checkpoint.mode) ||
+    if (tt_build_micro_step(&tr, m, &st, &sc, 1, c->training.exec_mode, c->activation_checkpoint.mode, NULL) ||
         tt_build_optim_step(&op, m, &st, &ac, c->training.exec_mode) ||
         tt_step_set_batch(&tr, ids, tgt, pos, doc, 1.0f / (float)n))
         goto done;
@@ -114,18 +153,25 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
                 : be->peak(0, &pk)            ? 0
                 : pk.gflops[sc.act_dtype] > 0 ? pk.gflops[sc.act_dtype]
                                               : pk.gflops[TT_F32];
-    fprintf(out, "bench step: %s %s, %d x %d tokens, backend %s, exec %s, compute %s, activation checkpoint %s, %d "
-                 "warmup + %d timed steps, %d threads\n",
-            tt_arch_name(mc.arch), c->model.flavor, B, T, be->name,
-            c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
-            bf16 ? "bf16 (fp32 master weights)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup, steps,
-            tt_num_threads());
+    if (out)
+        fprintf(out, "bench step: %s %s, %d x %d tokens, backend %s, exec %s, compute %s, activation checkpoint %s, %d "
+                     "warmup + %d timed steps, %d threads\n",
+                tt_arch_name(mc.arch), c->model.flavor, B, T, be->name,
+                c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
+                bf16 ? "bf16 (fp32 master weights)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup,
+                steps, tt_num_threads());
+    if (out && world > 1)
+        fprintf(out, "ranks     %d: %d replicas x %d shards, %d buckets, overlap %s; each rank %d x %d tokens of its "
+                     "own, figures are the slowest rank's\n",
+                world, sh.replicas, sh.shards, sh.n_buckets, c->comm.overlap ? "on" : "off (comm.overlap false)", B, T);
     int32_t lo = ids[0], hi = ids[0]; /* what was drawn, so a test sees it */
     for (size_t i = 0; i < n; i++) lo = ids[i] < lo ? ids[i] : lo, hi = ids[i] > hi ? ids[i] : hi;
-    fprintf(out, "tokens    uniform over all %d ids of the vocabulary (drawn: %d..%d), one causal document a row\n", V,
-            lo, hi);
+    if (out)
+        fprintf(out, "tokens    uniform over all %d ids of the vocabulary (drawn: %d..%d), one causal document a row\n",
+                V, lo, hi);
     for (int s = 0; s < warmup; s++)
         if (tt_optim_set_hp(&op, c->optimizer.lr, s + 1) || tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
+    if (world > 1 && tt_dist_barrier(d, "bench step: the timed steps start together")) goto done;
     double total = 0, best = 1e30;
     int nn0 = tr.g->n_nodes, nn1 = op.g->n_nodes;
     for (int s = 0; s < steps; s++) {
@@ -145,9 +191,15 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
         for (int k = 0; k < 2; k++)
             for (int i = 0; i < (k ? nn1 : nn0); i++) acc[k][i] += du[k][i] / steps;
     }
+    double times[2] = {total, best};
+    if (rank_max(d, times, 2)) goto done;
+    total = times[0], best = times[1];
     double mean = total / steps, tps = (double)n / mean;
-    fprintf(out, "step      %.2f ms mean, %.2f ms best\n", 1e3 * mean, 1e3 * best);
-    fprintf(out, "tokens/s  %.0f (mean)\n", tps);
+    if (out) {
+        fprintf(out, "step      %.2f ms mean, %.2f ms best\n", 1e3 * mean, 1e3 * best);
+        if (world > 1) fprintf(out, "tokens/s  %.0f a rank, %.0f all ranks (mean)\n", tps, tps * world);
+        else fprintf(out, "tokens/s  %.0f (mean)\n", tps);
+    }
     /* MFU by the formula (full attention) and with attention as executed (causal), never above 100% as a fact */
     const char *source = c->metrics.peak_tflops > 0 ? "config" : pk.source ? pk.source : "none";
     tt_mfu f;
@@ -155,11 +207,27 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     char mfu[32] = "n/a", mfu_x[32] = "n/a";
     if (isfinite(f.mfu)) snprintf(mfu, sizeof mfu, "%.2f%%", f.mfu);
     if (isfinite(f.mfu_executed)) snprintf(mfu_x, sizeof mfu_x, "%.2f%%", f.mfu_executed);
-    fprintf(out, "TFLOP/s   %.3f   MFU %s of %.4g GFLOP/s %s peak (%s); %s with attention as executed (causal)\n",
-            tps * fpt / 1e12, mfu, peak, bf16 ? "bf16" : "f32", source, mfu_x);
-    if (f.note[0]) fprintf(out, "          MFU not stated: %s\n", f.note);
-    fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW\n",
-            tt_peak_rss_bytes() / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0, 16.0 * m->numel / 1048576.0);
+    if (out) {
+        fprintf(out, "TFLOP/s   %.3f   MFU %s of %.4g GFLOP/s %s peak (%s); %s with attention as executed (causal)%s\n",
+                tps * fpt / 1e12, mfu, peak, bf16 ? "bf16" : "f32", source, mfu_x, world > 1 ? ", a rank" : "");
+        if (f.note[0]) fprintf(out, "          MFU not stated: %s\n", f.note);
+        fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW%s\n",
+                tt_peak_rss_bytes() / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0,
+                16.0 * (double)st.numel / 1048576.0, world > 1 ? " (this rank's slices)" : "");
+    }
+    if (profile && world > 1) { /* the collectives, from the per-node timings (the slowest rank's) */
+        double cm[2] = {0, 0}; /* starting them, blocked in their waits */
+        for (int k = 0; k < 2; k++) {
+            const tt_graph *g = k ? op.g : tr.g;
+            for (int i = 0; i < g->n_nodes; i++)
+                if (tt_ops[g->nodes[i]->op].flags & TT_OPF_COMM) cm[g->nodes[i]->op == TT_OP_COMM_WAIT] += acc[k][i];
+        }
+        if (rank_max(d, cm, 2)) goto done;
+        if (out)
+            fprintf(out, "comm      %.2f ms a step starting collectives, %.2f ms blocked in their waits: %.2f ms "
+                         "(%.1f%% of the step)\n",
+                    1e3 * cm[0], 1e3 * cm[1], 1e3 * (cm[0] + cm[1]), 100 * (cm[0] + cm[1]) / mean);
+    }
     if (profile) {
         int n_ops = 0, n_scopes = 0;
         double in_nodes = 0;
@@ -181,23 +249,28 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
                 in_nodes += acc[k][i];
             }
         }
-        fprintf(out, "\nprofile: %.1f%% of the step is inside kernels (the rest: executor and timing overhead)\n",
-                100 * in_nodes / mean);
+        if (out)
+            fprintf(out, "\nprofile: %.1f%% of the step is inside kernels (the rest: executor and timing overhead)\n",
+                    100 * in_nodes / mean);
         print_buckets(out, "op", ops, n_ops, mean);
         print_buckets(out, "scope", scopes, n_scopes, mean);
     }
-    if (profile && trace_path && trace_path[0]) { /* Chrome trace of the last timed step */
+    if (profile && trace_path && trace_path[0]) { /* Chrome trace of the last timed step, one a rank */
         const tt_trace_part parts[2] = {{tr.exec, st_[0], du[0], "train_step", -1},
                                         {op.exec, st_[1], du[1], "optimizer", -1}};
-        if (tt_trace_write(trace_path, parts, 2)) goto done;
-        fprintf(out, "\ntrace of one step written to %s (open it in https://ui.perfetto.dev or chrome://tracing)\n",
-                trace_path);
+        char path[4096];
+        rank_path(path, sizeof path, trace_path, rank, world);
+        if (tt_trace_write(path, parts, 2)) goto done;
+        if (out)
+            fprintf(out, "\ntrace of one step written to %s%s (open it in https://ui.perfetto.dev or chrome://tracing)\n",
+                    path, world > 1 ? " and the other ranks' beside it" : "");
     }
     rc = 0;
 done:
     tt_step_graph_free(&tr);
     tt_step_graph_free(&op);
     if (st.be) tt_state_free(&st);
+    tt_sharding_free(&sh);
     if (q) be->queue_free(q);
     tt_model_free(m);
     for (int k = 0; k < 2; k++) {

@@ -131,7 +131,7 @@ static const cfg_key keys[] = {
           "default",
           "free each unit's gathered weights after its forward and gather them again for the backward: always, "
           "never (keep them: more memory, fewer all-gathers), default (as TorchTitan: always, except the last "
-          "transformer block, whose backward follows at once)"),
+          "unit the forward uses, the head, whose backward follows at once)"),
     I64_("parallelism.fsdp_bucket_bytes", parallelism.fsdp_bucket_bytes, 0, I64_BIG, "0",
          "units smaller than this many bytes are merged into one all-gather and reduce-scatter; 0 = one "
          "collective per unit"),
@@ -147,6 +147,10 @@ static const cfg_key keys[] = {
     FLT_("comm.timeout_seconds", comm.timeout_seconds, 0, INFINITY, 0, "60",
          "a collective that does not complete in this many seconds ends the whole job (a dead or hung rank); "
          "0 = wait forever"),
+    BOOL_("comm.overlap", comm.overlap, 0, "true",
+          "the schedule pass issues each unit's all-gather one unit ahead and waits for each reduction one "
+          "unit later, so transfers run while kernels do; false waits for every collective right after it "
+          "starts (to measure what the overlap hides)"),
     INT_("comm.fault_rank", comm.fault_rank, 0, BIG, NEG1, "-1",
          "for tests: the rank that fails at comm.fault_step as comm.fault_kind says; -1 = none"),
     INT_("comm.fault_step", comm.fault_step, 1, BIG, 0, "1", "for tests: the step at which comm.fault_rank fails"),

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/dist.h"
 #include "graph/autodiff.h"
 #include "graph/passes/remat.h"
 #include "train/run.h"
@@ -34,9 +35,35 @@ tt_err tt_eval(const tt_config *cfg, double *loss, double *ppl, long *tokens)
  * the memory plan of the step graph the run would build (the same passes,
  * the configured dtype). The graph binds no memory: planning reads shapes and
  * lifetimes, never values. */
-static tt_err plan_mode(tt_model_plan *p, const tt_model *m, tt_ac_mode ac)
+/* Bytes a rank sends for the collectives of g, as ring algorithms send them:
+ * gathers (all-gather) and reductions (the rest). */
+static void comm_bytes(const tt_graph *g, const tt_model_plan *p, double *gather, double *reduce)
+{
+    *gather = *reduce = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const tt_node *n = g->nodes[i];
+        if (!(tt_ops[n->op].flags & TT_OPF_COMM) || n->op == TT_OP_COMM_WAIT) continue;
+        const tt_comm_attrs *a = TT_ATTRS(n, tt_comm_attrs);
+        const int gs = a->group == TT_GROUP_SHARD ? p->shards : a->group == TT_GROUP_REPLICATE ? p->replicas
+                                                                                               : p->shards * p->replicas;
+        const double share = gs > 1 ? (double)(gs - 1) / gs : 0;
+        if (n->op == TT_OP_ALL_GATHER) *gather += share * (double)tt_value_bytes(n->out[0]);
+        else if (n->op == TT_OP_ALL_REDUCE) *reduce += 2 * share * (double)tt_value_bytes(n->in[0]);
+        else *reduce += share * (double)tt_value_bytes(n->in[0]);
+    }
+}
+
+static tt_err plan_mode(tt_model_plan *p, const tt_model *m, const tt_sharding *sh, const tt_config *c, tt_ac_mode ac)
 {
     tt_step_cfg sc = {.B = p->B, .T = p->T, .act_dtype = p->dtype};
+    if (sh) { /* the graph a rank of the mesh runs: the one that ends an optimizer step */
+        sc.sh = sh;
+        sc.reduce_dtype = c->training.mixed_precision_reduce == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+        sc.reshard_after_forward = c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_NEVER    ? 0
+                                   : c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_ALWAYS ? 2
+                                                                                                    : 1;
+        sc.accumulates = p->accum > 1;
+    }
     tt_step_graph sg;
     tt_memplan plan;
     tt_err rc = tt_build_micro_graph(&sg, m, &sc, 1, ac);
@@ -47,6 +74,7 @@ static tt_err plan_mode(tt_model_plan *p, const tt_model *m, tt_ac_mode ac)
             p->fused = sg.fused;
             p->folded = sg.folded;
         }
+        if (ac == p->ac && sh) comm_bytes(sg.g, p, &p->gather_bytes, &p->reduce_bytes);
         tt_memplan_free(&plan);
     }
     tt_step_graph_free(&sg);
@@ -70,8 +98,24 @@ tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
     p->dtype = tt_config_act_dtype(c);
     p->param_bytes = p->grad_bytes = 4.0 * (double)p->params;
     p->optim_bytes = 2 * p->param_bytes;
-    tt_err rc = 0;
-    for (int k = TT_AC_NONE; k <= TT_AC_FULL && !rc; k++) rc = plan_mode(p, m, (tt_ac_mode)k);
+    /* the mesh, without launching it: -1 shards is the rest of a world of one */
+    p->replicas = c->parallelism.data_parallel_replicate_degree;
+    p->shards = c->parallelism.data_parallel_shard_degree > 0 ? c->parallelism.data_parallel_shard_degree : 1;
+    const int world = p->replicas * p->shards;
+    const int global = c->training.global_batch_size > 0 ? c->training.global_batch_size : p->B * world;
+    p->accum = global / (p->B * world) > 0 ? global / (p->B * world) : 1;
+    tt_sharding sh = {0};
+    tt_err rc = world > 1 ? tt_sharding_init(&sh, m, p->shards, p->replicas, 0, (size_t)c->parallelism.fsdp_bucket_bytes)
+                          : 0;
+    if (!rc && world > 1) {
+        p->n_buckets = sh.n_buckets;
+        p->rank_state_bytes = 16.0 * (double)sh.numel; /* fp32 weights, gradients, two moments: each its slices */
+        if (p->accum > 1 && p->shards > 1)
+            for (int b = 0; b < sh.n_buckets; b++) p->full_grad_bytes += 4.0 * (double)sh.buckets[b].padded;
+        p->rank_state_bytes += p->full_grad_bytes;
+    }
+    for (int k = TT_AC_NONE; k <= TT_AC_FULL && !rc; k++) rc = plan_mode(p, m, world > 1 ? &sh : NULL, c, (tt_ac_mode)k);
+    tt_sharding_free(&sh);
     tt_model_free(m);
     return rc;
 }
@@ -126,6 +170,16 @@ cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
         cJSON_AddNumberToObject(e, "recomputed_flops_fraction",
                                 a->remat.graph_flops > 0 ? a->remat.flops / a->remat.graph_flops : 0.0);
     }
+    if (p->replicas * p->shards > 1) {
+        cJSON *par = cJSON_AddObjectToObject(o, "parallelism");
+        cJSON_AddNumberToObject(par, "replicate", p->replicas);
+        cJSON_AddNumberToObject(par, "shard", p->shards);
+        cJSON_AddNumberToObject(par, "buckets", p->n_buckets);
+        cJSON_AddNumberToObject(par, "accumulation_steps", p->accum);
+        cJSON_AddNumberToObject(par, "rank_state_bytes", p->rank_state_bytes);
+        cJSON_AddNumberToObject(par, "rank_total_bytes", p->rank_state_bytes + (double)p->modes[p->ac].arena);
+        cJSON_AddNumberToObject(par, "rank_sent_bytes_per_step", p->accum * p->gather_bytes + p->reduce_bytes);
+    }
     cJSON *f = cJSON_AddObjectToObject(o, "fused");
     cJSON_AddNumberToObject(f, "qkv_rope_attention", p->fused.qkv);
     cJSON_AddNumberToObject(f, "gate_up", p->fused.gate_up);
@@ -163,6 +217,19 @@ tt_err tt_plan(const tt_config *c, FILE *out)
     fprintf(out, "  activations %10.3f GiB planned arena (%.3f GiB without reuse), activation_checkpoint.mode %s\n",
             gib((double)cur->arena), gib((double)cur->naive), tt_ac_mode_name(p.ac));
     fprintf(out, "  total       %10.3f GiB\n", gib(4 * pb + (double)cur->arena));
+    if (p.replicas * p.shards > 1) {
+        const double rank_total = p.rank_state_bytes + (double)cur->arena, sent = p.accum * p.gather_bytes + p.reduce_bytes;
+        fprintf(out, "per rank of %d (%d replicas x %d shards; %d buckets%s):\n", p.replicas * p.shards, p.replicas,
+                p.shards, p.n_buckets, p.accum > 1 ? ", micro-steps accumulating" : "");
+        fprintf(out, "  state       %10.3f GiB (its slices of weights, gradients and moments%s)\n",
+                gib(p.rank_state_bytes), p.full_grad_bytes > 0 ? ", and the full gradients it accumulates" : "");
+        fprintf(out, "  activations %10.3f GiB planned arena of the FSDP step graph (gathered weights included)\n",
+                gib((double)cur->arena));
+        fprintf(out, "  total       %10.3f GiB\n", gib(rank_total));
+        fprintf(out, "  sends       %10.3f GiB per step: all-gathers %.3f GiB x %d micro-steps, reductions %.3f GiB "
+                     "(ring algorithms)\n",
+                gib(sent), gib(p.gather_bytes), p.accum, gib(p.reduce_bytes));
+    }
     fprintf(out, "activation checkpointing (planned arena of one micro-step; recomputation is not in MFU):\n");
     for (int k = 0; k < 3; k++)
         fprintf(out, "  %-10s %10.3f GiB (%5.1f%% of none)  %5d nodes recomputed, +%.2f%% FLOPs%s\n",

@@ -221,11 +221,23 @@ tt_err tt_run_generate(tt_run *r, const char *prompt, FILE *out)
     return rc;
 }
 
+static tt_err sample(tt_run *r, tt_train_state *w, FILE *out);
+
 /* The closing sample fits itself to the model where `titan generate` would
  * refuse (a user asking for too much there should be told; a run that has
  * trained should not fail over its sample): an empty prompt starts from the
  * end-of-text token, and the new tokens stop at the model's last position. */
 tt_err tt_run_sample(tt_run *r, FILE *out)
+{
+    tt_train_state gathered, *w;
+    if (tt_run_whole_weights(r, &gathered, &w)) return -1;
+    if (!w) return 0; /* rank 0 samples */
+    tt_err rc = sample(r, w, out);
+    if (w == &gathered) tt_state_free(&gathered);
+    return rc;
+}
+
+static tt_err sample(tt_run *r, tt_train_state *w, FILE *out)
 {
     const tt_model_cfg *c = &r->model->cfg;
     const tt_generate_config *gc = &r->cfg->generate;
@@ -273,7 +285,7 @@ tt_err tt_run_sample(tt_run *r, FILE *out)
     }
     if (!rc) {
         tt_log("sample (generate.prompt \"%s\", temperature %.2f):", gc->prompt, gc->temperature);
-        rc = generate_ids(r->model, &r->state, tk, stop, n_stop, r->cfg, ids, (int)n, max_new, gc->prompt, out);
+        rc = generate_ids(r->model, w, tk, stop, n_stop, r->cfg, ids, (int)n, max_new, gc->prompt, out);
     }
     free(ids);
     tt_tokenizer_free(tk);

@@ -213,10 +213,13 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
     else
         snprintf(mfu_s, sizeof mfu_s, "n/a (%s)",
                  f.peak_wrong ? "the peak looks wrong" : "over 100%: full attention counted");
+    char comm[48] = "";
+    if (r->world > 1) snprintf(comm, sizeof comm, "comm wait: %.1f%%  ", 100 * r->comm_wait_frac);
     tt_log("step: %3ld  loss: %7.4f  grad_norm: %7.4f  lr: %.1e  memory: %.2fGiB(rss) %.2fGiB(arena)  "
-           "tps: %s  tflops: %.2f  mfu: %s  eta: %s",
+           "tps: %s  tflops: %.2f  mfu: %s  %seta: %s",
            r->step, r->loss, r->grad_norm, r->lr, (double)r->peak_rss_bytes / GIB, (double)r->arena_bytes / GIB,
-           format_grouped(r->tokens_per_sec, tps, sizeof tps), tflops, mfu_s, tt_format_eta(eta, eta_s, sizeof eta_s));
+           format_grouped(r->tokens_per_sec, tps, sizeof tps), tflops, mfu_s, comm,
+           tt_format_eta(eta, eta_s, sizeof eta_s));
 
     cJSON *o = cJSON_CreateObject();
     if (o) {
@@ -233,6 +236,10 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
         cJSON_AddNumberToObject(o, "arena_bytes", (double)r->arena_bytes);
         cJSON_AddNumberToObject(o, "elapsed_sec", r->elapsed_sec);
         cJSON_AddNumberToObject(o, "eta_sec", eta >= 0.0 ? eta : NAN);
+        if (r->world > 1) {
+            cJSON_AddNumberToObject(o, "world", r->world);
+            cJSON_AddNumberToObject(o, "comm_wait_frac", r->comm_wait_frac);
+        }
     }
     if (write_record(m, o)) return -1;
 
@@ -374,6 +381,8 @@ tt_err tt_metrics_write_summary(const char *dump_folder, const tt_run_summary *s
         cJSON_AddNumberToObject(o, "gap_closed", gap != 0.0 ? (s->unigram_nats - s->final_val_loss) / gap : NAN);
         cJSON_AddNumberToObject(o, "val_over_floor", s->floor_nats != 0.0 ? s->final_val_loss / s->floor_nats : NAN);
     }
+    if (s->world > 1) cJSON_AddNumberToObject(o, "world", s->world);
+    if (s->train_state_bytes > 0) cJSON_AddNumberToObject(o, "train_state_bytes_per_rank", s->train_state_bytes);
     cJSON_AddNumberToObject(o, "total_tokens", (double)s->total_tokens);
     cJSON_AddNumberToObject(o, "wall_seconds", s->wall_seconds);
     cJSON_AddNumberToObject(o, "mean_tokens_per_sec", s->mean_tokens_per_sec);

@@ -96,6 +96,8 @@ typedef struct {
     size_t peak_rss_bytes, arena_bytes;
     double elapsed_sec;            /* since this process began training (at start_step) */
     double flops_per_token_executed; /* model FLOPs per token with attention as executed, over the interval; 0 = unknown */
+    int world;                     /* ranks training together (0 or 1: one process); tokens and memory are this rank's */
+    double comm_wait_frac;         /* world > 1: the interval's share this rank spent blocked on the others */
 } tt_metrics_step;
 
 /* dump_folder NULL or "": console only. Otherwise the folder is created if
@@ -120,7 +122,9 @@ tt_err tt_metrics_open(tt_metrics *m, const char *dump_folder, int append, doubl
 tt_err tt_metrics_open_tensorboard(tt_metrics *m, const tt_config *c, const tt_corpus_stats *corpus);
 /* Print
  *   step:  10  loss:  3.1234  grad_norm:  1.2345  lr: 3.0e-03  memory: 0.12GiB(rss) 0.05GiB(arena)  tps: 5,123  tflops: 0.04  mfu: 17.10%  eta: 0:03:12
- * and append the record (and its scalars to the event file). The ETA is
+ * (with several ranks, "comm wait: 3.1%" before the ETA: time blocked on
+ * collectives, which the overlap of communication with compute did not hide;
+ * "comm_wait_frac" in the record) and append the record (and its scalars to the event file). The ETA is
  * (total - step) * elapsed / (step - start_step). Where MFU is not stated
  * (tt_mfu_judge) the line says "mfu: n/a (the peak looks wrong)" or "mfu: n/a
  * (over 100%: full attention counted)", and the first such record also logs
@@ -158,6 +162,9 @@ typedef struct {
     double peak_gflops;             /* the peak MFU is against; <= 0 = unknown (left out) */
     const char *peak_source;        /* "measured" | "cached" | "re-measured" | "config" (NULL = "config") */
     const char *extra_json;         /* NULL, or any JSON text: stored parsed under "extra" */
+    int world;                      /* ranks (0 or 1: one process); tokens and throughput are per rank */
+    double train_state_bytes;       /* > 0: the train state's backend memory on a rank (the most of any),
+                                       measured: written as train_state_bytes_per_rank */
 } tt_run_summary;
 
 /* Fill s's MFU fields (mfu_mean, the executed figures, mfu_note, peak) from

@@ -3,6 +3,9 @@
  * tt_config_finalize cannot check this), and the test-only fault's trigger. */
 #include "train/parallel.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "dist/dist.h"
 
 tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *shard)
@@ -35,4 +38,24 @@ tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *s
 bool tt_parallel_fault_now(const tt_config *c, int rank, long step)
 {
     return c->comm.fault_rank >= 0 && c->comm.fault_rank == rank && step == c->comm.fault_step;
+}
+
+tt_err tt_parallel_join(const tt_config *c, tt_dist **out)
+{
+    tt_dist *d = *out = tt_dist_get();
+    if (!d) return -1;
+    const int world = tt_dist_world(d);
+    int rep = 1, shard = 1;
+    if (tt_parallel_resolve(c, world, &rep, &shard) || tt_dist_set_mesh(d, rep, shard)) return -1;
+    if (world == 1) return 0;
+    tt_dist_set_timeout(d, c->comm.timeout_seconds);
+    char *toml = tt_config_to_toml(c);
+    tt_err rc = toml ? tt_dist_check_same(d, toml, strlen(toml), "the resolved config (every rank must run the same job)")
+                     : tt_errorf("out of memory");
+    free(toml);
+    if (rc) return -1;
+    int bound, cores = tt_num_cores(&bound);
+    if (!getenv("OMP_NUM_THREADS")) /* the cores the launcher bound it to, or its share of the machine's */
+        tt_set_num_threads(bound ? cores : cores / tt_dist_local_size(d));
+    return 0;
 }

@@ -16,6 +16,14 @@
  * so runs one process). Call after tt_dist_get, before tt_dist_set_mesh. */
 tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *shard);
 
+/* Join the job, for a command that trains or evaluates on every rank: the
+ * dist layer (*d), the mesh resolved and set, every rank checked to run the
+ * same resolved config, the watchdog's timeout (comm.timeout_seconds), and
+ * each rank's threads (the cores the launcher bound it to, else its share of
+ * the machine's; OMP_NUM_THREADS rules when set). One process: only *d. */
+struct tt_dist;
+tt_err tt_parallel_join(const tt_config *c, struct tt_dist **d);
+
 /* Whether the test-only fault strikes: this is comm.fault_rank and `step` is
  * comm.fault_step. What to do is comm.fault_kind's: the caller ends the
  * process (exit), stops answering (hang) or poisons its loss (nan). */

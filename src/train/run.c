@@ -11,6 +11,7 @@
 #include "hf/hf_model.h"
 #include "data/shard.h"
 #include "tokenizer/tokenizer_byte.h"
+#include "train/parallel.h"
 #include "train/run.h"
 
 tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ext *ext, tt_hf_config *hf)
@@ -76,7 +77,10 @@ static tt_err open_data(tt_run *r, int training)
         if (cc.max_doc_tokens > T) cc.max_doc_tokens = T;
         char dir[TT_CONFIG_PATH_MAX + 16];
         snprintf(dir, sizeof dir, "%s/data", c->job.dump_folder);
-        if (tt_mkdir_p(dir) || tt_corpus_prepare(&cc, dir, &r->corpus)) return tt_error_prefix("synthetic corpus: ");
+        /* rank 0 writes it; the others read what it wrote */
+        tt_err rc = r->rank == 0 && (tt_mkdir_p(dir) || tt_corpus_prepare(&cc, dir, &r->corpus));
+        if (r->world > 1 && tt_dist_barrier(r->dist, "rank 0 writing the synthetic corpus")) return -1;
+        if (rc || (r->rank != 0 && tt_corpus_prepare(&cc, dir, &r->corpus))) return tt_error_prefix("synthetic corpus: ");
         snprintf(train_path, sizeof train_path, "%s/train.bin", dir);
         snprintf(val_path, sizeof val_path, "%s/val.bin", dir);
         r->builtin_corpus = 1;
@@ -84,8 +88,9 @@ static tt_err open_data(tt_run *r, int training)
         snprintf(train_path, sizeof train_path, "%s", c->training.dataset_path[0] ? c->training.dataset_path : c->training.dataset);
         snprintf(val_path, sizeof val_path, "%s", c->validation.dataset_path);
     }
-    tt_loader_cfg tc = {train_path, T, B, (uint64_t)c->training.seed, TT_LOADER_TRAIN, 0, 1};
-    tt_loader_cfg vc = {val_path, T, c->validation.local_batch_size, 0, TT_LOADER_VAL, 0, 1};
+    /* every rank takes its B windows of each global batch */
+    tt_loader_cfg tc = {train_path, T, B, (uint64_t)c->training.seed, TT_LOADER_TRAIN, r->rank, r->world};
+    tt_loader_cfg vc = {val_path, T, c->validation.local_batch_size, 0, TT_LOADER_VAL, r->rank, r->world};
     if (training && !(r->train_loader = tt_loader_open(&tc))) return -1;
     if (val_path[0] && (c->validation.enable || !training) && !(r->val_loader = tt_loader_open(&vc))) return -1;
     return 0;
@@ -100,8 +105,6 @@ static tt_err check_vocab(const tt_run *r, const tt_loader *ld)
                          r->has_hf ? " (prepare the data with the model's tokenizer: titan prepare)" : " (model.vocab_size)");
     return 0;
 }
-
-static tt_err restore(tt_run *r, int require);
 
 /* What a training run leaves in its dump folder when it starts, for `titan
  * report` and for whoever looks later: the resolved config (config.toml, which
@@ -142,6 +145,17 @@ static tt_err write_run_files(const tt_run *r, const tt_model_plan *p)
     return rc ? tt_error_prefix("writing %s: ", path) : 0;
 }
 
+/* The job (parallel.h); commands that load a model whole run in one process. */
+static tt_err open_job(tt_run *r, tt_run_purpose purpose)
+{
+    if (tt_process_world() > 1 && purpose != TT_RUN_TRAIN && purpose != TT_RUN_EVAL)
+        return tt_errorf("this command runs in one process (it loads any checkpoint whole): start it without "
+                         "mpirun or srun");
+    if (tt_parallel_join(r->cfg, &r->dist)) return -1;
+    r->rank = tt_dist_rank(r->dist), r->world = tt_dist_world(r->dist);
+    return 0;
+}
+
 tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
 {
     int training = purpose == TT_RUN_TRAIN;
@@ -157,20 +171,30 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         return tt_errorf("training.seq_len = %d exceeds the model's %d learned positions%s%s", c->training.seq_len,
                          mc.max_seq_len, r->has_hf ? " in " : "", r->has_hf ? c->model.hf_assets_path : "");
     r->mode = c->training.exec_mode;
+    if (open_job(r, purpose)) return -1;
     if (!(r->be = tt_config_backend(c)) || !(r->q = r->be->queue_new())) return -1;
     int B = c->training.local_batch_size, T = c->training.seq_len;
-    int global = c->training.global_batch_size > 0 ? c->training.global_batch_size : B;
-    r->accum_steps = global / B;
+    /* TorchTitan's global batch: local x data-parallel ranks x accumulation */
+    int global = c->training.global_batch_size > 0 ? c->training.global_batch_size : B * r->world;
+    if (global % (B * r->world))
+        return tt_errorf("training.global_batch_size = %d is not a multiple of local_batch_size x ranks = %d x %d", global,
+                         B, r->world);
+    r->accum_steps = global / (B * r->world);
     if (r->accum_steps < 1 || r->accum_steps > TT_MAX_ACCUM)
-        return tt_errorf("training.global_batch_size / local_batch_size = %d: must be within [1, %d]", r->accum_steps,
-                         TT_MAX_ACCUM);
+        return tt_errorf("training.global_batch_size / (local_batch_size x ranks) = %d: must be within [1, %d]",
+                         r->accum_steps, TT_MAX_ACCUM);
     if (c->checkpoint.folder[0] == '/') /* an absolute folder stands on its own */
         snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s", c->checkpoint.folder);
     else
         snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/%s", c->job.dump_folder, c->checkpoint.folder);
     if (tt_mkdir_p(c->job.dump_folder)) goto fail;
     if (!(r->model = tt_model_new_ext(&mc, &r->ext))) goto fail;
-    if (tt_state_init(&r->state, r->model, r->be, r->q, training)) goto fail;
+    const size_t mem0 = r->be->bytes_in_use();
+    if (tt_sharding_init(&r->sh, r->model, tt_dist_group_size(r->dist, TT_GROUP_SHARD),
+                         tt_dist_group_size(r->dist, TT_GROUP_REPLICATE), tt_dist_group_rank(r->dist, TT_GROUP_SHARD),
+                         (size_t)c->parallelism.fsdp_bucket_bytes) ||
+        tt_state_init_sharded(&r->state, r->model, r->world > 1 ? &r->sh : NULL, r->be, r->q, training))
+        goto fail;
     tt_param_store weights = tt_state_store(&r->state, TT_STATE_PARAM);
     if (tt_model_init_weights(r->model, (uint64_t)c->training.seed, &weights)) goto fail;
     if (purpose != TT_RUN_MODEL && purpose != TT_RUN_HF && open_data(r, training)) goto fail;
@@ -179,6 +203,14 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
 
     /* graphs */
     r->step_cfg = (tt_step_cfg){.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
+    if (r->world > 1) {
+        r->step_cfg.sh = &r->sh;
+        r->step_cfg.reduce_dtype = c->training.mixed_precision_reduce == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+        r->step_cfg.no_overlap = !c->comm.overlap;
+        r->step_cfg.reshard_after_forward = c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_NEVER    ? 0
+                                            : c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_ALWAYS ? 2
+                                                                                                             : 1;
+    }
     if (training) {
         r->micro = calloc((size_t)r->accum_steps, sizeof *r->micro);
         if (!r->micro) goto fail;
@@ -186,9 +218,27 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
             if (!(r->micro[a] = tt_batch_new(B, T))) goto fail;
         tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay,
                            c->training.max_norm};
-        if (tt_build_micro_step(&r->train, r->model, &r->state, &r->step_cfg, 1, r->mode, c->activation_checkpoint.mode) ||
+        /* accumulating over several ranks: the micro-steps before the last accumulate full gradients, and the
+         * last reduces them once (its own graph; both run in one arena) */
+        r->step_cfg.accumulates = r->world > 1 && r->accum_steps > 1;
+        if (r->step_cfg.accumulates && tt_state_is_sharded(&r->state) && tt_state_alloc_grad_full(&r->state)) goto fail;
+        /* what the state holds, measured, on the rank that holds the most */
+        int64_t held = (int64_t)(r->be->bytes_in_use() - mem0);
+        if (r->world > 1 &&
+            tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, &held, 1, TT_I64, TT_REDUCE_MAX, "the train state's size"))
+            goto fail;
+        r->state_bytes = (double)held;
+        if (tt_build_micro_step(&r->train, r->model, &r->state, &r->step_cfg, 1, r->mode, c->activation_checkpoint.mode,
+                                NULL) ||
             tt_build_optim_step(&r->optim, r->model, &r->state, &ac, r->mode))
             goto fail;
+        if (r->step_cfg.accumulates) {
+            tt_step_cfg ns = r->step_cfg;
+            ns.no_sync = 1;
+            if (tt_build_micro_step(&r->train_nosync, r->model, &r->state, &ns, 1, r->mode,
+                                    c->activation_checkpoint.mode, r->train.exec))
+                goto fail;
+        }
         r->arena_bytes = tt_exec_arena_bytes(r->train.exec);
         if (tt_lr_sched_init(&r->sched, c->training.steps, c->lr_scheduler.warmup_steps,
                              c->lr_scheduler.has_decay_ratio ? c->lr_scheduler.decay_ratio : -1.0,
@@ -201,10 +251,10 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         if (!(r->val_batch = tt_batch_new(c->validation.local_batch_size, T))) goto fail;
         tt_step_cfg vc = r->step_cfg;
         vc.B = r->val_batch->B;
-        if (tt_build_micro_step(&r->eval, r->model, &r->state, &vc, 0, r->mode, TT_AC_NONE)) goto fail;
+        if (tt_build_micro_step(&r->eval, r->model, &r->state, &vc, 0, r->mode, TT_AC_NONE, NULL)) goto fail;
     }
 
-    if (restore(r, !training && purpose != TT_RUN_HF)) goto fail;
+    if (tt_run_restore(r, !training && purpose != TT_RUN_HF)) goto fail;
     if (r->step == 0 && (c->checkpoint.initial_load_in_hf || purpose == TT_RUN_HF)) {
         /* a fresh run starts from Hugging Face weights */
         const char *dir = c->checkpoint.initial_load_path[0] ? c->checkpoint.initial_load_path : c->model.hf_assets_path;
@@ -249,6 +299,13 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                    ? "bf16 (fp32 master weights)"
                    : "bf16 (fp32 master weights; the backend's default where the hardware has bf16 dot products)",
                r->peak_gflops, bf16 ? "bf16" : "f32", r->peak_source);
+        if (r->world > 1)
+            tt_log("%d ranks: %d replicas x %d shards (%d buckets) | train state %.2f MiB a rank (weights, gradients "
+                   "and AdamW moments%s, measured) | %d threads a rank",
+                   r->world, r->sh.replicas, r->sh.shards, r->sh.n_buckets, r->state_bytes / 1048576.0,
+                   r->state.grad_full ? ", and the full gradients micro-steps accumulate" : "", tt_num_threads());
+        else
+            tt_log("train state %.2f MiB (weights, gradients and AdamW moments, measured)", r->state_bytes / 1048576.0);
         tt_model_plan plan;
         if (tt_model_plan_build(c, &plan)) goto fail;
         tt_log("activation checkpointing, the planned arena of a micro-step: none %.1f MiB, selective %.1f MiB, "
@@ -262,12 +319,14 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
             tt_log("synthetic corpus: %lld train / %lld val tokens, floor %.4f nats/token, unigram %.4f (gap %.4f)",
                    (long long)r->corpus.train_tokens, (long long)r->corpus.val_tokens, r->corpus.floor_nats,
                    r->corpus.unigram_nats, r->corpus.gap_nats);
-        if (write_run_files(r, &plan)) goto fail;
-        if (tt_metrics_open(&r->metrics, c->metrics.save_jsonl ? c->job.dump_folder : NULL, r->step > 0,
-                            r->flops_per_token, r->peak_gflops, r->step, c->training.steps))
+        /* the run's files are rank 0's */
+        if (r->rank == 0 && write_run_files(r, &plan)) goto fail;
+        if (tt_metrics_open(&r->metrics, c->metrics.save_jsonl && r->rank == 0 ? c->job.dump_folder : NULL,
+                            r->step > 0, r->flops_per_token, r->peak_gflops, r->step, c->training.steps))
             goto fail;
         r->metrics.peak_source = r->peak_source; /* named where MFU is not stated */
-        if (tt_metrics_open_tensorboard(&r->metrics, c, r->builtin_corpus ? &r->corpus : NULL)) goto fail;
+        if (r->rank == 0 && tt_metrics_open_tensorboard(&r->metrics, c, r->builtin_corpus ? &r->corpus : NULL))
+            goto fail;
     }
     return 0;
 fail:
@@ -275,156 +334,10 @@ fail:
     return -1;
 }
 
-/* ---- checkpoints ---------------------------------------------------------- */
-
-/* One tensor of the train state in a checkpoint: which buffer and parameter
- * it is, and its name (moments carry their own prefix). */
-typedef struct {
-    tt_train_state *s;
-    tt_state_kind kind;
-    int param;
-    char name[128];
-} ckpt_entry;
-
-/* The writer fetches each tensor from the backend as it reaches it. */
-static tt_err fetch_entry(void *ctx, void *dst, size_t bytes)
-{
-    const ckpt_entry *e = ctx;
-    return tt_backend_read(e->s->be, e->s->q, dst, tt_state_param_mem(e->s, e->kind, e->param), bytes);
-}
-
-/* Every tensor of the train state, in a fixed order: weights, then moments. */
-static int state_tensors(tt_run *r, ckpt_entry *ent, tt_st_tensor *out)
-{
-    static const tt_state_kind kinds[3] = {TT_STATE_PARAM, TT_STATE_EXP_AVG, TT_STATE_EXP_AVG_SQ};
-    int n = 0;
-    const tt_model *m = r->model;
-    for (int part = 0; part < 3; part++)
-        for (int i = 0; i < m->n_params; i++) {
-            const tt_param *p = &m->params[i];
-            ckpt_entry *e = &ent[n];
-            tt_st_tensor *t = &out[n++];
-            *e = (ckpt_entry){&r->state, kinds[part], i, ""};
-            snprintf(e->name, sizeof e->name, "%s%s", tt_state_kind_prefix(kinds[part]), p->name);
-            memset(t, 0, sizeof *t);
-            t->name = e->name;
-            snprintf(t->dtype, sizeof t->dtype, "F32");
-            t->ndim = p->ndim;
-            for (int d = 0; d < p->ndim; d++) t->shape[d] = p->shape[d];
-            t->nbytes = (size_t)tt_param_numel(p) * sizeof(float);
-            t->fetch = fetch_entry;
-            t->fetch_ctx = e;
-        }
-    return n;
-}
-
-tt_err tt_run_save(tt_run *r)
-{
-    int nt = 3 * r->model->n_params;
-    tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
-    ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
-    if (!ts || !ent) {
-        free(ts);
-        free(ent);
-        return tt_errorf("out of memory saving a checkpoint");
-    }
-    state_tensors(r, ent, ts);
-    cJSON *meta = cJSON_CreateObject();
-    cJSON_AddStringToObject(meta, "format", "titan-checkpoint-1");
-    cJSON_AddNumberToObject(meta, "step", (double)r->step);
-    cJSON_AddStringToObject(meta, "model", tt_arch_name(r->model->cfg.arch));
-    char *toml = tt_config_to_toml(r->cfg);
-    cJSON_AddStringToObject(meta, "config", toml ? toml : "");
-    free(toml);
-    /* The loader position is where the first micro-batch of the next step starts. */
-    tt_loader_state ls = tt_loader_get_state(r->train_loader);
-    cJSON *jl = cJSON_AddObjectToObject(meta, "data");
-    cJSON_AddNumberToObject(jl, "epoch", (double)ls.epoch);
-    cJSON_AddNumberToObject(jl, "cursor", (double)ls.cursor);
-    cJSON_AddNumberToObject(meta, "training_seed", (double)r->cfg->training.seed);
-    char *text = cJSON_PrintUnformatted(meta);
-    cJSON_Delete(meta);
-    tt_err rc = text ? tt_ckpt_save(r->ckpt_dir, r->step, nt, ts, text) : tt_errorf("out of memory");
-    free(text);
-    free(ts);
-    free(ent);
-    if (!rc && r->cfg->checkpoint.keep_latest_k > 0) rc = tt_ckpt_prune(r->ckpt_dir, r->cfg->checkpoint.keep_latest_k);
-    if (rc) return tt_error_prefix("saving checkpoint step %ld: ", r->step);
-    tt_log("checkpoint saved: %s/step-%ld", r->ckpt_dir, r->step);
-    return 0;
-}
-
-static tt_err load_from(tt_run *r, tt_ckpt *ck, const char *where)
-{
-    const tt_safetensors *st = tt_ckpt_tensors(ck);
-    int nt = 3 * r->model->n_params;
-    tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
-    ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
-    tt_err rc = ts && ent ? 0 : tt_errorf("out of memory");
-    if (!rc) state_tensors(r, ent, ts);
-    for (int i = 0; i < nt && !rc; i++) {
-        const tt_st_tensor *s = tt_st_find(st, ts[i].name);
-        if (!s) rc = tt_errorf("%s: tensor '%s' is missing", where, ts[i].name);
-        else if (strcmp(s->dtype, "F32") || s->nbytes != ts[i].nbytes || s->ndim != ts[i].ndim ||
-                 memcmp(s->shape, ts[i].shape, sizeof(int64_t) * (size_t)s->ndim))
-            rc = tt_errorf("%s: tensor '%s' has shape or dtype different from the model's (was the config changed?)",
-                           where, ts[i].name);
-        else if (r->state.buf[ent[i].kind]) /* moments only where the run keeps an optimizer */
-            rc = tt_backend_write(r->be, r->q, tt_state_param_mem(&r->state, ent[i].kind, ent[i].param), s->data,
-                                  s->nbytes);
-    }
-    free(ts);
-    free(ent);
-    if (rc) return rc;
-    cJSON *meta = cJSON_Parse(tt_ckpt_meta_json(ck));
-    cJSON *js = cJSON_GetObjectItem(meta, "step"), *jd = cJSON_GetObjectItem(meta, "data");
-    cJSON *je = jd ? cJSON_GetObjectItem(jd, "epoch") : NULL, *jc = jd ? cJSON_GetObjectItem(jd, "cursor") : NULL;
-    if (!cJSON_IsNumber(js) || !cJSON_IsNumber(je) || !cJSON_IsNumber(jc) || js->valuedouble < 0)
-        rc = tt_errorf("%s/meta.json: missing or bad 'step' / 'data' fields", where);
-    else {
-        r->step = (long)js->valuedouble;
-        tt_loader_state ls = {(int64_t)je->valuedouble, (int64_t)jc->valuedouble};
-        if (r->train_loader && tt_loader_set_state(r->train_loader, ls)) rc = tt_error_prefix("%s: ", where);
-    }
-    cJSON_Delete(meta);
-    return rc;
-}
-
-/* Resume from checkpoint.load_step, or else the newest checkpoint. A bad one
- * is an error unless checkpoint.fallback_to_previous allows an older one. */
-static tt_err restore(tt_run *r, int require)
-{
-    long steps[256];
-    int n;
-    if (r->cfg->checkpoint.load_step >= 0) {
-        steps[0] = r->cfg->checkpoint.load_step;
-        n = 1;
-    } else if ((n = tt_ckpt_list(r->ckpt_dir, steps, 256)) <= 0) {
-        if (require) return tt_errorf("%s: no checkpoint found (train first, or set job.dump_folder)", r->ckpt_dir);
-        return 0; /* nothing saved yet: a fresh run */
-    }
-    for (int k = n - 1; k >= 0; k--) {
-        char where[4200];
-        snprintf(where, sizeof where, "%s/step-%ld", r->ckpt_dir, steps[k]);
-        tt_ckpt *ck = tt_ckpt_open(r->ckpt_dir, steps[k]);
-        tt_err rc = ck ? load_from(r, ck, where) : -1;
-        tt_ckpt_close(ck);
-        if (!rc) {
-            if (require) fprintf(stderr, "loaded %s (step %ld)\n", where, r->step); /* stdout carries the output */
-            else tt_log("resumed from %s (step %ld)", where, r->step);
-            return 0;
-        }
-        if (!r->cfg->checkpoint.fallback_to_previous || k == 0)
-            return tt_error_prefix("cannot resume (set checkpoint.fallback_to_previous = true to use an older "
-                                   "checkpoint, or move the bad one away): ");
-        tt_warn("%s; falling back to the previous checkpoint", tt_last_error());
-    }
-    return 0;
-}
-
 void tt_run_close(tt_run *r)
 {
     tt_metrics_close(&r->metrics);
+    tt_step_graph_free(&r->train_nosync); /* before train: it may run in train's arena */
     tt_step_graph_free(&r->train);
     tt_step_graph_free(&r->optim);
     tt_step_graph_free(&r->eval);
@@ -437,7 +350,30 @@ void tt_run_close(tt_run *r)
     if (r->state.be) tt_state_free(&r->state);
     if (r->q) r->be->queue_free(r->q);
     tt_model_free(r->model);
+    tt_sharding_free(&r->sh);
     memset(r, 0, sizeof *r);
+}
+
+tt_err tt_run_whole_weights(tt_run *r, tt_train_state *gathered, tt_train_state **whole)
+{
+    *whole = NULL;
+    memset(gathered, 0, sizeof *gathered);
+    if (!tt_state_is_sharded(&r->state)) {
+        *whole = r->rank == 0 ? &r->state : NULL;
+        return 0;
+    }
+    float *flat = malloc((r->model->numel ? r->model->numel : 1) * sizeof *flat);
+    tt_err rc = flat ? tt_state_gather(&r->state, TT_STATE_PARAM, flat)
+                     : tt_errorf("out of memory for the whole model (%zu floats)", r->model->numel);
+    if (!rc && r->rank == 0) {
+        if (!(rc = tt_state_init(gathered, r->model, r->be, r->q, 0)) &&
+            !(rc = tt_state_upload(gathered, TT_STATE_PARAM, flat)))
+            *whole = gathered;
+        else if (gathered->be)
+            tt_state_free(gathered);
+    }
+    free(flat);
+    return rc;
 }
 
 /* The Hugging Face export of a run's model: ids of the tokenizer it was
@@ -459,12 +395,17 @@ tt_err tt_run_export_hf(tt_run *r, const char *out_dir)
         o.n_eos = 1;
         o.eos_token_ids[0] = 257;
     }
-    tt_param_store weights = tt_state_store(&r->state, TT_STATE_PARAM);
-    if (tt_hf_export(r->model, out_dir, &o, &weights)) return tt_error_prefix("export to %s: ", out_dir);
+    tt_train_state gathered, *w;
+    if (tt_run_whole_weights(r, &gathered, &w)) return tt_error_prefix("export to %s: ", out_dir);
+    if (!w) return 0; /* rank 0 writes it */
+    tt_param_store weights = tt_state_store(w, TT_STATE_PARAM);
+    tt_err rc = tt_hf_export(r->model, out_dir, &o, &weights);
+    if (w == &gathered) tt_state_free(&gathered);
+    if (rc) return tt_error_prefix("export to %s: ", out_dir);
     if (!r->has_hf) { /* the byte tokenizer, written as a tokenizer.json transformers reads */
         char *json = tt_byte_tokenizer_hf_json();
         snprintf(tok, sizeof tok, "%s/tokenizer.json", out_dir);
-        tt_err rc = json ? tt_write_file_atomic(tok, json, strlen(json)) : -1;
+        rc = json ? tt_write_file_atomic(tok, json, strlen(json)) : -1;
         free(json);
         if (rc) return tt_error_prefix("export to %s: ", out_dir);
     }

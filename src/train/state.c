@@ -1,16 +1,26 @@
 /* state.c — the train state's buffers and the copies that reach them. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
+#include "dist/dist.h"
 #include "train/state.h"
 
 tt_err tt_state_init(tt_train_state *s, const tt_model *m, const tt_backend *be, tt_queue *q, int with_optim)
+{
+    return tt_state_init_sharded(s, m, NULL, be, q, with_optim);
+}
+
+tt_err tt_state_init_sharded(tt_train_state *s, const tt_model *m, const tt_sharding *sh, const tt_backend *be,
+                             tt_queue *q, int with_optim)
 {
     memset(s, 0, sizeof *s);
     s->be = be;
     s->q = q;
     s->model = m;
-    const size_t bytes = (m->numel ? m->numel : 1) * sizeof(float);
+    s->sh = sh;
+    s->numel = sh ? sh->numel : (int64_t)m->numel;
+    const size_t bytes = (s->numel ? (size_t)s->numel : 1) * sizeof(float);
     /* all the buffers against the memory there is, before the first is
      * allocated (the host backends allocate host memory) */
     const int kinds = with_optim ? TT_STATE_KINDS : 1;
@@ -19,9 +29,11 @@ tt_err tt_state_init(tt_train_state *s, const tt_model *m, const tt_backend *be,
     if (tt_mul_size(bytes, (size_t)kinds, &total))
         return tt_errorf("train state: %d x %zu bytes overflow", kinds, bytes);
     if (tt_mem_check(total,
-                     "train state: %s of the model's %zu parameters (dim %d, n_layers %d, ffn_dim %d, vocab_size %d)",
-                     with_optim ? "fp32 weights, gradients and two AdamW moments" : "the fp32 weights", m->numel,
-                     c->dim, c->n_layers, c->ffn_dim, c->vocab_size))
+                     "train state: %s of %sthe model's %zu parameters (dim %d, n_layers %d, ffn_dim %d, "
+                     "vocab_size %d)",
+                     with_optim ? "fp32 weights, gradients and two AdamW moments" : "the fp32 weights",
+                     tt_state_is_sharded(s) ? "this rank's shard of " : "", m->numel, c->dim, c->n_layers, c->ffn_dim,
+                     c->vocab_size))
         return -1;
     for (int k = 0; k < kinds; k++) {
         if (!(s->buf[k] = be->alloc(bytes)) || (k > 0 && be->zero(q, (tt_mem){s->buf[k], 0}, bytes))) {
@@ -34,14 +46,44 @@ tt_err tt_state_init(tt_train_state *s, const tt_model *m, const tt_backend *be,
     return be->finish(q);
 }
 
+static int64_t full_offset(const tt_sharding *sh, int b)
+{
+    int64_t off = 0;
+    for (int k = 0; k < b; k++) off += sh->buckets[k].padded;
+    return off;
+}
+
+tt_err tt_state_alloc_grad_full(tt_train_state *s)
+{
+    const size_t bytes = (size_t)full_offset(s->sh, s->sh->n_buckets) * sizeof(float);
+    if (tt_mem_check(bytes, "the full gradients a rank accumulates over micro-steps (training.global_batch_size "
+                            "above local_batch_size x ranks)"))
+        return -1;
+    if (!(s->grad_full = s->be->alloc(bytes ? bytes : 1)) || s->be->zero(s->q, (tt_mem){s->grad_full, 0}, bytes))
+        return tt_error_prefix("full gradients (%zu bytes): ", bytes);
+    return 0;
+}
+
+tt_mem tt_state_grad_full_mem(const tt_train_state *s, int b)
+{
+    return (tt_mem){s->grad_full, (size_t)full_offset(s->sh, b) * sizeof(float)};
+}
+
 void tt_state_free(tt_train_state *s)
 {
+    if (s->grad_full) s->be->free(s->grad_full);
     for (int k = 0; k < TT_STATE_KINDS; k++)
         if (s->buf[k]) s->be->free(s->buf[k]);
     memset(s, 0, sizeof *s);
 }
 
+int tt_state_is_sharded(const tt_train_state *s) { return s->sh && s->sh->shards > 1; }
+
 tt_mem tt_state_mem(const tt_train_state *s, tt_state_kind kind) { return (tt_mem){s->buf[kind], 0}; }
+tt_mem tt_state_bucket_mem(const tt_train_state *s, tt_state_kind kind, int b)
+{
+    return (tt_mem){s->buf[kind], (size_t)s->sh->shard_offset[b] * sizeof(float)};
+}
 tt_mem tt_state_param_mem(const tt_train_state *s, tt_state_kind kind, int param)
 {
     return (tt_mem){s->buf[kind], (size_t)s->model->params[param].offset * sizeof(float)};
@@ -54,14 +96,38 @@ tt_mem tt_state_unit_mem(const tt_train_state *s, tt_state_kind kind, int unit)
 static tt_err store_read(void *ctx, const tt_model *m, int i, float *dst)
 {
     const tt_state_store_ctx *c = ctx;
+    if (tt_state_is_sharded(c->s))
+        return tt_errorf("'%s' is sharded over %d ranks: gather the model first", m->params[i].name, c->s->sh->shards);
     return tt_backend_read(c->s->be, c->s->q, dst, tt_state_param_mem(c->s, c->kind, i),
                            (size_t)tt_param_numel(&m->params[i]) * sizeof(float));
 }
+
+/* A sharded write: each piece of the parameter this rank holds, from the
+ * host copy of the whole parameter. */
+typedef struct {
+    const tt_state_store_ctx *c;
+    const float *src;
+    int64_t first; /* the parameter's first element in the flat layout */
+} piece_write;
+
+static tt_err write_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
+{
+    const piece_write *w = ctx;
+    return tt_backend_write(w->c->s->be, w->c->s->q, (tt_mem){w->c->s->buf[w->c->kind], (size_t)at * sizeof(float)},
+                            w->src + (flat - w->first), (size_t)n * sizeof(float));
+}
+
 static tt_err store_write(void *ctx, const tt_model *m, int i, const float *src)
 {
     const tt_state_store_ctx *c = ctx;
+    const tt_param *p = &m->params[i];
+    if (tt_state_is_sharded(c->s)) {
+        piece_write w = {c, src, p->offset};
+        return tt_sharding_pieces(c->s->sh, c->s->sh->shard_rank, p->offset, p->offset + tt_param_numel(p),
+                                  write_piece, &w);
+    }
     return tt_backend_write(c->s->be, c->s->q, tt_state_param_mem(c->s, c->kind, i), src,
-                            (size_t)tt_param_numel(&m->params[i]) * sizeof(float));
+                            (size_t)tt_param_numel(p) * sizeof(float));
 }
 tt_param_store tt_state_store(tt_train_state *s, tt_state_kind kind)
 {
@@ -70,11 +136,37 @@ tt_param_store tt_state_store(tt_train_state *s, tt_state_kind kind)
 
 tt_err tt_state_download(tt_train_state *s, tt_state_kind kind, float *dst)
 {
-    return tt_backend_read(s->be, s->q, dst, tt_state_mem(s, kind), s->model->numel * sizeof(float));
+    return tt_backend_read(s->be, s->q, dst, tt_state_mem(s, kind), (size_t)s->numel * sizeof(float));
 }
 tt_err tt_state_upload(tt_train_state *s, tt_state_kind kind, const float *src)
 {
-    return tt_backend_write(s->be, s->q, tt_state_mem(s, kind), src, s->model->numel * sizeof(float));
+    return tt_backend_write(s->be, s->q, tt_state_mem(s, kind), src, (size_t)s->numel * sizeof(float));
+}
+
+tt_err tt_state_gather(tt_train_state *s, tt_state_kind kind, float *dst)
+{
+    if (!tt_state_is_sharded(s))
+        return tt_backend_read(s->be, s->q, dst, tt_state_mem(s, kind), s->model->numel * sizeof(float));
+    const tt_sharding *sh = s->sh;
+    tt_dist *d = tt_dist_get();
+    int64_t most = 0;
+    for (int b = 0; b < sh->n_buckets; b++)
+        if (sh->buckets[b].padded > most) most = sh->buckets[b].padded;
+    float *full = malloc((size_t)most * sizeof *full), *mine = malloc((size_t)most / (size_t)sh->shards * sizeof *mine);
+    tt_err rc = d && full && mine ? 0 : tt_errorf("out of memory gathering the model (%lld floats)", (long long)most);
+    for (int b = 0; b < sh->n_buckets && !rc; b++) { /* one bucket at a time: the slices in shard-rank order */
+        const tt_fsdp_bucket *bk = &sh->buckets[b];
+        const size_t n = (size_t)(bk->padded / sh->shards);
+        tt_coll_req *req = NULL;
+        tt_coll c = {.kind = TT_COLL_ALL_GATHER, .group = TT_GROUP_SHARD, .send = mine, .recv = full, .count = n,
+                     .dtype = TT_F32, .what = "gathering the model"};
+        if (!(rc = tt_backend_read(s->be, s->q, mine, tt_state_bucket_mem(s, kind, b), n * sizeof(float))) &&
+            !(rc = tt_coll_start(d, &c, &req)) && !(rc = tt_coll_wait(d, req)))
+            memcpy(dst + bk->offset, full, (size_t)bk->numel * sizeof(float));
+    }
+    free(full);
+    free(mine);
+    return rc;
 }
 
 const char *tt_state_kind_prefix(tt_state_kind kind)

@@ -3,8 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/dist.h"
 #include "graph/autodiff.h"
 #include "graph/passes/accum.h"
+#include "graph/passes/fsdp.h"
 #include "train/step_graph.h"
 
 static tt_value *input(tt_graph *g, const char *name, tt_dtype dt, int64_t n)
@@ -95,29 +97,50 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
             if (sg->ac != TT_AC_NONE) rc = tt_remat(g, n_fwd, sg->ac, &sg->remat);
         }
     }
+    if (!rc && c->sh && c->sh->shards * c->sh->replicas > 1) { /* across ranks: FSDP, and its schedule for overlap */
+        tt_fsdp_cfg fc = tt_sharding_fsdp_cfg(c->sh);
+        fc.param_dtype = c->act_dtype;
+        fc.reduce_dtype = c->reduce_dtype;
+        fc.reshard_after_forward = c->reshard_after_forward;
+        fc.reduce = !c->no_sync;
+        fc.grads_persistent = c->accumulates && c->sh->shards > 1;
+        sg->distributed = 1;
+        rc = tt_fsdp(g, n_fwd, sg->units, with_grad ? sg->grad_units : NULL, sg->n_units, &fc, &sg->fsdp);
+        if (!rc && !c->no_overlap) rc = tt_fsdp_schedule(g);
+    }
     if (rc) tt_step_graph_free(sg);
     return rc;
 }
 
 tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_train_state *s, const tt_step_cfg *c,
-                           int with_grad, tt_exec_mode mode, tt_ac_mode ac)
+                           int with_grad, tt_exec_mode mode, tt_ac_mode ac, tt_exec *share)
 {
     if (tt_build_micro_graph(sg, m, c, with_grad, ac)) return -1;
-    for (int k = 0; k < sg->n_units; k++) {
-        tt_value_bind(sg->units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
-        if (sg->grad_units[k]) tt_value_bind(sg->grad_units[k], tt_state_unit_mem(s, TT_STATE_GRAD, k));
-    }
-    if (!(sg->exec = tt_exec_new(sg->g, s->be, s->q, mode))) {
+    if (sg->distributed) { /* each bucket's slices; whole units only when nothing is sharded */
+        for (int b = 0; b < c->sh->n_buckets; b++) {
+            if (sg->fsdp.param_shard[b]) tt_value_bind(sg->fsdp.param_shard[b], tt_state_bucket_mem(s, TT_STATE_PARAM, b));
+            if (sg->fsdp.grad_shard[b]) tt_value_bind(sg->fsdp.grad_shard[b], tt_state_bucket_mem(s, TT_STATE_GRAD, b));
+            if (sg->fsdp.grad_full[b]) tt_value_bind(sg->fsdp.grad_full[b], tt_state_grad_full_mem(s, b));
+        }
+        if (!tt_state_is_sharded(s))
+            for (int k = 0; k < sg->n_units; k++) tt_value_bind(sg->units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
+    } else
+        for (int k = 0; k < sg->n_units; k++) {
+            tt_value_bind(sg->units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
+            if (sg->grad_units[k]) tt_value_bind(sg->grad_units[k], tt_state_unit_mem(s, TT_STATE_GRAD, k));
+        }
+    if (!(sg->exec = tt_exec_new_sharing(sg->g, s->be, s->q, mode, share))) {
         tt_step_graph_free(sg);
         return -1;
     }
     return 0;
 }
 
-/* One value over a whole flat buffer of the state. */
+/* One value over a whole buffer of the state (the model's flat layout, or
+ * this rank's shard buffer). */
 static tt_value *flat(tt_graph *g, tt_role role, const char *name, tt_train_state *s, tt_state_kind kind)
 {
-    const int64_t n = (int64_t)s->model->numel;
+    const int64_t n = s->numel;
     tt_value *v = tt_value_new(g, role, TT_F32, 1, &n);
     if (v) {
         snprintf(v->name, sizeof v->name, "%s", name);
@@ -126,36 +149,59 @@ static tt_value *flat(tt_graph *g, tt_role role, const char *name, tt_train_stat
     return v;
 }
 
+/* The element ranges of the state's buffers that decay, adjacent ones merged. */
+typedef struct {
+    int64_t (*r)[2];
+    int n;
+} ranges;
+
+static tt_err add_range(void *ctx, int64_t flat_at, int64_t at, int64_t n)
+{
+    (void)flat_at;
+    ranges *rs = ctx;
+    if (rs->n && rs->r[rs->n - 1][1] == at) rs->r[rs->n - 1][1] = at + n;
+    else rs->r[rs->n][0] = at, rs->r[rs->n][1] = at + n, rs->n++;
+    return 0;
+}
+
 /* The optimizer is one multi-tensor step over the flat buffers: one sum of
  * squares over every gradient, the clipping factor of its norm, one AdamW
  * over every parameter, with weight decay on the element ranges of the
- * parameters that decay. */
+ * parameters that decay. On a sharded state each rank steps its own slices:
+ * the squared norm is its slices' sum, summed over the shard group (the
+ * replicas hold the same slices). */
 tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_train_state *s, const tt_adamw_cfg *cfg,
                            tt_exec_mode mode)
 {
     memset(sg, 0, sizeof *sg);
     tt_graph *g = sg->g = tt_graph_new();
     if (!g) return -1;
-    /* the decayed ranges of the flat layout, adjacent parameters merged */
-    int64_t (*rng)[2] = calloc((size_t)m->n_params + 1, sizeof *rng);
-    if (!rng) {
+    const tt_sharding *sh = s->sh;
+    /* a parameter splits into at most one piece a bucket */
+    const size_t cap = (size_t)m->n_params * (sh ? (size_t)sh->n_buckets : 1) + 1;
+    ranges rs = {calloc(cap, sizeof *rs.r), 0};
+    if (!rs.r) {
         tt_step_graph_free(sg);
         return tt_errorf("out of memory");
     }
-    int nr = 0;
     for (int i = 0; i < m->n_params; i++) {
         const int64_t a = m->params[i].offset, n = tt_param_numel(&m->params[i]);
         if (m->params[i].no_decay || !n) continue;
-        if (nr && rng[nr - 1][1] == a) rng[nr - 1][1] = a + n;
-        else rng[nr][0] = a, rng[nr][1] = a + n, nr++;
+        if (sh) tt_sharding_pieces(sh, sh->shard_rank, a, a + n, add_range, &rs);
+        else add_range(&rs, a, a, n);
     }
+    const int nr = rs.n;
     void *dr = NULL;
     tt_value *decay = nr ? tt_graph_const(g, TT_I64, 2, (int64_t[]){nr, 2}, &dr) : NULL;
-    if (decay) memcpy(dr, rng, (size_t)nr * sizeof *rng);
-    free(rng);
+    if (decay) memcpy(dr, rs.r, (size_t)nr * sizeof *rs.r);
+    free(rs.r);
     tt_value *grad = flat(g, TT_ROLE_STATE, "grad", s, TT_STATE_GRAD);
     tt_graph_set_scope(g, "optimizer.clip");
     sg->sumsq = tt_sumsq(g, grad, NULL);
+    if (tt_state_is_sharded(s)) {
+        tt_value *y = tt_all_reduce(g, sg->sumsq, NULL, TT_GROUP_SHARD, TT_REDUCE_SUM, "gradient norm");
+        sg->sumsq = y ? tt_comm_wait(g, y) : NULL;
+    }
     tt_graph_mark_output(g, sg->sumsq);
     tt_value *clip = tt_clip_coef_of(g, sg->sumsq, cfg->max_norm);
     sg->hp = input(g, "optimizer_hparams", TT_F64, 2);
@@ -213,6 +259,7 @@ void tt_step_graph_free(tt_step_graph *sg)
 {
     tt_exec_free(sg->exec);
     tt_graph_free(sg->g);
+    tt_fsdp_result_free(&sg->fsdp);
     free(sg->units);
     free(sg->grad_units);
     memset(sg, 0, sizeof *sg);

@@ -15,6 +15,16 @@ typedef struct {
     int B, T;
     tt_dtype act_dtype; /* TT_BF16: mixed precision (bf16 activations, fp32 master weights); else TT_F32 */
     int no_fuse;        /* 1: skip the fusion passes, fuse and fold_accum (tests compare the graphs with and without) */
+    /* Data parallel over more than one rank (sh->shards x sh->replicas > 1):
+     * the FSDP pass and its schedule (graph/passes/fsdp.h). The gathers move
+     * act_dtype (TorchTitan's param_dtype), the reductions reduce_dtype. */
+    const tt_sharding *sh;
+    tt_dtype reduce_dtype;
+    int reshard_after_forward; /* tt_fsdp_cfg's */
+    int accumulates;           /* micro-steps accumulate gradients: full gradients in the state (sharded) */
+    int no_sync;               /* a micro-step before the last of an optimizer step: accumulate, do not reduce */
+    int no_overlap;            /* keep each collective where the FSDP pass put it, waited right after its start
+                                  (to measure what the schedule hides) */
 } tt_step_cfg;
 
 #define TT_MAX_LOSSES 8
@@ -31,6 +41,8 @@ typedef struct {
     tt_value *sumsq;   /* optimizer graph: (1) squared global grad norm */
     tt_value **units, **grad_units; /* per model unit: the param root and the gradient accumulator root */
     int n_units;
+    tt_fsdp_result fsdp;    /* per bucket: the shard roots the FSDP pass made (when c->sh spans ranks) */
+    int distributed;        /* the FSDP pass ran: bind per bucket */
     tt_ac_mode ac;     /* activation checkpointing applied to this graph */
     tt_fuse_stats fused;    /* what the fusion pass merged */
     int folded;             /* accum nodes folded into the producers of their gradients */
@@ -49,9 +61,11 @@ typedef struct {
  * ac: activation checkpointing (the remat pass after autodiff; a forward-only
  * graph has nothing to recompute and ignores it). */
 tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_cfg *c, int with_grad, tt_ac_mode ac);
-/* The same bound to the train state and ready to run on its backend and queue. */
+/* The same bound to the train state and ready to run on its backend and
+ * queue; share: NULL, or an executor whose arena it may run in (the graphs of
+ * one optimizer step, run one after the other). */
 tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_train_state *s, const tt_step_cfg *c,
-                           int with_grad, tt_exec_mode mode, tt_ac_mode ac);
+                           int with_grad, tt_exec_mode mode, tt_ac_mode ac, tt_exec *share);
 tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_train_state *s, const tt_adamw_cfg *cfg,
                            tt_exec_mode mode);
 /* One micro-step's batch, (B*T) each, and its loss scale. */

@@ -3,11 +3,13 @@
  * it), profiling traces, validation, checkpoints, preemption. */
 #include <math.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "formats/safetensors.h"
+#include "train/parallel.h"
 #include "train/run.h"
 #include "train/trace.h"
 
@@ -43,9 +45,22 @@ tt_err tt_run_validate(tt_run *r, double *loss_out, long *tokens_out)
         sum += loss;
         tokens += (long)r->val_batch->n_scored;
     }
+    if (r->world > 1) { /* every rank scored its part of each batch */
+        double t[2] = {sum, (double)tokens};
+        if (tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, t, 2, TT_F64, TT_REDUCE_SUM, "the validation loss"))
+            return tt_error_prefix("validation: ");
+        sum = t[0], tokens = (long)t[1];
+    }
     *loss_out = tokens ? sum / (double)tokens : NAN;
     *tokens_out = tokens;
     return 0;
+}
+
+/* The graph of micro-step a of an optimizer step: every one but the last only
+ * accumulates where several ranks accumulate (train_nosync). */
+static tt_step_graph *micro_graph(tt_run *r, int a)
+{
+    return r->train_nosync.g && a < r->accum_steps - 1 ? &r->train_nosync : &r->train;
 }
 
 /* ---- profiling.enable_profiling --------------------------------------------
@@ -68,7 +83,7 @@ static tt_err timing_alloc(step_timing *t, const tt_run *r)
     return t->start && t->dur && t->parts ? 0 : tt_errorf("profiling: out of memory for %zu node timings", n);
 }
 
-static tt_err write_step_trace(const tt_run *r, step_timing *t, long step)
+static tt_err write_step_trace(tt_run *r, step_timing *t, long step)
 {
     const tt_config *c = r->cfg;
     const char *folder = c->profiling.save_traces_folder;
@@ -77,13 +92,13 @@ static tt_err write_step_trace(const tt_run *r, step_timing *t, long step)
         snprintf(dir, sizeof dir, "%s/iteration_%ld", folder, step);
     else
         snprintf(dir, sizeof dir, "%s/%s/iteration_%ld", c->job.dump_folder, folder, step);
-    snprintf(path, sizeof path, "%s/rank0_trace.json", dir);
+    snprintf(path, sizeof path, "%s/rank%d_trace.json", dir, r->rank);
     tt_trace_part *parts = t->parts;
     double in_nodes = 0;
     for (int a = 0; a <= t->accum; a++) {
         const int optim = a == t->accum, n = optim ? t->n_optim : t->n_train;
         const size_t off = (size_t)a * t->n_train;
-        parts[a] = (tt_trace_part){optim ? r->optim.exec : r->train.exec, t->start + off, t->dur + off,
+        parts[a] = (tt_trace_part){optim ? r->optim.exec : micro_graph(r, a)->exec, t->start + off, t->dur + off,
                                    optim ? "optimizer" : "train_step", optim || t->accum == 1 ? -1 : a};
         for (int i = 0; i < n; i++) in_nodes += t->dur[off + i];
     }
@@ -142,32 +157,49 @@ tt_err tt_train(const tt_config *cfg)
         long step = r.step + 1;
         /* Fetch every micro-batch first: the loss is scaled by the tokens of
          * the whole global batch, so accumulation equals one large batch. */
-        long scored = 0;
+        int64_t scored = 0;
         for (int a = 0; a < accum && !rc; a++) {
             if (tt_loader_next(r.train_loader, r.micro[a]) != 1) rc = -1;
-            else scored += (long)r.micro[a]->n_scored;
+            else scored += r.micro[a]->n_scored;
         }
+        if (!rc && r.world > 1) /* the global batch's: every rank scales by it, so the reduced gradient is its mean */
+            rc = tt_dist_all_reduce(r.dist, TT_GROUP_WORLD, &scored, 1, TT_I64, TT_REDUCE_SUM, "the scored tokens");
         if (rc) break;
+        if (tt_parallel_fault_now(c, r.rank, step)) { /* comm.fault_*: tests of what the other ranks do */
+            tt_warn("comm.fault_kind = %s at step %ld: injected", c->comm.fault_kind == TT_FAULT_EXIT   ? "exit"
+                                                                 : c->comm.fault_kind == TT_FAULT_HANG ? "hang"
+                                                                                                       : "nan",
+                    step);
+            if (c->comm.fault_kind == TT_FAULT_EXIT) _exit(3);
+            while (c->comm.fault_kind == TT_FAULT_HANG) pause();
+        }
         const int profile = c->profiling.enable_profiling && step % c->profiling.profile_freq == 0;
         double loss = 0;
         for (int a = 0; a < accum && !rc; a++) {
             const tt_batch *b = r.micro[a];
+            tt_step_graph *mg = micro_graph(&r, a);
             double l = 0;
             flops_executed += tt_batch_flops_attention_executed(&r.model->cfg, &r.ext, r.flops_per_token, b->doc_ids,
                                                                 b->B, b->T);
             if (profile) {
                 const size_t off = (size_t)a * timing.n_train;
-                tt_exec_set_timing(r.train.exec, timing.start + off, timing.dur + off);
+                tt_exec_set_timing(mg->exec, timing.start + off, timing.dur + off);
             }
-            if (tt_step_set_batch(&r.train, b->inputs, b->targets, b->positions, b->doc_ids,
+            if (tt_step_set_batch(mg, b->inputs, b->targets, b->positions, b->doc_ids,
                                   scored ? 1.0f / (float)scored : 0.0f) ||
-                tt_exec_run(r.train.exec) || tt_step_loss(&r.train, &l)) {
-                rc = tt_exec_nonfinite(r.train.exec) ? nonfinite_error(step, "the micro-step")
+                tt_exec_run(mg->exec) || tt_step_loss(mg, &l)) {
+                rc = tt_exec_nonfinite(mg->exec) ? nonfinite_error(step, "the micro-step")
                                                      : tt_error_prefix("step %ld: ", step);
             }
             loss += l;
         }
         if (rc) break;
+        if (tt_parallel_fault_now(c, r.rank, step) && c->comm.fault_kind == TT_FAULT_NAN) loss = NAN;
+        /* the global batch's loss on every rank, so a NaN on any rank stops them all */
+        if (r.world > 1 && tt_dist_all_reduce(r.dist, TT_GROUP_WORLD, &loss, 1, TT_F64, TT_REDUCE_SUM, "the loss")) {
+            rc = tt_error_prefix("step %ld: ", step);
+            break;
+        }
         if (!isfinite(loss)) {
             rc = tt_errorf("step %ld: loss is %s; stopping before the optimizer applies it (lower optimizer.lr, "
                            "or set training.max_norm)", step, isnan(loss) ? "NaN" : "Inf");
@@ -179,6 +211,7 @@ tt_err tt_train(const tt_config *cfg)
         tt_err opt_rc = tt_optim_set_hp(&r.optim, lr, step) || tt_exec_run(r.optim.exec);
         if (profile) {
             tt_exec_set_timing(r.train.exec, NULL, NULL);
+            if (r.train_nosync.exec) tt_exec_set_timing(r.train_nosync.exec, NULL, NULL);
             tt_exec_set_timing(r.optim.exec, NULL, NULL);
         }
         if (opt_rc || tt_optim_sumsq(&r.optim, &sumsq)) {
@@ -202,10 +235,12 @@ tt_err tt_train(const tt_config *cfg)
         }
         if (!rc && (step % c->metrics.log_freq == 0 || step == steps || step == 1)) {
             double now = tt_now(), tokens = (double)tokens_per_micro * accum * (double)(step - last_logged);
+            const double wait = r.world > 1 ? tt_dist_take_wait_seconds(r.dist) : NAN;
             tt_metrics_step ms = {.step = step, .loss = loss, .grad_norm = gnorm, .lr = lr,
                                   .tokens_per_sec = tokens / (now - t_last), .peak_rss_bytes = tt_peak_rss_bytes(),
                                   .arena_bytes = r.arena_bytes, .elapsed_sec = now - t_start,
-                                  .flops_per_token_executed = flops_executed / tokens};
+                                  .flops_per_token_executed = flops_executed / tokens,
+                                  .world = r.world, .comm_wait_frac = wait / (now - t_last)};
             if (tt_metrics_log_step(&r.metrics, &ms)) rc = -1;
             t_last = now;
             last_logged = step;
@@ -237,10 +272,10 @@ tt_err tt_train(const tt_config *cfg)
             .final_val_loss = val_loss, .builtin_corpus = r.builtin_corpus, .floor_nats = r.corpus.floor_nats,
             .unigram_nats = r.corpus.unigram_nats, .total_tokens = tokens_seen, .wall_seconds = wall,
             .mean_tokens_per_sec = (double)tokens_seen / wall, .flops_per_token = r.flops_per_token,
-            .peak_source = r.peak_source,
+            .peak_source = r.peak_source, .world = r.world, .train_state_bytes = r.state_bytes,
         };
         tt_metrics_summarize_mfu(&r.metrics, &s, tt_dtype_name(r.step_cfg.act_dtype));
-        if (tt_metrics_write_summary(c->job.dump_folder, &s)) rc = -1;
+        if (r.rank == 0 && tt_metrics_write_summary(c->job.dump_folder, &s)) rc = -1;
         else if (r.builtin_corpus && isfinite(val_loss))
             tt_log("validation loss %.4f | corpus floor %.4f, unigram %.4f | gap closed %.1f%% | val/floor %.3f",
                    val_loss, r.corpus.floor_nats, r.corpus.unigram_nats,

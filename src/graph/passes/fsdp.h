@@ -1,0 +1,62 @@
+/* fsdp.h — FSDP as a graph pass, the SimpleFSDP way: the step graph of one
+ * process is rewritten so that each bucket of units (a transformer block,
+ * the embeddings, the head; or several small ones merged) is gathered from
+ * the shards the ranks hold before its first use, its gradients are reduced
+ * and scattered back to the shards after their last contribution, and all of
+ * it is collectives inside the graph that the schedule pass can move for
+ * overlap and the memory plan can place. */
+#ifndef TT_FSDP_H
+#define TT_FSDP_H
+#include "ops/ops.h"
+
+/* A bucket: the units [first_unit, first_unit + n_units), one contiguous range
+ * [offset, offset + numel) of the model's flat layout (elements), padded to
+ * `padded` (a multiple of the shard count) so every rank holds padded/shards. */
+typedef struct {
+    int first_unit, n_units;
+    int64_t offset, numel, padded;
+} tt_fsdp_bucket;
+
+typedef struct {
+    int shards, replicas;      /* the shard and replicate groups' sizes (HSDP; shards 1 = data parallel) */
+    int n_buckets;
+    const tt_fsdp_bucket *buckets;
+    const int64_t *unit_offset; /* per unit: its first element in the flat layout */
+    tt_dtype param_dtype;      /* what the gathers move (bf16 under mixed precision); weights are fp32 after */
+    tt_dtype reduce_dtype;     /* what the reductions move (training.mixed_precision_reduce) */
+    int reshard_after_forward; /* free the gathered weights after the forward and gather again for the
+                                  backward: 0 never, 1 all but the last bucket the forward uses (its
+                                  backward comes right after), 2 always */
+    int reduce;                /* this graph ends an optimizer step: it reduces the gradients */
+    int grads_persistent;      /* shards > 1 and micro-steps accumulate: the full gradients live in state
+                                  buffers across the graphs of one optimizer step */
+} tt_fsdp_cfg;
+
+/* What the caller binds: per bucket, the root the rank's parameter shard is
+ * read from (shards > 1), the root of its gradient shard (f32 [padded /
+ * shards]) and, with grads_persistent, of its full gradients (f32 [padded]).
+ * Unused entries are NULL. */
+typedef struct {
+    tt_value **param_shard, **grad_shard, **grad_full;
+    int gathers, reductions;   /* collectives inserted */
+} tt_fsdp_result;
+
+/* g: a step graph as the earlier passes leave it, its nodes [0, n_fwd) the
+ * forward; units[u]: the param root of unit u (its parameters are views of
+ * it), grads[u]: the gradient root of unit u (NULL in a forward-only graph).
+ * With shards 1 nothing is gathered (the units stay bound to whole weights)
+ * and the gradients are all-reduced over the replicas. The unit gradient
+ * roots are left unread: the gradients go to the roots of the result. result's arrays are
+ * allocated here (tt_fsdp_result_free). */
+tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *grads, int n_units,
+               const tt_fsdp_cfg *c, tt_fsdp_result *result);
+void tt_fsdp_result_free(tt_fsdp_result *r);
+
+/* The schedule pass: moves each gather's start one bucket ahead of its first
+ * reader (forward in bucket order, backward in reverse), so unit i+1's
+ * weights travel while unit i computes, and each reduction's wait one bucket
+ * after its start, so unit i's gradients travel while unit i-1's backward
+ * computes. */
+tt_err tt_fsdp_schedule(tt_graph *g);
+
+#endif

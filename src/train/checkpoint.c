@@ -1,0 +1,399 @@
+/* checkpoint.c — a run's train state saved and restored, by every rank of
+ * the job together. A whole state (one process, or data parallel ranks that
+ * all hold everything) is saved by rank 0 as state.safetensors, one tensor a
+ * parameter and moment. A sharded state is saved by the ranks of one replica,
+ * each its slices as shard-<s>-of-<S>.safetensors (one tensor a bucket and
+ * kind), with the layout in meta.json. Either loads into any layout: each
+ * rank copies the pieces of the saved tensors that fall in its slices, so a
+ * run resumes on any number of ranks. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/ckpt_files.h"
+#include "formats/safetensors.h"
+#include "train/run.h"
+
+static const tt_state_kind saved_kinds[3] = {TT_STATE_PARAM, TT_STATE_EXP_AVG, TT_STATE_EXP_AVG_SQ};
+
+/* Whether every rank succeeded: rc of each, reduced. On the ranks that did,
+ * an error naming one that did not (its own message says why). */
+static tt_err agree(tt_run *r, tt_err rc, const char *what)
+{
+    if (r->world == 1) return rc;
+    int32_t bad = rc ? r->rank + 1 : 0;
+    if (tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, &bad, 1, TT_I32, TT_REDUCE_MAX, what)) return -1;
+    if (rc) return rc;
+    return bad ? tt_errorf("%s: rank %d failed (its message says why)", what, bad - 1) : 0;
+}
+
+/* ---- what a checkpoint's meta.json says besides its files ------------------ */
+
+static char *meta_text(tt_run *r, const tt_sharding *layout)
+{
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddStringToObject(meta, "format", "titan-checkpoint-1");
+    cJSON_AddNumberToObject(meta, "step", (double)r->step);
+    cJSON_AddStringToObject(meta, "model", tt_arch_name(r->model->cfg.arch));
+    char *toml = tt_config_to_toml(r->cfg);
+    cJSON_AddStringToObject(meta, "config", toml ? toml : "");
+    free(toml);
+    /* The loader position is where the first micro-batch of the next step
+     * starts: a global cursor, the same on every rank and for any rank count. */
+    tt_loader_state ls = tt_loader_get_state(r->train_loader);
+    cJSON *jl = cJSON_AddObjectToObject(meta, "data");
+    cJSON_AddNumberToObject(jl, "epoch", (double)ls.epoch);
+    cJSON_AddNumberToObject(jl, "cursor", (double)ls.cursor);
+    cJSON_AddNumberToObject(meta, "training_seed", (double)r->cfg->training.seed);
+    if (layout) { /* each bucket: [offset, numel, padded] in the flat layout */
+        cJSON *jo = cJSON_AddObjectToObject(meta, "layout");
+        cJSON_AddNumberToObject(jo, "shards", layout->shards);
+        cJSON_AddNumberToObject(jo, "numel", (double)r->model->numel);
+        cJSON *jb = cJSON_AddArrayToObject(jo, "buckets");
+        for (int b = 0; b < layout->n_buckets; b++) {
+            const tt_fsdp_bucket *bk = &layout->buckets[b];
+            const double v[3] = {(double)bk->offset, (double)bk->numel, (double)bk->padded};
+            cJSON_AddItemToArray(jb, cJSON_CreateDoubleArray(v, 3));
+        }
+    }
+    char *text = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(meta);
+    if (!text) tt_errorf("out of memory");
+    return text;
+}
+
+/* ---- save ------------------------------------------------------------------ */
+
+/* One tensor of the train state: which buffer, and where in it. */
+typedef struct {
+    tt_train_state *s;
+    tt_state_kind kind;
+    size_t off; /* bytes */
+    char name[128];
+} ckpt_entry;
+
+/* The writer fetches each tensor from the backend as it reaches it. */
+static tt_err fetch_entry(void *ctx, void *dst, size_t bytes)
+{
+    const ckpt_entry *e = ctx;
+    return tt_backend_read(e->s->be, e->s->q, dst, (tt_mem){e->s->buf[e->kind], e->off}, bytes);
+}
+
+static void entry(tt_st_tensor *t, ckpt_entry *e, int ndim, const int64_t *shape)
+{
+    memset(t, 0, sizeof *t);
+    t->name = e->name;
+    snprintf(t->dtype, sizeof t->dtype, "F32");
+    t->ndim = ndim;
+    t->nbytes = sizeof(float);
+    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d], t->nbytes *= (size_t)shape[d];
+    t->fetch = fetch_entry;
+    t->fetch_ctx = e;
+}
+
+/* The whole state's tensors, in a fixed order: weights, then moments. */
+static int whole_tensors(tt_run *r, ckpt_entry *ent, tt_st_tensor *out)
+{
+    int n = 0;
+    const tt_model *m = r->model;
+    for (int part = 0; part < 3; part++)
+        for (int i = 0; i < m->n_params; i++, n++) {
+            const tt_param *p = &m->params[i];
+            ent[n] = (ckpt_entry){&r->state, saved_kinds[part], (size_t)p->offset * sizeof(float), ""};
+            snprintf(ent[n].name, sizeof ent[n].name, "%s%s", tt_state_kind_prefix(saved_kinds[part]), p->name);
+            entry(&out[n], &ent[n], p->ndim, p->shape);
+        }
+    return n;
+}
+
+/* A shard's tensors: every bucket's slice of each kind, "<kind prefix>bucket.<b>". */
+static int shard_tensors(tt_run *r, ckpt_entry *ent, tt_st_tensor *out)
+{
+    int n = 0;
+    const tt_sharding *sh = &r->sh;
+    for (int part = 0; part < 3; part++)
+        for (int b = 0; b < sh->n_buckets; b++, n++) {
+            const int64_t len = sh->buckets[b].padded / sh->shards;
+            ent[n] = (ckpt_entry){&r->state, saved_kinds[part], (size_t)sh->shard_offset[b] * sizeof(float), ""};
+            snprintf(ent[n].name, sizeof ent[n].name, "%sbucket.%d", tt_state_kind_prefix(saved_kinds[part]), b);
+            entry(&out[n], &ent[n], 1, &len);
+        }
+    return n;
+}
+
+static void shard_file(char *buf, size_t n, int s, int shards)
+{
+    snprintf(buf, n, "shard-%05d-of-%05d.safetensors", s, shards);
+}
+
+static tt_err save_sharded(tt_run *r, const char *meta)
+{
+    const tt_sharding *sh = &r->sh;
+    const int S = sh->shards, writer = tt_dist_group_rank(r->dist, TT_GROUP_REPLICATE) == 0;
+    const int nt = 3 * sh->n_buckets;
+    tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
+    ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
+    char (*names)[48] = calloc((size_t)S, sizeof *names);
+    const char **files = calloc((size_t)S, sizeof *files);
+    int64_t *sums = calloc(2 * (size_t)S, sizeof *sums); /* per shard: size, then xxh64 (its bits) */
+    tt_err rc = ts && ent && names && files && sums ? 0 : tt_errorf("out of memory");
+    if (!rc && r->rank == 0) rc = tt_ckpt_begin(r->ckpt_dir, r->step);
+    rc = agree(r, rc, "starting the checkpoint");
+    if (!rc && writer) { /* replica 0's ranks: one file each */
+        uint64_t size = 0, hash = 0;
+        char file[48];
+        shard_file(file, sizeof file, sh->shard_rank, S);
+        shard_tensors(r, ent, ts);
+        rc = tt_ckpt_write_part(r->ckpt_dir, r->step, file, nt, ts, &size, &hash);
+        sums[2 * sh->shard_rank] = (int64_t)size;
+        memcpy(&sums[2 * sh->shard_rank + 1], &hash, sizeof hash);
+    }
+    rc = agree(r, rc, "writing the checkpoint's shards");
+    /* every file's size and checksum to rank 0 (one writer a shard: the sum is its figures) */
+    if (!rc && tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, sums, 2 * (size_t)S, TT_I64, TT_REDUCE_SUM,
+                                  "the checkpoint's checksums"))
+        rc = -1;
+    if (!rc && r->rank == 0) {
+        uint64_t *size = malloc((size_t)S * sizeof *size), *hash = malloc((size_t)S * sizeof *hash);
+        rc = size && hash ? 0 : tt_errorf("out of memory");
+        for (int s = 0; s < S && !rc; s++) {
+            shard_file(names[s], sizeof names[s], s, S);
+            files[s] = names[s];
+            size[s] = (uint64_t)sums[2 * s];
+            memcpy(&hash[s], &sums[2 * s + 1], sizeof hash[s]);
+        }
+        if (!rc) rc = tt_ckpt_commit(r->ckpt_dir, r->step, meta, S, files, size, hash);
+        free(size);
+        free(hash);
+    }
+    rc = agree(r, rc, "committing the checkpoint");
+    if (rc && r->rank == 0) tt_ckpt_abort(r->ckpt_dir, r->step);
+    free(ts);
+    free(ent);
+    free(names);
+    free(files);
+    free(sums);
+    return rc;
+}
+
+static tt_err save_whole(tt_run *r, const char *meta)
+{
+    const int nt = 3 * r->model->n_params;
+    tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
+    ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
+    tt_err rc = ts && ent ? 0 : tt_errorf("out of memory");
+    if (!rc) {
+        whole_tensors(r, ent, ts);
+        rc = tt_ckpt_save(r->ckpt_dir, r->step, nt, ts, meta);
+    }
+    free(ts);
+    free(ent);
+    return rc;
+}
+
+tt_err tt_run_save(tt_run *r)
+{
+    const int sharded = tt_state_is_sharded(&r->state);
+    char *meta = meta_text(r, sharded ? &r->sh : NULL);
+    tt_err rc = meta ? 0 : -1;
+    if (sharded) rc = save_sharded(r, meta);
+    else rc = agree(r, !rc && r->rank == 0 ? save_whole(r, meta) : rc, "writing the checkpoint");
+    free(meta);
+    if (!rc && r->rank == 0 && r->cfg->checkpoint.keep_latest_k > 0)
+        rc = tt_ckpt_prune(r->ckpt_dir, r->cfg->checkpoint.keep_latest_k);
+    if (agree(r, rc, "saving the checkpoint")) return tt_error_prefix("saving checkpoint step %ld: ", r->step);
+    tt_log("checkpoint saved: %s/step-%ld%s", r->ckpt_dir, r->step, sharded ? " (one file a shard)" : "");
+    return 0;
+}
+
+/* ---- load ------------------------------------------------------------------ */
+
+/* A saved piece of the flat layout, copied into this rank's slices of it. */
+typedef struct {
+    tt_train_state *s;
+    tt_state_kind kind;
+    const float *data;
+    int64_t first; /* the flat element data[0] holds */
+} piece_load;
+
+static tt_err load_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
+{
+    const piece_load *p = ctx;
+    return tt_backend_write(p->s->be, p->s->q, (tt_mem){p->s->buf[p->kind], (size_t)at * sizeof(float)},
+                            p->data + (flat - p->first), (size_t)n * sizeof(float));
+}
+
+/* Copy the flat range [first, first + n) of a kind, held at data, into the
+ * rank's part of it (its slices, or the whole buffer of an unsharded state). */
+static tt_err load_range(tt_run *r, tt_state_kind kind, const float *data, int64_t first, int64_t n)
+{
+    if (!r->state.buf[kind]) return 0; /* moments only where the run keeps an optimizer */
+    piece_load p = {&r->state, kind, data, first};
+    return tt_sharding_pieces(&r->sh, r->sh.shard_rank, first, first + n, load_piece, &p);
+}
+
+static tt_err check_tensor(const tt_st_tensor *t, const char *name, int64_t numel, const char *where)
+{
+    if (!t) return tt_errorf("%s: tensor '%s' is missing", where, name);
+    if (strcmp(t->dtype, "F32") || t->nbytes != (size_t)numel * sizeof(float))
+        return tt_errorf("%s: tensor '%s' has shape or dtype different from the model's (was the config changed?)",
+                         where, name);
+    return 0;
+}
+
+static tt_err load_whole(tt_run *r, const tt_safetensors *st, const char *where)
+{
+    const tt_model *m = r->model;
+    tt_err rc = 0;
+    for (int part = 0; part < 3 && !rc; part++)
+        for (int i = 0; i < m->n_params && !rc; i++) {
+            const tt_param *p = &m->params[i];
+            char name[160];
+            snprintf(name, sizeof name, "%s%s", tt_state_kind_prefix(saved_kinds[part]), p->name);
+            const tt_st_tensor *t = tt_st_find(st, name);
+            if (!(rc = check_tensor(t, name, tt_param_numel(p), where)) &&
+                (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim)))
+                rc = tt_errorf("%s: tensor '%s' has shape or dtype different from the model's (was the config "
+                               "changed?)", where, name);
+            if (!rc) rc = load_range(r, saved_kinds[part], t->data, p->offset, tt_param_numel(p));
+        }
+    return rc;
+}
+
+static int64_t json_int(const cJSON *j, int64_t lo, int64_t hi, int *ok)
+{
+    if (!cJSON_IsNumber(j) || j->valuedouble < (double)lo || j->valuedouble > (double)hi ||
+        (double)(int64_t)j->valuedouble != j->valuedouble) {
+        *ok = 0;
+        return 0;
+    }
+    return (int64_t)j->valuedouble;
+}
+
+/* The saved layout, checked against the model before any of it is used:
+ * buckets in order, each starting where the last ended, covering every
+ * parameter, padded to a multiple of the shard count. */
+static tt_err read_layout(const cJSON *jo, const tt_model *m, tt_sharding *out, const char *where)
+{
+    memset(out, 0, sizeof *out);
+    const cJSON *jb = cJSON_GetObjectItem(jo, "buckets");
+    int ok = cJSON_IsObject(jo) && cJSON_IsArray(jb);
+    const int S = (int)json_int(cJSON_GetObjectItem(jo, "shards"), 1, 1 << 20, &ok);
+    const int64_t numel = json_int(cJSON_GetObjectItem(jo, "numel"), 0, INT64_MAX / 2, &ok);
+    const int nb = ok ? cJSON_GetArraySize(jb) : 0;
+    if (!ok || nb < 1) return tt_errorf("%s/meta.json: 'layout' needs shards >= 1, numel and buckets", where);
+    if (numel != (int64_t)m->numel)
+        return tt_errorf("%s/meta.json: the checkpoint holds %lld parameters, the model %zu (was the config changed?)",
+                         where, (long long)numel, m->numel);
+    out->shards = S, out->replicas = 1, out->n_buckets = nb;
+    if (!(out->buckets = calloc((size_t)nb, sizeof *out->buckets))) return tt_errorf("out of memory");
+    int64_t next = 0;
+    for (int b = 0; b < nb; b++) {
+        const cJSON *e = cJSON_GetArrayItem(jb, b);
+        int fine = cJSON_IsArray(e) && cJSON_GetArraySize(e) == 3;
+        const int64_t off = json_int(cJSON_GetArrayItem(e, 0), 0, numel, &fine);
+        const int64_t n = json_int(cJSON_GetArrayItem(e, 1), 0, numel, &fine);
+        const int64_t pad = json_int(cJSON_GetArrayItem(e, 2), 0, INT64_MAX / 4, &fine);
+        if (!fine || off != next || n > numel - off || pad < n || pad % S) {
+            free(out->buckets);
+            out->buckets = NULL;
+            return tt_errorf("%s/meta.json: layout bucket %d is [%lld, %lld, %lld]: it must start where the last "
+                             "ended (%lld), stay within %lld parameters and be padded to a multiple of %d shards",
+                             where, b, (long long)off, (long long)n, (long long)pad, (long long)next,
+                             (long long)numel, S);
+        }
+        out->buckets[b] = (tt_fsdp_bucket){0, 0, off, n, pad};
+        next = off + n;
+    }
+    if (next != numel) {
+        free(out->buckets);
+        out->buckets = NULL;
+        return tt_errorf("%s/meta.json: the layout's buckets cover %lld of %lld parameters", where, (long long)next,
+                         (long long)numel);
+    }
+    return 0;
+}
+
+static tt_err load_sharded(tt_run *r, tt_ckpt *ck, const cJSON *jo, const char *where)
+{
+    tt_sharding saved;
+    if (read_layout(jo, r->model, &saved, where)) return -1;
+    tt_err rc = 0;
+    for (int s = 0; s < saved.shards && !rc; s++) {
+        char file[48];
+        shard_file(file, sizeof file, s, saved.shards);
+        const tt_safetensors *st = tt_ckpt_file(ck, file);
+        if (!st) {
+            rc = tt_errorf("%s: %s is not in the checkpoint", where, file);
+            break;
+        }
+        for (int part = 0; part < 3 && !rc; part++)
+            for (int b = 0; b < saved.n_buckets && !rc; b++) {
+                char name[64];
+                snprintf(name, sizeof name, "%sbucket.%d", tt_state_kind_prefix(saved_kinds[part]), b);
+                const tt_fsdp_bucket *bk = &saved.buckets[b];
+                const int64_t len = bk->padded / saved.shards;
+                int64_t lo, hi; /* the saved slice's part of the flat layout (padding left out) */
+                tt_sharding_slice(&saved, b, s, &lo, &hi);
+                const tt_st_tensor *t = tt_st_find(st, name);
+                if (!(rc = check_tensor(t, name, len, where)))
+                    rc = load_range(r, saved_kinds[part], t->data, lo, hi - lo);
+            }
+    }
+    free(saved.buckets);
+    return rc;
+}
+
+static tt_err load_from(tt_run *r, tt_ckpt *ck, const char *where)
+{
+    cJSON *meta = cJSON_Parse(tt_ckpt_meta_json(ck));
+    const cJSON *jo = cJSON_GetObjectItem(meta, "layout");
+    const tt_safetensors *whole = tt_ckpt_tensors(ck);
+    tt_err rc = whole ? load_whole(r, whole, where)
+                : jo  ? load_sharded(r, ck, jo, where)
+                      : tt_errorf("%s: neither state.safetensors nor a 'layout' of shards", where);
+    cJSON *js = cJSON_GetObjectItem(meta, "step"), *jd = cJSON_GetObjectItem(meta, "data");
+    cJSON *je = jd ? cJSON_GetObjectItem(jd, "epoch") : NULL, *jc = jd ? cJSON_GetObjectItem(jd, "cursor") : NULL;
+    if (rc) {
+    } else if (!cJSON_IsNumber(js) || !cJSON_IsNumber(je) || !cJSON_IsNumber(jc) || js->valuedouble < 0)
+        rc = tt_errorf("%s/meta.json: missing or bad 'step' / 'data' fields", where);
+    else {
+        r->step = (long)js->valuedouble;
+        tt_loader_state ls = {(int64_t)je->valuedouble, (int64_t)jc->valuedouble};
+        if (r->train_loader && tt_loader_set_state(r->train_loader, ls)) rc = tt_error_prefix("%s: ", where);
+    }
+    cJSON_Delete(meta);
+    return rc;
+}
+
+tt_err tt_run_restore(tt_run *r, int require)
+{
+    long steps[256];
+    int n;
+    if (r->cfg->checkpoint.load_step >= 0) {
+        steps[0] = r->cfg->checkpoint.load_step;
+        n = 1;
+    } else if ((n = tt_ckpt_list(r->ckpt_dir, steps, 256)) <= 0) {
+        if (n < 0) return -1;
+        if (require) return tt_errorf("%s: no checkpoint found (train first, or set job.dump_folder)", r->ckpt_dir);
+        return 0; /* nothing saved yet: a fresh run */
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        char where[4200];
+        snprintf(where, sizeof where, "%s/step-%ld", r->ckpt_dir, steps[k]);
+        tt_ckpt *ck = tt_ckpt_open(r->ckpt_dir, steps[k]);
+        tt_err rc = ck ? load_from(r, ck, where) : -1;
+        tt_ckpt_close(ck);
+        rc = agree(r, rc, where); /* every rank resumes from the same step, or none does */
+        if (!rc) {
+            if (require) fprintf(stderr, "loaded %s (step %ld)\n", where, r->step); /* stdout carries the output */
+            else tt_log("resumed from %s (step %ld)", where, r->step);
+            return 0;
+        }
+        if (!r->cfg->checkpoint.fallback_to_previous || k == 0)
+            return tt_error_prefix("cannot resume (set checkpoint.fallback_to_previous = true to use an older "
+                                   "checkpoint, or move the bad one away): ");
+        tt_warn("%s; falling back to the previous checkpoint", tt_last_error());
+    }
+    return 0;
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# mpi_train.sh — training on several processes, end to end on a tiny model
+# in fp32, against one process:
+#   - FSDP on 2 and 4 ranks, HSDP 2 x 2, plain data parallel on 4, and
+#     gradient accumulation over ranks give the per-step losses of one
+#     process with the whole global batch, within 1e-5 relative, for 20 steps;
+#   - the train state a rank holds (measured) shrinks as 1/N;
+#   - bench step times the FSDP step on ranks and writes a trace a rank;
+#   - a checkpoint saved on 4 ranks resumes on 2 and on 1, and one saved by
+#     one process resumes on 4, continuing the uninterrupted run's losses;
+#   - a rank that exits, hangs, is killed or sees a NaN ends the whole job
+#     non-zero within 60 s, and the last checkpoint still loads;
+#   - ranks with different configs, and a mesh that does not fit the world,
+#     are refused.
+# CMake runs it as `bash mpi_train.sh TITAN SRC MPIEXEC` with the MPI test
+# environment (OMP_NUM_THREADS=1, run as root allowed, no cross-memory attach).
+set -u
+TITAN=$1
+MPIEXEC=${3:-mpirun}
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
+export OMP_NUM_THREADS=1
+if ! "$MPIEXEC" --version >/dev/null 2>&1; then
+  echo "mpi_train: no MPI launcher ($MPIEXEC): skipped"; exit 77
+fi
+mpi() { # mpi NP ARGS...: titan on NP ranks
+  local np=$1; shift
+  "$MPIEXEC" --oversubscribe -np "$np" "$TITAN" "$@"
+}
+COMMON=(--model.dim 64 --model.n_layers 2 --model.n_heads 4 --model.n_kv_heads 2 --model.ffn_dim 192
+        --training.seq_len 256 --synthetic.train_tokens 200000 --synthetic.val_tokens 8192
+        --optimizer.lr 3e-3 --lr_scheduler.warmup_steps 5 --training.steps 20 --metrics.log_freq 1
+        --metrics.peak_tflops 1 --training.mixed_precision_param float32 --validation.enable false
+        --checkpoint.enable false --generate.max_new_tokens 0 --comm.timeout_seconds 10)
+
+# "step loss" for each train record of a run's metrics.jsonl
+losses() { grep -o '"step":[0-9]*,"loss":[^,]*' "$1" | sed 's/"step":\([0-9]*\),"loss":/\1 /'; }
+# close A B [FIRST]: the losses of steps FIRST.. (default 1) of B equal A's within 1e-5 relative, 20 steps in all
+close() {
+  local first=${3:-1}
+  losses "$1" | awk -v f="$first" '$1 >= f' >"$W/la" && losses "$2" | awk -v f="$first" '$1 >= f' >"$W/lb" &&
+    [ "$(wc -l <"$W/la")" -eq $((21 - first)) ] &&
+    paste "$W/la" "$W/lb" | awk '{ d = $2 - $4; if (d < 0) d = -d; a = $2 < 0 ? -$2 : $2;
+                                   if ($1 != $3 || d > 1e-5 * a) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
+                                 END { exit bad }'
+}
+
+# ---- the same losses as one process ----------------------------------------
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/one" --training.local_batch_size 4 >"$W/one.log" 2>&1
+check "one process, batch 4" $?
+for run in "fsdp2 2 --training.local_batch_size 2" \
+           "fsdp4 4 --training.local_batch_size 1" \
+           "hsdp2x2 4 --training.local_batch_size 1 --parallelism.data_parallel_replicate_degree 2" \
+           "dp4 4 --training.local_batch_size 1 --parallelism.data_parallel_replicate_degree 4 --parallelism.data_parallel_shard_degree 1" \
+           "fsdp2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4" \
+           "dp2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4 --parallelism.data_parallel_replicate_degree 2" \
+           "fsdp2_bucketed 2 --training.local_batch_size 2 --parallelism.fsdp_bucket_bytes 400000 --parallelism.fsdp_reshard_after_forward never"; do
+  set -- $run
+  name=$1 np=$2
+  shift 2
+  mpi "$np" train "${COMMON[@]}" --job.dump_folder "$W/$name" "$@" >"$W/$name.log" 2>&1
+  check "$name: trains" $?
+  close "$W/one/metrics.jsonl" "$W/$name/metrics.jsonl"
+  check "$name: the losses of one process with the whole batch (1e-5)" $?
+done
+grep -q "comm wait" "$W/fsdp2.log"
+check "the step log says the time spent waiting on other ranks" $?
+[ ! -e "$W/fsdp2/rank1" ] && [ "$(ls "$W/fsdp2" | grep -c metrics)" -eq 1 ]
+check "rank 0 alone writes the metrics" $?
+
+# ---- bench step on ranks: the FSDP step timed, collectives measured, a trace a rank
+mpi 2 bench step "${COMMON[@]}" --training.local_batch_size 1 --steps 2 --warmup 1 --profile \
+  --trace "$W/trace.json" >"$W/bench.log" 2>&1 &&
+  grep -q "^ranks     2: 1 replicas x 2 shards" "$W/bench.log" &&
+  grep -qE "^comm .* blocked in their waits" "$W/bench.log" &&
+  grep -q '"all_gather"' "$W/trace.rank0.json" && grep -q '"reduce_scatter"' "$W/trace.rank1.json"
+check "bench step on 2 ranks: the collectives' time, and one timeline a rank" $?
+
+# ---- the train state a rank holds: 1/N ------------------------------------------
+state() { grep -o '"train_state_bytes_per_rank":[^,]*' "$1/summary.json" | sed 's/.*:[[:space:]]*//'; }
+s1=$(state "$W/one") s2=$(state "$W/fsdp2") s4=$(state "$W/fsdp4")
+echo "train state a rank: $s1 (1 rank), $s2 (2), $s4 (4) bytes"
+awk -v a="$s1" -v b="$s2" -v c="$s4" 'BEGIN { exit !(a > 0 && b * 2 >= a && b * 2 <= a * 1.02 && c * 4 >= a && c * 4 <= a * 1.04) }'
+check "the train state a rank holds shrinks as 1/N (measured)" $?
+
+# ---- checkpoints: saved on 4, resumed on 2 and 1; saved by 1, resumed on 4 -------
+# The fault key ends a run at step 11, after its checkpoint of step 10.
+CK=(--checkpoint.enable true --checkpoint.interval 10 --comm.fault_rank 0 --comm.fault_step 11 --comm.fault_kind exit)
+mpi 4 train "${COMMON[@]}" "${CK[@]}" --job.dump_folder "$W/c4" --training.local_batch_size 1 >"$W/c4.log" 2>&1
+[ $? -ne 0 ] && [ -f "$W/c4/checkpoint/step-10/shard-00003-of-00004.safetensors" ]
+check "4 ranks: a checkpoint of one file a shard, then the run dies" $?
+cp -r "$W/c4" "$W/c4b"
+mpi 2 train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/c4" --training.local_batch_size 2 >"$W/c42.log" 2>&1 &&
+  grep -q "resumed from .*step-10" "$W/c42.log"
+check "saved on 4 ranks, resumed on 2" $?
+close "$W/one/metrics.jsonl" "$W/c4/metrics.jsonl" 11
+check "  its losses continue the uninterrupted run's" $?
+"$TITAN" train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/c4b" --training.local_batch_size 4 >"$W/c41.log" 2>&1 &&
+  grep -q "resumed from .*step-10" "$W/c41.log"
+check "saved on 4 ranks, resumed on 1" $?
+close "$W/one/metrics.jsonl" "$W/c4b/metrics.jsonl" 11
+check "  its losses continue the uninterrupted run's" $?
+"$TITAN" train "${COMMON[@]}" "${CK[@]}" --job.dump_folder "$W/c1" --training.local_batch_size 4 >"$W/c1.log" 2>&1
+[ $? -ne 0 ] && [ -f "$W/c1/checkpoint/step-10/state.safetensors" ]
+check "1 process: a checkpoint in one file" $?
+mpi 4 train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/c1" --training.local_batch_size 1 >"$W/c14.log" 2>&1 &&
+  grep -q "resumed from .*step-10" "$W/c14.log"
+check "saved by 1 process, resumed on 4 ranks" $?
+close "$W/one/metrics.jsonl" "$W/c1/metrics.jsonl" 11
+check "  its losses continue the uninterrupted run's" $?
+mpi 2 export "${COMMON[@]}" --job.dump_folder "$W/c1" --out "$W/hf" >"$W/exp.log" 2>&1
+[ $? -ne 0 ] && grep -q "one process" "$W/exp.log"
+check "export refuses several processes (it loads a checkpoint whole)" $?
+"$TITAN" export "${COMMON[@]}" --job.dump_folder "$W/c4" --out "$W/hf" >"$W/exp.log" 2>&1 && [ -f "$W/hf/model.safetensors" ]
+check "one process exports a checkpoint saved on 2 ranks" $?
+
+# ---- failures end the whole job, in bounded time --------------------------------
+# ended NAME START: the job ended non-zero, 60 s at most after START
+ended() {
+  local rc=$1 t0=$2 t1
+  t1=$(date +%s)
+  echo "  (exit $rc after $((t1 - t0)) s)"
+  [ "$rc" -ne 0 ] && [ $((t1 - t0)) -le 60 ]
+}
+FT=(--checkpoint.enable true --checkpoint.interval 2 --training.local_batch_size 1 --training.steps 200)
+for kind in exit hang; do
+  t0=$(date +%s)
+  timeout 120 "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT[@]}" --job.dump_folder "$W/f_$kind" \
+    --comm.fault_rank 1 --comm.fault_step 3 --comm.fault_kind "$kind" >"$W/f_$kind.log" 2>&1
+  ended $? "$t0"
+  check "rank 1 made to $kind at step 3: the job ends non-zero within 60 s" $?
+  mpi 2 train "${COMMON[@]}" "${FT[@]}" --training.steps 4 --job.dump_folder "$W/f_$kind" >"$W/f_${kind}2.log" 2>&1 &&
+    grep -q "resumed from .*step-2" "$W/f_${kind}2.log"
+  check "  the last checkpoint loads" $?
+done
+grep -q "rank 0.*timed out\|rank 0.*did not complete\|watchdog" "$W/f_hang.log"
+check "  the watchdog names the rank and what it waited for" $?
+
+# SIGKILL one rank once the job is training
+t0=$(date +%s)
+timeout 120 "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT[@]}" --job.dump_folder "$W/f_kill" \
+  >"$W/f_kill.log" 2>&1 &
+job=$!
+for _ in $(seq 1 300); do
+  grep -q '"step":3,' "$W/f_kill/metrics.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+victim=$(pgrep -f "titan train .*$W/f_kill" | tail -n 1)
+[ -n "$victim" ] && kill -KILL "$victim"
+wait $job
+ended $? "$t0"
+check "a rank killed with SIGKILL mid-run: the job ends non-zero within 60 s" $?
+mpi 2 train "${COMMON[@]}" "${FT[@]}" --training.steps 5 --job.dump_folder "$W/f_kill" >"$W/f_kill2.log" 2>&1 &&
+  grep -q "resumed from .*step-" "$W/f_kill2.log"
+check "  the last checkpoint loads" $?
+
+# a NaN on one rank stops them all, naming the step
+expect "a NaN loss on rank 1 stops every rank at step 3" error "step 3: loss is NaN" \
+  "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/f_nan" \
+  --training.local_batch_size 1 --comm.fault_rank 1 --comm.fault_step 3 --comm.fault_kind nan
+! grep -q '"step":3,' "$W/f_nan/metrics.jsonl"
+check "  no rank logged the step" $?
+
+# ---- refused before training --------------------------------------------------------
+expect "ranks with different configs are refused" error "differ" \
+  "$MPIEXEC" --oversubscribe -np 1 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/mm" --optimizer.lr 1e-3 \
+  : -np 1 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/mm" --optimizer.lr 2e-3
+expect "a mesh that does not fit the world is refused" error "data_parallel_replicate_degree.*2 processes|2 processes.*replicate" \
+  mpi 2 train "${COMMON[@]}" --job.dump_folder "$W/mesh" --parallelism.data_parallel_replicate_degree 4
+expect "a global batch the ranks do not divide is refused" error "global_batch_size = 6.*local_batch_size x ranks" \
+  mpi 4 train "${COMMON[@]}" --job.dump_folder "$W/gb" --training.local_batch_size 1 --training.global_batch_size 6
+cli_done mpi_train
