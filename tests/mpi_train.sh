@@ -107,6 +107,14 @@ mpi 4 train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/c1" --
 check "saved by 1 process, resumed on 4 ranks" $?
 close "$W/one/metrics.jsonl" "$W/c1/metrics.jsonl" 11
 check "  its losses continue the uninterrupted run's" $?
+# a damaged layout, or a missing shard, is refused by name
+mkdir -p "$W/bad/checkpoint" && cp -r "$W/c4b/checkpoint/step-10" "$W/bad/checkpoint/"
+sed -i 's/"shards":4/"shards":5/' "$W/bad/checkpoint/step-10/meta.json"
+expect "a checkpoint layout that does not split into its shards is refused" error "meta.json: layout bucket 0 .* multiple of 5 shards" \
+  "$TITAN" train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/bad" --training.local_batch_size 4
+sed -i 's/"shards":5/"shards":8/' "$W/bad/checkpoint/step-10/meta.json"
+expect "a checkpoint missing a shard's file is refused" error "shard-00000-of-00008.safetensors is not in the checkpoint" \
+  "$TITAN" train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/bad" --training.local_batch_size 4
 mpi 2 export "${COMMON[@]}" --job.dump_folder "$W/c1" --out "$W/hf" >"$W/exp.log" 2>&1
 [ $? -ne 0 ] && grep -q "one process" "$W/exp.log"
 check "export refuses several processes (it loads a checkpoint whole)" $?

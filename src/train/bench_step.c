@@ -114,12 +114,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
         tt_state_init_sharded(&st, m, world > 1 ? &sh : NULL, be, q, 1))
         goto done;
     if (world > 1) { /* the FSDP step of the mesh, as a run builds it */
-        sc.sh = &sh;
-        sc.reduce_dtype = c->training.mixed_precision_reduce == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
-        sc.reshard_after_forward = c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_NEVER    ? 0
-                                   : c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_ALWAYS ? 2
-                                                                                                    : 1;
-        sc.no_overlap = !c->comm.overlap;
+        tt_parallel_step_cfg(c, &sh, &sc);
     }
     tt_param_store weights = tt_state_store(&st, TT_STATE_PARAM);
     if (tt_model_init_weights(m, (uint64_t)c->training.seed, &weights)) goto done;

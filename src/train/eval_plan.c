@@ -11,6 +11,7 @@
 #include "dist/dist.h"
 #include "graph/autodiff.h"
 #include "graph/passes/remat.h"
+#include "train/parallel.h"
 #include "train/run.h"
 
 tt_err tt_eval(const tt_config *cfg, double *loss, double *ppl, long *tokens)
@@ -57,11 +58,7 @@ static tt_err plan_mode(tt_model_plan *p, const tt_model *m, const tt_sharding *
 {
     tt_step_cfg sc = {.B = p->B, .T = p->T, .act_dtype = p->dtype};
     if (sh) { /* the graph a rank of the mesh runs: the one that ends an optimizer step */
-        sc.sh = sh;
-        sc.reduce_dtype = c->training.mixed_precision_reduce == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
-        sc.reshard_after_forward = c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_NEVER    ? 0
-                                   : c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_ALWAYS ? 2
-                                                                                                    : 1;
+        tt_parallel_step_cfg(c, sh, &sc);
         sc.accumulates = p->accum > 1;
     }
     tt_step_graph sg;

@@ -59,3 +59,12 @@ tt_err tt_parallel_join(const tt_config *c, tt_dist **out)
         tt_set_num_threads(bound ? cores : cores / tt_dist_local_size(d));
     return 0;
 }
+
+void tt_parallel_step_cfg(const tt_config *c, const tt_sharding *sh, tt_step_cfg *sc)
+{
+    const tt_reshard_mode m = c->parallelism.fsdp_reshard_after_forward;
+    sc->sh = sh;
+    sc->reduce_dtype = c->training.mixed_precision_reduce == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+    sc->reshard_after_forward = m == TT_RESHARD_NEVER ? 0 : m == TT_RESHARD_ALWAYS ? 2 : 1;
+    sc->no_overlap = !c->comm.overlap;
+}

@@ -8,6 +8,7 @@
 
 #include "core/core.h"
 #include "titan/config.h"
+#include "train/step_graph.h"
 
 /* The mesh for a world of `world` processes: parallelism.
  * data_parallel_replicate_degree x data_parallel_shard_degree (-1: the world
@@ -23,6 +24,11 @@ tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *s
  * the machine's; OMP_NUM_THREADS rules when set). One process: only *d. */
 struct tt_dist;
 tt_err tt_parallel_join(const tt_config *c, struct tt_dist **d);
+
+/* A rank's step graph under the mesh sh lays out (sh->shards x
+ * sh->replicas > 1): the FSDP keys of c into *sc (sh, reduce dtype,
+ * resharding, overlap). */
+void tt_parallel_step_cfg(const tt_config *c, const tt_sharding *sh, tt_step_cfg *sc);
 
 /* Whether the test-only fault strikes: this is comm.fault_rank and `step` is
  * comm.fault_step. What to do is comm.fault_kind's: the caller ends the

@@ -204,12 +204,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     /* graphs */
     r->step_cfg = (tt_step_cfg){.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
     if (r->world > 1) {
-        r->step_cfg.sh = &r->sh;
-        r->step_cfg.reduce_dtype = c->training.mixed_precision_reduce == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
-        r->step_cfg.no_overlap = !c->comm.overlap;
-        r->step_cfg.reshard_after_forward = c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_NEVER    ? 0
-                                            : c->parallelism.fsdp_reshard_after_forward == TT_RESHARD_ALWAYS ? 2
-                                                                                                             : 1;
+        tt_parallel_step_cfg(c, &r->sh, &r->step_cfg);
     }
     if (training) {
         r->micro = calloc((size_t)r->accum_steps, sizeof *r->micro);
