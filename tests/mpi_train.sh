@@ -6,8 +6,9 @@
 #     process with the whole global batch, within 1e-5 relative, for 20 steps;
 #   - the train state a rank holds (measured) shrinks as 1/N;
 #   - bench step times the FSDP step on ranks and writes a trace a rank;
-#   - a checkpoint saved on 4 ranks resumes on 2 and on 1, and one saved by
-#     one process resumes on 4, continuing the uninterrupted run's losses;
+#   - a checkpoint saved on 4 ranks resumes on 4 (bitwise), on 2 and on 1, and
+#     one saved by one process resumes on 4, continuing the uninterrupted
+#     run's losses; the export at the end of a run on 2 ranks is one process's;
 #   - a rank that exits, hangs, is killed or sees a NaN ends the whole job
 #     non-zero within 60 s, and the last checkpoint still loads;
 #   - ranks with different configs, and a mesh that does not fit the world,
@@ -45,9 +46,10 @@ close() {
 }
 
 # ---- the same losses as one process ----------------------------------------
-"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/one" --training.local_batch_size 4 >"$W/one.log" 2>&1
+"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/one" --training.local_batch_size 4 \
+  --checkpoint.last_save_in_hf true >"$W/one.log" 2>&1
 check "one process, batch 4" $?
-for run in "fsdp2 2 --training.local_batch_size 2" \
+for run in "fsdp2 2 --training.local_batch_size 2 --checkpoint.last_save_in_hf true --generate.max_new_tokens 8" \
            "fsdp4 4 --training.local_batch_size 1" \
            "hsdp2x2 4 --training.local_batch_size 1 --parallelism.data_parallel_replicate_degree 2" \
            "dp4 4 --training.local_batch_size 1 --parallelism.data_parallel_replicate_degree 4 --parallelism.data_parallel_shard_degree 1" \
@@ -62,6 +64,13 @@ for run in "fsdp2 2 --training.local_batch_size 2" \
   close "$W/one/metrics.jsonl" "$W/$name/metrics.jsonl"
   check "$name: the losses of one process with the whole batch (1e-5)" $?
 done
+# the export at the end gathers the shards on rank 0: greedy text from it is one process's
+"$TITAN" generate --hf "$W/one/hf" --generate.temperature 0 --generate.max_new_tokens 24 "The" >"$W/g1.txt" 2>/dev/null &&
+  "$TITAN" generate --hf "$W/fsdp2/hf" --generate.temperature 0 --generate.max_new_tokens 24 "The" >"$W/g2.txt" 2>/dev/null &&
+  [ -s "$W/g1.txt" ] && cmp -s "$W/g1.txt" "$W/g2.txt"
+check "fsdp2: its Hugging Face export (gathered on rank 0) generates one process's greedy text" $?
+[ "$(grep -c "^sample" "$W/fsdp2.log")" -eq 1 ]
+check "fsdp2: one closing sample, from rank 0" $?
 grep -q "comm wait" "$W/fsdp2.log"
 check "the step log says the time spent waiting on other ranks" $?
 [ ! -e "$W/fsdp2/rank1" ] && [ "$(ls "$W/fsdp2" | grep -c metrics)" -eq 1 ]
@@ -89,6 +98,14 @@ mpi 4 train "${COMMON[@]}" "${CK[@]}" --job.dump_folder "$W/c4" --training.local
 [ $? -ne 0 ] && [ -f "$W/c4/checkpoint/step-10/shard-00003-of-00004.safetensors" ]
 check "4 ranks: a checkpoint of one file a shard, then the run dies" $?
 cp -r "$W/c4" "$W/c4b"
+cp -r "$W/c4" "$W/c4c"
+mpi 4 train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/c4c" --training.local_batch_size 1 >"$W/c44.log" 2>&1 &&
+  grep -q "resumed from .*step-10" "$W/c44.log"
+check "saved on 4 ranks, resumed on 4" $?
+grep -o '"step":[0-9]*,"loss":[^,]*,"grad_norm":[^,]*' "$W/fsdp4/metrics.jsonl" | tail -n 10 >"$W/la" &&
+  grep -o '"step":[0-9]*,"loss":[^,]*,"grad_norm":[^,]*' "$W/c4c/metrics.jsonl" | tail -n 10 >"$W/lb" &&
+  [ "$(wc -l <"$W/la")" -eq 10 ] && cmp -s "$W/la" "$W/lb"
+check "  its losses and gradient norms bitwise the uninterrupted run's" $?
 mpi 2 train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/c4" --training.local_batch_size 2 >"$W/c42.log" 2>&1 &&
   grep -q "resumed from .*step-10" "$W/c42.log"
 check "saved on 4 ranks, resumed on 2" $?
