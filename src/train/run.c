@@ -145,6 +145,27 @@ static tt_err write_run_files(const tt_run *r, const tt_model_plan *p)
     return rc ? tt_error_prefix("writing %s: ", path) : 0;
 }
 
+/* Every rank built the same model (a model.hf_assets_path whose config.json
+ * differs between machines would not show in the config): its parameters'
+ * names, shapes and places in the flat layout, as text, the same bytes on
+ * every rank. */
+static tt_err check_same_model(tt_run *r)
+{
+    const tt_model *m = r->model;
+    size_t cap = 64 + (size_t)m->n_params * 160, k = 0;
+    char *text = malloc(cap);
+    if (!text) return tt_errorf("out of memory");
+    k += (size_t)snprintf(text + k, cap - k, "%s %zu\n", tt_arch_name(m->cfg.arch), m->numel);
+    for (int i = 0; i < m->n_params && k < cap; i++) {
+        const tt_param *p = &m->params[i];
+        k += (size_t)snprintf(text + k, cap - k, "%s %d %lld %lld %lld\n", p->name, p->ndim, (long long)p->shape[0],
+                              (long long)(p->ndim > 1 ? p->shape[1] : 0), (long long)p->offset);
+    }
+    tt_err rc = tt_dist_check_same(r->dist, text, k < cap ? k : cap, "the model (parameter names, shapes and layout)");
+    free(text);
+    return rc;
+}
+
 /* The job (parallel.h); commands that load a model whole run in one process. */
 static tt_err open_job(tt_run *r, tt_run_purpose purpose)
 {
@@ -189,6 +210,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/%s", c->job.dump_folder, c->checkpoint.folder);
     if (tt_mkdir_p(c->job.dump_folder)) goto fail;
     if (!(r->model = tt_model_new_ext(&mc, &r->ext))) goto fail;
+    if (r->world > 1 && check_same_model(r)) goto fail;
     const size_t mem0 = r->be->bytes_in_use();
     if (tt_sharding_init(&r->sh, r->model, tt_dist_group_size(r->dist, TT_GROUP_SHARD),
                          tt_dist_group_size(r->dist, TT_GROUP_REPLICATE), tt_dist_group_rank(r->dist, TT_GROUP_SHARD),
