@@ -11,6 +11,7 @@
 #     run's losses; the export at the end of a run on 2 ranks is one process's;
 #   - a rank that exits, hangs, is killed or sees a NaN ends the whole job
 #     non-zero within 60 s, and the last checkpoint still loads;
+#   - a stop request saves one checkpoint, taken by every rank at one step;
 #   - ranks with different configs, and a mesh that does not fit the world,
 #     are refused.
 # CMake runs it as `bash mpi_train.sh TITAN SRC MPIEXEC` with the MPI test
@@ -177,6 +178,20 @@ check "a rank killed with SIGKILL mid-run: the job ends non-zero within 60 s" $?
 mpi 2 train "${COMMON[@]}" "${FT[@]}" --training.steps 5 --job.dump_folder "$W/f_kill" >"$W/f_kill2.log" 2>&1 &&
   grep -q "resumed from .*step-" "$W/f_kill2.log"
 check "  the last checkpoint loads" $?
+
+# a stop request (SIGUSR1 to mpirun, which forwards it to every rank): all save the same step and exit 0
+"$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT[@]}" --checkpoint.interval 1000 \
+  --job.dump_folder "$W/stop" >"$W/stop.log" 2>&1 &
+job=$!
+for _ in $(seq 1 300); do
+  grep -q '"step":3,' "$W/stop/metrics.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+kill -USR1 $job
+wait $job
+rc=$?
+[ $rc -eq 0 ] && grep -q "stop requested (signal): saved step" "$W/stop.log" && [ "$(ls "$W/stop/checkpoint" | grep -c '^step-')" -eq 1 ]
+check "a stop request reaching mpirun: every rank saves the same step and the job exits 0" $?
 
 # a NaN on one rank stops them all, naming the step
 expect "a NaN loss on rank 1 stops every rank at step 3" error "step 3: loss is NaN" \

@@ -104,7 +104,9 @@ static const char *command_help(const char *cmd)
     return NULL;
 }
 
-/* SIGINT and SIGTERM (Slurm's preemption) ask training to save and stop. */
+/* SIGINT and SIGTERM (Slurm's preemption) ask training to save and stop;
+ * so does SIGUSR1, which mpirun forwards to every rank (on its own SIGTERM
+ * mpirun ends the job instead, after a second). The ranks agree on the step. */
 static void on_signal(int sig)
 {
     (void)sig;
@@ -119,6 +121,7 @@ static void catch_stop_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
 }
 
 static int fail(const char *what)

@@ -139,6 +139,7 @@ tt_err tt_train(const tt_config *cfg)
 {
     tt_run r;
     stop_requested = 0; /* a request belongs to one run; the program sets it again for the next */
+    int stopping = 0;   /* the request, as every rank takes it: at the same step */
     if (tt_run_open(&r, cfg, TT_RUN_TRAIN)) return -1;
     const tt_config *c = r.cfg;
     int accum = r.accum_steps;
@@ -195,10 +196,16 @@ tt_err tt_train(const tt_config *cfg)
         }
         if (rc) break;
         if (tt_parallel_fault_now(c, r.rank, step) && c->comm.fault_kind == TT_FAULT_NAN) loss = NAN;
-        /* the global batch's loss on every rank, so a NaN on any rank stops them all */
-        if (r.world > 1 && tt_dist_all_reduce(r.dist, TT_GROUP_WORLD, &loss, 1, TT_F64, TT_REDUCE_SUM, "the loss")) {
-            rc = tt_error_prefix("step %ld: ", step);
-            break;
+        /* the global batch's loss on every rank, so a NaN on any rank stops them all; and a stop request
+         * (a signal reaches the ranks at different moments) taken by all at this step */
+        stopping = stop_requested;
+        if (r.world > 1) {
+            double t[2] = {loss, stopping};
+            if (tt_dist_all_reduce(r.dist, TT_GROUP_WORLD, t, 2, TT_F64, TT_REDUCE_SUM, "the loss")) {
+                rc = tt_error_prefix("step %ld: ", step);
+                break;
+            }
+            loss = t[0], stopping = t[1] > 0;
         }
         if (!isfinite(loss)) {
             rc = tt_errorf("step %ld: loss is %s; stopping before the optimizer applies it (lower optimizer.lr, "
@@ -258,14 +265,14 @@ tt_err tt_train(const tt_config *cfg)
                 rc = -1;
             t_last += tt_now() - t0; /* validation time is not training throughput */
         }
-        int save = c->checkpoint.enable && (step % c->checkpoint.interval == 0 || step == steps || stop_requested);
+        int save = c->checkpoint.enable && (step % c->checkpoint.interval == 0 || step == steps || stopping);
         if (!rc && save && tt_run_save(&r)) rc = -1;
-        if (stop_requested && !rc) {
+        if (stopping && !rc) {
             tt_log("stop requested (signal): saved step %ld, exiting", step);
             break;
         }
     }
-    if (!rc && !stop_requested && r.step >= steps && tokens_seen > 0) {
+    if (!rc && !stopping && r.step >= steps && tokens_seen > 0) {
         double wall = tt_now() - t_start;
         tt_run_summary s = {
             .steps = r.step, .params = (long)r.model->numel, .final_train_loss = last_loss,
@@ -282,13 +289,13 @@ tt_err tt_train(const tt_config *cfg)
                    100 * (r.corpus.unigram_nats - val_loss) / (r.corpus.unigram_nats - r.corpus.floor_nats),
                    val_loss / r.corpus.floor_nats);
     }
-    if (!rc && !stop_requested && r.step >= steps && c->checkpoint.last_save_in_hf) {
+    if (!rc && !stopping && r.step >= steps && c->checkpoint.last_save_in_hf) {
         char dir[TT_CONFIG_PATH_MAX + 8];
         snprintf(dir, sizeof dir, "%s/hf", c->job.dump_folder);
         rc = tt_run_export_hf(&r, dir);
     }
     /* the closing sample fits itself to the model, and never fails a run that trained */
-    if (!rc && !stop_requested && r.step >= steps && c->generate.max_new_tokens > 0 && tt_run_sample(&r, stdout))
+    if (!rc && !stopping && r.step >= steps && c->generate.max_new_tokens > 0 && tt_run_sample(&r, stdout))
         tt_warn("no closing sample: %s", tt_last_error());
     free(timing.start);
     free(timing.dur);
