@@ -29,6 +29,8 @@ struct tt_exec {
     double *t_start, *t_dur;
     const tt_node *nonfinite;
     tt_coll_req **req; /* per node id: the collective a start node began, until its wait */
+    double progress_seconds; /* timed runs: spent advancing collectives between nodes */
+    double last_progress;    /* when they were last advanced (tt_now()) */
     int pending;
     void *check;       /* host copy of a value being checked for NaN/Inf */
     size_t check_cap;
@@ -281,10 +283,17 @@ tt_err tt_exec_run(tt_exec *e)
         const double t0 = e->t_start ? tt_now() : 0;
         const int comm = (tt_ops[n->op].flags & TT_OPF_COMM) != 0;
         if (!rc) rc = comm ? run_comm(e, n, e->args, e->args + n->n_in) : e->be->run(e->q, n, e->args, e->args + n->n_in);
-        if (!rc && e->pending) tt_dist_progress(tt_dist_get()); /* let transfers in flight move */
         if (e->t_start) {
             e->t_start[i] = t0;
             e->t_dur[i] = tt_now() - t0;
+        }
+        /* let transfers in flight move, at most every millisecond (each call polls every request; small
+         * nodes come far more often than a transfer needs): communication time, not the node's */
+        const double now = e->pending ? tt_now() : 0;
+        if (!rc && e->pending && now - e->last_progress >= 1e-3) {
+            tt_dist_progress(tt_dist_get());
+            e->last_progress = tt_now();
+            if (e->t_start) e->progress_seconds += e->last_progress - now;
         }
         if (rc) {
             node_error(n);
@@ -342,5 +351,12 @@ void tt_exec_set_timing(tt_exec *e, double *start, double *dur)
     e->t_start = start;
     e->t_dur = start ? dur : NULL;
 }
+double tt_exec_take_progress_seconds(tt_exec *e)
+{
+    const double s = e->progress_seconds;
+    e->progress_seconds = 0;
+    return s;
+}
+
 const tt_graph *tt_exec_graph(const tt_exec *e) { return e->g; }
 const tt_node *tt_exec_nonfinite(const tt_exec *e) { return e->nonfinite; }

@@ -47,6 +47,9 @@ double tt_exec_flops(const tt_exec *e);
  * The times are the host's: exact for the host backends, whose queue runs
  * each node as it is enqueued. */
 void tt_exec_set_timing(tt_exec *e, double *start, double *dur);
+/* While timing: the seconds spent between nodes advancing collectives in
+ * flight (not in any node's duration) since the last call. */
+double tt_exec_take_progress_seconds(tt_exec *e);
 const tt_graph *tt_exec_graph(const tt_exec *e);
 /* The first node whose output had a NaN or Inf in the last run (debug mode),
  * or NULL: the run names it beside the step. */
