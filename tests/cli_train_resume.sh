@@ -136,7 +136,7 @@ accum_check "bf16: gradient accumulation matches one large batch" bf16 2e-3 1e-2
 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/sig" --training.steps 100000 --checkpoint.interval 100000 \
   >"$W/sig.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q '^step:  *3 ' "$W/sig.log" 2>/dev/null && break; sleep 0.2; done
+wait_for "$W/sig.log" '^step:  *3 '
 kill -TERM $pid
 wait $pid
 rc=$?

@@ -20,6 +20,8 @@
 #           With -q a success is neither printed nor counted: the checks on
 #           $W/out and $W/err that follow are the ones that count. Returns
 #           non-zero on a failure, so those checks can follow with &&.
+#   wait_for FILE REGEX  waits (up to 30 s) until a line of FILE matches the
+#           extended REGEX: a running job got that far; non-zero if it never does
 W=$(mktemp -d ${CLI_TMP_TEMPLATE:+"$CLI_TMP_TEMPLATE"})
 trap 'rm -rf "$W"' EXIT
 pass=0 fail=0
@@ -50,4 +52,12 @@ expect() { # expect [-q] NAME STATUS PATTERN CMD...: see above
   [ $quiet -eq 1 ] && return 0
   if [ -n "$pat" ]; then echo "ok   $name: $(grep -m 1 -E -e "$pat" "$W/err" | head -c 300)"; else echo "ok   $name"; fi
   pass=$((pass + 1))
+}
+wait_for() { # wait_for FILE REGEX: see above
+  local i
+  for i in $(seq 1 300); do
+    grep -qE -e "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
 }

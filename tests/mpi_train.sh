@@ -166,10 +166,7 @@ t0=$(date +%s)
 timeout 120 "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT[@]}" --job.dump_folder "$W/f_kill" \
   >"$W/f_kill.log" 2>&1 &
 job=$!
-for _ in $(seq 1 300); do
-  grep -q '"step":3,' "$W/f_kill/metrics.jsonl" 2>/dev/null && break
-  sleep 0.1
-done
+wait_for "$W/f_kill/metrics.jsonl" '"step":3,'
 victim=$(pgrep -f "titan train .*$W/f_kill" | tail -n 1)
 [ -n "$victim" ] && kill -KILL "$victim"
 wait $job
@@ -183,10 +180,7 @@ check "  the last checkpoint loads" $?
 "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT[@]}" --checkpoint.interval 1000 \
   --job.dump_folder "$W/stop" >"$W/stop.log" 2>&1 &
 job=$!
-for _ in $(seq 1 300); do
-  grep -q '"step":3,' "$W/stop/metrics.jsonl" 2>/dev/null && break
-  sleep 0.1
-done
+wait_for "$W/stop/metrics.jsonl" '"step":3,'
 kill -USR1 $job
 wait $job
 rc=$?

@@ -125,20 +125,25 @@ tt_exec *tt_exec_new_sharing(tt_graph *g, const tt_backend *be, tt_queue *q, tt_
      * but for params and state no node touches (a unit's whole weights,
      * once the FSDP pass has moved every reader onto gathered buckets) */
     size_t owned = 0;
-    for (int i = 0; i < g->n_values; i++) e->owned_off[i] = 0; /* 0: unused, 1: touched by a node */
+    unsigned char *touched = calloc((size_t)g->n_values + 1, 1); /* per root: some node reads or writes it */
+    if (!touched) {
+        tt_errorf("out of memory");
+        goto fail;
+    }
     for (int i = 0; i < g->n_nodes; i++)
         for (int k = 0; k < g->nodes[i]->n_in + g->nodes[i]->n_out; k++) {
             const tt_node *n = g->nodes[i];
-            e->owned_off[tt_value_root(k < n->n_in ? n->in[k] : n->out[k - n->n_in])->id] = 1;
+            touched[tt_value_root(k < n->n_in ? n->in[k] : n->out[k - n->n_in])->id] = 1;
         }
     for (int i = 0; i < g->n_values; i++) {
         const tt_value *v = g->values[i];
-        const int unused = !e->owned_off[i] && (v->role == TT_ROLE_PARAM || v->role == TT_ROLE_STATE);
+        const int unused = !touched[i] && (v->role == TT_ROLE_PARAM || v->role == TT_ROLE_STATE);
         e->owned_off[i] = SIZE_MAX;
         if (v->base || v->role == TT_ROLE_ACT || v->mem.buf || unused) continue;
         e->owned_off[i] = owned;
         owned += up(tt_value_bytes(v));
     }
+    free(touched);
     if (owned && !(e->owned = be->alloc(owned))) goto fail;
     for (int i = 0; i < g->n_values; i++) {
         const tt_value *v = g->values[i];

@@ -208,34 +208,20 @@ tt_err tt_run_save(tt_run *r)
 
 /* ---- load ------------------------------------------------------------------ */
 
-/* A saved piece of the flat layout, copied into this rank's slices of it. */
-typedef struct {
-    tt_train_state *s;
-    tt_state_kind kind;
-    const float *data;
-    int64_t first; /* the flat element data[0] holds */
-} piece_load;
-
-static tt_err load_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
-{
-    const piece_load *p = ctx;
-    return tt_backend_write(p->s->be, p->s->q, (tt_mem){p->s->buf[p->kind], (size_t)at * sizeof(float)},
-                            p->data + (flat - p->first), (size_t)n * sizeof(float));
-}
-
-/* Copy the flat range [first, first + n) of a kind, held at data, into the
- * rank's part of it (its slices, or the whole buffer of an unsharded state). */
+/* The flat range [first, first + n) of a kind, held at data, into the
+ * rank's part of it; moments only where the run keeps an optimizer. */
 static tt_err load_range(tt_run *r, tt_state_kind kind, const float *data, int64_t first, int64_t n)
 {
-    if (!r->state.buf[kind]) return 0; /* moments only where the run keeps an optimizer */
-    piece_load p = {&r->state, kind, data, first};
-    return tt_sharding_pieces(&r->sh, r->sh.shard_rank, first, first + n, load_piece, &p);
+    return r->state.buf[kind] ? tt_state_write_range(&r->state, kind, first, n, data) : 0;
 }
 
-static tt_err check_tensor(const tt_st_tensor *t, const char *name, int64_t numel, const char *where)
+/* A saved tensor: there, F32 and numel long, and (ndim > 0) of that shape. */
+static tt_err check_tensor(const tt_st_tensor *t, const char *name, int64_t numel, int ndim, const int64_t *shape,
+                           const char *where)
 {
     if (!t) return tt_errorf("%s: tensor '%s' is missing", where, name);
-    if (strcmp(t->dtype, "F32") || t->nbytes != (size_t)numel * sizeof(float))
+    if (strcmp(t->dtype, "F32") || t->nbytes != (size_t)numel * sizeof(float) ||
+        (ndim > 0 && (t->ndim != ndim || memcmp(t->shape, shape, sizeof(int64_t) * (size_t)ndim))))
         return tt_errorf("%s: tensor '%s' has shape or dtype different from the model's (was the config changed?)",
                          where, name);
     return 0;
@@ -251,11 +237,8 @@ static tt_err load_whole(tt_run *r, const tt_safetensors *st, const char *where)
             char name[160];
             snprintf(name, sizeof name, "%s%s", tt_state_kind_prefix(saved_kinds[part]), p->name);
             const tt_st_tensor *t = tt_st_find(st, name);
-            if (!(rc = check_tensor(t, name, tt_param_numel(p), where)) &&
-                (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim)))
-                rc = tt_errorf("%s: tensor '%s' has shape or dtype different from the model's (was the config "
-                               "changed?)", where, name);
-            if (!rc) rc = load_range(r, saved_kinds[part], t->data, p->offset, tt_param_numel(p));
+            if (!(rc = check_tensor(t, name, tt_param_numel(p), p->ndim, p->shape, where)))
+                rc = load_range(r, saved_kinds[part], t->data, p->offset, tt_param_numel(p));
         }
     return rc;
 }
@@ -336,7 +319,7 @@ static tt_err load_sharded(tt_run *r, tt_ckpt *ck, const cJSON *jo, const char *
                 int64_t lo, hi; /* the saved slice's part of the flat layout (padding left out) */
                 tt_sharding_slice(&saved, b, s, &lo, &hi);
                 const tt_st_tensor *t = tt_st_find(st, name);
-                if (!(rc = check_tensor(t, name, len, where)))
+                if (!(rc = check_tensor(t, name, len, 0, NULL, where)))
                     rc = load_range(r, saved_kinds[part], t->data, lo, hi - lo);
             }
     }

@@ -216,7 +216,7 @@ static const cfg_key keys[] = {
     BOOL_("profiling.enable_profiling", profiling.enable_profiling, 0, "false",
           "every profiling.profile_freq steps, time each node of the step and write a Chrome trace of it"),
     STR_("profiling.save_traces_folder", profiling.save_traces_folder, "profile_traces",
-         "folder of the traces, relative to job.dump_folder: <folder>/iteration_<step>/rank0_trace.json"),
+         "folder of the traces, relative to job.dump_folder: <folder>/iteration_<step>/rank<R>_trace.json"),
     INT_("profiling.profile_freq", profiling.profile_freq, 1, BIG, 0, "10", "trace every this many steps"),
 
     STR_("generate.prompt", generate.prompt, "", "text to continue"),

@@ -102,33 +102,36 @@ static tt_err store_read(void *ctx, const tt_model *m, int i, float *dst)
                            (size_t)tt_param_numel(&m->params[i]) * sizeof(float));
 }
 
-/* A sharded write: each piece of the parameter this rank holds, from the
- * host copy of the whole parameter. */
+/* A piece of a host copy of the flat range that starts at `first`. */
 typedef struct {
-    const tt_state_store_ctx *c;
+    tt_train_state *s;
+    tt_state_kind kind;
     const float *src;
-    int64_t first; /* the parameter's first element in the flat layout */
+    int64_t first;
 } piece_write;
 
 static tt_err write_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
 {
     const piece_write *w = ctx;
-    return tt_backend_write(w->c->s->be, w->c->s->q, (tt_mem){w->c->s->buf[w->c->kind], (size_t)at * sizeof(float)},
+    return tt_backend_write(w->s->be, w->s->q, (tt_mem){w->s->buf[w->kind], (size_t)at * sizeof(float)},
                             w->src + (flat - w->first), (size_t)n * sizeof(float));
+}
+
+tt_err tt_state_write_range(tt_train_state *s, tt_state_kind kind, int64_t first, int64_t n, const float *src)
+{
+    if (!s->sh) /* the model's own layout */
+        return tt_backend_write(s->be, s->q, (tt_mem){s->buf[kind], (size_t)first * sizeof(float)}, src,
+                                (size_t)n * sizeof(float));
+    piece_write w = {s, kind, src, first};
+    return tt_sharding_pieces(s->sh, s->sh->shard_rank, first, first + n, write_piece, &w);
 }
 
 static tt_err store_write(void *ctx, const tt_model *m, int i, const float *src)
 {
     const tt_state_store_ctx *c = ctx;
-    const tt_param *p = &m->params[i];
-    if (tt_state_is_sharded(c->s)) {
-        piece_write w = {c, src, p->offset};
-        return tt_sharding_pieces(c->s->sh, c->s->sh->shard_rank, p->offset, p->offset + tt_param_numel(p),
-                                  write_piece, &w);
-    }
-    return tt_backend_write(c->s->be, c->s->q, tt_state_param_mem(c->s, c->kind, i), src,
-                            (size_t)tt_param_numel(p) * sizeof(float));
+    return tt_state_write_range(c->s, c->kind, m->params[i].offset, tt_param_numel(&m->params[i]), src);
 }
+
 tt_param_store tt_state_store(tt_train_state *s, tt_state_kind kind)
 {
     return (tt_param_store){&s->store[kind], store_read, store_write};

@@ -52,6 +52,10 @@ tt_mem tt_state_grad_full_mem(const tt_train_state *s, int b);
  * rank's slices of it; reading one needs the whole model (tt_state_gather).
  * The store points at s: keep s where it is. */
 tt_param_store tt_state_store(tt_train_state *s, tt_state_kind kind);
+/* The flat layout's elements [first, first + n) of a kind, from a host copy
+ * of them at src: the part this rank holds (its slices of them, or all of
+ * them in the whole model's layout). */
+tt_err tt_state_write_range(tt_train_state *s, tt_state_kind kind, int64_t first, int64_t n, const float *src);
 /* The whole buffer of a kind (s->numel floats) to or from the host. */
 tt_err tt_state_download(tt_train_state *s, tt_state_kind kind, float *dst);
 tt_err tt_state_upload(tt_train_state *s, tt_state_kind kind, const float *src);
