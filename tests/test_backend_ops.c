@@ -39,6 +39,7 @@ typedef enum {
     I_DOC,    /* i32 document ids of a (B = a, T = b) batch */
     I_POS,    /* i32 positions restarting at each document of a (B = a, T = b) batch */
     I_FIXED,  /* i32 / i64: the values given in `fixed` */
+    F_W_COLS, /* weight dtype, normal * scale + fixed[j % a]: a per-column offset (skewed router logits) */
 } fill_kind;
 
 typedef struct {
@@ -331,6 +332,77 @@ static void case_zero(hc *h, const void *p)
     forward_and_backward(h, last(h), 0);
 }
 
+/* ---- Mixture-of-Experts ---- */
+typedef struct {
+    int N, E, k, sigmoid, norm, bias, n_group, topk_group;
+    double scale;
+    const double *cols; /* per-expert logit offsets (NULL: none) */
+    double spread;      /* the logits' normal scale */
+} route_p;
+static void case_moe_route(hc *h, const void *p)
+{
+    const route_p *c = p;
+    tt_value *logits = c->cols ? input(h, "logits", h->w, 2, (int64_t[]){c->N, c->E},
+                                       (fill){F_W_COLS, c->spread, 0, c->E, 0, c->cols})
+                               : w_in(h, "logits", 2, c->N, c->E, c->spread);
+    tt_value *bias = c->bias ? input(h, "bias", TT_F32, 1, (int64_t[]){c->E}, (fill){F_F32, 0.3, 0, 0, 0, NULL}) : NULL;
+    tt_moe_attrs a = {c->E, c->k, c->sigmoid ? TT_SCORE_SIGMOID : TT_SCORE_SOFTMAX, c->norm, c->n_group, c->topk_group,
+                      c->scale};
+    tt_moe_route(h->g, logits, bias, &a, NULL, NULL);
+    forward_and_backward(h, last(h), 1);
+}
+
+typedef struct {
+    int N, D, k, E, used; /* expert ids uniform in [0, used): experts past it get no row */
+    int weighted;
+} moe_rows_p;
+/* the (N, k) expert ids and their sort: perm, pos, offsets */
+static void sorted(hc *h, const moe_rows_p *c, tt_value **perm, tt_value **pos, tt_value **off)
+{
+    tt_value *ids = input(h, "expert", TT_I32, 2, (int64_t[]){c->N, c->k}, (fill){I_UNI, 0, 0, 0, c->used, NULL});
+    tt_moe_sort(h->g, ids, c->E, perm, pos, off);
+}
+static void case_moe_sort(hc *h, const void *p)
+{
+    tt_value *perm, *pos, *off;
+    sorted(h, p, &perm, &pos, &off);
+    forward_and_backward(h, last(h), 0);
+}
+static void case_moe_permute(hc *h, const void *p)
+{
+    const moe_rows_p *c = p;
+    tt_value *x = act_in(h, "x", c->N, c->D, 1), *perm, *pos, *off;
+    tt_value *w = c->weighted ? w_in(h, "weight", 2, c->N, c->k, 1) : NULL;
+    sorted(h, c, &perm, &pos, &off);
+    tt_moe_permute(h->g, x, perm, pos, w, c->k);
+    forward_and_backward(h, last(h), 1);
+}
+static void case_moe_combine(hc *h, const void *p)
+{
+    const moe_rows_p *c = p;
+    tt_value *ys = act_in(h, "ys", (int64_t)c->N * c->k, c->D, 1), *perm, *pos, *off;
+    tt_value *w = c->weighted ? w_in(h, "weight", 2, c->N, c->k, 1) : NULL;
+    sorted(h, c, &perm, &pos, &off);
+    tt_moe_combine(h->g, ys, perm, pos, w, c->k);
+    forward_and_backward(h, last(h), 1);
+}
+
+typedef struct {
+    int M, K, Nw, E, tb, acc;
+    const double *offsets; /* E+1 */
+} gmm_p;
+static void case_grouped_matmul(hc *h, const void *p)
+{
+    const gmm_p *c = p;
+    tt_value *x = act_in(h, "x", c->M, c->K, 1);
+    tt_value *w = input(h, "w", h->w, 3, c->tb ? (int64_t[]){c->E, c->Nw, c->K} : (int64_t[]){c->E, c->K, c->Nw},
+                        (fill){F_W, 0.5, 0, 0, 0, NULL});
+    tt_value *off = int_in(h, "offsets", c->E + 1, (fill){I_FIXED, 0, 0, 0, 0, c->offsets});
+    tt_grouped_matmul(h->g, x, w, off, c->tb);
+    forward_and_backward(h, last(h), 1);
+    if (c->acc && h->gin[1]) accumulate_into(h, h->gin[1]->producer, 0); /* dw into the experts' accumulator */
+}
+
 typedef struct {
     const char *name;
     void (*build)(hc *h, const void *p);
@@ -357,6 +429,20 @@ static const emb_p emb_odd = {37, 19, 23, 0}, emb_acc = {29, 11, 13, 1}, emb_typ
 static const opt_p acc_odd = {104, 0, 0}, sq_odd = {1001, 0, 0}, sq_chain = {37, 1, 0}, clip_no = {1, 0, 1.0},
                    clip_yes = {1, 1, 1.0}, clip_off = {1, 1, 0.0}, adam_all = {777, 0, 0}, adam_decay = {1000, 1, 0},
                    adam_typ = {100003, 1, 0};
+
+static const double skew8[8] = {2, 2, 0, 0, -9, -9, -9, -9}, ties8[8] = {1, 1, 1, 0.5, 1, 0, 0, 0};
+static const route_p rt_softmax = {37, 8, 2, 0, 1, 0, 0, 0, 1.0, NULL, 1.5},
+                     rt_sigmoid = {37, 8, 3, 1, 0, 1, 0, 0, 2.5, NULL, 1.5},
+                     rt_groups = {29, 16, 4, 1, 1, 1, 4, 2, 1.5, NULL, 1.5},
+                     rt_skew = {37, 8, 2, 0, 0, 0, 0, 0, 1.0, skew8, 1.0},
+                     rt_ties = {13, 8, 2, 0, 1, 0, 0, 0, 1.0, ties8, 0.0},
+                     rt_typ = {512, 8, 2, 0, 1, 0, 0, 0, 1.0, NULL, 1.0};
+static const moe_rows_p mr_odd = {37, 19, 2, 8, 8, 1}, mr_plain = {23, 19, 3, 8, 8, 0},
+                        mr_empty = {37, 19, 2, 8, 3, 1}, mr_typ = {512, 128, 2, 8, 8, 1};
+static const double off_odd[5] = {0, 10, 10, 30, 37}, off_typ[9] = {0, 100, 230, 400, 512, 512, 700, 880, 1024};
+static const gmm_p gm_nt = {37, 23, 19, 4, 1, 0, off_odd}, gm_nn = {37, 23, 19, 4, 0, 0, off_odd},
+                   gm_acc = {37, 23, 19, 4, 1, 1, off_odd}, gm_up = {1024, 128, 768, 8, 1, 1, off_typ},
+                   gm_down = {1024, 384, 128, 8, 1, 1, off_typ};
 
 static const test_case cases[] = {
     {"matmul nn 37x19x23", case_matmul, &mm_nn, 1, 0},
@@ -413,6 +499,26 @@ static const test_case cases[] = {
     {"cast 37x19", case_cast, &row_odd, 0, 0},
     {"cast 512x128", case_cast, &row_typ, 0, 0},
     {"zero 37x19", case_zero, &row_odd, 0, 0},
+    {"moe_route softmax top-2 of 8, normalised", case_moe_route, &rt_softmax, 1, 0},
+    {"moe_route sigmoid top-3 of 8, bias, scale 2.5", case_moe_route, &rt_sigmoid, 1, 0},
+    {"moe_route sigmoid top-4 of 16 in 2 of 4 groups, bias", case_moe_route, &rt_groups, 1, 0},
+    {"moe_route skewed: half the experts never chosen", case_moe_route, &rt_skew, 1, 0},
+    {"moe_route ties go to the lower expert", case_moe_route, &rt_ties, 0, 0},
+    {"moe_route 512 tokens, top-2 of 8", case_moe_route, &rt_typ, 0, 0},
+    {"moe_sort 37x2 over 8", case_moe_sort, &mr_odd, 0, 0},
+    {"moe_sort 37x2, 5 of 8 experts empty", case_moe_sort, &mr_empty, 0, 0},
+    {"moe_permute 37x19, gate on the input", case_moe_permute, &mr_odd, 1, 0},
+    {"moe_permute 23x19 top-3, no gate", case_moe_permute, &mr_plain, 1, 0},
+    {"moe_permute 512x128, gate", case_moe_permute, &mr_typ, 0, 0},
+    {"moe_combine 37x19, gate", case_moe_combine, &mr_odd, 1, 0},
+    {"moe_combine 37x19, empty experts", case_moe_combine, &mr_empty, 1, 0},
+    {"moe_combine 23x19 top-3, no gate", case_moe_combine, &mr_plain, 1, 0},
+    {"moe_combine 512x128, gate", case_moe_combine, &mr_typ, 0, 0},
+    {"grouped_matmul nt 37 rows, 4 experts, one empty", case_grouped_matmul, &gm_nt, 1, 0},
+    {"grouped_matmul nn 37 rows, 4 experts, one empty", case_grouped_matmul, &gm_nn, 1, 0},
+    {"grouped_matmul, weight gradient into an accumulator", case_grouped_matmul, &gm_acc, 0, 0},
+    {"grouped_matmul 1024x128 -> 768, 8 experts (gate/up)", case_grouped_matmul, &gm_up, 0, 0},
+    {"grouped_matmul 1024x384 -> 128, 8 experts (down)", case_grouped_matmul, &gm_down, 0, 0},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -461,6 +567,7 @@ static double **make_inputs(const hc *h, uint64_t seed)
             case F_F64:
             case I_FIXED: x[j] = f->fixed[j]; break;
             case F_FREQ: x[j] = fr[j]; break;
+            case F_W_COLS: x[j] = f->scale * tt_rng_normal(&r) + f->fixed[j % f->a]; break;
             case I_UNI: x[j] = f->a + (double)tt_rng_below(&r, (uint64_t)(f->b - f->a)); break;
             case I_TGT: x[j] = tt_rng_below(&r, 5) == 0 ? -100 : (double)tt_rng_below(&r, (uint64_t)f->a); break;
             case I_DOC: /* offset 1: a new document starts at a token with probability 1/4; 0: one per row */

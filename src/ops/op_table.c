@@ -35,6 +35,12 @@ static double fl_ce(const tt_node *n)
 static double fl_in0(const tt_node *n) { return numel(n->in[0]); }
 static double fl_add_norm(const tt_node *n) { return 5.0 * numel(n->in[0]); }
 static double fl_adamw(const tt_node *n) { return 12.0 * numel(n->in[0]); }
+/* every row times its expert's matrix: the FLOPs of the active experts only */
+static double fl_grouped(const tt_node *n)
+{
+    return 2.0 * numel(n->out[0]) * (double)n->in[0]->shape[1];
+}
+static double fl_wgrad(const tt_node *n) { return 2.0 * numel(n->out[0]) / n->out[0]->shape[0] * n_rows(n->in[0]); }
 
 /* ---- backward rules ---------------------------------------------------- */
 typedef void bwd_fn(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin);
@@ -155,6 +161,41 @@ static void bw_ce(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin
     gin[1] = n->out[2];
 }
 
+/* ---- Mixture-of-Experts ---------------------------------------------------- */
+
+static void bw_moe_route(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    if (gout[2]) { /* the scores are for the balancing statistics, not differentiated */
+        tt_graph_fail(g, "moe_route: the router scores have no gradient rule");
+        return;
+    }
+    if (!gout[0]) return;
+    tt_value *in[] = {n->out[2], n->out[1], gout[0]};
+    gin[0] = tt_op_emit1(g, TT_OP_MOE_ROUTE_BWD, 3, in, n->in[0], n->attrs);
+}
+
+/* permute and combine are each other's transpose: the rows' gradient of one
+ * is the other applied to the upstream gradient, and the gate weights'
+ * gradient a dot product of the rows a weight multiplied */
+static void bw_moe_reorder(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    const int k = TT_ATTRS(n, tt_moe_attrs)->k, permute = n->op == TT_OP_MOE_PERMUTE;
+    tt_value *w = n->n_in > 3 ? n->in[3] : NULL;
+    gin[0] = permute ? tt_moe_combine(g, gout[0], n->in[1], n->in[2], w, k)
+                     : tt_moe_permute(g, gout[0], n->in[1], n->in[2], w, k);
+    if (w) gin[3] = permute ? tt_moe_rowdot(g, n->in[0], gout[0], n->in[2], k, w->dtype)
+                            : tt_moe_rowdot(g, gout[0], n->in[0], n->in[2], k, w->dtype);
+}
+
+static void bw_grouped_matmul(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *x = n->in[0], *w = n->in[1], *off = n->in[2];
+    const int tb = TT_ATTRS(n, tt_matmul_attrs)->tb, E = (int)w->shape[0];
+    gin[0] = tt_grouped_matmul(g, gout[0], w, off, !tb);
+    gin[1] = tb ? tt_grouped_matmul_wgrad(g, gout[0], x, off, E, w->dtype)
+                : tt_grouped_matmul_wgrad(g, x, gout[0], off, E, w->dtype);
+}
+
 /* Flags: P pure (recomputable), K kept by selective checkpointing, C a collective. */
 #define P TT_OPF_PURE
 #define K TT_OPF_KEEP_SELECTIVE
@@ -191,6 +232,14 @@ const tt_op_def tt_ops[TT_OP_COUNT] = {
     [TT_OP_CLIP_COEF] =           {"clip_coef",          0,      0,   0,      0,    A(tt_clip_attrs),      fl_zero,     NULL},
     [TT_OP_CAST] =                {"cast",               P,      0,   0,      0,    0,                     fl_zero,     NULL},
     [TT_OP_ZERO] =                {"zero",               0,      0,   0,      0,    0,                     fl_zero,     NULL},
+    [TT_OP_MOE_ROUTE] =           {"moe_route",          P | K,  0,   0,      0,    A(tt_moe_attrs),       fl_in0,      bw_moe_route},
+    [TT_OP_MOE_ROUTE_BWD] =       {"moe_route_bwd",      0,      0,   0,      0,    A(tt_moe_attrs),       fl_in0,      NULL},
+    [TT_OP_MOE_SORT] =            {"moe_sort",           P | K,  0,   0,      0,    A(tt_moe_attrs),       fl_zero,     NULL},
+    [TT_OP_MOE_PERMUTE] =         {"moe_permute",        P,      0,   0,      0,    A(tt_moe_attrs),       fl_out,      bw_moe_reorder},
+    [TT_OP_MOE_COMBINE] =         {"moe_combine",        P,      0,   0,      0,    A(tt_moe_attrs),       fl_in0,      bw_moe_reorder},
+    [TT_OP_MOE_ROWDOT] =          {"moe_rowdot",         0,      0,   0,      0,    A(tt_moe_attrs),       fl_zero,     NULL},
+    [TT_OP_GROUPED_MATMUL] =      {"grouped_matmul",     P | K,  0,   0,      0,    A(tt_matmul_attrs),    fl_grouped,  bw_grouped_matmul},
+    [TT_OP_GROUPED_MATMUL_WGRAD] = {"grouped_matmul_wgrad", 0,   1,   0,      0,    0,                     fl_wgrad,    NULL},
     [TT_OP_ALL_GATHER] =          {"all_gather",         C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
     [TT_OP_REDUCE_SCATTER] =      {"reduce_scatter",     C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
     [TT_OP_ALL_REDUCE] =          {"all_reduce",         C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},

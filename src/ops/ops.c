@@ -295,7 +295,11 @@ tt_dtype tt_node_dtype(const tt_node *n)
         const tt_dtype d = n->in[k]->dtype;
         if (d == TT_F32 || d == TT_BF16 || d == TT_F16 || d == TT_F64) return d;
     }
-    return n->n_out ? n->out[0]->dtype : TT_F32;
+    for (int k = 0; k < n->n_out; k++) {
+        const tt_dtype d = n->out[k]->dtype;
+        if (d == TT_F32 || d == TT_BF16 || d == TT_F16 || d == TT_F64) return d;
+    }
+    return TT_F32; /* integers only (moe_sort): nominally fp32 */
 }
 
 tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to)

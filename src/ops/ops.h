@@ -62,6 +62,29 @@ typedef enum {
                              (tt_clip_coef), 1 when max_norm <= 0 or the norm is below it */
     TT_OP_CAST,           /* in: x   out: y, x's values in y's dtype (f32 <-> bf16, rounded to nearest even) */
     TT_OP_ZERO,           /* in: none   out: y, all zeros (a gradient buffer made anew each micro-step) */
+    /* Mixture-of-Experts (tt_moe_attrs). N tokens, E experts, k slots a token; a (token, slot) pair is
+     * the assignment a = t*k + s, and M = N*k assignments are sorted by expert into rows r. Dropless: every
+     * assignment gets a row. */
+    TT_OP_MOE_ROUTE,      /* in: logits (N,E) [, bias (E) f32: added to the scores for selection only]
+                             out: weight (N,k) (logits' dtype), expert (N,k) i32, scores (N,E) (logits' dtype)
+                             scores = softmax or sigmoid of the logits; the k experts of the highest scores
+                             (+ bias), within the best topk_group of n_group groups when n_group > 1, in
+                             descending order, ties to the lower expert; weight = route_scale * score, over
+                             the sum of the k scores (+1e-20) when route_norm */
+    TT_OP_MOE_ROUTE_BWD,  /* in: scores, expert, dweight   out: dlogits (N,E) */
+    TT_OP_MOE_SORT,       /* in: expert (N,k) i32   out: perm (M) i32: the assignment of each row; pos (M) i32:
+                             the row of each assignment; offsets (E+1) i32: expert e's rows are
+                             [offsets[e], offsets[e+1]). A stable sort: rows of one expert in assignment order */
+    TT_OP_MOE_PERMUTE,    /* in: x (N,D), perm, pos [, weight (N,k)]   out: xs (M,D), xs[r] = x[perm[r]/k]
+                             (times weight[perm[r]]: the gate applied to the experts' input) */
+    TT_OP_MOE_COMBINE,    /* in: ys (M,D), perm, pos [, weight (N,k)]   out: y (N,D), y[t] = the sum over s = 0..k-1,
+                             in that order, of ys[pos[t*k+s]] (times weight[t,s]): a gather, no atomics */
+    TT_OP_MOE_ROWDOT,     /* in: a (N,D), b (M,D), pos   out: (N,k): dot(a[t], b[pos[t*k+s]]) (the weights' gradient) */
+    TT_OP_GROUPED_MATMUL, /* in: x (M,K), w, offsets (E+1) i32   tt_matmul_attrs (tb)   out: y (M,Nw): the rows of
+                             expert e times its matrix: w (E,Nw,K) and y = x w[e]^T when tb, else w (E,K,Nw) and
+                             y = x w[e]. Products in bf16 (fp32 sums) when x or w is bf16, as matmul */
+    TT_OP_GROUPED_MATMUL_WGRAD, /* in: a (M,P), b (M,Q), offsets   out: dw (E,P,Q) (accumulable): dw[e] = the
+                             transpose of expert e's rows of a, times its rows of b (0 for an expert with none) */
     /* Collectives (tt_comm_attrs): the executor runs them on the dist layer, not a backend kernel. A start
      * node writes its output asynchronously (into a view of the output's root); the wait node for it
      * (TT_OP_COMM_WAIT) makes that output valid, and every reader reads after the wait. */
@@ -111,6 +134,19 @@ typedef struct {
     double max_norm; /* <= 0: no clipping */
 } tt_clip_attrs;
 
+typedef enum { TT_SCORE_SOFTMAX = 0, TT_SCORE_SIGMOID } tt_score_func;
+
+/* the most experts an MoE layer may have (kernels keep a token's scores on the stack) */
+#define TT_MOE_MAX_EXPERTS 1024
+
+typedef struct {
+    int E, k;           /* experts, and slots a token */
+    int score_func;     /* tt_score_func */
+    int route_norm;     /* the k weights over their sum */
+    int n_group, topk_group; /* group-limited routing (DeepSeek): 0 or 1 group = none */
+    double route_scale; /* the weights times this */
+} tt_moe_attrs;
+
 typedef struct {
     int group;     /* tt_group_id of dist/dist.h: world, shard or replicate */
     int reduce;    /* tt_reduce_op: sum or max */
@@ -152,7 +188,8 @@ extern tt_value tt_loss_seed;
 
 /* ---- op semantics every backend shares ------------------------------------- */
 /* The dtype a node computes in: its first floating-point input's (the
- * activations; an embedding's table), else its first output's. Backends say
+ * activations; an embedding's table), else its first floating-point
+ * output's, else fp32 (an op on integers only). Backends say
  * which (op, dtype) pairs they run in these terms. */
 tt_dtype tt_node_dtype(const tt_node *n);
 /* clip_coef: max_norm / (norm + 1e-6) when max_norm > 0 and the norm exceeds
@@ -166,6 +203,9 @@ static inline double tt_clip_coef(double sumsq, double max_norm)
 tt_err tt_attention_kv_check(const tt_node *n, int32_t start);
 /* embedding and ce_linear: every id in [0, V), or equal to `allowed`. */
 tt_err tt_check_ids(const int32_t *ids, int64_t n, int64_t V, int32_t allowed, const char *what);
+
+/* grouped_matmul: offsets (E+1) must rise from 0 to the M rows. */
+tt_err tt_moe_check_offsets(const int32_t *offsets, int E, int64_t M);
 
 /* ---- builders (return NULL after recording an error on the graph) ------- */
 tt_value *tt_embedding(tt_graph *g, tt_value *ids, tt_value *table);
@@ -211,6 +251,22 @@ tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev);
 tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to);
 /* A value of zeros, made by a node */
 tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape);
+/* Mixture-of-Experts: the route of each token, the sort of its assignments
+ * by expert, the rows in expert order and back, and the experts' matmuls.
+ * route returns the weights and sets *expert, *scores (either may be NULL to
+ * ignore); bias: NULL or (E) f32. */
+tt_value *tt_moe_route(tt_graph *g, tt_value *logits, tt_value *bias, const tt_moe_attrs *a, tt_value **expert,
+                       tt_value **scores);
+/* perm, pos (N*k) and offsets (E+1) of the assignments in expert order */
+tt_err tt_moe_sort(tt_graph *g, tt_value *expert, int E, tt_value **perm, tt_value **pos, tt_value **offsets);
+/* weight: NULL (no gate here) or (N,k) */
+tt_value *tt_moe_permute(tt_graph *g, tt_value *x, tt_value *perm, tt_value *pos, tt_value *weight, int k);
+tt_value *tt_moe_combine(tt_graph *g, tt_value *ys, tt_value *perm, tt_value *pos, tt_value *weight, int k);
+tt_value *tt_moe_rowdot(tt_graph *g, tt_value *a, tt_value *b, tt_value *pos, int k, tt_dtype out);
+/* y = x w[e]^T (tb) or x w[e], row group by row group */
+tt_value *tt_grouped_matmul(tt_graph *g, tt_value *x, tt_value *w, tt_value *offsets, int tb);
+tt_value *tt_grouped_matmul_wgrad(tt_graph *g, tt_value *a, tt_value *b, tt_value *offsets, int E, tt_dtype out);
+
 /* Collectives: each records the start node and returns its output, valid only after tt_comm_wait;
  * into: the root value to write (a state buffer), or NULL for a new activation. group is a
  * tt_group_id of dist/dist.h and group_size its size; what names the transfer. */

@@ -259,6 +259,71 @@ static tt_err k_zero(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+/* ---- Mixture-of-Experts ------------------------------------------------------ */
+
+static tt_err k_moe_route(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_moe_attrs *a = TT_ATTRS(n, tt_moe_attrs);
+    cpu_moe_route(in[0], n->n_in > 1 ? in[1] : NULL, out[0], out[1], out[2], (int)nrows(n->in[0]), a->E, a->k,
+                  a->score_func == TT_SCORE_SIGMOID, a->route_norm, a->n_group, a->topk_group, (float)a->route_scale);
+    return 0;
+}
+
+static tt_err k_moe_route_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_moe_attrs *a = TT_ATTRS(n, tt_moe_attrs);
+    cpu_moe_route_bwd(in[0], in[1], in[2], out[0], (int)nrows(n->in[0]), a->E, a->k, a->score_func == TT_SCORE_SIGMOID,
+                      a->route_norm, (float)a->route_scale);
+    return 0;
+}
+
+static tt_err k_moe_sort(const tt_node *n, void *const *in, void *const *out)
+{
+    const int M = (int)numel0(n), E = TT_ATTRS(n, tt_moe_attrs)->E;
+    if (tt_check_ids(in[0], M, E, INT32_MIN, "expert id")) return -1;
+    cpu_moe_sort(in[0], M, E, out[0], out[1], out[2]);
+    return 0;
+}
+
+static tt_err k_moe_permute(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_moe_permute(in[0], in[1], n->n_in > 3 ? in[3] : NULL, out[0], (int)nrows(n->out[0]), (int)ncols(n->in[0]),
+                    TT_ATTRS(n, tt_moe_attrs)->k, dt0(n));
+    return 0;
+}
+
+static tt_err k_moe_combine(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_moe_combine(in[0], in[2], n->n_in > 3 ? in[3] : NULL, out[0], (int)nrows(n->out[0]), (int)ncols(n->in[0]),
+                    TT_ATTRS(n, tt_moe_attrs)->k, dt0(n));
+    return 0;
+}
+
+static tt_err k_moe_rowdot(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_moe_rowdot(in[0], in[1], in[2], out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]), TT_ATTRS(n, tt_moe_attrs)->k,
+                   dt0(n));
+    return 0;
+}
+
+static tt_err k_grouped_matmul(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_value *w = n->in[1];
+    const int E = (int)w->shape[0];
+    if (tt_moe_check_offsets(in[2], E, nrows(n->in[0]))) return -1;
+    return cpu_grouped_matmul(in[0], dt0(n), in[1], w->dtype, out[0], n->out[0]->dtype, in[2], E, (int)ncols(n->in[0]),
+                              (int)ncols(n->out[0]), TT_ATTRS(n, tt_matmul_attrs)->tb);
+}
+
+static tt_err k_grouped_matmul_wgrad(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_value *dw = n->out[0];
+    const int E = (int)dw->shape[0];
+    if (tt_moe_check_offsets(in[2], E, nrows(n->in[0]))) return -1;
+    return cpu_grouped_matmul_wgrad(in[0], in[1], dt0(n), out[0], in[2], E, (int)dw->shape[1], (int)dw->shape[2],
+                                    n->accumulate & 1);
+}
+
 static const tt_host_kernel cpu_kernels[TT_OP_COUNT] = {
     [TT_OP_EMBEDDING] = k_embedding,
     [TT_OP_EMBEDDING_BWD] = k_embedding_bwd,
@@ -288,6 +353,14 @@ static const tt_host_kernel cpu_kernels[TT_OP_COUNT] = {
     [TT_OP_CLIP_COEF] = k_clip_coef,
     [TT_OP_CAST] = k_cast,
     [TT_OP_ZERO] = k_zero,
+    [TT_OP_MOE_ROUTE] = k_moe_route,
+    [TT_OP_MOE_ROUTE_BWD] = k_moe_route_bwd,
+    [TT_OP_MOE_SORT] = k_moe_sort,
+    [TT_OP_MOE_PERMUTE] = k_moe_permute,
+    [TT_OP_MOE_COMBINE] = k_moe_combine,
+    [TT_OP_MOE_ROWDOT] = k_moe_rowdot,
+    [TT_OP_GROUPED_MATMUL] = k_grouped_matmul,
+    [TT_OP_GROUPED_MATMUL_WGRAD] = k_grouped_matmul_wgrad,
 };
 
 /* ---- the interface ---------------------------------------------------------- */

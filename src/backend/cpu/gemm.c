@@ -169,6 +169,7 @@ typedef struct {
     char *abuf;        /* packed A: mcb x kcb; with A in place, T row buffers of mr x kcb for ragged edges;
                           in bands, T blocks of abytes */
     size_t abytes;     /* bytes of one thread's A block, in bands */
+    size_t a_total, b_total, p_total; /* scratch for A, B and a bf16 C's partial sums */
 } gemm_plan;
 
 static size_t round64(size_t x) { return (x + 63) / 64 * 64; }
@@ -445,19 +446,20 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
 /* the most bytes of packed A in one block (of L2's 1 MB on Zen 4) */
 #define A_BLOCK_BYTES (384 * 1024)
 
-static tt_err gemm_run(gemm_job *j)
+/* The blocking of job j on nt threads, how A is read (in place, in bands or
+ * packed together), and the scratch bytes it needs (returned). */
+static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
 {
     const tt_gemm_impl *im = j->im;
-    const int nt = team_size(j);
-    gemm_plan pl = {
+    *pl = (gemm_plan){
         .kcb = balanced_block(j->K, im->kc, im->kunit),
         .ncb = balanced_block(j->N, im->nc, im->nr),
     };
     /* A short k block leaves room for more rows of A in L2: fewer, larger A
      * blocks mean fewer barriers and packing calls. */
-    int mcap = (int)(A_BLOCK_BYTES / ((size_t)pl.kcb * im->esize)) / im->mr * im->mr;
+    int mcap = (int)(A_BLOCK_BYTES / ((size_t)pl->kcb * im->esize)) / im->mr * im->mr;
     if (mcap < im->mc) mcap = im->mc;
-    pl.mcb = balanced_block(j->M, mcap, im->mr);
+    pl->mcb = balanced_block(j->M, mcap, im->mr);
     /* A is read in place when it is stored k-contiguous in exactly the packed
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
      * bf16 ones), so packing it would only copy it. */
@@ -472,16 +474,28 @@ static tt_err gemm_run(gemm_job *j)
      * rows, when the bands are wide enough to come out even. */
     j->a_band = !j->a_rows && nt > 1 && cdiv(j->N, im->nr) <= TT_GEMM_BAND_NPANELS &&
                 cdiv(j->M, im->mr) >= TT_GEMM_BAND_MPANELS * nt;
-    pl.abytes = round64((size_t)pl.mcb * pl.kcb * im->esize);
-    const size_t abytes = j->a_rows ? round64((size_t)nt * im->mr * pl.kcb * aes)
-                          : j->a_band ? (size_t)nt * pl.abytes : pl.abytes;
-    const size_t bbytes = round64((size_t)pl.ncb * pl.kcb * im->esize);
+    pl->abytes = round64((size_t)pl->mcb * pl->kcb * im->esize);
+    pl->a_total = j->a_rows ? round64((size_t)nt * im->mr * pl->kcb * aes) : j->a_band ? (size_t)nt * pl->abytes : pl->abytes;
+    pl->b_total = round64((size_t)pl->ncb * pl->kcb * im->esize);
     /* a bf16 C summed over several k blocks keeps its partial sums in fp32 */
-    const size_t pbytes = j->cdt == TT_BF16 && j->K > pl.kcb ? (size_t)j->M * j->N * sizeof(float) : 0;
-    char *buf = scratch(abytes + bbytes + pbytes, j);
+    pl->p_total = j->cdt == TT_BF16 && j->K > pl->kcb ? (size_t)j->M * j->N * sizeof(float) : 0;
+    return pl->a_total + pl->b_total + pl->p_total;
+}
+
+/* The job's blocks in scratch buffer buf */
+static void gemm_bind(gemm_job *j, gemm_plan *pl, char *buf)
+{
+    pl->bbuf = buf, pl->abuf = buf + pl->b_total;
+    j->part = pl->p_total ? (float *)(buf + pl->a_total + pl->b_total) : NULL;
+}
+
+static tt_err gemm_run(gemm_job *j)
+{
+    const int nt = team_size(j);
+    gemm_plan pl;
+    char *buf = scratch(gemm_plan_for(j, nt, &pl), j);
     if (!buf) return -1;
-    pl.bbuf = buf, pl.abuf = buf + bbytes;
-    j->part = pbytes ? (float *)(buf + abytes + bbytes) : NULL;
+    gemm_bind(j, &pl, buf);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
@@ -498,7 +512,9 @@ static tt_err gemm_run(gemm_job *j)
     return TT_OK;
 }
 
-tt_err tt_gemm(const tt_gemm_args *g)
+/* The checks of one product; 1 when there is nothing to compute (an empty C,
+ * or K == 0, C then zeroed unless accumulating), -1 on a bad argument. */
+static int gemm_check(const tt_gemm_args *g)
 {
     const int ta = g->ta != 0, tb = g->tb != 0, M = g->M, N = g->N, K = g->K;
     if (g->compute != TT_F32 && g->compute != TT_BF16)
@@ -511,26 +527,101 @@ tt_err tt_gemm(const tt_gemm_args *g)
     /* tile and block arithmetic rounds sizes up in int; the partial sums of a bf16 C are (M, N) */
     if (M > INT_MAX - 4096 || N > INT_MAX - 4096 || K > INT_MAX - 4096 || (size_t)M * N > (SIZE_MAX >> 3))
         return tt_errorf("gemm: size %dx%dx%d too large", M, N, K);
-    if (M == 0 || N == 0) return TT_OK;
+    if (M == 0 || N == 0) return 1;
     if (g->ldc < N) return tt_errorf("gemm: ldc %d < N %d", g->ldc, N);
     if (!g->C) return tt_errorf("gemm: C is NULL for a %dx%d result", M, N);
     if (K == 0) { /* an empty sum */
         if (!g->accumulate)
             for (int i = 0; i < M; i++)
                 memset((char *)g->C + (size_t)i * g->ldc * tt_dtype_size(g->cdt), 0, (size_t)N * tt_dtype_size(g->cdt));
-        return TT_OK;
+        return 1;
     }
     if (g->lda < (ta ? M : K)) return tt_errorf("gemm: lda %d < %d", g->lda, ta ? M : K);
     if (g->ldb < (tb ? K : N)) return tt_errorf("gemm: ldb %d < %d", g->ldb, tb ? K : N);
     if (!g->A || !g->B) return tt_errorf("gemm: A or B is NULL for a %dx%dx%d product", M, N, K);
+    return 0;
+}
+
+static gemm_job job_of(const tt_gemm_args *g)
+{
     gemm_job j = {
         .A = g->A, .B = g->B, .adt = g->adt, .bdt = g->bdt, .lda = g->lda, .ldb = g->ldb, .ldc = g->ldc,
-        .ta = ta, .tb = tb, .C = g->C, .cdt = g->cdt, .M = M, .N = N, .K = K, .accumulate = g->accumulate != 0,
+        .ta = g->ta != 0, .tb = g->tb != 0, .C = g->C, .cdt = g->cdt, .M = g->M, .N = g->N, .K = g->K,
+        .accumulate = g->accumulate != 0,
     };
     j.im = pick_impl(g->compute, &j.round);
-    if (j.im->skinny && M <= (j.im->kunit == 2 ? TT_GEMM_SKINNY_M_BF16 : TT_GEMM_SKINNY_M_F32))
+    return j;
+}
+
+tt_err tt_gemm(const tt_gemm_args *g)
+{
+    const int c = gemm_check(g);
+    if (c) return c < 0 ? -1 : TT_OK;
+    gemm_job j = job_of(g);
+    if (j.im->skinny && j.M <= (j.im->kunit == 2 ? TT_GEMM_SKINNY_M_BF16 : TT_GEMM_SKINNY_M_F32))
         return gemm_skinny(&j, g->compute);
     return gemm_run(&j);
+}
+
+/* All the products in one parallel region: each runs the loop nest above on
+ * the whole team, one after the other, in one scratch buffer (every product's
+ * loop nest ends on a barrier, so the next may reuse it). An empty product
+ * costs nothing. */
+tt_err tt_gemm_grouped(const tt_gemm_args *g, int n)
+{
+    if (n <= 0) return TT_OK;
+    gemm_job *jobs = malloc(sizeof *jobs * (size_t)n);
+    gemm_plan *plans = malloc(sizeof *plans * (size_t)n);
+    if (!jobs || !plans) {
+        free(jobs);
+        free(plans);
+        return tt_errorf("gemm: out of memory for %d grouped products", n);
+    }
+    int live = 0;
+    double macs = 0;
+    for (int i = 0; i < n; i++) {
+        const int c = gemm_check(&g[i]);
+        if (c < 0) {
+            free(jobs);
+            free(plans);
+            return tt_error_prefix("group %d of %d: ", i, n);
+        }
+        if (c == 0) jobs[live++] = job_of(&g[i]), macs += (double)g[i].M * g[i].N * g[i].K;
+    }
+    int nt = 1;
+#ifdef _OPENMP
+    if (!omp_in_parallel() && macs >= TT_GEMM_SERIAL_MACS) nt = omp_get_max_threads();
+#endif
+    size_t need = 0;
+    for (int i = 0; i < live; i++) {
+        const size_t b = gemm_plan_for(&jobs[i], nt, &plans[i]);
+        if (b > need) need = b;
+    }
+    char *buf = live ? scratch(need, &jobs[0]) : NULL;
+    if (live && !buf) {
+        free(jobs);
+        free(plans);
+        return -1;
+    }
+    for (int i = 0; i < live; i++) gemm_bind(&jobs[i], &plans[i], buf);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        int t = 0, T = 1;
+#ifdef _OPENMP
+        T = omp_get_num_threads();
+        t = omp_get_thread_num();
+#endif
+        for (int i = 0; i < live; i++) {
+            gemm_plan my = plans[i];
+            my.T = T;
+            gemm_thread(&jobs[i], &my, t);
+        }
+    }
+    free(jobs);
+    free(plans);
+    return TT_OK;
 }
 
 tt_err tt_gemm_f32(const float *A, const float *B, float *C, int M, int N, int K, int ta, int tb,

@@ -65,6 +65,12 @@ typedef struct {
 
 tt_err tt_gemm(const tt_gemm_args *g);
 
+/* n independent products (a grouped GEMM: the experts of an MoE layer, each
+ * on its own rows) in one parallel region, the whole team on each product in
+ * turn; empty ones cost nothing. Each as tt_gemm, except that few rows do
+ * not take the skinny path. */
+tt_err tt_gemm_grouped(const tt_gemm_args *g, int n);
+
 /* Code paths. TT_GEMM_ISA_AUTO is the best this CPU runs, unless the
  * environment variable TITAN_GEMM_ISA=avx512|avx2|scalar caps it (read on the
  * first call, and again by tt_gemm_set_isa(TT_GEMM_ISA_AUTO)). */

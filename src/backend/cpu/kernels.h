@@ -101,4 +101,27 @@ double cpu_sumsq(const float *g, size_t n);
 void cpu_adamw(float *p, float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double eps,
                double wd, double clip, long step, const int64_t *decay, int n_decay);
 
+/* ---- Mixture-of-Experts (moe.c; see the TT_OP_MOE_* ops in ops/ops.h) ----------
+ * Router scores, weights and their gradients are fp32; rows (x, xs, ys, y) are
+ * of dtype dt. N tokens, E experts, k slots a token, M = N*k assignments. */
+/* scores (N,E), weight and expert (N,k); bias (E) or NULL: added for the choice only */
+void cpu_moe_route(const float *logits, const float *bias, float *weight, int32_t *expert, float *scores, int N,
+                   int E, int k, int sigmoid, int norm, int n_group, int topk_group, float route_scale);
+void cpu_moe_route_bwd(const float *scores, const int32_t *expert, const float *dweight, float *dlogits, int N,
+                       int E, int k, int sigmoid, int norm, float route_scale);
+/* perm, pos (M), offsets (E+1); the ids must be in [0, E) */
+void cpu_moe_sort(const int32_t *expert, int M, int E, int32_t *perm, int32_t *pos, int32_t *offsets);
+/* xs (M,D) row r = x[perm[r]/k] (* w[perm[r]]) */
+void cpu_moe_permute(const void *x, const int32_t *perm, const float *w, void *xs, int M, int D, int k, tt_dtype dt);
+/* y (N,D) row t = sum over slots s, in order, of ys[pos[t*k+s]] (* w[t*k+s]) */
+void cpu_moe_combine(const void *ys, const int32_t *pos, const float *w, void *y, int N, int D, int k, tt_dtype dt);
+/* out (N,k) = dot(a[t], b[pos[t*k+s]]) */
+void cpu_moe_rowdot(const void *a, const void *b, const int32_t *pos, float *out, int N, int D, int k, tt_dtype dt);
+/* y (M,Nw): the rows [off[e], off[e+1]) of x (M,K) times w[e]^T (w (E,Nw,K), tb) or w[e] (w (E,K,Nw)) */
+tt_err cpu_grouped_matmul(const void *x, tt_dtype xdt, const void *w, tt_dtype wdt, void *y, tt_dtype ydt,
+                          const int32_t *off, int E, int K, int Nw, int tb);
+/* dw (E,P,Q) (+)= a_e^T b_e over each expert's rows of a (M,P) and b (M,Q) */
+tt_err cpu_grouped_matmul_wgrad(const void *a, const void *b, tt_dtype dt, float *dw, const int32_t *off, int E, int P,
+                                int Q, int accumulate);
+
 #endif

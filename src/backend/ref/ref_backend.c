@@ -366,6 +366,96 @@ static tt_err k_zero(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+/* ---- Mixture-of-Experts ------------------------------------------------------ */
+
+static tt_err k_moe_route(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_moe_attrs *a = TT_ATTRS(n, tt_moe_attrs);
+    const int N = (int)nrows(n->in[0]), is64 = is_f64(n);
+    double *bias = NULL;
+    if (n->n_in > 1) { /* the bias as doubles, whatever its dtype */
+        if (!(bias = tt_alloc(sizeof(double) * (size_t)a->E))) return tt_errorf("out of memory");
+        for (int e = 0; e < a->E; e++)
+            bias[e] = n->in[1]->dtype == TT_F64 ? ((const double *)in[1])[e] : ((const float *)in[1])[e];
+    }
+    REF(moe_route, (const T *)in[0], bias, (T *)out[0], out[1], (T *)out[2], N, a->E, a->k,
+        a->score_func == TT_SCORE_SIGMOID, a->route_norm, a->n_group, a->topk_group, a->route_scale);
+    tt_free(bias);
+    return 0;
+}
+
+static tt_err k_moe_route_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_moe_attrs *a = TT_ATTRS(n, tt_moe_attrs);
+    const int is64 = is_f64(n);
+    REF(moe_route_bwd, (const T *)in[0], in[1], (const T *)in[2], (T *)out[0], (int)nrows(n->in[0]), a->E, a->k,
+        a->score_func == TT_SCORE_SIGMOID, a->route_norm, a->route_scale);
+    return 0;
+}
+
+static tt_err k_moe_sort(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_moe_attrs *a = TT_ATTRS(n, tt_moe_attrs);
+    const int M = (int)tt_value_numel(n->in[0]);
+    if (tt_check_ids(in[0], M, a->E, INT32_MIN, "expert id")) return -1;
+    ref_moe_sort(in[0], M / a->k, a->k, a->E, out[0], out[1], out[2]);
+    return 0;
+}
+
+static tt_err k_moe_permute(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(moe_permute, (const T *)in[0], in[1], n->n_in > 3 ? (const T *)in[3] : NULL, (T *)out[0],
+        (int)nrows(n->out[0]), (int)ncols(n->in[0]), TT_ATTRS(n, tt_moe_attrs)->k);
+    return 0;
+}
+
+static tt_err k_moe_combine(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(moe_combine, (const T *)in[0], in[2], n->n_in > 3 ? (const T *)in[3] : NULL, (T *)out[0],
+        (int)nrows(n->out[0]), (int)ncols(n->in[0]), TT_ATTRS(n, tt_moe_attrs)->k);
+    return 0;
+}
+
+static tt_err k_moe_rowdot(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(moe_rowdot, (const T *)in[0], (const T *)in[1], in[2], (T *)out[0], (int)nrows(n->in[0]),
+        (int)ncols(n->in[0]), TT_ATTRS(n, tt_moe_attrs)->k);
+    return 0;
+}
+
+/* one reference matmul per expert over its rows */
+static tt_err k_grouped_matmul(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_value *w = n->in[1];
+    const int E = (int)w->shape[0], tb = TT_ATTRS(n, tt_matmul_attrs)->tb, is64 = is_f64(n);
+    const int K = (int)ncols(n->in[0]), Nw = (int)ncols(n->out[0]);
+    const int32_t *off = in[2];
+    if (tt_moe_check_offsets(off, E, nrows(n->in[0]))) return -1;
+    const size_t es = esize(is64);
+    for (int e = 0; e < E; e++)
+        REF(matmul, (const T *)((const char *)in[0] + (size_t)off[e] * K * es),
+            (const T *)((const char *)in[1] + (size_t)e * K * Nw * es), (T *)((char *)out[0] + (size_t)off[e] * Nw * es),
+            off[e + 1] - off[e], Nw, K, 0, tb, 0);
+    return 0;
+}
+
+static tt_err k_grouped_matmul_wgrad(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_value *dw = n->out[0];
+    const int E = (int)dw->shape[0], P = (int)dw->shape[1], Q = (int)dw->shape[2], is64 = is_f64(n);
+    const int32_t *off = in[2];
+    if (tt_moe_check_offsets(off, E, nrows(n->in[0]))) return -1;
+    const size_t es = esize(is64);
+    for (int e = 0; e < E; e++) /* dw[e] (P,Q) = a_e^T b_e over the expert's rows (none: 0, or left when adding) */
+        REF(matmul, (const T *)((const char *)in[0] + (size_t)off[e] * P * es),
+            (const T *)((const char *)in[1] + (size_t)off[e] * Q * es), (T *)((char *)out[0] + (size_t)e * P * Q * es),
+            P, Q, off[e + 1] - off[e], 1, 0, n->accumulate & 1);
+    return 0;
+}
+
 static const tt_host_kernel ref_kernels[TT_OP_COUNT] = {
     [TT_OP_EMBEDDING] = k_embedding,
     [TT_OP_EMBEDDING_BWD] = k_embedding_bwd,
@@ -395,6 +485,14 @@ static const tt_host_kernel ref_kernels[TT_OP_COUNT] = {
     [TT_OP_CLIP_COEF] = k_clip_coef,
     [TT_OP_CAST] = k_cast,
     [TT_OP_ZERO] = k_zero,
+    [TT_OP_MOE_ROUTE] = k_moe_route,
+    [TT_OP_MOE_ROUTE_BWD] = k_moe_route_bwd,
+    [TT_OP_MOE_SORT] = k_moe_sort,
+    [TT_OP_MOE_PERMUTE] = k_moe_permute,
+    [TT_OP_MOE_COMBINE] = k_moe_combine,
+    [TT_OP_MOE_ROWDOT] = k_moe_rowdot,
+    [TT_OP_GROUPED_MATMUL] = k_grouped_matmul,
+    [TT_OP_GROUPED_MATMUL_WGRAD] = k_grouped_matmul_wgrad,
 };
 
 /* ---- memory: handles that are not pointers --------------------------------- */

@@ -78,9 +78,32 @@
     /* AdamW on one tensor, in place: g is multiplied by clip first; wd is decoupled:          \
      * p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p); step counts from 1. */                   \
     void ref_adamw_##S(T *p, const T *g, T *m, T *v, size_t n, double lr, double b1, double b2,  \
-                       double eps, double wd, double clip, long step);
+                       double eps, double wd, double clip, long step);                  \
+    /* Mixture-of-Experts routing of N tokens over E experts, k slots each (see              \
+     * TT_OP_MOE_ROUTE in ops/ops.h): scores (N,E), weight and expert (N,k). bias: (E) or     \
+     * NULL, added to the scores for the choice only. */                                         \
+    void ref_moe_route_##S(const T *logits, const double *bias, T *weight, int32_t *expert,     \
+                           T *scores, int N, int E, int k, int sigmoid, int norm, int n_group,   \
+                           int topk_group, double route_scale);                                  \
+    /* dlogits (N,E) from the gradient of the weights (N,k) */                                   \
+    void ref_moe_route_bwd_##S(const T *scores, const int32_t *expert, const T *dweight,         \
+                               T *dlogits, int N, int E, int k, int sigmoid, int norm,           \
+                               double route_scale);                                              \
+    /* xs (M,D): row r is x[perm[r]/k] (times w[perm[r]] when w is not NULL) */                  \
+    void ref_moe_permute_##S(const T *x, const int32_t *perm, const T *w, T *xs, int M, int D,  \
+                             int k);                                                             \
+    /* y (N,D): row t is the sum over s of ys[pos[t*k+s]] (times w[t*k+s]) */                    \
+    void ref_moe_combine_##S(const T *ys, const int32_t *pos, const T *w, T *y, int N, int D,   \
+                             int k);                                                             \
+    /* out (N,k): dot(a[t], b[pos[t*k+s]]) */                                                    \
+    void ref_moe_rowdot_##S(const T *a, const T *b, const int32_t *pos, T *out, int N, int D,   \
+                            int k);
 
 TT_REF_KERNELS(float, f32)
 TT_REF_KERNELS(double, f64)
+
+/* perm, pos (N*k) and offsets (E+1) of the (token, slot) assignments sorted
+ * by expert, stably; the ids are in [0, E) (checked by the caller). */
+void ref_moe_sort(const int32_t *expert, int N, int k, int E, int32_t *perm, int32_t *pos, int32_t *offsets);
 
 #endif
