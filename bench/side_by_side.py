@@ -27,6 +27,10 @@ import math, resource, sys, time, torch, torch.nn as nn, torch.nn.functional as 
 D, L, H, KV, HD, FF, V, B, T, STEPS, WARMUP, THREADS, TIED, BF16, COMPILE, BETA2, WD = sys.argv[1:18]
 D, L, H, KV, HD, FF, V, B, T, STEPS, WARMUP, THREADS = map(int, (D, L, H, KV, HD, FF, V, B, T, STEPS, WARMUP, THREADS))
 TIED, BF16, COMPILE, BETA2, WD = TIED == "1", BF16 == "1", COMPILE == "1", float(BETA2), float(WD)
+MOE = len(sys.argv) > 18  # Mixture-of-Experts: nine more arguments
+if MOE:
+    E, K, MF, SCORE, RNORM, RSCALE, NSH, KDENSE, IMPL = sys.argv[18:27]
+    E, K, MF, NSH, KDENSE, RNORM, RSCALE = int(E), int(K), int(MF), int(NSH), int(KDENSE), RNORM == "1", float(RSCALE)
 torch.manual_seed(0); torch.set_num_threads(THREADS)
 features = []
 def norm(x, w):
@@ -44,11 +48,58 @@ features.append("SDPA" if SDPA else "attention in ops (no SDPA before torch 2.0)
 def attend(q, k, v):
     if SDPA: return F.scaled_dot_product_attention(q, k, v, is_causal=True)
     return torch.softmax((q @ k.transpose(-2, -1)) * HD ** -0.5 + causal, -1) @ v
-class Block(nn.Module):
+class MoE(nn.Module):
+    # Router (fp32 scores, top-k, optional renormalisation, scale), routed SwiGLU experts of width MF, and
+    # NSH shared experts as one dense SwiGLU of width NSH*MF. Both IMPLs start from the same weights.
     def __init__(s):
+        super().__init__(); s.router = nn.Linear(D, E, bias=False)
+        w1, w3 = torch.empty(E, MF, D).uniform_(-D ** -0.5, D ** -0.5), torch.empty(E, MF, D).uniform_(-D ** -0.5, D ** -0.5)
+        w2 = torch.empty(E, D, MF).uniform_(-MF ** -0.5, MF ** -0.5)  # nn.Linear's default bounds
+        if IMPL == "loop":  # one (F, D), (F, D), (D, F) weight set per expert, as HF Mixtral / Qwen3-MoE eager
+            s.w1 = nn.ParameterList([nn.Parameter(w1[e].clone()) for e in range(E)])
+            s.w3 = nn.ParameterList([nn.Parameter(w3[e].clone()) for e in range(E)])
+            s.w2 = nn.ParameterList([nn.Parameter(w2[e].clone()) for e in range(E)])
+        else:  # stacked: (E, 2F, D) for w1|w3 and (E, D, F) for w2; _grouped_mm gets their (E, D, 2F), (E, F, D) transposes
+            s.w13, s.w2 = nn.Parameter(torch.cat([w1, w3], 1)), nn.Parameter(w2)
+        if NSH:
+            s.s1, s.s3, s.s2 = nn.Linear(D, NSH*MF, bias=False), nn.Linear(D, NSH*MF, bias=False), nn.Linear(NSH*MF, D, bias=False)
+    def forward(s, h):
+        x = h.reshape(-1, D); N = x.shape[0]
+        logits = s.router(x).float()
+        sc = torch.softmax(logits, -1) if SCORE == "softmax" else torch.sigmoid(logits)
+        g, ei = sc.topk(K, -1)
+        if RNORM: g = g / (g.sum(-1, keepdim=True) + 1e-20)
+        g = g * RSCALE
+        fe = ei.reshape(-1); order = torch.sort(fe, stable=True).indices  # the (token, slot) pairs by expert
+        tok, gs = order // K, g.reshape(-1)[order]
+        counts = torch.bincount(fe, minlength=E)
+        dt = torch.bfloat16 if BF16 else x.dtype  # what autocast computes the experts in
+        xd = x.to(dt)
+        if IMPL == "loop":
+            y = torch.zeros(N, D, dtype=dt); start = 0
+            for e, c in enumerate(counts.tolist()):
+                if c == 0: continue
+                t, ge = tok[start : start + c], gs[start : start + c]; start += c
+                xe = xd[t]
+                ye = F.linear(F.silu(F.linear(xe, s.w1[e])) * F.linear(xe, s.w3[e]), s.w2[e])
+                y.index_add_(0, t, ye * ge[:, None].to(ye.dtype))
+        else:
+            offs = counts.cumsum(0).to(torch.int32)
+            hh = torch._grouped_mm(xd[tok], s.w13.to(dt).transpose(-2, -1), offs=offs)  # (N*k, 2F)
+            ye = torch._grouped_mm(F.silu(hh[:, :MF]) * hh[:, MF:], s.w2.to(dt).transpose(-2, -1), offs=offs)  # (N*k, D)
+            y = torch.zeros(N, D, dtype=dt).index_add_(0, tok, ye * gs[:, None].to(ye.dtype))
+        if NSH: y = y + s.s2(F.silu(s.s1(x)) * s.s3(x))
+        return y.view(B, T, D)
+if MOE:
+    features.append("MoE " + ("per-expert loop (sort, gather, SwiGLU, index_add_)" if IMPL == "loop"
+                              else "torch._grouped_mm over all experts (offsets)"))
+class Block(nn.Module):
+    def __init__(s, i=0):
         super().__init__(); s.n1, s.n2 = nn.Parameter(torch.ones(D)), nn.Parameter(torch.ones(D))
         s.q, s.k, s.v, s.o = nn.Linear(D, H*HD, bias=False), nn.Linear(D, KV*HD, bias=False), nn.Linear(D, KV*HD, bias=False), nn.Linear(H*HD, D, bias=False)
-        s.w1, s.w3, s.w2 = nn.Linear(D, FF, bias=False), nn.Linear(D, FF, bias=False), nn.Linear(FF, D, bias=False)
+        s.moe = MoE() if MOE and i >= KDENSE else None
+        if s.moe is None:
+            s.w1, s.w3, s.w2 = nn.Linear(D, FF, bias=False), nn.Linear(D, FF, bias=False), nn.Linear(FF, D, bias=False)
     def forward(s, x):
         h = norm(x, s.n1)
         q = rope(s.q(h).view(B, T, H, HD).transpose(1, 2)); k = rope(s.k(h).view(B, T, KV, HD).transpose(1, 2))
@@ -56,10 +107,11 @@ class Block(nn.Module):
         if KV != H: k, v = k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1)
         a = attend(q, k, v).transpose(1, 2).reshape(B, T, H*HD)
         x = x + s.o(a); h = norm(x, s.n2)
+        if s.moe is not None: return x + s.moe(h)
         return x + s.w2(F.silu(s.w1(h)) * s.w3(h))
 class Model(nn.Module):
     def __init__(s):
-        super().__init__(); s.emb = nn.Embedding(V, D); s.blocks = nn.ModuleList([Block() for _ in range(L)])
+        super().__init__(); s.emb = nn.Embedding(V, D); s.blocks = nn.ModuleList([Block(i) for i in range(L)])
         s.norm = nn.Parameter(torch.ones(D)); s.out = nn.Linear(D, V, bias=False)
         if TIED: s.out.weight = s.emb.weight
     def forward(s, idx, tgt):
@@ -67,7 +119,7 @@ class Model(nn.Module):
         for b in s.blocks: x = b(x)
         return F.cross_entropy(s.out(norm(x, s.norm)).view(-1, V).float(), tgt.view(-1))
 m = Model()
-decay = [p for n, p in m.named_parameters() if p.ndim == 2]
+decay = [p for n, p in m.named_parameters() if p.ndim >= 2]  # 3-D: stacked MoE experts
 rest = [p for n, p in m.named_parameters() if p.ndim < 2]
 groups = [{"params": decay, "weight_decay": WD}, {"params": rest, "weight_decay": 0.0}]
 try:
@@ -83,6 +135,15 @@ def step():
         with torch.autocast("cpu", dtype=torch.bfloat16): loss = step_fn(idx, tgt)
     else: loss = step_fn(idx, tgt)
     loss.backward(); torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0); opt.step(); opt.zero_grad(set_to_none=True)
+    return loss
+if MOE:  # the first step, untimed, tells whether this IMPL runs here and gives its step-0 loss
+    try:
+        if IMPL == "grouped" and not hasattr(torch, "_grouped_mm"): raise RuntimeError("this torch has no torch._grouped_mm")
+        loss0 = step().item()
+    except Exception as e:
+        if IMPL != "grouped": raise
+        print("NOGROUPED", f"{type(e).__name__}: {e}".replace("\n", " ")[:600]); sys.exit(3)
+    print("LOSS0", repr(loss0)); WARMUP = max(WARMUP - 1, 0)
 for _ in range(WARMUP): step()
 t0 = time.perf_counter()
 for _ in range(STEPS): step()

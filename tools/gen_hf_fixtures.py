@@ -11,8 +11,29 @@ transformers in float32 with eager attention from the saved folder itself.
 With --shared DIR it also writes the reference logits (only) of the published
 tiny GPT-2 in DIR/fixtures/hf/tiny-random-gpt2.
 
+Mixture-of-Experts fixtures (qwen3_moe, mixtral, qwen2_moe, olmoe) are saved
+the way save_pretrained writes them by default (transformers 5 reverts its
+in-memory packed experts to the checkpoints' per-expert tensors,
+...mlp.experts.E.{gate,up,down}_proj.weight, Mixtral's
+...block_sparse_moe.experts.E.w{1,2,3}.weight); qwen3_moe_packed is the same
+model saved with save_original_format=False, i.e. packed
+...mlp.experts.gate_up_proj (E, 2I, H; rows [:I] gate, [I:] up) and
+...mlp.experts.down_proj (E, H, I), with the same reference logits.
+Top-k routing is discontinuous, so a router near-tie would make the expected
+logits hinge on float rounding: after randomizing, every reference sequence is
+run through the saved model and, for every token at every MoE layer, the
+softmax router scores sorted in decreasing order must satisfy
+p[j] - p[j+1] > ROUTER_MARGIN for j = 1..k (k = experts per token), which
+covers the k-th chosen expert against the first one left out. Otherwise the
+weights are drawn again with seed + 1, seed + 2, ...; the seed used and the
+smallest margin are printed.
+
     pip install torch transformers safetensors
     python3 tools/gen_hf_fixtures.py [--out tests/fixtures/hf] [--shared ../shared]
+                                     [--only NAME[,NAME...]]
+
+--only regenerates just the named fixtures (names of FIXTURES or PACKED,
+rope_cases, tiny-random-gpt2) and leaves every other file alone.
 """
 import argparse
 import json
@@ -23,10 +44,13 @@ import torch
 import transformers
 from safetensors.torch import save_file
 from transformers import (AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
-                          MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
-                          Qwen3ForCausalLM)
+                          MistralConfig, MistralForCausalLM, MixtralConfig, MixtralForCausalLM, OlmoeConfig,
+                          OlmoeForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM,
+                          Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 SEQ_LENS = (1, 7, 13)  # 13 > every sliding window below, so the windows matter
+ROUTER_MARGIN = 1e-3  # least gap between sorted router softmax scores, ranks 1..k+1 (see above)
+ROUTER_STD = 3.0  # router weights: ROUTER_STD / sqrt(hidden), logits of a few units, so gaps are wide
 
 
 def randomize(model, seed):
@@ -41,20 +65,50 @@ def randomize(model, seed):
             elif p.ndim == 1:
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
             else:
-                # GPT-2's Conv1D is (in, out); embeddings (V, D) feed a norm and, when tied, the logits
-                fan_in = p.shape[0] if "transformer.h." in name else p.shape[1]
+                # GPT-2's Conv1D is (in, out); embeddings (V, D) feed a norm and, when tied, the logits;
+                # packed experts are (E, out, in)
+                fan_in = p.shape[0] if "transformer.h." in name else p.shape[-1]
                 std = fan_in ** -0.5
+                if name.endswith(".mlp.gate.weight"):  # MoE router (E, H)
+                    std *= ROUTER_STD
                 p.copy_(std * torch.randn(p.shape, generator=g))
 
 
-def reference(folder, vocab, seed, out_path):
+def reference_ids(vocab, seed):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, vocab, (1, T), generator=g) for T in SEQ_LENS]
+
+
+def load(folder):
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
     model.eval()
-    g = torch.Generator().manual_seed(seed)
+    return model
+
+
+def router_margin(model, ids_list):
+    """Smallest gap p[j] - p[j+1], j = 1..k, between the sorted router softmax
+    scores over every token of ids_list at every MoE layer (None: no router)."""
+    margins = []
+
+    def hook(module, args, out):
+        probs = torch.softmax(out[0].float(), dim=-1).sort(dim=-1, descending=True).values
+        k = module.top_k
+        margins.append((probs[:, :k] - probs[:, 1:k + 1]).min().item())
+
+    handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+    with torch.no_grad():
+        for ids in ids_list:
+            model(input_ids=ids)
+    for h in handles:
+        h.remove()
+    return min(margins) if margins else None
+
+
+def reference(folder, vocab, seed, out_path):
+    model = load(folder)
     tensors = {}
     with torch.no_grad():
-        for k, T in enumerate(SEQ_LENS):
-            ids = torch.randint(0, vocab, (1, T), generator=g)
+        for k, ids in enumerate(reference_ids(vocab, seed)):
             logits = model(input_ids=ids).logits[0].float().contiguous()
             tensors[f"ids.{k}"] = ids[0].to(torch.int32).contiguous()
             tensors[f"logits.{k}"] = logits

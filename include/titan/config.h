@@ -32,6 +32,8 @@ typedef enum { TT_LR_DECAY_LINEAR = 0, TT_LR_DECAY_SQRT, TT_LR_DECAY_COSINE } tt
 /* parallelism.fsdp_reshard_after_forward: free a unit's gathered weights after its forward */
 typedef enum { TT_RESHARD_DEFAULT = 0, TT_RESHARD_ALWAYS, TT_RESHARD_NEVER } tt_reshard_mode; /* "default" ... */
 typedef enum { TT_FAULT_EXIT = 0, TT_FAULT_HANG, TT_FAULT_NAN } tt_fault_kind;   /* "exit" "hang" "nan" */
+/* model.score_func: how the router turns logits into scores */
+typedef enum { TT_SCORE_FUNC_SOFTMAX = 0, TT_SCORE_FUNC_SIGMOID } tt_score_func_name; /* "softmax" "sigmoid" */
 
 typedef struct tt_job_config {
     char dump_folder[TT_CONFIG_PATH_MAX]; /* checkpoints, logs and metrics go under it */
@@ -52,6 +54,14 @@ typedef struct tt_model_config {
     int rope_original_max_position_embeddings;
     bool tie_embeddings, qkv_bias, qk_norm;
     int max_seq_len; /* context length; gpt2's learned position table has this many rows */
+    /* Mixture-of-Experts (TorchTitan's MoE arguments): num_experts > 0 replaces the MLP of each
+     * MoE layer (after n_dense_layers, every decoder_sparse_step-th) by routed experts */
+    int num_experts, top_k, moe_ffn_dim, num_shared_experts, n_dense_layers, decoder_sparse_step;
+    int num_expert_groups, num_limited_groups; /* group-limited routing (DeepSeek); 0 = none */
+    tt_score_func_name score_func;
+    bool route_norm, score_before_experts;
+    double route_scale, load_balance_coeff;
+    bool shared_expert_gate; /* a sigmoid gate on the shared experts' output (Qwen2-MoE; set by HF configs) */
     tt_tokenizer_kind tokenizer;
     char hf_assets_path[TT_CONFIG_PATH_MAX]; /* "" = none; else config.json + tokenizer.json from there */
 } tt_model_config;

@@ -57,6 +57,17 @@ static const tt_flavor flavors[] = {
     {"qwen3_0.6b", {LLAMA, .dim = 1024, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8, .head_dim = 128,
                     .ffn_dim = 3072, .vocab_size = 151936, .norm_eps = 1e-6, .rope_theta = 1000000.0,
                     ROPE_L3(8.0), .tie_embeddings = true, .qk_norm = true, .max_seq_len = 40960}},
+    /* ---- Mixture-of-Experts (llama blocks, SwiGLU experts) ---- */
+    /* the default job's shape with 8 experts of half its MLP width, top-2: the dense debugmodel's active
+     * parameters */
+    {"debugmodel_moe", {LLAMA, .dim = 128, .n_layers = 4, .n_heads = 4, .n_kv_heads = 4, .ffn_dim = 384,
+                        .vocab_size = 258, .norm_eps = 1e-5, .rope_theta = 10000.0, ROPE_L3(8.0),
+                        .max_seq_len = 2048, .num_experts = 8, .top_k = 2, .moe_ffn_dim = 192}},
+    /* Qwen3-30B-A3B: 128 experts of 768, top-8, q/k norm (TorchTitan's qwen3 30B-A3B flavor) */
+    {"qwen3_30b_a3b", {LLAMA, .dim = 2048, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4, .head_dim = 128,
+                       .ffn_dim = 6144, .vocab_size = 151936, .norm_eps = 1e-6, .rope_theta = 1000000.0,
+                       ROPE_L3(8.0), .qk_norm = true, .max_seq_len = 40960, .num_experts = 128, .top_k = 8,
+                       .moe_ffn_dim = 768}},
     /* ---- gpt2 ---- */
     {"gpt2_debug", {GPT2, .dim = 128, .n_layers = 4, .n_heads = 4, .n_kv_heads = 4, .ffn_dim = 512,
                     .vocab_size = 258}},

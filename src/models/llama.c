@@ -17,19 +17,74 @@ enum { WQ, WK, WV, WO, BQ, BK, BV, QN, KN, ATTN_NORM, W1, W3, W2, FFN_NORM, PER_
 /* One declared parameter of a block: rows, cols (0 = 1-D), init, std, no_decay. */
 typedef struct { const char *n; int64_t r, k; tt_init_kind init; double sd; int nd; } slot_decl;
 
-/* Parameters per block and the offsets of the optional extras in a block. */
-typedef struct { int stride, bo, b1, b2, b3; } block_layout;
+/* Parameters per block and the offsets of the optional extras in a block.
+ * An MoE block declares the dense MLP's slots with no elements, then its
+ * router, selection bias, experts (w1, w3 of expert 0, of expert 1, ...:
+ * one (E, 2F, D) gate/up block; then every w2: one (E, D, F) block) and
+ * shared experts. Blocks differ in size, so each starts at its own index. */
+typedef struct {
+    int stride, bo, b1, b2, b3;
+    int moe, router, bias, w13, w2, sh1, sh3, sh2, sgate; /* -1: absent */
+} block_layout;
 
-static block_layout layout(const tt_model *m)
+static block_layout layout(const tt_model *m, int l)
 {
-    block_layout b = {PER_BLOCK, -1, -1, -1, -1};
+    block_layout b = {PER_BLOCK, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1, -1};
     if (m->ext.o_bias) b.bo = b.stride++;
     if (m->ext.mlp_bias) {
         b.b1 = b.stride++;
         b.b2 = b.stride++;
         b.b3 = b.stride++;
     }
+    const tt_moe_cfg *e = &m->cfg.moe;
+    if (!tt_model_layer_is_moe(&m->cfg, l)) return b;
+    b.moe = 1;
+    b.router = b.stride++;
+    if (e->has_bias) b.bias = b.stride++;
+    b.w13 = b.stride, b.stride += 2 * e->n_experts;
+    b.w2 = b.stride, b.stride += e->n_experts;
+    if (e->n_shared) b.sh1 = b.stride++, b.sh3 = b.stride++, b.sh2 = b.stride++;
+    if (e->n_shared && e->shared_gate) b.sgate = b.stride++;
     return b;
+}
+
+/* The index of block l's first parameter */
+static int block_start(const tt_model *m, int l)
+{
+    int i = 1;
+    for (int k = 0; k < l; k++) i += layout(m, k).stride;
+    return i;
+}
+
+/* The MoE slots of block l (after its attention and norms). */
+static tt_err declare_moe(tt_model *m, int l, double std, double out_std)
+{
+    const tt_moe_cfg *e = &m->cfg.moe;
+    const int64_t D = m->cfg.dim, F = e->ffn_dim, E = e->n_experts, Fs = (int64_t)e->n_shared * e->ffn_dim;
+    const int u = l + 1, first = m->n_params;
+    char name[96];
+#define DECL(nd, r, k, init, sd, no_decay, ...)                                                               \
+    do {                                                                                                      \
+        snprintf(name, sizeof name, __VA_ARGS__);                                                             \
+        if (tt_model_declare(m, u, name, nd, (int64_t[]){r, k}, init, sd, no_decay)) return -1;               \
+    } while (0)
+    DECL(2, E, D, TT_INIT_NORMAL, std, 0, "layers.%d.moe.router.weight", l);
+    if (e->has_bias) DECL(1, E, 0, TT_INIT_ZEROS, 0, 1, "layers.%d.moe.expert_bias", l);
+    const int experts = m->n_params;
+    for (int x = 0; x < E; x++) {
+        DECL(2, F, D, TT_INIT_NORMAL, std, 0, "layers.%d.moe.experts.%d.w1.weight", l, x);
+        DECL(2, F, D, TT_INIT_NORMAL, std, 0, "layers.%d.moe.experts.%d.w3.weight", l, x);
+    }
+    for (int x = 0; x < E; x++) DECL(2, D, F, TT_INIT_NORMAL, out_std, 0, "layers.%d.moe.experts.%d.w2.weight", l, x);
+    for (int i = experts; i < m->n_params; i++) m->params[i].routed = 1;
+    if (Fs) {
+        DECL(2, Fs, D, TT_INIT_NORMAL, std, 0, "layers.%d.moe.shared_experts.w1.weight", l);
+        DECL(2, Fs, D, TT_INIT_NORMAL, std, 0, "layers.%d.moe.shared_experts.w3.weight", l);
+        DECL(2, D, Fs, TT_INIT_NORMAL, out_std, 0, "layers.%d.moe.shared_experts.w2.weight", l);
+        if (e->shared_gate) DECL(2, 1, D, TT_INIT_NORMAL, std, 0, "layers.%d.moe.shared_expert_gate.weight", l);
+    }
+#undef DECL
+    return m->n_params - first == layout(m, l).stride - layout(m, l).router ? 0 : tt_errorf("model: MoE layout");
 }
 
 static tt_err declare(tt_model *m)
@@ -44,6 +99,9 @@ static tt_err declare(tt_model *m)
     m->params[0].embedding_only = !c->tie_embeddings;
     for (int l = 0; l < c->n_layers; l++) {
         int u = l + 1;
+        block_layout bl = layout(m, l);
+        if (bl.moe) F = 0; /* the dense MLP's slots stay, empty */
+        else F = c->ffn_dim;
         /* every block declares the same slots; absent optional ones get 0 elements */
         slot_decl p[PER_BLOCK + 4] = {
             [WQ] = {"attention.wq.weight", q, D, TT_INIT_NORMAL, std, 0},
@@ -61,19 +119,20 @@ static tt_err declare(tt_model *m)
             [W3] = {"feed_forward.w3.weight", F, D, TT_INIT_NORMAL, std, 0},
             [FFN_NORM] = {"ffn_norm.weight", D, 0, TT_INIT_ONES, 0, 1},
         };
-        block_layout bl = layout(m);
         if (bl.bo >= 0) p[bl.bo] = (slot_decl){"attention.wo.bias", D, 0, TT_INIT_ZEROS, 0, 1};
         if (bl.b1 >= 0) {
             p[bl.b1] = (slot_decl){"feed_forward.w1.bias", F, 0, TT_INIT_ZEROS, 0, 1};
             p[bl.b2] = (slot_decl){"feed_forward.w2.bias", D, 0, TT_INIT_ZEROS, 0, 1};
             p[bl.b3] = (slot_decl){"feed_forward.w3.bias", F, 0, TT_INIT_ZEROS, 0, 1};
         }
-        for (int i = 0; i < bl.stride; i++) {
+        const int n_base = bl.moe ? bl.router : bl.stride;
+        for (int i = 0; i < n_base; i++) {
             snprintf(name, sizeof name, "layers.%d.%s", l, p[i].n);
             s2[0] = p[i].r;
             s2[1] = p[i].k;
             if (tt_model_declare(m, u, name, p[i].k ? 2 : 1, s2, p[i].init, p[i].sd, p[i].nd)) return -1;
         }
+        if (bl.moe && declare_moe(m, l, std, out_std)) return -1;
     }
     int fu = c->n_layers + 1;
     if (tt_model_declare(m, fu, "norm.weight", 1, &D, TT_INIT_ONES, 0, 1)) return -1;
@@ -82,18 +141,55 @@ static tt_err declare(tt_model *m)
     return 0;
 }
 
+/* A view of `n` consecutive parameters starting at b[i] as one (n, r, k) value */
+static tt_value *stacked(tt_graph *g, tt_value *const *b, int i, int64_t n, int64_t r, int64_t k)
+{
+    return b[i] ? tt_value_view(g, b[i]->base, b[i]->offset, TT_F32, 3, (int64_t[]){n, r, k}) : NULL;
+}
+
+/* The MoE MLP of one block on h (N, D): route each token to its top-k
+ * experts, sort the (token, slot) assignments by expert, run every expert's
+ * SwiGLU over its rows as two grouped matmuls, and sum each token's k gated
+ * outputs back in slot order; plus the shared experts. */
+static tt_value *moe_mlp(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl, tt_value *h)
+{
+    const tt_moe_cfg *e = &m->cfg.moe;
+    const int E = e->n_experts, k = e->top_k;
+    const int64_t D = m->cfg.dim, F = e->ffn_dim;
+    const tt_moe_attrs ra = {E, k, e->score_func, e->route_norm, e->n_group, e->topk_group, e->route_scale};
+    tt_value *logits = tt_matmul_to(g, h, b[bl->router], 0, 1, TT_F32); // (N, E), scored in fp32
+    tt_value *expert = NULL, *perm = NULL, *pos = NULL, *off = NULL;
+    tt_value *gate = tt_moe_route(g, logits, bl->bias >= 0 ? b[bl->bias] : NULL, &ra, &expert, NULL); // (N, k)
+    if (tt_moe_sort(g, expert, E, &perm, &pos, &off)) return NULL;
+    tt_value *xs = tt_moe_permute(g, h, perm, pos, e->score_before ? gate : NULL, k);         // (N*k, D)
+    tt_value *ab = tt_grouped_matmul(g, xs, stacked(g, b, bl->w13, E, 2 * F, D), off, 1);      // (N*k, 2F)
+    tt_value *ys = tt_grouped_matmul(g, tt_swiglu_fused(g, ab), stacked(g, b, bl->w2, E, D, F), off, 1); // (N*k, D)
+    tt_value *y = tt_moe_combine(g, ys, perm, pos, e->score_before ? NULL : gate, k);          // (N, D)
+    if (bl->sh1 < 0) return y;
+    tt_value *sh = tt_linear(g, tt_swiglu(g, tt_linear(g, h, b[bl->sh1], NULL), tt_linear(g, h, b[bl->sh3], NULL)),
+                             b[bl->sh2], NULL); // (N, D)
+    if (bl->sgate >= 0) { /* times sigmoid(h . gate): a route to one expert with sigmoid scores */
+        const tt_moe_attrs ga = {1, 1, TT_SCORE_SIGMOID, 0, 0, 0, 1.0};
+        tt_value *one = NULL, *p1 = NULL, *q1 = NULL, *o1 = NULL;
+        tt_value *s = tt_moe_route(g, tt_matmul_to(g, h, b[bl->sgate], 0, 1, TT_F32), NULL, &ga, &one, NULL);
+        if (tt_moe_sort(g, one, 1, &p1, &q1, &o1)) return NULL;
+        sh = tt_moe_combine(g, sh, p1, q1, s, 1);
+    }
+    return tt_add(g, y, sh);
+}
+
 static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, const tt_fwd_inputs *in, tt_value **head)
 {
     const tt_model_cfg *c = &m->cfg;
     int H = c->n_heads, Hk = c->n_kv_heads, hd = c->head_dim;
-    block_layout bl = layout(m);
     double rope_scale = tt_rope_attention_scale(&c->rope, &m->ext.rope); /* YaRN scales cos and sin */
     tt_graph_set_unit(g, 0);
     tt_graph_set_scope(g, "tok_embeddings");
     tt_value *x = tt_embedding(g, in->ids, w[0]); // (B*T, D)
     tt_value *inv_freq = tt_model_rope_table(g, m);
     for (int l = 0; l < c->n_layers; l++) {
-        tt_value *const *b = w + 1 + l * bl.stride;
+        tt_value *const *b = w + block_start(m, l);
+        const block_layout bl = layout(m, l);
         int window = tt_model_layer_window(c, &m->ext, l);
         tt_graph_set_unit(g, l + 1);
         tt_graph_set_scope(g, "layers.%d.attention", l);
@@ -111,26 +207,53 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
             ? tt_attention_kv(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H, Hk, hd, window)
             : tt_attention(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window);
         x = tt_add(g, x, tt_linear(g, a, b[WO], bl.bo >= 0 ? b[bl.bo] : NULL));
-        tt_graph_set_scope(g, "layers.%d.feed_forward", l);
         h = tt_rmsnorm(g, x, b[FFN_NORM], c->norm_eps);
+        if (bl.moe) {
+            tt_graph_set_scope(g, "layers.%d.moe", l);
+            x = tt_add(g, x, moe_mlp(g, m, b, &bl, h));
+            continue;
+        }
+        tt_graph_set_scope(g, "layers.%d.feed_forward", l);
         tt_value *ff = tt_swiglu(g, tt_linear(g, h, b[W1], bl.b1 >= 0 ? b[bl.b1] : NULL),
                                  tt_linear(g, h, b[W3], bl.b3 >= 0 ? b[bl.b3] : NULL));
         x = tt_add(g, x, tt_linear(g, ff, b[W2], bl.b2 >= 0 ? b[bl.b2] : NULL));
     }
     tt_graph_set_unit(g, c->n_layers + 1);
     tt_graph_set_scope(g, "norm");
-    tt_value *const *f = w + 1 + c->n_layers * bl.stride;
+    tt_value *const *f = w + block_start(m, c->n_layers);
     *head = c->tie_embeddings ? w[0] : f[1];
     tt_graph_set_scope(g, "output");
     return tt_rmsnorm(g, x, f[0], c->norm_eps);
 }
 
 /* ---- Hugging Face names (LlamaForCausalLM and its relatives) ------------- */
+
+/* The MoE tensors of block l: Qwen2/3-MoE, OLMoE and DeepSeek-V3 names, or Mixtral's */
+static tt_err hf_moe_slot(const tt_model *m, int l, const block_layout *bl, int k, tt_hf_slot *s)
+{
+    const int mx = m->ext.hf_mixtral, E = m->cfg.moe.n_experts;
+    const char *blk = mx ? "block_sparse_moe" : "mlp";
+    char n[96];
+    if (k == bl->router) snprintf(n, sizeof n, "%s.gate.weight", blk);
+    else if (k == bl->bias) snprintf(n, sizeof n, "%s.gate.e_score_correction_bias", blk);
+    else if (k >= bl->w13 && k < bl->w13 + 2 * E)
+        snprintf(n, sizeof n, "%s.experts.%d.%s.weight", blk, (k - bl->w13) / 2,
+                 (k - bl->w13) % 2 ? (mx ? "w3" : "up_proj") : (mx ? "w1" : "gate_proj"));
+    else if (k >= bl->w2 && k < bl->w2 + E)
+        snprintf(n, sizeof n, "%s.experts.%d.%s.weight", blk, k - bl->w2, mx ? "w2" : "down_proj");
+    else if (k == bl->sh1 || k == bl->sh3 || k == bl->sh2)
+        snprintf(n, sizeof n, "mlp.shared_expert%s.%s.weight", m->cfg.moe.shared_gate ? "" : "s",
+                 k == bl->sh1 ? "gate_proj" : k == bl->sh3 ? "up_proj" : "down_proj");
+    else if (k == bl->sgate) snprintf(n, sizeof n, "mlp.shared_expert_gate.weight");
+    else return tt_errorf("model: layer %d has no MoE slot %d", l, k);
+    snprintf(s->name, sizeof s->name, "model.layers.%d.%s", l, n);
+    return 0;
+}
+
 static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
 {
     const tt_model_cfg *c = &m->cfg;
-    block_layout bl = layout(m);
-    int nb = c->n_layers * bl.stride;
+    int nb = block_start(m, c->n_layers) - 1;
     if (i == 0) {
         snprintf(s->name, sizeof s->name, "model.embed_tokens.weight");
         return 0;
@@ -139,7 +262,11 @@ static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
         snprintf(s->name, sizeof s->name, "%s", i == nb + 1 ? "model.norm.weight" : "lm_head.weight");
         return 0;
     }
-    int l = (i - 1) / bl.stride, k = (i - 1) % bl.stride;
+    int l = 0;
+    while (block_start(m, l + 1) <= i) l++;
+    const block_layout bl = layout(m, l);
+    const int k = i - block_start(m, l);
+    if (bl.moe && k >= bl.router) return hf_moe_slot(m, l, &bl, k, s);
     static const char *const base[PER_BLOCK] = {
         [WQ] = "self_attn.q_proj.weight", [WK] = "self_attn.k_proj.weight", [WV] = "self_attn.v_proj.weight",
         [WO] = "self_attn.o_proj.weight", [BQ] = "self_attn.q_proj.bias",   [BK] = "self_attn.k_proj.bias",

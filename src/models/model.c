@@ -284,18 +284,36 @@ tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m)
     return v;
 }
 
-int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params)
+/* Every parameter, and those a token uses (a routed expert's at top_k / n_experts), with or without the
+ * input lookup tables */
+static int64_t count(const tt_model_cfg *cfg, int64_t *used, int matmul_only)
 {
     tt_model *m = tt_model_new(cfg);
-    int64_t total = 0, mm = 0;
+    int64_t total = 0;
+    double u = 0;
+    const double routed = cfg->moe.n_experts > 0 ? (double)cfg->moe.top_k / cfg->moe.n_experts : 1.0;
     for (int i = 0; m && i < m->n_params; i++) {
         const int64_t n = tt_param_numel(&m->params[i]);
         total += n;
-        if (!m->params[i].embedding_only) mm += n;
+        if (matmul_only && m->params[i].embedding_only) continue;
+        u += m->params[i].routed ? n * routed : (double)n;
     }
     tt_model_free(m);
-    if (matmul_params) *matmul_params = mm;
+    if (used) *used = (int64_t)llround(u);
     return total;
+}
+
+int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params)
+{
+    return count(cfg, matmul_params, 1);
+}
+
+int64_t tt_model_count_active(const tt_model_cfg *cfg, int64_t *active) { return count(cfg, active, 0); }
+
+int tt_model_layer_is_moe(const tt_model_cfg *c, int l)
+{
+    const int step = c->moe.sparse_step > 0 ? c->moe.sparse_step : 1;
+    return c->moe.n_experts > 0 && l >= c->moe.n_dense_layers && (l + 1) % step == 0;
 }
 
 double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len)

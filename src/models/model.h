@@ -13,13 +13,32 @@
 
 typedef enum { TT_ARCH_LLAMA = 0, TT_ARCH_GPT2, TT_ARCH_COUNT } tt_arch_id;
 
+/* Mixture-of-Experts: n_experts > 0 replaces the SwiGLU MLP of each MoE
+ * layer by a router, n_experts SwiGLU experts of width ffn_dim (each token
+ * through top_k of them) and n_shared shared experts; all zero: dense. */
+typedef struct {
+    int n_experts, top_k, ffn_dim;
+    int n_shared;        /* one shared SwiGLU n_shared * ffn_dim wide, or none */
+    int n_dense_layers;  /* the first layers keep the dense MLP */
+    int sparse_step;     /* after them, layer l is MoE when (l + 1) % sparse_step == 0 (0 = 1) */
+    int score_func;      /* tt_score_func */
+    int route_norm, score_before, n_group, topk_group;
+    double route_scale;
+    int has_bias;        /* a selection bias per expert (the balancing state, DeepSeek's e_score_correction_bias) */
+    int shared_gate;     /* the shared experts' output times sigmoid(x . gate) (Qwen2-MoE) */
+} tt_moe_cfg;
+
 typedef struct {
     tt_arch_id arch;
     int dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, vocab_size, max_seq_len;
     double norm_eps;
     tt_rope_params rope;
     int tie_embeddings, qkv_bias, qk_norm, window; /* window: sliding-window size, 0 = none */
+    tt_moe_cfg moe;
 } tt_model_cfg;
+
+/* Whether layer l's MLP is a Mixture-of-Experts. */
+int tt_model_layer_is_moe(const tt_model_cfg *c, int layer);
 
 /* Layers whose sliding window can be switched off one by one (full_attention). */
 #define TT_MODEL_MAX_LAYERS 512
@@ -30,6 +49,7 @@ typedef struct {
 typedef struct {
     int o_bias;        /* the attention output projection has a bias (Llama/Qwen3 attention_bias) */
     int mlp_bias;      /* gate, up and down projections have biases (Llama's mlp_bias) */
+    int hf_mixtral;    /* MoE tensors under Mixtral's names (block_sparse_moe, w1/w3/w2) */
     tt_rope_ext rope;  /* linear and YaRN RoPE scaling */
     /* 1 = layer l attends to all earlier keys even when cfg.window > 0 (Qwen2/3's
      * layers below max_window_layers); layers past TT_MODEL_MAX_LAYERS use the window. */
@@ -49,6 +69,7 @@ typedef struct {
     int64_t offset;    /* its first element in the model's flat layout */
     int no_decay;      /* norms and biases get no weight decay */
     int embedding_only;/* an input lookup table that does no matmul (for FLOPs) */
+    int routed;        /* a routed expert's weight: top_k / n_experts of them work per token (for FLOPs) */
     tt_init_kind init;
     double std;
 } tt_param;
@@ -116,8 +137,11 @@ tt_value *tt_model_forward(tt_graph *g, const tt_model *m, tt_value *const *vals
                            tt_value **head);
 
 /* Parameter counts and the model FLOPs per token of DESIGN.md, from the
- * config alone (titan plan). */
+ * config alone (titan plan). matmul_params counts the parameters a token
+ * multiplies by: of a routed expert's, top_k / n_experts (the active ones). */
 int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params);
+/* All parameters and the active ones (routed experts counted top_k / n_experts). */
+int64_t tt_model_count_active(const tt_model_cfg *cfg, int64_t *active);
 double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len);
 
 /* ---- Hugging Face tensor names ---------------------------------------------

@@ -57,6 +57,7 @@ static const char *const decay_types[] = {"linear", "sqrt", "cosine", NULL};
 static const char *const ac_modes[] = {"none", "selective", "full", NULL};
 static const char *const reshard_modes[] = {"default", "always", "never", NULL};
 static const char *const fault_kinds[] = {"exit", "hang", "nan", NULL};
+static const char *const score_funcs[] = {"softmax", "sigmoid", NULL};
 
 /* The byte tokenizer: 256 byte values plus BOS and EOS. */
 #define BYTE_TOKENIZER_VOCAB 258
@@ -94,6 +95,34 @@ static const cfg_key keys[] = {
     BOOL_("model.qk_norm", model.qk_norm, FLAVOR, NULL, "RMSNorm on queries and keys per head (Qwen3)"),
     INT_("model.max_seq_len", model.max_seq_len, 1, 1 << 24, FLAVOR, NULL,
          "context length; gpt2 learns this many positions"),
+    INT_("model.num_experts", model.num_experts, 0, 1024, FLAVOR, NULL,
+         "routed experts of each MoE layer (Mixture-of-Experts); 0 = a dense model"),
+    INT_("model.top_k", model.top_k, 0, 1024, FLAVOR, NULL, "MoE: experts each token is routed to"),
+    INT_("model.moe_ffn_dim", model.moe_ffn_dim, 0, 1 << 24, FLAVOR, NULL,
+         "MoE: hidden width of each expert's SwiGLU; 0 = ffn_dim"),
+    INT_("model.num_shared_experts", model.num_shared_experts, 0, 1024, FLAVOR, NULL,
+         "MoE: shared experts every token passes through (one SwiGLU num_shared_experts x moe_ffn_dim wide)"),
+    INT_("model.n_dense_layers", model.n_dense_layers, 0, 100000, FLAVOR, NULL,
+         "MoE: the first layers keep the dense MLP (DeepSeek's first_k_dense_replace)"),
+    INT_("model.decoder_sparse_step", model.decoder_sparse_step, 0, 100000, FLAVOR, NULL,
+         "MoE: after the dense layers, layer l (from 0) is MoE when (l + 1) is a multiple of this; 0 = 1"),
+    ENUM_("model.score_func", model.score_func, score_funcs, 0, "softmax",
+          "MoE: router scores from its logits: softmax over the experts (Mixtral, Qwen) or sigmoid (DeepSeek-V3)"),
+    BOOL_("model.route_norm", model.route_norm, 0, "true",
+          "MoE: divide each token's top-k scores by their sum (HF's norm_topk_prob)"),
+    FLT_("model.route_scale", model.route_scale, 0, 1e6, LO_OPEN, "1.0",
+         "MoE: the gate weights times this (HF's routed_scaling_factor)"),
+    BOOL_("model.score_before_experts", model.score_before_experts, 0, "false",
+          "MoE: multiply each expert's input by its gate weight instead of its output (TorchTitan's default; "
+          "Hugging Face models gate the output)"),
+    FLT_("model.load_balance_coeff", model.load_balance_coeff, 0, 1, 0, "1e-3",
+         "MoE: auxiliary-loss-free load balancing (DeepSeek-V3): after each optimizer step every expert's "
+         "selection bias moves by this toward the mean load; 0 = off"),
+    INT_("model.num_expert_groups", model.num_expert_groups, 0, 1024, 0, "0",
+         "MoE: group-limited routing: the experts in this many groups, a token choosing among the best "
+         "num_limited_groups (DeepSeek-V3's n_group); 0 = none"),
+    INT_("model.num_limited_groups", model.num_limited_groups, 0, 1024, 0, "0",
+         "MoE: groups a token may choose experts from (DeepSeek-V3's topk_group)"),
     ENUM_("model.tokenizer", model.tokenizer, tokenizers, 0, "byte", "tokenizer"),
     STR_("model.hf_assets_path", model.hf_assets_path, "",
          "Hugging Face model folder: the architecture comes from its config.json (replacing the model.* shape "
@@ -753,6 +782,23 @@ tt_err tt_config_finalize(tt_config *c)
             return tt_errorf("training.seq_len = %d exceeds model.max_seq_len = %d%s: gpt2 learns one embedding "
                              "per position",
                              t.training.seq_len, m->max_seq_len, origin_of(&t, "model.max_seq_len", o1, sizeof o1));
+    }
+    if (m->num_experts > 0) { /* Mixture-of-Experts */
+        if (m->name == TT_MODEL_GPT2) return tt_errorf("model.num_experts: gpt2 has no MoE form");
+        if (m->top_k < 1 || m->top_k > m->num_experts)
+            return tt_errorf("model.top_k = %d%s must be between 1 and model.num_experts = %d%s", m->top_k,
+                             origin_of(&t, "model.top_k", o1, sizeof o1), m->num_experts,
+                             origin_of(&t, "model.num_experts", o2, sizeof o2));
+        if (m->n_dense_layers >= m->n_layers)
+            return tt_errorf("model.n_dense_layers = %d leaves no MoE layer of model.n_layers = %d", m->n_dense_layers,
+                             m->n_layers);
+        const int G = m->num_expert_groups, Gk = m->num_limited_groups;
+        if (G > 1 && (m->num_experts % G || Gk < 1 || Gk > G || Gk * (m->num_experts / G) < m->top_k))
+            return tt_errorf("model.num_expert_groups = %d, model.num_limited_groups = %d: the %d experts must split "
+                             "evenly into the groups, and the limited groups must hold top_k = %d experts",
+                             G, Gk, m->num_experts, m->top_k);
+        if (m->moe_ffn_dim == 0) m->moe_ffn_dim = m->ffn_dim;
+        if (m->decoder_sparse_step == 0) m->decoder_sparse_step = 1;
     }
     if (m->tokenizer == TT_TOKENIZER_BYTE && m->vocab_size < BYTE_TOKENIZER_VOCAB)
         return tt_errorf("model.vocab_size = %d%s is smaller than the byte tokenizer's %d tokens", m->vocab_size,

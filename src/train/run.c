@@ -46,6 +46,16 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
     o->tie_embeddings = m->tie_embeddings;
     o->qkv_bias = m->qkv_bias;
     o->qk_norm = m->qk_norm;
+    if (m->num_experts > 0)
+        o->moe = (tt_moe_cfg){.n_experts = m->num_experts, .top_k = m->top_k,
+                              .ffn_dim = m->moe_ffn_dim ? m->moe_ffn_dim : m->ffn_dim,
+                              .n_shared = m->num_shared_experts, .n_dense_layers = m->n_dense_layers,
+                              .sparse_step = m->decoder_sparse_step,
+                              .score_func = m->score_func == TT_SCORE_FUNC_SIGMOID ? TT_SCORE_SIGMOID : TT_SCORE_SOFTMAX,
+                              .route_norm = m->route_norm, .score_before = m->score_before_experts,
+                              .n_group = m->num_expert_groups, .topk_group = m->num_limited_groups,
+                              .route_scale = m->route_scale, .has_bias = m->load_balance_coeff > 0,
+                              .shared_gate = m->shared_expert_gate};
     return 0;
 }
 
