@@ -19,6 +19,27 @@ Both sides train on random tokens drawn uniformly from the whole vocabulary
 not depend on the text, and the embedding rows and cross-entropy columns the
 two touch are alike. The script checks that titan's `bench step` says it draws
 them that way.
+
+Mixture-of-Experts: when the model has num_experts > 0 (under [model], or from
+its flavor in src/models/flavors.c), PyTorch builds the same MoE layers: a
+bias-free router whose logits are cast to fp32, softmax or sigmoid scores
+(score_func), top_k, renormalised over the k (route_norm, sum + 1e-20), times
+route_scale; SwiGLU experts of width moe_ffn_dim (0: ffn_dim), each token's
+output the sum of its k gated expert outputs (gated inputs with
+score_before_experts); num_shared_experts as one dense SwiGLU of
+num_shared_experts * moe_ffn_dim; the first n_dense_layers (or first_k_dense)
+layers, and with decoder_sparse_step the layers l where (l + 1) % step != 0,
+keep the dense MLP. --moe-impl picks the PyTorch experts: `loop` (tokens sorted
+by expert, then per expert a gather, its SwiGLU and a weighted index_add_, as
+Hugging Face's eager Mixtral / Qwen3-MoE), `grouped` (torch._grouped_mm over
+the stacked (E, D, 2F) and (E, F, D) weights with offsets; reported as not
+running when this torch lacks it or it fails on the CPU for the dtype), or
+`both` (default: alternated in each round, each with its titan/torch ratio,
+the faster named; the last line is titan over the faster one). Both start
+from the same weights, and the step-0 losses of the two are printed.
+
+  python3 bench/side_by_side.py --config configs/moe_288.toml --dtype bf16 --rounds 3
+  python3 bench/side_by_side.py --config configs/moe_debug.toml --moe-impl grouped
 """
 import argparse, os, re, subprocess, sys
 
@@ -27,10 +48,11 @@ import math, resource, sys, time, torch, torch.nn as nn, torch.nn.functional as 
 D, L, H, KV, HD, FF, V, B, T, STEPS, WARMUP, THREADS, TIED, BF16, COMPILE, BETA2, WD = sys.argv[1:18]
 D, L, H, KV, HD, FF, V, B, T, STEPS, WARMUP, THREADS = map(int, (D, L, H, KV, HD, FF, V, B, T, STEPS, WARMUP, THREADS))
 TIED, BF16, COMPILE, BETA2, WD = TIED == "1", BF16 == "1", COMPILE == "1", float(BETA2), float(WD)
-MOE = len(sys.argv) > 18  # Mixture-of-Experts: nine more arguments
+MOE = len(sys.argv) > 18  # Mixture-of-Experts: eleven more arguments
 if MOE:
-    E, K, MF, SCORE, RNORM, RSCALE, NSH, KDENSE, IMPL = sys.argv[18:27]
-    E, K, MF, NSH, KDENSE, RNORM, RSCALE = int(E), int(K), int(MF), int(NSH), int(KDENSE), RNORM == "1", float(RSCALE)
+    E, K, MF, SCORE, RNORM, RSCALE, NSH, KDENSE, SSTEP, SBEFORE, IMPL = sys.argv[18:29]
+    E, K, MF, NSH, KDENSE, SSTEP = int(E), int(K), int(MF), int(NSH), int(KDENSE), max(int(SSTEP), 1)
+    RNORM, RSCALE, SBEFORE = RNORM == "1", float(RSCALE), SBEFORE == "1"
 torch.manual_seed(0); torch.set_num_threads(THREADS)
 features = []
 def norm(x, w):
@@ -50,7 +72,8 @@ def attend(q, k, v):
     return torch.softmax((q @ k.transpose(-2, -1)) * HD ** -0.5 + causal, -1) @ v
 class MoE(nn.Module):
     # Router (fp32 scores, top-k, optional renormalisation, scale), routed SwiGLU experts of width MF, and
-    # NSH shared experts as one dense SwiGLU of width NSH*MF. Both IMPLs start from the same weights.
+    # NSH shared experts as one dense SwiGLU of width NSH*MF. Both IMPLs start from the same weights. The gate
+    # multiplies each expert's output, or its input with SBEFORE (titan's score_before_experts).
     def __init__(s):
         super().__init__(); s.router = nn.Linear(D, E, bias=False)
         w1, w3 = torch.empty(E, MF, D).uniform_(-D ** -0.5, D ** -0.5), torch.empty(E, MF, D).uniform_(-D ** -0.5, D ** -0.5)
@@ -80,14 +103,15 @@ class MoE(nn.Module):
             for e, c in enumerate(counts.tolist()):
                 if c == 0: continue
                 t, ge = tok[start : start + c], gs[start : start + c]; start += c
-                xe = xd[t]
+                xe = xd[t] * ge[:, None].to(dt) if SBEFORE else xd[t]
                 ye = F.linear(F.silu(F.linear(xe, s.w1[e])) * F.linear(xe, s.w3[e]), s.w2[e])
-                y.index_add_(0, t, ye * ge[:, None].to(ye.dtype))
+                y.index_add_(0, t, ye if SBEFORE else ye * ge[:, None].to(ye.dtype))
         else:
             offs = counts.cumsum(0).to(torch.int32)
-            hh = torch._grouped_mm(xd[tok], s.w13.to(dt).transpose(-2, -1), offs=offs)  # (N*k, 2F)
+            xs = xd[tok] * gs[:, None].to(dt) if SBEFORE else xd[tok]
+            hh = torch._grouped_mm(xs, s.w13.to(dt).transpose(-2, -1), offs=offs)  # (N*k, 2F)
             ye = torch._grouped_mm(F.silu(hh[:, :MF]) * hh[:, MF:], s.w2.to(dt).transpose(-2, -1), offs=offs)  # (N*k, D)
-            y = torch.zeros(N, D, dtype=dt).index_add_(0, tok, ye * gs[:, None].to(ye.dtype))
+            y = torch.zeros(N, D, dtype=dt).index_add_(0, tok, ye if SBEFORE else ye * gs[:, None].to(ye.dtype))
         if NSH: y = y + s.s2(F.silu(s.s1(x)) * s.s3(x))
         return y.view(B, T, D)
 if MOE:
@@ -97,7 +121,7 @@ class Block(nn.Module):
     def __init__(s, i=0):
         super().__init__(); s.n1, s.n2 = nn.Parameter(torch.ones(D)), nn.Parameter(torch.ones(D))
         s.q, s.k, s.v, s.o = nn.Linear(D, H*HD, bias=False), nn.Linear(D, KV*HD, bias=False), nn.Linear(D, KV*HD, bias=False), nn.Linear(H*HD, D, bias=False)
-        s.moe = MoE() if MOE and i >= KDENSE else None
+        s.moe = MoE() if MOE and i >= KDENSE and (i + 1) % SSTEP == 0 else None  # titan's rule for an MoE layer
         if s.moe is None:
             s.w1, s.w3, s.w2 = nn.Linear(D, FF, bias=False), nn.Linear(D, FF, bias=False), nn.Linear(FF, D, bias=False)
     def forward(s, x):
@@ -174,17 +198,88 @@ def config_value(config, section, key, default):
     return default
 
 
-def run_torch(a, shape, B, T, beta2, wd):
-    """Runs in a child process so that its peak RSS is its own."""
+def config_raw(config, overrides, section, key):
+    """A value as the recipe writes it (a `--section.key value` override wins), unquoted; None when absent."""
+    val = None
+    sec = None
+    for line in open(config):
+        line = line.split("#")[0].strip()
+        if line.startswith("["):
+            sec = line.strip("[]").strip()
+        elif sec == section and "=" in line and line.split("=")[0].strip() == key:
+            val = line.split("=", 1)[1].strip()
+    for i, o in enumerate(overrides[:-1]):
+        if o == f"--{section}.{key}":
+            val = overrides[i + 1]
+    return None if val is None else val.strip("\"'")
+
+
+def flavor_moe(config, overrides):
+    """The MoE fields of the config's flavor in titan's flavor table (src/models/flavors.c beside this script),
+    which are the defaults of the [model] keys of the same names; {} when the flavor has none."""
+    flavor = config_raw(config, overrides, "model", "flavor")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "models", "flavors.c")
+    if not flavor or not os.path.exists(src):
+        return {}
+    m = re.search(r'\{\s*"' + re.escape(flavor) + r'"\s*,\s*\{(.*?)\}\s*\}', open(src).read(), re.S)
+    return dict(re.findall(r"\.(num_experts|top_k|moe_ffn_dim|num_shared_experts|n_dense_layers|decoder_sparse_step)"
+                           r"\s*=\s*(\d+)", m.group(1))) if m else {}
+
+
+def moe_config(config, overrides, ffn):
+    """The MoE keys under [model] (titan's names; the flavor's values where the recipe does not set them), or None
+    for a dense model (num_experts absent or 0)."""
+    flav = flavor_moe(config, overrides)
+    def get(key, default, kind):
+        v = config_raw(config, overrides, "model", key)
+        if v is None and key == "n_dense_layers":  # the name DeepSeek-style recipes use
+            v = config_raw(config, overrides, "model", "first_k_dense")
+        if v is None:
+            v = flav.get(key)
+        if v is None:
+            return default
+        if kind is bool:
+            if v.lower() not in ("true", "false"):
+                sys.exit(f"model.{key} wants true or false, not '{v}'")
+            return v.lower() == "true"
+        return kind(v)
+    E = get("num_experts", 0, int)
+    if E <= 0:
+        return None
+    moe = dict(E=E, k=get("top_k", 1, int), F=get("moe_ffn_dim", 0, int) or ffn, score=get("score_func", "softmax", str),
+               norm=get("route_norm", True, bool), scale=get("route_scale", 1.0, float),
+               shared=get("num_shared_experts", 0, int), first_dense=get("n_dense_layers", 0, int),
+               sparse_step=get("decoder_sparse_step", 0, int), score_before=get("score_before_experts", False, bool),
+               groups=get("num_expert_groups", 0, int), balance=get("load_balance_coeff", 1e-3, float))
+    if moe["score"] not in ("softmax", "sigmoid"):
+        sys.exit(f"model.score_func is softmax or sigmoid, not '{moe['score']}'")
+    if not 1 <= moe["k"] <= E:
+        sys.exit(f"model.top_k {moe['k']} is not between 1 and num_experts {E}")
+    return moe
+
+
+def run_torch(a, shape, B, T, beta2, wd, moe=None, impl=None):
+    """Runs in a child process so that its peak RSS is its own. With moe, returns also the step-0 loss, or None
+    when impl is grouped and torch._grouped_mm does not run here (then the reason instead of the figures)."""
     args = [shape["dim"], shape["layers"], shape["heads"], shape["kv"], shape["hd"], shape["ffn"], shape["vocab"], B, T,
             a.steps, a.warmup, a.threads, int(shape["tied"]), int(a.dtype == "bf16"), int(a.compile), beta2, wd]
+    if moe:
+        args += [moe["E"], moe["k"], moe["F"], moe["score"], int(moe["norm"]), moe["scale"], moe["shared"],
+                 moe["first_dense"], moe["sparse_step"], int(moe["score_before"]), impl]
     env = dict(os.environ)
     env.update(kv.split("=", 1) for kv in a.torch_env)
     p = subprocess.run([a.python, "-c", TORCH_STEP] + [str(x) for x in args], capture_output=True, text=True, env=env)
+    if moe and impl == "grouped" and p.returncode == 3:
+        m = re.search(r"NOGROUPED (.*)", p.stdout)
+        if m:
+            return None, m.group(1)
     m = re.search(r"TPS ([\d.e+]+) RSS (\d+) VER (\S+) FEAT (.*)", p.stdout)
     if p.returncode or not m:
-        sys.exit(f"the PyTorch run failed:\n{p.stdout}\n{p.stderr}")
-    return float(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
+        sys.exit(f"the PyTorch run{' (' + impl + ')' if moe else ''} failed:\n{p.stdout}\n{p.stderr}")
+    out = float(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
+    if moe:
+        return out, float(re.search(r"LOSS0 (\S+)", p.stdout).group(1))
+    return out
 
 
 def run_titan(a, overrides):
@@ -217,6 +312,9 @@ def main():
                     help="the Python whose torch to run (/usr/bin/python3 for Debian's python3-torch)")
     ap.add_argument("--torch-env", action="append", default=[], metavar="KEY=VALUE",
                     help="an environment variable for the PyTorch process only (repeatable)")
+    ap.add_argument("--moe-impl", default="both", choices=["loop", "grouped", "both"],
+                    help="MoE configs only: the PyTorch experts as a per-expert loop, as torch._grouped_mm, or both "
+                         "(alternated within each round)")
     ap.add_argument("titan_overrides", nargs="*", help="extra --section.key value pairs for titan (after --)")
     a = ap.parse_args()
     over = list(a.titan_overrides) + ["--training.mixed_precision_param", "bfloat16" if a.dtype == "bf16" else "float32"]
@@ -236,6 +334,9 @@ def main():
     print(f"model: dim {shape['dim']}, {shape['layers']} layers, {shape['heads']} heads ({shape['kv']} kv), ffn {shape['ffn']}, "
           f"vocab {shape['vocab']}, tied {shape['tied']}; batch {B} x {T}; {a.dtype}; AdamW (beta2 {beta2}, wd {wd}); "
           f"{a.threads} threads; {a.warmup} warmup + {a.steps} timed steps per round{'; ' + env if env else ''}")
+    moe = moe_config(a.config, over, shape["ffn"])
+    if moe:
+        return main_moe(a, over, shape, B, T, beta2, wd, moe)
     tt, tr, pt, pr = [], [], [], []
     ver = feat = "?"
     for r in range(a.rounds):
@@ -248,6 +349,59 @@ def main():
     print(f"torch: {feat}")
     print(f"median tokens/s: titan {median(tt):,.0f}   {name} {median(pt):,.0f}   ratio {median(tt) / median(pt):.2f}x")
     print(f"median peak RSS: titan {median(tr) / 2**20:,.0f} MiB   {name} {median(pr) / 2**20:,.0f} MiB")
+
+
+def main_moe(a, over, shape, B, T, beta2, wd, moe):
+    """titan and each PyTorch MoE implementation in turn, every round; the order of the PyTorch ones alternates."""
+    L, step = shape["layers"], max(moe["sparse_step"], 1)
+    n_moe = sum(1 for l in range(L) if l >= moe["first_dense"] and (l + 1) % step == 0)  # titan's rule
+    print(f"MoE: {moe['E']} experts, top-{moe['k']}, expert width {moe['F']}, {moe['score']} scores"
+          f"{', renormalised' if moe['norm'] else ''}, scale {moe['scale']}, gate on the expert "
+          f"{'inputs' if moe['score_before'] else 'outputs'}, {moe['shared']} shared (width {moe['shared'] * moe['F']}); "
+          f"{n_moe} of {L} layers MoE, the others dense (ffn {shape['ffn']})")
+    if moe["groups"] or moe["balance"]:
+        print(f"  PyTorch leaves out titan's {'group-limited routing and ' if moe['groups'] else ''}"
+              f"{'load-balancing bias (load_balance_coeff ' + str(moe['balance']) + ')' if moe['balance'] else ''}: "
+              f"both change only which experts are picked, not the cost of a step")
+    modes = ["loop", "grouped"] if a.moe_impl == "both" else [a.moe_impl]
+    tt, tr = [], []
+    pt, pr, loss0 = {m: [] for m in modes}, {m: [] for m in modes}, {}
+    ver = feat = "?"
+    feats = {}
+    for r in range(a.rounds):
+        x, y = run_titan(a, over)
+        tt.append(x); tr.append(y)
+        for mode in (modes if r % 2 == 0 else modes[::-1]):
+            res, extra = run_torch(a, shape, B, T, beta2, wd, moe, mode)
+            if res is None:
+                print(f"torch._grouped_mm does not run here ({a.dtype}, CPU): {extra}\n"
+                      f"grouped mode dropped: only the loop mode is reported", flush=True)
+                modes.remove(mode)
+                continue
+            pt[mode].append(res[0]); pr[mode].append(res[1]); ver = res[2]; feats[mode] = res[3]; loss0[mode] = extra
+        if not modes:
+            sys.exit("no PyTorch MoE implementation runs here")
+        print(f"round {r + 1}: titan {tt[-1]:,.0f} tok/s  " + "  ".join(
+            f"torch {m} {pt[m][-1]:,.0f} tok/s (ratio {tt[-1] / pt[m][-1]:.2f})" for m in modes), flush=True)
+    name = f"torch {ver} {'compile' if a.compile else 'eager'}"
+    for m in modes:
+        print(f"torch {m}: {feats[m]}")
+    if len(modes) == 2:
+        d = abs(loss0["loop"] - loss0["grouped"])
+        print(f"step-0 loss: loop {loss0['loop']:.6f}, grouped {loss0['grouped']:.6f} (|diff| {d:.2e}"
+              f"{'' if d <= 1e-3 * abs(loss0['loop']) else ' -- the two implementations DISAGREE'})")
+    med = {m: median(pt[m]) for m in modes}
+    print(f"median tokens/s: titan {median(tt):,.0f}   " + "   ".join(
+        f"{name} {m} {med[m]:,.0f} (titan/torch {median(tt) / med[m]:.2f}x)" for m in modes))
+    print(f"median peak RSS: titan {median(tr) / 2**20:,.0f} MiB   " + "   ".join(
+        f"{name} {m} {median(pr[m]) / 2**20:,.0f} MiB" for m in modes))
+    best = max(modes, key=lambda m: med[m])
+    if len(modes) == 2:
+        other = modes[0] if best == modes[1] else modes[1]
+        print(f"faster PyTorch mode: {best} ({med[best]:,.0f} vs {med[other]:,.0f} tok/s, {med[best] / med[other]:.2f}x)")
+    else:
+        print(f"PyTorch mode: {best} (the only one {'asked for' if a.moe_impl != 'both' else 'that runs here'})")
+    print(f"titan / faster PyTorch ({best}): {median(tt) / med[best]:.2f}x")
 
 
 if __name__ == "__main__":

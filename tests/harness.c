@@ -94,9 +94,19 @@ th_train_graph th_train_graph_build(const tt_model *m, int B, int T)
     t.loss = tt_ce_linear(g, h, head, t.targets, t.scale, -100);
     tt_graph_mark_output(g, t.loss);
     t.n_fwd = g->n_nodes; /* the backward starts here */
-    CHECK_MSG(tt_autodiff(g, 1, &t.loss, m->n_params, vals, t.grads) == 0, "%s", tt_last_error());
-    for (int i = 0; i < m->n_params; i++)
-        if (t.grads[i]) tt_graph_mark_output(g, t.grads[i]);
+    /* every view of the weights the forward made (the parameters, and views over several of them, as an MoE
+     * layer's experts), as the step graph differentiates them */
+    t.wrt = th_alloc((size_t)g->n_values, sizeof *t.wrt);
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v]->role == TT_ROLE_PARAM && g->values[v]->base) t.wrt[t.n_wrt++] = g->values[v];
+    tt_value **all = th_alloc((size_t)t.n_wrt + 1, sizeof *all);
+    CHECK_MSG(tt_autodiff(g, 1, &t.loss, t.n_wrt, t.wrt, all) == 0, "%s", tt_last_error());
+    for (int i = 0; i < t.n_wrt; i++)
+        if (all[i]) tt_graph_mark_output(g, all[i]);
+    for (int i = 0; i < m->n_params; i++) /* the parameters' own */
+        for (int k = 0; k < t.n_wrt; k++)
+            if (t.wrt[k] == vals[i]) t.grads[i] = all[k];
+    t.wgrads = all;
     free(vals);
     return t;
 }
@@ -119,15 +129,19 @@ int th_train_graph_upload(tt_exec *e, const tt_model *m, const th_train_graph *t
 int th_train_graph_grads(tt_exec *e, const tt_model *m, const th_train_graph *t, float *grad)
 {
     int rc = 0;
-    for (int i = 0; i < m->n_params; i++) {
-        const tt_param *p = &m->params[i];
-        const size_t cnt = (size_t)tt_param_numel(p);
-        if (!t->grads[i]) {
-            memset(grad + p->offset, 0, cnt * sizeof(float));
-            continue;
-        }
-        const int ok = tt_exec_read(e, t->grads[i], grad + p->offset, cnt * sizeof(float)) == 0;
-        CHECK_MSG(ok, "reading the gradient of %s: %s", p->name, tt_last_error());
+    memset(grad, 0, m->numel * sizeof(float));
+    for (int k = 0; k < t->n_wrt; k++) { /* each view's gradient added at its place in the flat layout */
+        const tt_value *v = t->wrt[k], *root = v;
+        size_t off = 0;
+        for (; root->base; root = root->base) off += root->offset;
+        if (!t->wgrads[k]) continue;
+        const size_t cnt = (size_t)tt_value_numel(v);
+        float *tmp = th_alloc(cnt + 1, sizeof(float));
+        const int ok = tt_exec_read(e, t->wgrads[k], tmp, cnt * sizeof(float)) == 0;
+        CHECK_MSG(ok, "reading the gradient of %s: %s", v->name, tt_last_error());
+        float *dst = grad + m->units[v->unit].offset + off / sizeof(float);
+        for (size_t x = 0; ok && x < cnt; x++) dst[x] += tmp[x];
+        free(tmp);
         if (!ok) rc = -1;
     }
     return rc;
@@ -136,6 +150,8 @@ int th_train_graph_grads(tt_exec *e, const tt_model *m, const th_train_graph *t,
 void th_train_graph_free(th_train_graph *t)
 {
     free(t->grads);
+    free(t->wrt);
+    free(t->wgrads);
     free(t->units);
     tt_graph_free(t->g);
 }

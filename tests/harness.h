@@ -55,6 +55,8 @@ typedef struct {
     tt_graph *g;
     tt_value *loss;
     tt_value **grads; /* one per parameter, NULL where the loss does not reach it */
+    tt_value **wrt, **wgrads; /* every view of the weights the forward reads, and its gradient */
+    int n_wrt;
     tt_value **units; /* the unit roots the parameters are views of */
     tt_value *ids, *pos, *doc, *targets, *scale; /* inputs: (B*T) i32, scale (1) f32 */
     int n_fwd; /* the forward's node count (through the loss): a pass like tt_remat needs it */
@@ -69,7 +71,8 @@ int th_train_graph_upload(tt_exec *e, const tt_model *m, const th_train_graph *t
                           const int32_t *ids, const int32_t *targets, const int32_t *pos, const int32_t *doc,
                           const float *scale);
 /* Download the gradients into grad (m->numel floats, the flat layout; zeros
- * where a parameter has none). Each read is a CHECK naming the parameter;
+ * where a parameter has none): each view's gradient added at its offset, as
+ * the step graph accumulates them. Each read is a CHECK naming the view;
  * returns -1 if any failed. */
 int th_train_graph_grads(tt_exec *e, const tt_model *m, const th_train_graph *t, float *grad);
 /* Free the graph and the arrays (not the executor). */

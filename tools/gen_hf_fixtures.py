@@ -38,7 +38,9 @@ rope_cases, tiny-random-gpt2) and leaves every other file alone.
 import argparse
 import json
 import os
+import re
 import shutil
+import tempfile
 
 import torch
 import transformers
@@ -50,7 +52,9 @@ from transformers import (AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, Lla
 
 SEQ_LENS = (1, 7, 13)  # 13 > every sliding window below, so the windows matter
 ROUTER_MARGIN = 1e-3  # least gap between sorted router softmax scores, ranks 1..k+1 (see above)
-ROUTER_STD = 3.0  # router weights: ROUTER_STD / sqrt(hidden), logits of a few units, so gaps are wide
+# router weights: ROUTER_STD / sqrt(hidden), logits of std ~2. Much larger makes the softmax so peaked that
+# the scores left after the first are all tiny and close together, and near-ties get more frequent again
+ROUTER_STD = 2.0
 
 
 def randomize(model, seed):
@@ -154,7 +158,35 @@ FIXTURES = {
     "gpt2": (GPT2LMHeadModel, GPT2Config(
         vocab_size=640, n_embd=48, n_layer=2, n_head=4, n_inner=None, n_positions=64,
         bos_token_id=0, eos_token_id=0)),
+    # Mixture of Experts, every layer sparse, 4 experts, top 2. Sizes keep each file under 200 KB.
+    # Qwen3-MoE: q/k norm, head_dim 12 != 32 / 4, top-k scores renormalised
+    "qwen3_moe": (Qwen3MoeForCausalLM, Qwen3MoeConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=64, moe_intermediate_size=24, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=12, num_experts=4, num_experts_per_tok=2,
+        norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], max_position_embeddings=128,
+        rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=False)),
+    # Mixtral: block_sparse_moe.experts.E.w1/w2/w3 in the checkpoint, top-k always renormalised
+    "mixtral": (MixtralForCausalLM, MixtralConfig(
+        vocab_size=136, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=128,
+        rms_norm_eps=1e-5, rope_theta=1000000.0, sliding_window=None, tie_word_embeddings=False)),
+    # Qwen2-MoE: q/k/v bias, raw top-k softmax scores, sigmoid-gated shared expert
+    "qwen2_moe": (Qwen2MoeForCausalLM, Qwen2MoeConfig(
+        vocab_size=144, hidden_size=32, intermediate_size=64, moe_intermediate_size=24,
+        shared_expert_intermediate_size=40, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        num_experts=4, num_experts_per_tok=2, norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[],
+        qkv_bias=True, use_sliding_window=False, max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_theta=10000.0, tie_word_embeddings=False)),
+    # OLMoE: q/k norm over the whole projection (width heads * head_dim), raw top-k softmax scores
+    "olmoe": (OlmoeForCausalLM, OlmoeConfig(
+        vocab_size=152, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False, clip_qkv=None,
+        max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
+        pad_token_id=1, bos_token_id=None, eos_token_id=2)),
 }
+
+# the same model as FIXTURES[base] saved with its experts packed (save_original_format=False)
+PACKED = {"qwen3_moe_packed": "qwen3_moe"}
 
 
 # The fixture tokenizers (tests/fixtures/tokenizers/<name>/tokenizer.json, made
@@ -213,39 +245,99 @@ def rope_cases(out_path):
     print(f"{out_path}: {len(ROPE_CASES)} RoPE cases")
 
 
+def check_packed(folder, pfolder, ids_list):
+    """The packed checkpoint holds exactly the per-expert tensors (gate_up_proj[e][:I]
+    = experts.e.gate_proj, [I:] = up_proj, down_proj[e] = experts.e.down_proj), and
+    transformers loads both folders to the same logits (to rounding: the two loads
+    align the tensors differently, which changes the CPU kernels' summation order)."""
+    from safetensors.torch import load_file
+    sd, pd = load_file(os.path.join(folder, "model.safetensors")), load_file(os.path.join(pfolder, "model.safetensors"))
+    per_expert = re.compile(r"(.*\.mlp\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight")
+    assert {k for k in sd if not per_expert.fullmatch(k)} == {k for k in pd if not k.endswith(("gate_up_proj", "down_proj"))}
+    for k, t in sd.items():
+        m = per_expert.fullmatch(k)
+        if not m:
+            assert torch.equal(t, pd[k]), k
+            continue
+        prefix, e, proj = m.group(1), int(m.group(2)), m.group(3)
+        inter = t.shape[1] if proj == "down_proj" else t.shape[0]
+        if proj == "down_proj":
+            packed = pd[prefix + ".down_proj"][e]
+        else:
+            packed = pd[prefix + ".gate_up_proj"][e][:inter] if proj == "gate_proj" else pd[prefix + ".gate_up_proj"][e][inter:]
+        assert torch.equal(t, packed), k
+    m1, m2 = load(folder), load(pfolder)
+    with torch.no_grad():
+        for ids in ids_list:
+            diff = (m1(input_ids=ids).logits - m2(input_ids=ids).logits).abs().max().item()
+            assert diff < 1e-5, diff
+    print(f"{pfolder}: packed experts equal {folder}'s per-expert tensors, same logits")
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--out", default=os.path.join(here, "..", "tests", "fixtures", "hf"))
     ap.add_argument("--tokenizers", default=os.path.join(here, "..", "tests", "fixtures", "tokenizers"))
     ap.add_argument("--shared", default=os.path.join(here, "..", "..", "shared"))
+    ap.add_argument("--only", metavar="NAME[,NAME...]", help="write just these fixtures")
     a = ap.parse_args()
+    names = list(FIXTURES) + list(PACKED) + ["rope_cases", "tiny-random-gpt2"]
+    only = set(names) if a.only is None else set(a.only.split(","))
+    if only - set(names):
+        ap.error(f"unknown fixture(s) {', '.join(sorted(only - set(names)))}; known: {', '.join(names)}")
     os.makedirs(a.out, exist_ok=True)
     torch.manual_seed(0)
-    for seed, (name, (cls, cfg)) in enumerate(FIXTURES.items()):
-        folder = os.path.join(a.out, name)
-        shutil.rmtree(folder, ignore_errors=True)
-        model = cls(cfg)
-        randomize(model, 100 + seed)
-        kw = {"safe_serialization": True}
-        if name == "qwen3":
-            kw["max_shard_size"] = "60KB"  # exercises model.safetensors.index.json
-        if name.endswith("_bf16"):
-            model = model.to(torch.bfloat16)
-        model.save_pretrained(folder, **kw)
+    for seed, (name, (cls, cfg)) in enumerate(FIXTURES.items()):  # seeds follow the order, selected or not
+        packed = [p for p, base in PACKED.items() if base == name and p in only]
+        if name not in only and not packed:
+            continue
+        # a base built only for its packed twin goes to a scratch folder, leaving its fixture alone
+        folder = os.path.join(a.out, name) if name in only else tempfile.mkdtemp()
+        ids = reference_ids(cfg.vocab_size, 200 + seed)
+        wseed = 100 + seed
+        while True:
+            shutil.rmtree(folder, ignore_errors=True)
+            model = cls(cfg)
+            randomize(model, wseed)
+            kw = {"safe_serialization": True}
+            if name == "qwen3":
+                kw["max_shard_size"] = "60KB"  # exercises model.safetensors.index.json
+            if name.endswith("_bf16"):
+                model = model.to(torch.bfloat16)
+            model.save_pretrained(folder, **kw)
+            margin = router_margin(load(folder), ids)
+            if margin is None:
+                break
+            if margin > ROUTER_MARGIN:
+                print(f"{name}: weight seed {wseed}, smallest router margin {margin:.4g}")
+                break
+            print(f"{name}: weight seed {wseed} has a router near-tie ({margin:.3g}), trying the next seed")
+            wseed += 1
         if name in TOKENIZERS:
             tok = os.path.join(a.tokenizers, TOKENIZERS[name], "tokenizer.json")
             assert tokenizer_vocab(tok) <= cfg.vocab_size, f"{name}: {tok} has more ids than vocab_size"
             shutil.copyfile(tok, os.path.join(folder, "tokenizer.json"))
-        reference(folder, cfg.vocab_size, 200 + seed, os.path.join(a.out, name + ".logits.safetensors"))
-    rope_cases(os.path.join(a.out, "rope_cases.safetensors"))
+        for p in packed:
+            pfolder = os.path.join(a.out, p)
+            shutil.rmtree(pfolder, ignore_errors=True)
+            model.save_pretrained(pfolder, safe_serialization=True, save_original_format=False)
+            check_packed(folder, pfolder, ids)
+            reference(pfolder, cfg.vocab_size, 200 + seed, os.path.join(a.out, p + ".logits.safetensors"))
+        if name in only:
+            reference(folder, cfg.vocab_size, 200 + seed, os.path.join(a.out, name + ".logits.safetensors"))
+        else:
+            shutil.rmtree(folder)
+    if "rope_cases" in only:
+        rope_cases(os.path.join(a.out, "rope_cases.safetensors"))
     gpt2 = os.path.join(a.shared, "fixtures", "hf", "tiny-random-gpt2")
-    if os.path.isdir(gpt2):
+    if "tiny-random-gpt2" not in only:
+        pass
+    elif os.path.isdir(gpt2):
         vocab = json.load(open(os.path.join(gpt2, "config.json")))["vocab_size"]
         reference(gpt2, vocab, 300, os.path.join(a.out, "tiny-random-gpt2.logits.safetensors"))
     else:
         print(f"{gpt2} not found: no reference logits for the published tiny GPT-2")
-
 
 if __name__ == "__main__":
     main()

@@ -161,6 +161,7 @@ static tt_value *moe_mlp(tt_graph *g, const tt_model *m, tt_value *const *b, con
     tt_value *expert = NULL, *perm = NULL, *pos = NULL, *off = NULL;
     tt_value *gate = tt_moe_route(g, logits, bl->bias >= 0 ? b[bl->bias] : NULL, &ra, &expert, NULL); // (N, k)
     if (tt_moe_sort(g, expert, E, &perm, &pos, &off)) return NULL;
+    tt_moe_name_offsets(off);
     tt_value *xs = tt_moe_permute(g, h, perm, pos, e->score_before ? gate : NULL, k);         // (N*k, D)
     tt_value *ab = tt_grouped_matmul(g, xs, stacked(g, b, bl->w13, E, 2 * F, D), off, 1);      // (N*k, 2F)
     tt_value *ys = tt_grouped_matmul(g, tt_swiglu_fused(g, ab), stacked(g, b, bl->w2, E, D, F), off, 1); // (N*k, D)

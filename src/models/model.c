@@ -2,6 +2,7 @@
  * by all architectures, binding a model into a graph, and the
  * FLOPs/parameter arithmetic. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,6 +310,13 @@ int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params)
 }
 
 int64_t tt_model_count_active(const tt_model_cfg *cfg, int64_t *active) { return count(cfg, active, 0); }
+
+#define MOE_OFFSETS_NAME "moe.tokens_per_expert"
+void tt_moe_name_offsets(tt_value *offsets)
+{
+    if (offsets) snprintf(offsets->name, sizeof offsets->name, MOE_OFFSETS_NAME);
+}
+int tt_moe_is_offsets(const tt_value *v) { return strcmp(v->name, MOE_OFFSETS_NAME) == 0; }
 
 int tt_model_layer_is_moe(const tt_model_cfg *c, int l)
 {

@@ -37,6 +37,10 @@ typedef struct {
     tt_moe_cfg moe;
 } tt_model_cfg;
 
+/* The expert row offsets of an MoE layer's routed experts are named so that
+ * the trainer can read the load (tt_moe_is_offsets finds them). */
+void tt_moe_name_offsets(tt_value *offsets);
+int tt_moe_is_offsets(const tt_value *v);
 /* Whether layer l's MLP is a Mixture-of-Experts. */
 int tt_model_layer_is_moe(const tt_model_cfg *c, int layer);
 

@@ -98,6 +98,10 @@ typedef struct {
     double flops_per_token_executed; /* model FLOPs per token with attention as executed, over the interval; 0 = unknown */
     int world;                     /* ranks training together (0 or 1: one process); tokens and memory are this rank's */
     double comm_wait_frac;         /* world > 1: the interval's share this rank spent blocked on the others */
+    /* Mixture-of-Experts, per MoE layer (moe_layers of them, 0 for a dense model), over the last optimizer
+     * step: max and min tokens per expert over the mean, the balancing bias's max - min */
+    int moe_layers;
+    const double *moe_load_max, *moe_load_min, *moe_bias_spread;
 } tt_metrics_step;
 
 /* dump_folder NULL or "": console only. Otherwise the folder is created if

@@ -12,6 +12,7 @@
 #include "train/metrics.h"
 #include "dist/dist.h"
 #include "train/sharding.h"
+#include "train/moe_balance.h"
 #include "train/step_graph.h"
 
 #define TT_MAX_ACCUM 1024
@@ -44,6 +45,7 @@ typedef struct {
     double flops_per_token, peak_gflops;
     const char *peak_source;
     tt_metrics metrics;
+    tt_moe_balance balance;  /* the expert load and the balancing bias (MoE models) */
     long step;
     char ckpt_dir[4096];
 } tt_run;

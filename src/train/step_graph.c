@@ -55,6 +55,21 @@ static tt_err accumulate_grads(tt_step_graph *sg, const tt_model *m)
     return rc || g->failed ? -1 : 0;
 }
 
+/* The tokens per expert of every MoE layer stay readable after a run. */
+static tt_err keep_moe_offsets(tt_step_graph *sg)
+{
+    tt_graph *g = sg->g;
+    for (int v = 0; v < g->n_values; v++) sg->n_moe += tt_moe_is_offsets(g->values[v]);
+    if (!sg->n_moe) return 0;
+    if (!(sg->moe_offsets = calloc((size_t)sg->n_moe, sizeof *sg->moe_offsets))) return tt_errorf("out of memory");
+    for (int v = 0, i = 0; v < g->n_values; v++)
+        if (tt_moe_is_offsets(g->values[v])) {
+            tt_graph_mark_output(g, g->values[v]);
+            sg->moe_offsets[i++] = g->values[v];
+        }
+    return 0;
+}
+
 tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_cfg *c, int with_grad, tt_ac_mode ac)
 {
     memset(sg, 0, sizeof *sg);
@@ -82,6 +97,7 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
     sg->losses[sg->n_losses++] = tt_ce_linear(g, h, head, sg->targets, sg->scale, -100);
     tt_graph_mark_output(g, sg->losses[0]);
     free(vals);
+    if (!rc && keep_moe_offsets(sg)) rc = -1;
     if (!rc && g->failed) rc = -1;
     if (!rc && !c->no_fuse) rc = tt_fuse(g, &sg->fused);
     int n_fwd = g->n_nodes;
@@ -262,5 +278,6 @@ void tt_step_graph_free(tt_step_graph *sg)
     tt_fsdp_result_free(&sg->fsdp);
     free(sg->units);
     free(sg->grad_units);
+    free(sg->moe_offsets);
     memset(sg, 0, sizeof *sg);
 }

@@ -39,6 +39,9 @@ typedef struct {
     tt_value *losses[TT_MAX_LOSSES];
     int n_losses;
     tt_value *sumsq;   /* optimizer graph: (1) squared global grad norm */
+    /* per MoE layer, in order: its (E+1) i32 expert row offsets, kept readable (the expert load) */
+    tt_value **moe_offsets;
+    int n_moe;
     tt_value **units, **grad_units; /* per model unit: the param root and the gradient accumulator root */
     int n_units;
     tt_fsdp_result fsdp;    /* per bucket: the shard roots the FSDP pass made (when c->sh spans ranks) */

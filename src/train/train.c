@@ -188,7 +188,7 @@ tt_err tt_train(const tt_config *cfg)
             }
             if (tt_step_set_batch(mg, b->inputs, b->targets, b->positions, b->doc_ids,
                                   scored ? 1.0f / (float)scored : 0.0f) ||
-                tt_exec_run(mg->exec) || tt_step_loss(mg, &l)) {
+                tt_exec_run(mg->exec) || tt_step_loss(mg, &l) || tt_moe_balance_add(&r.balance, mg)) {
                 rc = tt_exec_nonfinite(mg->exec) ? nonfinite_error(step, "the micro-step")
                                                      : tt_error_prefix("step %ld: ", step);
             }
@@ -226,6 +226,13 @@ tt_err tt_train(const tt_config *cfg)
                                                  : tt_error_prefix("step %ld: ", step);
             break;
         }
+        if (r.balance.n) { /* the experts' selection biases move toward the mean load */
+            const tt_param_store ps = tt_state_store(&r.state, TT_STATE_PARAM);
+            if (tt_moe_balance_step(&r.balance, r.model, &ps)) {
+                rc = tt_error_prefix("step %ld: ", step);
+                break;
+            }
+        }
         double gnorm = sqrt(sumsq);
         if (!isfinite(gnorm)) {
             rc = tt_errorf("step %ld: gradient norm is %s", step, isnan(gnorm) ? "NaN" : "Inf");
@@ -247,7 +254,9 @@ tt_err tt_train(const tt_config *cfg)
                                   .tokens_per_sec = tokens / (now - t_last), .peak_rss_bytes = tt_peak_rss_bytes(),
                                   .arena_bytes = r.arena_bytes, .elapsed_sec = now - t_start,
                                   .flops_per_token_executed = flops_executed / tokens,
-                                  .world = r.world, .comm_wait_frac = wait / (now - t_last)};
+                                  .world = r.world, .comm_wait_frac = wait / (now - t_last),
+                                  .moe_layers = r.balance.n, .moe_load_max = r.balance.load_max,
+                                  .moe_load_min = r.balance.load_min, .moe_bias_spread = r.balance.bias_spread};
             if (tt_metrics_log_step(&r.metrics, &ms)) rc = -1;
             t_last = now;
             last_logged = step;

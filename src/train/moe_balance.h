@@ -1,0 +1,36 @@
+/* moe_balance.h — the expert load of a Mixture-of-Experts run, and
+ * DeepSeek-V3's auxiliary-loss-free balancing as TorchTitan does it: each
+ * MoE layer's tokens per expert, summed over the micro-steps of an optimizer
+ * step; after the optimizer step every expert's selection bias moves by
+ * coeff * sign(mean - count), centred to zero mean. The bias is a parameter
+ * of the model (no gradient, no weight decay: AdamW leaves it), so it is
+ * checkpointed with the weights and a resumed run continues bitwise. */
+#ifndef TT_MOE_BALANCE_H
+#define TT_MOE_BALANCE_H
+
+#include "models/model.h"
+#include "train/step_graph.h"
+
+typedef struct {
+    int n;            /* MoE layers */
+    int E;            /* experts per layer */
+    int *layer;       /* (n) the model layer of each */
+    int *bias;        /* (n) the parameter index of its bias, -1 when it has none */
+    double coeff;     /* the bias step; 0: no balancing */
+    double *counts;   /* (n, E) tokens per expert since the last optimizer step */
+    /* the last optimizer step's, per MoE layer: max and min tokens per expert over the mean, bias max - min */
+    double *load_max, *load_min, *bias_spread;
+} tt_moe_balance;
+
+/* Nothing to do (n = 0) for a dense model. */
+tt_err tt_moe_balance_init(tt_moe_balance *b, const tt_model *m, double coeff);
+/* After a micro-step: add the tokens per expert it routed (sg's MoE layers, in order). */
+tt_err tt_moe_balance_add(tt_moe_balance *b, tt_step_graph *sg);
+/* After the optimizer step: the load statistics, then each bias moved and
+ * written through `params`; the counts start again from zero. */
+tt_err tt_moe_balance_step(tt_moe_balance *b, const tt_model *m, const tt_param_store *params);
+/* "load max/mean 1.31 min/mean 0.72 bias spread 0.004": the worst layer of each, for the log line */
+void tt_moe_balance_summary(const tt_moe_balance *b, char *buf, size_t cap);
+void tt_moe_balance_free(tt_moe_balance *b);
+
+#endif
