@@ -1,6 +1,7 @@
 /* test_hf.c — Hugging Face folders: logits parity with transformers (fp32,
  * eager attention; reference logits made by tools/gen_hf_fixtures.py) for
- * Llama, Mistral, Qwen2, Qwen3 and GPT-2 fixtures, export + reload giving the
+ * Llama, Mistral, Qwen2, Qwen3, GPT-2 and the Mixture-of-Experts Mixtral,
+ * Qwen3-MoE, Qwen2-MoE and OLMoE fixtures, export + reload giving the
  * same logits bit for bit, config.json reading (both transformers 4 and 5
  * spellings), and bad folders failing with errors that name the file and
  * the tensor or key. */
@@ -178,7 +179,9 @@ static int same_cfg(const tt_model_cfg *a, const tt_model_ext *ax, const tt_mode
                a->vocab_size == b->vocab_size && a->max_seq_len == b->max_seq_len && a->norm_eps == b->norm_eps &&
                a->tie_embeddings == b->tie_embeddings && a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm &&
                a->window == b->window && ax->o_bias == bx->o_bias && ax->mlp_bias == bx->mlp_bias &&
-               memcmp(ax->full_attention, bx->full_attention, sizeof ax->full_attention) == 0;
+               memcmp(ax->full_attention, bx->full_attention, sizeof ax->full_attention) == 0 &&
+               memcmp(&a->moe, &b->moe, sizeof a->moe) == 0 && ax->qk_norm_full == bx->qk_norm_full &&
+               ax->hf_mixtral == bx->hf_mixtral;
     int same_rope = p->theta == q->theta && p->llama3 == q->llama3 && px->linear == qx->linear && px->yarn == qx->yarn &&
                     (!(p->llama3 || px->linear || px->yarn) || p->factor == q->factor) &&
                     (!p->llama3 || (p->low_freq_factor == q->low_freq_factor &&
@@ -217,6 +220,16 @@ static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
         CHECK(x->rope.yarn && x->rope.beta_fast == 16 && x->rope.beta_slow == 2 && x->rope.attention_factor == 1.1);
     } else if (!strcmp(name, "gpt2")) {
         CHECK(c->arch == TT_ARCH_GPT2 && c->ffn_dim == 4 * 48 && c->max_seq_len == 64 && c->tie_embeddings);
+    } else if (!strcmp(name, "mixtral")) { /* the MoE fixtures: 4 experts of 24, top-2 */
+        CHECK(c->moe.n_experts == 4 && c->moe.top_k == 2 && c->moe.ffn_dim == 24 && c->moe.route_norm && x->hf_mixtral);
+    } else if (!strcmp(name, "qwen3_moe")) {
+        CHECK(c->moe.n_experts == 4 && c->moe.top_k == 2 && c->moe.ffn_dim == 24 && c->moe.route_norm && c->qk_norm &&
+              !x->qk_norm_full && c->head_dim == 12);
+    } else if (!strcmp(name, "qwen2_moe")) {
+        CHECK(c->moe.n_experts == 4 && !c->moe.route_norm && c->moe.n_shared == 1 && c->moe.shared_ffn == 40 &&
+              c->moe.shared_gate && c->qkv_bias && !x->o_bias && !c->window);
+    } else if (!strcmp(name, "olmoe")) {
+        CHECK(c->moe.n_experts == 4 && !c->moe.route_norm && c->qk_norm && x->qk_norm_full);
     }
 }
 
@@ -247,6 +260,12 @@ static void test_fixture(const fixture *fx)
         double dw = parity(m, w, ref, NULL, 2);
         CHECK_MSG(dw > 1e-3, "%s: logits do not depend on the sliding window (%g)", fx->name, dw);
         m->cfg.window = win;
+    }
+    if (m->cfg.moe.n_experts) { /* each token's second expert changes the answer */
+        m->cfg.moe.top_k = 1;
+        double dk = parity(m, w, ref, NULL, 2);
+        CHECK_MSG(dk > 1e-3, "%s: logits do not depend on the second expert (%g)", fx->name, dk);
+        m->cfg.moe.top_k = 2;
     }
     if (m->ext.rope.yarn) {
         double af = m->ext.rope.attention_factor;
@@ -490,7 +509,7 @@ static void test_bad_folders(void)
     edit_config(dir, "\"LlamaForCausalLM\"", "\"FooForCausalLM\"");
     expect_fail(dir, "unknown architecture",
                 "config.json: architecture 'FooForCausalLM' is not supported (supported: LlamaForCausalLM, "
-                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel)", NULL);
+                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM)", NULL);
 
     make_case(dir, sizeof dir, "rope", llama, both);
     edit_config(dir, "\"rope_type\": \"llama3\"", "\"rope_type\": \"dynamic\"");
@@ -682,7 +701,7 @@ static void test_config(void)
                       "rope_scaling: key 'low_freq_factor' is missing");
     expect_parse_fail("{\"architectures\":[\"LlamaForCausalLM\"],\"rope_scaling\":{\"rope_type\":\"longrope\"}}",
                       "rope type 'longrope' is not supported (supported: default, linear, llama3, yarn)");
-    expect_parse_fail("{\"model_type\":\"mixtral\"}", "model_type 'mixtral' is not supported");
+    expect_parse_fail("{\"model_type\":\"deepseek_v3\"}", "model_type 'deepseek_v3' is not supported");
     expect_parse_fail("[1,2]", "t/config.json: not a JSON object");
 
     /* export checks: which class can express which model */
@@ -714,6 +733,8 @@ int main(void)
     static const fixture fx[] = {
         {"llama", TT_HF_LLAMA, 0},  {"llama_bias_bf16", TT_HF_LLAMA, 0}, {"mistral", TT_HF_MISTRAL, 0},
         {"qwen2", TT_HF_QWEN2, 0},  {"qwen3", TT_HF_QWEN3, 40000},       {"gpt2", TT_HF_GPT2, 0},
+        {"mixtral", TT_HF_MIXTRAL, 0}, {"qwen3_moe", TT_HF_QWEN3_MOE, 60000}, {"qwen2_moe", TT_HF_QWEN2_MOE, 0},
+        {"olmoe", TT_HF_OLMOE, 0},
     };
     for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) test_fixture(&fx[i]);
     test_shared_gpt2();

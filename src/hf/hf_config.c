@@ -1,7 +1,8 @@
 /* hf_config.c — Hugging Face config.json <-> tt_model_cfg. One table row per
  * transformers class: its names, the keys it reads with their class
  * defaults (what transformers uses when a key is absent), and its reader,
- * writer and export check. MoE families (Mixtral, Qwen-MoE) are new rows. */
+ * writer and export check. The MoE families are Llama-like rows with F_MOE:
+ * their router and experts are read by read_moe on top of read_llama. */
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
@@ -20,6 +21,11 @@ enum {
     F_WINDOW_ALL = 1 << 4, /* sliding_window on every layer (Mistral) */
     F_WINDOW_LAYERS = 1 << 5, /* use_sliding_window, max_window_layers, layer_types (Qwen2/3) */
     F_HEAD_DIM = 1 << 6,   /* writes head_dim (classes that read it) */
+    F_MOE = 1 << 7,        /* Mixture-of-Experts: num_experts, num_experts_per_tok, ... */
+    F_MOE_QWEN = 1 << 8,   /* moe_intermediate_size, norm_topk_prob, decoder_sparse_step, mlp_only_layers */
+    F_SHARED_GATED = 1 << 9, /* a shared expert behind a sigmoid gate (Qwen2-MoE) */
+    F_MIXTRAL = 1 << 10,   /* num_local_experts, always renormalised, Mixtral's tensor names */
+    F_QK_NORM_FULL = 1 << 11, /* RMSNorm over all of q and all of k (OLMoE) */
 };
 
 typedef struct hf_spec hf_spec;
@@ -55,6 +61,17 @@ static const hf_spec specs[] = {
      4096, 22016, 32, 32, 32, 128, 151936, 32768, 4096, 1e-6, 0, read_llama, write_llama, check_llama},
     {TT_HF_GPT2, "GPT2LMHeadModel", "gpt2", TT_ARCH_GPT2, 0,
      768, 0, 12, 12, 12, 0, 50257, 1024, 0, 1e-5, 1, read_gpt2, write_gpt2, check_gpt2},
+    /* Mixture-of-Experts (their MoE keys' class defaults are in read_moe) */
+    {TT_HF_MIXTRAL, "MixtralForCausalLM", "mixtral", TT_ARCH_LLAMA, F_WINDOW_ALL | F_HEAD_DIM | F_MOE | F_MIXTRAL,
+     4096, 14336, 32, 32, 8, 0, 32000, 131072, 0, 1e-5, 0, read_llama, write_llama, check_llama},
+    {TT_HF_QWEN3_MOE, "Qwen3MoeForCausalLM", "qwen3_moe", TT_ARCH_LLAMA,
+     F_ATTN_BIAS | F_QK_NORM | F_WINDOW_LAYERS | F_HEAD_DIM | F_MOE | F_MOE_QWEN,
+     2048, 6144, 24, 32, 4, 0, 151936, 32768, 4096, 1e-6, 0, read_llama, write_llama, check_llama},
+    {TT_HF_QWEN2_MOE, "Qwen2MoeForCausalLM", "qwen2_moe", TT_ARCH_LLAMA,
+     F_QKV_BIAS | F_WINDOW_LAYERS | F_MOE | F_MOE_QWEN | F_SHARED_GATED,
+     2048, 5632, 24, 16, 16, 0, 151936, 32768, 4096, 1e-6, 0, read_llama, write_llama, check_llama},
+    {TT_HF_OLMOE, "OlmoeForCausalLM", "olmoe", TT_ARCH_LLAMA, F_ATTN_BIAS | F_QK_NORM_FULL | F_MOE,
+     2048, 2048, 16, 16, 16, 0, 50304, 4096, 0, 1e-5, 0, read_llama, write_llama, check_llama},
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -269,9 +286,11 @@ static cJSON *rope_to_json(const tt_rope_params *r, const tt_rope_ext *x)
 static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x)
 {
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
-    int window = 0;
+    int window = 0, on = 1;
+    /* a window use_sliding_window turns off may be written as 0 (Qwen2-MoE) */
+    if ((s->features & F_WINDOW_LAYERS) && get_bool(path, j, "use_sliding_window", 0, &on)) return -1;
     if (!sw) window = s->window; /* absent: the class default; null: no window */
-    else if (!cJSON_IsNull(sw) && get_int(path, j, "sliding_window", 0, 1, &window)) return -1;
+    else if (!cJSON_IsNull(sw) && get_int(path, j, "sliding_window", 0, on ? 1 : 0, &window)) return -1;
     if (s->features & F_WINDOW_ALL) {
         m->window = window;
         return 0;
@@ -305,6 +324,96 @@ static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, t
         m->window = 0;
         memset(x->full_attention, 0, sizeof x->full_attention);
     }
+    return 0;
+}
+
+static tt_err cannot(const hf_spec *s, const char *what)
+{
+    return tt_errorf("%s cannot express this model: %s", s->architecture, what);
+}
+
+/* ---- Mixture-of-Experts ------------------------------------------------------
+ * Every family routes by softmax over all experts, then top-k, renormalised
+ * when norm_topk_prob (Mixtral: always), the gate on the expert's output. */
+static tt_err read_moe(const hf_spec *s, const cJSON *j, const char *path, tt_model_cfg *m)
+{
+    tt_moe_cfg *e = &m->moe;
+    const int qwen = (s->features & F_MOE_QWEN) != 0;
+    /* transformers 5 writes num_local_experts for every family (attribute_map), checkpoints num_experts */
+    const char *ek = present(j, "num_experts") ? "num_experts" : "num_local_experts";
+    const int def_e = s->family == TT_HF_MIXTRAL ? 8 : s->family == TT_HF_QWEN2_MOE ? 60 : s->family == TT_HF_OLMOE ? 64 : 128;
+    const int def_k = s->family == TT_HF_MIXTRAL ? 2 : s->family == TT_HF_QWEN2_MOE ? 4 : 8;
+    if (get_int(path, j, ek, def_e, 1, &e->n_experts) || get_int(path, j, "num_experts_per_tok", def_k, 1, &e->top_k))
+        return -1;
+    if (e->n_experts > TT_MOE_MAX_EXPERTS)
+        return tt_errorf("%s: key '%s' is %d: at most %d experts are supported", path, ek, e->n_experts, TT_MOE_MAX_EXPERTS);
+    if (e->top_k > e->n_experts)
+        return tt_errorf("%s: key 'num_experts_per_tok' is %d, more than the %d experts", path, e->top_k, e->n_experts);
+    e->ffn_dim = m->ffn_dim; /* Mixtral and OLMoE: intermediate_size is each expert's */
+    e->route_norm = 1, e->route_scale = 1.0, e->score_func = TT_SCORE_SOFTMAX, e->sparse_step = 1;
+    if (!(s->features & F_MIXTRAL) && get_bool(path, j, "norm_topk_prob", 0, &e->route_norm)) return -1;
+    if (qwen) {
+        if (get_int(path, j, "moe_intermediate_size", s->family == TT_HF_QWEN2_MOE ? 1408 : 768, 1, &e->ffn_dim) ||
+            get_int(path, j, "decoder_sparse_step", 1, 1, &e->sparse_step))
+            return -1;
+        const cJSON *dl = present(j, "mlp_only_layers");
+        if (dl && !cJSON_IsArray(dl)) return tt_errorf("%s: key 'mlp_only_layers' must be a list of layer indices", path);
+        int n = 0;
+        for (const cJSON *x = dl ? dl->child : NULL; x; x = x->next, n++)
+            if (!cJSON_IsNumber(x) || x->valuedouble != n)
+                return tt_errorf("%s: key 'mlp_only_layers' must list the first layers in order (0, 1, ...): only "
+                                 "leading dense layers are supported", path);
+        if (n >= m->n_layers) return tt_errorf("%s: key 'mlp_only_layers' leaves no MoE layer", path);
+        e->n_dense_layers = n;
+    }
+    if (s->features & F_SHARED_GATED) {
+        if (get_int(path, j, "shared_expert_intermediate_size", 5632, 0, &e->shared_ffn)) return -1;
+        e->n_shared = e->shared_ffn > 0, e->shared_gate = e->shared_ffn > 0;
+    }
+    if (s->family == TT_HF_OLMOE) {
+        const cJSON *clip = present(j, "clip_qkv");
+        if (clip) return tt_errorf("%s: key 'clip_qkv' is set: clipping q/k/v is not supported", path);
+    }
+    return 0;
+}
+
+static void write_moe(const hf_spec *s, const tt_model_cfg *m, cJSON *j)
+{
+    const tt_moe_cfg *e = &m->moe;
+    cJSON_AddNumberToObject(j, s->features & F_MIXTRAL ? "num_local_experts" : "num_experts", e->n_experts);
+    cJSON_AddNumberToObject(j, "num_experts_per_tok", e->top_k);
+    if (!(s->features & F_MIXTRAL)) cJSON_AddBoolToObject(j, "norm_topk_prob", e->route_norm);
+    if (s->features & F_MOE_QWEN) {
+        cJSON_AddNumberToObject(j, "moe_intermediate_size", e->ffn_dim);
+        cJSON_AddNumberToObject(j, "decoder_sparse_step", e->sparse_step > 0 ? e->sparse_step : 1);
+        cJSON *dl = cJSON_AddArrayToObject(j, "mlp_only_layers");
+        for (int l = 0; l < e->n_dense_layers; l++) cJSON_AddItemToArray(dl, cJSON_CreateNumber(l));
+    }
+    if (s->features & F_SHARED_GATED) cJSON_AddNumberToObject(j, "shared_expert_intermediate_size", e->n_shared ? e->shared_ffn : 0);
+}
+
+/* What a family's MoE can express: the routing above, and its own extras */
+static tt_err check_moe(const hf_spec *s, const tt_model_cfg *m)
+{
+    const tt_moe_cfg *e = &m->moe;
+    const unsigned f = s->features;
+    if (!e->n_experts) return f & F_MOE ? cannot(s, "it is a Mixture-of-Experts class and the model is dense") : 0;
+    if (!(f & F_MOE)) return cannot(s, "it is a Mixture-of-Experts model");
+    if (e->has_bias)
+        return cannot(s, "its experts have a selection bias (model.load_balance_coeff > 0); of the Hugging Face MoE "
+                         "classes only DeepSeek-V3 has one, and titan does not export that class: train with "
+                         "model.load_balance_coeff = 0 to export");
+    if (e->score_func != TT_SCORE_SOFTMAX) return cannot(s, "its router scores by sigmoid (it routes by softmax)");
+    if (e->route_scale != 1.0) return cannot(s, "its gate weights are scaled (model.route_scale)");
+    if (e->score_before) return cannot(s, "it gates the experts' input (model.score_before_experts)");
+    if (e->n_group > 1) return cannot(s, "it has group-limited routing");
+    if ((f & F_MIXTRAL) && !e->route_norm) return cannot(s, "it always renormalises the top-k weights (model.route_norm)");
+    if (!(f & F_MOE_QWEN) && (e->n_dense_layers || (e->sparse_step > 1)))
+        return cannot(s, "every layer is MoE in it (model.n_dense_layers, model.decoder_sparse_step)");
+    if (!(f & F_MOE_QWEN) && e->ffn_dim != m->ffn_dim)
+        return cannot(s, "its experts are intermediate_size wide (model.moe_ffn_dim must equal model.ffn_dim)");
+    if (e->n_shared && !((f & F_SHARED_GATED) && e->shared_gate)) return cannot(s, "it has no shared experts");
+    if ((f & F_SHARED_GATED) && e->n_shared && !e->shared_gate) return cannot(s, "its shared expert has no gate");
     return 0;
 }
 
@@ -351,7 +460,10 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
     m->qkv_bias = ab || (s->features & F_QKV_BIAS);
     o->ext.o_bias = ab;
     o->ext.mlp_bias = mb;
-    m->qk_norm = (s->features & F_QK_NORM) != 0;
+    m->qk_norm = (s->features & (F_QK_NORM | F_QK_NORM_FULL)) != 0;
+    o->ext.qk_norm_full = (s->features & F_QK_NORM_FULL) != 0;
+    o->ext.hf_mixtral = (s->features & F_MIXTRAL) != 0;
+    if ((s->features & F_MOE) && read_moe(s, j, path, m)) return -1;
     if (read_rope(path, j, m->max_seq_len, &m->rope, &o->ext.rope)) return -1;
     if ((s->features & (F_WINDOW_ALL | F_WINDOW_LAYERS)) && read_windows(s, j, path, m, &o->ext)) return -1;
     return 0;
@@ -401,20 +513,21 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     if (s->features & F_ATTN_BIAS) cJSON_AddBoolToObject(j, "attention_bias", c->ext.o_bias);
     if (s->features & F_MLP_BIAS) cJSON_AddBoolToObject(j, "mlp_bias", c->ext.mlp_bias);
     add_window_keys(s, m, &c->ext, j);
+    if (s->features & F_MOE) write_moe(s, m, j);
     return 0;
 }
 
-static tt_err cannot(const hf_spec *s, const char *what)
-{
-    return tt_errorf("%s cannot express this model: %s", s->architecture, what);
-}
 
 static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_model_ext *x)
 {
     unsigned f = s->features;
     if (m->arch != TT_ARCH_LLAMA) return cannot(s, "it is not a Llama-style model");
-    if (m->qk_norm != ((f & F_QK_NORM) != 0))
-        return cannot(s, m->qk_norm ? "it has q/k norms" : "it has no q/k norms (Qwen3 always has them)");
+    if (m->qk_norm != ((f & (F_QK_NORM | F_QK_NORM_FULL)) != 0))
+        return cannot(s, m->qk_norm ? "it has q/k norms" : "it has no q/k norms (the class always has them)");
+    if (m->qk_norm && !x->qk_norm_full != !(f & F_QK_NORM_FULL))
+        return cannot(s, x->qk_norm_full ? "its q/k norms span all heads (the class norms each head)"
+                                         : "its q/k norms are per head (the class norms all heads at once)");
+    if (check_moe(s, m)) return -1;
     if (f & F_QKV_BIAS) {
         if (!m->qkv_bias || x->o_bias) return cannot(s, "its q/k/v projections must have biases and o_proj none");
     } else if (f & F_ATTN_BIAS) {

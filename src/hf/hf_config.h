@@ -16,6 +16,10 @@ typedef enum {
     TT_HF_QWEN2,   /* Qwen2ForCausalLM */
     TT_HF_QWEN3,   /* Qwen3ForCausalLM */
     TT_HF_GPT2,    /* GPT2LMHeadModel */
+    TT_HF_MIXTRAL, /* MixtralForCausalLM */
+    TT_HF_QWEN3_MOE, /* Qwen3MoeForCausalLM */
+    TT_HF_QWEN2_MOE, /* Qwen2MoeForCausalLM: a shared expert behind a sigmoid gate */
+    TT_HF_OLMOE,   /* OlmoeForCausalLM: q/k RMSNorm over whole projections */
     TT_HF_FAMILY_COUNT
 } tt_hf_family;
 

@@ -154,6 +154,14 @@ static tt_err check_config(const tt_model *m, const char *dir)
         {"o_proj bias (attention_bias)", ax->o_bias, bx->o_bias},
         {"mlp_bias", ax->mlp_bias, bx->mlp_bias},
         {"q_norm/k_norm", a->qk_norm, b->qk_norm},
+        {"q_norm/k_norm over all heads", ax->qk_norm_full, bx->qk_norm_full},
+        {"num_experts", a->moe.n_experts, b->moe.n_experts},
+        {"num_experts_per_tok", a->moe.top_k, b->moe.top_k},
+        {"the experts' intermediate size", a->moe.ffn_dim, b->moe.ffn_dim},
+        {"norm_topk_prob", a->moe.route_norm, b->moe.route_norm},
+        {"shared_expert_intermediate_size", a->moe.n_shared ? a->moe.shared_ffn : 0, b->moe.n_shared ? b->moe.shared_ffn : 0},
+        {"mlp_only_layers (leading dense layers)", a->moe.n_dense_layers, b->moe.n_dense_layers},
+        {"decoder_sparse_step", a->moe.sparse_step, b->moe.sparse_step},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].want != ints[i].have)

@@ -60,7 +60,7 @@ static int block_start(const tt_model *m, int l)
 static tt_err declare_moe(tt_model *m, int l, double std, double out_std)
 {
     const tt_moe_cfg *e = &m->cfg.moe;
-    const int64_t D = m->cfg.dim, F = e->ffn_dim, E = e->n_experts, Fs = (int64_t)e->n_shared * e->ffn_dim;
+    const int64_t D = m->cfg.dim, F = e->ffn_dim, E = e->n_experts, Fs = e->n_shared ? e->shared_ffn : 0;
     const int u = l + 1, first = m->n_params;
     char name[96];
 #define DECL(nd, r, k, init, sd, no_decay, ...)                                                               \
@@ -111,14 +111,15 @@ static tt_err declare(tt_model *m)
             [BQ] = {"attention.wq.bias", c->qkv_bias ? q : 0, 0, TT_INIT_ZEROS, 0, 1},
             [BK] = {"attention.wk.bias", c->qkv_bias ? kv : 0, 0, TT_INIT_ZEROS, 0, 1},
             [BV] = {"attention.wv.bias", c->qkv_bias ? kv : 0, 0, TT_INIT_ZEROS, 0, 1},
-            [QN] = {"attention.q_norm.weight", c->qk_norm ? hd : 0, 0, TT_INIT_ONES, 0, 1},
-            [KN] = {"attention.k_norm.weight", c->qk_norm ? hd : 0, 0, TT_INIT_ONES, 0, 1},
+            [QN] = {"attention.q_norm.weight", c->qk_norm ? (m->ext.qk_norm_full ? q : hd) : 0, 0, TT_INIT_ONES, 0, 1},
+            [KN] = {"attention.k_norm.weight", c->qk_norm ? (m->ext.qk_norm_full ? kv : hd) : 0, 0, TT_INIT_ONES, 0, 1},
             [ATTN_NORM] = {"attention_norm.weight", D, 0, TT_INIT_ONES, 0, 1},
             [W1] = {"feed_forward.w1.weight", F, D, TT_INIT_NORMAL, std, 0},
             [W2] = {"feed_forward.w2.weight", D, F, TT_INIT_NORMAL, out_std, 0},
             [W3] = {"feed_forward.w3.weight", F, D, TT_INIT_NORMAL, std, 0},
             [FFN_NORM] = {"ffn_norm.weight", D, 0, TT_INIT_ONES, 0, 1},
         };
+        if (bl.moe) p[W2].r = 0; /* (D, 0) would read as a 1-D slot of D */
         if (bl.bo >= 0) p[bl.bo] = (slot_decl){"attention.wo.bias", D, 0, TT_INIT_ZEROS, 0, 1};
         if (bl.b1 >= 0) {
             p[bl.b1] = (slot_decl){"feed_forward.w1.bias", F, 0, TT_INIT_ZEROS, 0, 1};
@@ -198,9 +199,9 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
         tt_value *q = tt_linear(g, h, b[WQ], c->qkv_bias ? b[BQ] : NULL); // (N, H*hd)
         tt_value *k = tt_linear(g, h, b[WK], c->qkv_bias ? b[BK] : NULL); // (N, Hk*hd)
         tt_value *v = tt_linear(g, h, b[WV], c->qkv_bias ? b[BV] : NULL); // (N, Hk*hd)
-        if (c->qk_norm && q && k) {
-            q = tt_rmsnorm_groups(g, q, b[QN], c->norm_eps, hd); /* per head */
-            k = tt_rmsnorm_groups(g, k, b[KN], c->norm_eps, hd);
+        if (c->qk_norm && q && k) { /* per head (Qwen3), or over all heads at once (OLMoE) */
+            q = tt_rmsnorm_groups(g, q, b[QN], c->norm_eps, m->ext.qk_norm_full ? H * hd : hd);
+            k = tt_rmsnorm_groups(g, k, b[KN], c->norm_eps, m->ext.qk_norm_full ? Hk * hd : hd);
         }
         q = tt_rope_scaled(g, q, in->pos, inv_freq, H, hd, rope_scale);
         k = tt_rope_scaled(g, k, in->pos, inv_freq, Hk, hd, rope_scale);

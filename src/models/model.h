@@ -18,7 +18,8 @@ typedef enum { TT_ARCH_LLAMA = 0, TT_ARCH_GPT2, TT_ARCH_COUNT } tt_arch_id;
  * through top_k of them) and n_shared shared experts; all zero: dense. */
 typedef struct {
     int n_experts, top_k, ffn_dim;
-    int n_shared;        /* one shared SwiGLU n_shared * ffn_dim wide, or none */
+    int n_shared;        /* shared experts: one SwiGLU shared_ffn wide (0: none) */
+    int shared_ffn;      /* its width: n_shared * ffn_dim natively, Qwen2-MoE's shared_expert_intermediate_size */
     int n_dense_layers;  /* the first layers keep the dense MLP */
     int sparse_step;     /* after them, layer l is MoE when (l + 1) % sparse_step == 0 (0 = 1) */
     int score_func;      /* tt_score_func */
@@ -54,6 +55,7 @@ typedef struct {
     int o_bias;        /* the attention output projection has a bias (Llama/Qwen3 attention_bias) */
     int mlp_bias;      /* gate, up and down projections have biases (Llama's mlp_bias) */
     int hf_mixtral;    /* MoE tensors under Mixtral's names (block_sparse_moe, w1/w3/w2) */
+    int qk_norm_full;  /* with cfg.qk_norm: one RMSNorm over all of q and all of k, not per head (OLMoE) */
     tt_rope_ext rope;  /* linear and YaRN RoPE scaling */
     /* 1 = layer l attends to all earlier keys even when cfg.window > 0 (Qwen2/3's
      * layers below max_window_layers); layers past TT_MODEL_MAX_LAYERS use the window. */

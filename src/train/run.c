@@ -49,7 +49,9 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
     if (m->num_experts > 0)
         o->moe = (tt_moe_cfg){.n_experts = m->num_experts, .top_k = m->top_k,
                               .ffn_dim = m->moe_ffn_dim ? m->moe_ffn_dim : m->ffn_dim,
-                              .n_shared = m->num_shared_experts, .n_dense_layers = m->n_dense_layers,
+                              .n_shared = m->num_shared_experts,
+                              .shared_ffn = m->num_shared_experts * (m->moe_ffn_dim ? m->moe_ffn_dim : m->ffn_dim),
+                              .n_dense_layers = m->n_dense_layers,
                               .sparse_step = m->decoder_sparse_step,
                               .score_func = m->score_func == TT_SCORE_FUNC_SIGMOID ? TT_SCORE_SIGMOID : TT_SCORE_SOFTMAX,
                               .route_norm = m->route_norm, .score_before = m->score_before_experts,
