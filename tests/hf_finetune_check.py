@@ -81,17 +81,29 @@ def token_bytes(tok, ids, added, dec):
 
 
 def val_loss(model, docs):
-    """Mean next-token loss over docs cut into SEQ_LEN pieces, each its own
-    sequence: one right-padded batch (padding never changes earlier tokens)."""
-    pieces = [d[p:p + SEQ_LEN] for d in docs for p in range(0, len(d), SEQ_LEN)]
-    pieces = [q for q in pieces if len(q) >= 2]
+    """Mean next-token loss over docs, scored as titan's loader
+    (src/data/loader.c, build_windows and tt_loader_window) scores them: a
+    document is cut into pieces of at most SEQ_LEN inputs, starting every
+    SEQ_LEN tokens while the document has targets left, each piece its own
+    sequence from position 0; a piece reads SEQ_LEN + 1 tokens, its last
+    target being the next piece's first token, so every token of a document
+    after its first is a target exactly once (a document of n tokens has
+    n - 1 targets, titan's val_tokens). One right-padded batch (padding never
+    changes earlier tokens)."""
+    pieces = []  # (inputs, targets)
+    for d in docs:
+        p = 0
+        while p == 0 or p + 1 < len(d):
+            pieces.append((d[p:p + SEQ_LEN], d[p + 1:p + SEQ_LEN + 1]))
+            p += SEQ_LEN
+    pieces = [(q, t) for q, t in pieces if t]
     ids = torch.zeros(len(pieces), SEQ_LEN, dtype=torch.long)
     mask = torch.zeros(len(pieces), SEQ_LEN, dtype=torch.long)
     targets = torch.full((len(pieces), SEQ_LEN), -100, dtype=torch.long)
-    for i, q in enumerate(pieces):
+    for i, (q, t) in enumerate(pieces):
         ids[i, :len(q)] = torch.tensor(q)
         mask[i, :len(q)] = 1
-        targets[i, :len(q) - 1] = torch.tensor(q[1:])
+        targets[i, :len(t)] = torch.tensor(t)
     with torch.no_grad():
         logits = model(input_ids=ids, attention_mask=mask).logits.double()
     total = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum").item()

@@ -181,6 +181,7 @@ static int same_cfg(const tt_model_cfg *a, const tt_model_ext *ax, const tt_mode
                a->window == b->window && ax->o_bias == bx->o_bias && ax->mlp_bias == bx->mlp_bias &&
                memcmp(ax->full_attention, bx->full_attention, sizeof ax->full_attention) == 0 &&
                memcmp(&a->moe, &b->moe, sizeof a->moe) == 0 && ax->qk_norm_full == bx->qk_norm_full &&
+               ax->hf_packed_experts == bx->hf_packed_experts &&
                ax->hf_mixtral == bx->hf_mixtral;
     int same_rope = p->theta == q->theta && p->llama3 == q->llama3 && px->linear == qx->linear && px->yarn == qx->yarn &&
                     (!(p->llama3 || px->linear || px->yarn) || p->factor == q->factor) &&
@@ -222,6 +223,8 @@ static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
         CHECK(c->arch == TT_ARCH_GPT2 && c->ffn_dim == 4 * 48 && c->max_seq_len == 64 && c->tie_embeddings);
     } else if (!strcmp(name, "mixtral")) { /* the MoE fixtures: 4 experts of 24, top-2 */
         CHECK(c->moe.n_experts == 4 && c->moe.top_k == 2 && c->moe.ffn_dim == 24 && c->moe.route_norm && x->hf_mixtral);
+    } else if (!strcmp(name, "qwen3_moe_packed")) { /* the same model, its experts in two tensors a layer */
+        CHECK(c->moe.n_experts == 4 && c->moe.top_k == 2 && c->moe.ffn_dim == 24 && x->hf_packed_experts);
     } else if (!strcmp(name, "qwen3_moe")) {
         CHECK(c->moe.n_experts == 4 && c->moe.top_k == 2 && c->moe.ffn_dim == 24 && c->moe.route_norm && c->qk_norm &&
               !x->qk_norm_full && c->head_dim == 12);
@@ -511,6 +514,21 @@ static void test_bad_folders(void)
                 "config.json: architecture 'FooForCausalLM' is not supported (supported: LlamaForCausalLM, "
                 "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM)", NULL);
 
+    /* Mixture-of-Experts: an expert missing, the two expert layouts mixed, more experts a token than exist */
+    const char *qmoe = FIX "/qwen3_moe", *qpacked = FIX "/qwen3_moe_packed";
+    make_case(dir, sizeof dir, "moe_missing", qmoe, cfg_only);
+    rewrite(qmoe, dir, V_DROP, "model.layers.1.mlp.experts.3.down_proj.weight", NULL);
+    expect_fail(dir, "missing expert",
+                "model.safetensors: tensor 'model.layers.1.mlp.experts.3.down_proj.weight' is missing", NULL);
+    make_case(dir, sizeof dir, "moe_mixed", qpacked, cfg_only);
+    rewrite(qpacked, dir, V_ADD, "model.layers.1.mlp.experts.0.gate_proj.weight", NULL);
+    expect_fail(dir, "mixed expert layouts",
+                "model.safetensors: unexpected tensor 'model.layers.1.mlp.experts.0.gate_proj.weight'", NULL);
+    make_case(dir, sizeof dir, "moe_topk", qmoe, both);
+    edit_config(dir, "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9");
+    expect_fail(dir, "top-k over the experts", "config.json: key 'num_experts_per_tok' is 9, more than the 4 experts",
+                NULL);
+
     make_case(dir, sizeof dir, "rope", llama, both);
     edit_config(dir, "\"rope_type\": \"llama3\"", "\"rope_type\": \"dynamic\"");
     expect_fail(dir, "unsupported rope type", "config.json: rope_parameters: rope type 'dynamic' is not supported", NULL);
@@ -734,7 +752,7 @@ int main(void)
         {"llama", TT_HF_LLAMA, 0},  {"llama_bias_bf16", TT_HF_LLAMA, 0}, {"mistral", TT_HF_MISTRAL, 0},
         {"qwen2", TT_HF_QWEN2, 0},  {"qwen3", TT_HF_QWEN3, 40000},       {"gpt2", TT_HF_GPT2, 0},
         {"mixtral", TT_HF_MIXTRAL, 0}, {"qwen3_moe", TT_HF_QWEN3_MOE, 60000}, {"qwen2_moe", TT_HF_QWEN2_MOE, 0},
-        {"olmoe", TT_HF_OLMOE, 0},
+        {"olmoe", TT_HF_OLMOE, 0}, {"qwen3_moe_packed", TT_HF_QWEN3_MOE, 0},
     };
     for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) test_fixture(&fx[i]);
     test_shared_gpt2();

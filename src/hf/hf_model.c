@@ -43,8 +43,15 @@ static const char *file_of(const hf_files *f, const char *tensor, char *buf, siz
 /* ---- layouts ----------------------------------------------------------------
  * The HF tensor of a slot, seen as (rows, cols): titan (r, c) sits at
  * (r, part*pc + c), or at (c, part*pr + r) when transposed. */
-static tt_err hf_shape(const tt_param *p, const tt_hf_slot *s, int *nd, int64_t sh[2])
+static tt_err hf_shape(const tt_param *p, const tt_hf_slot *s, int *nd, int64_t sh[3])
 {
+    if (s->stacked) { /* the tensor's own shape; the parameter is one of its n_parts equal blocks */
+        *nd = s->hf_ndim;
+        memcpy(sh, s->hf_shape, sizeof s->hf_shape);
+        if (tt_numel(*nd, sh) != tt_param_numel(p) * s->n_parts)
+            return tt_errorf("%s: %d parameters of its size do not fill the Hugging Face tensor", p->name, s->n_parts);
+        return 0;
+    }
     if (p->ndim == 1) {
         *nd = 1;
         sh[0] = p->shape[0] * s->n_parts;
@@ -60,6 +67,7 @@ static tt_err hf_shape(const tt_param *p, const tt_hf_slot *s, int *nd, int64_t 
 /* Offset in the HF tensor of titan element (r, c). */
 static inline size_t hf_index(const tt_param *p, const tt_hf_slot *s, int64_t hf_cols, int64_t r, int64_t c)
 {
+    if (s->stacked) return (size_t)(s->part * tt_param_numel(p) + r * p->shape[p->ndim - 1] + c);
     if (p->ndim == 1) return (size_t)(s->part * p->shape[0] + c);
     if (s->transpose) return (size_t)(c * hf_cols + s->part * p->shape[0] + r);
     return (size_t)(r * hf_cols + s->part * p->shape[1] + c);
@@ -77,12 +85,14 @@ static void fmt_shape(char *buf, size_t cap, int nd, const int64_t *sh)
 static tt_err load_param(const tt_param *p, const tt_hf_slot *s, const tt_st_tensor *t, const char *file, float *dst)
 {
     int nd = 0;
-    int64_t sh[2] = {0, 0};
+    int64_t sh[3] = {0, 0, 0};
     char want[64], got[64];
     if (hf_shape(p, s, &nd, sh)) return -1;
     fmt_shape(want, sizeof want, nd, sh);
     fmt_shape(got, sizeof got, t->ndim, t->shape);
-    if (t->ndim != nd || t->shape[0] != sh[0] || (nd == 2 && t->shape[1] != sh[1]))
+    int same = t->ndim == nd;
+    for (int d = 0; d < nd && same; d++) same = t->shape[d] == sh[d];
+    if (!same)
         return tt_errorf("%s: tensor '%s' has shape %s, but the config gives %s (titan parameter '%s')", file, t->name,
                          got, want, p->name);
     int kind = strcmp(t->dtype, "F32") == 0 ? 0 : strcmp(t->dtype, "BF16") == 0 ? 1 : strcmp(t->dtype, "F16") == 0 ? 2 : -1;
@@ -247,10 +257,24 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
     return rc;
 }
 
+void tt_hf_detect_layout(const char *dir, const tt_model_cfg *c, tt_model_ext *x)
+{
+    int l = 0;
+    while (l < c->n_layers && !tt_model_layer_is_moe(c, l)) l++;
+    if (l == c->n_layers) return;
+    tt_safetensors *st = tt_st_open_dir(dir);
+    if (!st) return; /* no weights to look at: the loader says so when it needs them */
+    char name[96];
+    snprintf(name, sizeof name, "model.layers.%d.mlp.experts.gate_up_proj", l);
+    x->hf_packed_experts = tt_st_find(st, name) != NULL;
+    tt_st_close(st);
+}
+
 tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out, float **weights)
 {
     tt_hf_config c;
     if (tt_hf_config_read(dir, &c)) return NULL;
+    tt_hf_detect_layout(dir, &c.model, &c.ext);
     tt_model *m = tt_model_new_ext(&c.model, &c.ext);
     if (!m) {
         tt_error_prefix("%s/config.json: ", dir);
@@ -360,7 +384,7 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
         while (k < n_out && strcmp(names[k], s.name)) k++;
         out_tensor *ot = &out[k];
         int nd = 0;
-        int64_t sh[2] = {0, 0};
+        int64_t sh[3] = {0, 0, 0};
         if ((rc = hf_shape(p, &s, &nd, sh))) break;
         if (k == n_out) { /* first part of this HF tensor */
             n_out++;
@@ -382,7 +406,9 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
             }
             ot->t.data = ot->buf;
         }
-        if (!ot->buf || ot->t.ndim != nd || ot->t.shape[0] != sh[0] || (nd == 2 && ot->t.shape[1] != sh[1])) {
+        int fits = ot->buf && ot->t.ndim == nd;
+        for (int d = 0; d < nd && fits; d++) fits = ot->t.shape[d] == sh[d];
+        if (!fits) {
             rc = tt_errorf("export: parameter '%s' does not fit HF tensor '%s'", p->name, s.name);
             break;
         }

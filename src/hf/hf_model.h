@@ -13,6 +13,10 @@
  * model's flat layout (*weights, tt_free it). cfg_out (may be NULL) receives
  * the parsed config (family, bos/eos ids). NULL + an error naming the file
  * and the key or tensor. */
+/* An MoE checkpoint's expert layout, from its tensor names: packed
+ * (mlp.experts.gate_up_proj, as transformers 5 can save) or one tensor per
+ * expert; sets x->hf_packed_experts. A folder without weights is left as is. */
+void tt_hf_detect_layout(const char *dir, const tt_model_cfg *c, tt_model_ext *x);
 tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out, float **weights);
 
 /* Load the weights of the folder into an existing model (for example one

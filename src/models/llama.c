@@ -230,15 +230,22 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
 
 /* ---- Hugging Face names (LlamaForCausalLM and its relatives) ------------- */
 
-/* The MoE tensors of block l: Qwen2/3-MoE, OLMoE and DeepSeek-V3 names, or Mixtral's */
+/* The MoE tensors of block l: Qwen2/3-MoE, OLMoE and DeepSeek-V3 names, or
+ * Mixtral's; or every family's experts packed in two tensors (transformers 5). */
 static tt_err hf_moe_slot(const tt_model *m, int l, const block_layout *bl, int k, tt_hf_slot *s)
 {
-    const int mx = m->ext.hf_mixtral, E = m->cfg.moe.n_experts;
+    const int packed = m->ext.hf_packed_experts, mx = m->ext.hf_mixtral && !packed;
+    const int E = m->cfg.moe.n_experts, F = m->cfg.moe.ffn_dim, D = m->cfg.dim;
     const char *blk = mx ? "block_sparse_moe" : "mlp";
     char n[96];
     if (k == bl->router) snprintf(n, sizeof n, "%s.gate.weight", blk);
     else if (k == bl->bias) snprintf(n, sizeof n, "%s.gate.e_score_correction_bias", blk);
-    else if (k >= bl->w13 && k < bl->w13 + 2 * E)
+    else if (packed && k >= bl->w13 && k < bl->w2 + E) { /* gate rows, then up rows, of each expert; then downs */
+        const int up = k < bl->w2;
+        snprintf(n, sizeof n, "mlp.experts.%s", up ? "gate_up_proj" : "down_proj");
+        *s = (tt_hf_slot){.part = up ? k - bl->w13 : k - bl->w2, .n_parts = up ? 2 * E : E, .stacked = 1, .hf_ndim = 3,
+                          .hf_shape = {E, up ? 2 * F : D, up ? D : F}};
+    } else if (k >= bl->w13 && k < bl->w13 + 2 * E)
         snprintf(n, sizeof n, "%s.experts.%d.%s.weight", blk, (k - bl->w13) / 2,
                  (k - bl->w13) % 2 ? (mx ? "w3" : "up_proj") : (mx ? "w1" : "gate_proj"));
     else if (k >= bl->w2 && k < bl->w2 + E)

@@ -56,6 +56,8 @@ typedef struct {
     int mlp_bias;      /* gate, up and down projections have biases (Llama's mlp_bias) */
     int hf_mixtral;    /* MoE tensors under Mixtral's names (block_sparse_moe, w1/w3/w2) */
     int qk_norm_full;  /* with cfg.qk_norm: one RMSNorm over all of q and all of k, not per head (OLMoE) */
+    int hf_packed_experts; /* the checkpoint packs each layer's experts: mlp.experts.gate_up_proj (E, 2I, H) and
+                              mlp.experts.down_proj (E, H, I) (transformers 5), not one tensor per expert */
     tt_rope_ext rope;  /* linear and YaRN RoPE scaling */
     /* 1 = layer l attends to all earlier keys even when cfg.window > 0 (Qwen2/3's
      * layers below max_window_layers); layers past TT_MODEL_MAX_LAYERS use the window. */
@@ -160,6 +162,11 @@ typedef struct {
     char name[128];   /* e.g. "model.layers.3.self_attn.q_proj.weight" */
     int transpose;
     int part, n_parts;
+    /* stacked: the HF tensor (hf_ndim dims, hf_shape) holds n_parts parameters one after another in its
+     * element order, this one the part-th (packed experts: gate_up_proj (E, 2I, H) holds expert e's gate
+     * as part 2e and its up as part 2e+1; down_proj (E, H, I) its down as part e) */
+    int stacked, hf_ndim;
+    int64_t hf_shape[3];
 } tt_hf_slot;
 
 /* The slot of parameter i; -1 + error if the architecture has no HF form. */

@@ -22,6 +22,7 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
     if (m->hf_assets_path[0]) { /* the architecture is the HF folder's config.json */
         tt_hf_config hc;
         if (tt_hf_config_read(m->hf_assets_path, &hc)) return tt_error_prefix("model.hf_assets_path: ");
+        tt_hf_detect_layout(m->hf_assets_path, &hc.model, &hc.ext);
         *o = hc.model;
         if (ext) *ext = hc.ext;
         if (hf) *hf = hc;
