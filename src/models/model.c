@@ -330,3 +330,34 @@ double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len)
     tt_model_count_params(cfg, &mm);
     return 6.0 * (double)mm + 12.0 * cfg->n_layers * (double)cfg->n_heads * cfg->head_dim * seq_len;
 }
+
+void tt_model_moe_describe(const tt_model_cfg *c, char *buf, size_t cap)
+{
+    const tt_moe_cfg *e = &c->moe;
+    size_t at = 0;
+    buf[0] = '\0';
+    if (e->n_experts <= 0 || cap == 0) return;
+#define PUT(...) (at += at < cap ? (size_t)snprintf(buf + at, cap - at, __VA_ARGS__) : 0)
+    PUT("MoE layers ");
+    int n = 0;
+    for (int l = 0; l < c->n_layers; l++) { /* runs of consecutive MoE layers */
+        if (!tt_model_layer_is_moe(c, l) || (l > 0 && tt_model_layer_is_moe(c, l - 1))) continue;
+        int end = l;
+        while (end + 1 < c->n_layers && tt_model_layer_is_moe(c, end + 1)) end++;
+        if (end > l) PUT("%s%d-%d", n ? "," : "", l, end);
+        else PUT("%s%d", n ? "," : "", l);
+        n++;
+    }
+    int moe = 0;
+    for (int l = 0; l < c->n_layers; l++) moe += tt_model_layer_is_moe(c, l);
+    PUT(" (%d of %d): %d experts of %d, top-%d, %s%s", moe, c->n_layers, e->n_experts, e->ffn_dim, e->top_k,
+        e->score_func == TT_SCORE_SIGMOID ? "sigmoid" : "softmax", e->route_norm ? ", renormalised" : "");
+    if (e->route_scale != 1.0) PUT(", scaled %g", e->route_scale);
+    if (e->n_group > 1) PUT(", %d of %d groups", e->topk_group, e->n_group);
+    if (e->score_before) PUT(", gate on the input");
+    if (e->n_shared) PUT("; shared experts %d wide%s", e->shared_ffn, e->shared_gate ? " (gated)" : "");
+    if (e->has_bias) PUT("; balancing bias");
+    int64_t active = 0, total = tt_model_count_active(c, &active);
+    PUT("; %.2fM of %.2fM parameters active", active / 1e6, total / 1e6);
+#undef PUT
+}

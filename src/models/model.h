@@ -42,6 +42,9 @@ typedef struct {
  * the trainer can read the load (tt_moe_is_offsets finds them). */
 void tt_moe_name_offsets(tt_value *offsets);
 int tt_moe_is_offsets(const tt_value *v);
+/* "MoE layers 1-5 of 6: 8 experts of 768, top-2, softmax, renormalised; 1 shared of 768; 19.2M of 43.1M
+ * parameters active" (empty for a dense model): the run log and titan plan. */
+void tt_model_moe_describe(const tt_model_cfg *c, char *buf, size_t cap);
 /* Whether layer l's MLP is a Mixture-of-Experts. */
 int tt_model_layer_is_moe(const tt_model_cfg *c, int layer);
 

@@ -86,6 +86,7 @@ tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
     p->ac = c->activation_checkpoint.mode;
     if ((unsigned)p->ac > TT_AC_FULL) return tt_errorf("activation_checkpoint.mode: unknown mode %d", (int)p->ac);
     if (tt_model_count_params(&p->mc, &p->matmul_params) <= 0) return tt_error_prefix("model: ");
+    tt_model_count_active(&p->mc, &p->active_params);
     tt_model *m = tt_model_new_ext(&p->mc, &ext); /* the layout only: no weights */
     if (!m) return tt_error_prefix("model: ");
     p->params = (int64_t)m->numel; /* with the biases a Hugging Face config adds */
@@ -143,6 +144,17 @@ cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
     cJSON_AddBoolToObject(m, "tie_embeddings", mc->tie_embeddings);
     cJSON_AddNumberToObject(o, "params", (double)p->params);
     cJSON_AddNumberToObject(o, "matmul_params", (double)p->matmul_params);
+    cJSON_AddNumberToObject(o, "active_params", (double)p->active_params);
+    if (mc->moe.n_experts > 0) {
+        cJSON *e = cJSON_AddObjectToObject(m, "moe");
+        cJSON_AddNumberToObject(e, "num_experts", mc->moe.n_experts);
+        cJSON_AddNumberToObject(e, "top_k", mc->moe.top_k);
+        cJSON_AddNumberToObject(e, "moe_ffn_dim", mc->moe.ffn_dim);
+        cJSON_AddNumberToObject(e, "shared_ffn_dim", mc->moe.n_shared ? mc->moe.shared_ffn : 0);
+        int layers = 0;
+        for (int l = 0; l < mc->n_layers; l++) layers += tt_model_layer_is_moe(mc, l);
+        cJSON_AddNumberToObject(e, "moe_layers", layers);
+    }
     cJSON_AddNumberToObject(o, "local_batch_size", p->B);
     cJSON_AddNumberToObject(o, "seq_len", p->T);
     cJSON_AddNumberToObject(o, "flops_per_token", p->flops_per_token);
@@ -201,6 +213,13 @@ tt_err tt_plan(const tt_config *c, FILE *out)
             mc->tie_embeddings ? "tied embeddings" : "untied embeddings");
     fprintf(out, "parameters   %lld (%.3f B); %lld do matmuls\n", (long long)p.params, p.params / 1e9,
             (long long)p.matmul_params);
+    if (mc->moe.n_experts > 0) {
+        char moe[320];
+        tt_model_moe_describe(mc, moe, sizeof moe);
+        fprintf(out, "experts      %s\n", moe);
+        fprintf(out, "             weights of all parameters %.3f GiB, of the active ones %.3f GiB (fp32); FLOPs and MFU "
+                     "count the active ones\n", gib(4.0 * (double)p.params), gib(4.0 * (double)p.active_params));
+    }
     fprintf(out, "FLOPs/token  %.4g (6*N + 12*L*d*T at seq_len %d); %.4g per step of %d x %d tokens\n", fpt, T,
             fpt * B * T, B, T);
     fprintf(out, "step graph   compute %s; fused %d qkv + RoPE into attention, %d gate/up, %d add + rmsnorm; "

@@ -335,6 +335,9 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                    ? "bf16 (fp32 master weights)"
                    : "bf16 (fp32 master weights; the backend's default where the hardware has bf16 dot products)",
                r->peak_gflops, bf16 ? "bf16" : "f32", r->peak_source);
+        char moe[320];
+        tt_model_moe_describe(&mc, moe, sizeof moe);
+        if (moe[0]) tt_log("%s", moe);
         if (r->world > 1)
             tt_log("%d ranks: %d replicas x %d shards (%d buckets) | train state %.2f MiB a rank (weights, gradients "
                    "and AdamW moments%s, measured) | %d threads a rank",

@@ -77,6 +77,7 @@ typedef struct {
 typedef struct {
     tt_model_cfg mc;
     int64_t params, matmul_params; /* params: the model's layout, Hugging Face biases included */
+    int64_t active_params;         /* those a token uses: of the routed experts top_k / num_experts */
     int B, T;                      /* the micro-batch: local_batch_size x seq_len */
     double flops_per_token;        /* 6*N + 12*L*d*T (tt_model_flops_per_token) */
     tt_dtype dtype;                /* the compute dtype */
