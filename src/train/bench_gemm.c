@@ -362,6 +362,7 @@ tt_err tt_bench_gemm(const tt_config *c, const char *const *shapes, int n_shapes
         if (!rc) rc = table(out, be, bf, list, n, seconds, pk.gflops[bf ? TT_BF16 : TT_F32], have_dnnl);
     }
     free(list);
+    if (!rc && !n_shapes) rc = tt_bench_grouped_gemm(c, dtypes, seconds, pk.gflops[TT_F32], pk.gflops[TT_BF16], out);
     if (!rc)
         fprintf(out, "\nthe training step runs titan's GEMM for every product above: it reads fp32 weights and bf16 "
                      "activations as they are, packing them into bf16 panels once per call, writes bf16 outputs and "

@@ -65,6 +65,9 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose);
 tt_err tt_run_save(tt_run *r);
 tt_err tt_run_restore(tt_run *r, int require);
 tt_err tt_run_validate(tt_run *r, double *loss, long *tokens);
+/* `titan bench gemm`'s grouped GEMM table for an MoE config (bench_grouped.c); nothing for a dense one */
+tt_err tt_bench_grouped_gemm(const tt_config *c, int dtypes, double seconds, double peak_f32, double peak_bf16,
+                             FILE *out);
 /* ---- the model plan (eval_plan.c) ------------------------------------------
  * What planning a config tells, allocating nothing big: the activation arenas
  * come from the memory plan of the step graph a run of the config builds,
