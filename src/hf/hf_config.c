@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -410,8 +411,6 @@ static tt_err check_moe(const hf_spec *s, const tt_model_cfg *m)
     if ((f & F_MIXTRAL) && !e->route_norm) return cannot(s, "it always renormalises the top-k weights (model.route_norm)");
     if (!(f & F_MOE_QWEN) && (e->n_dense_layers || (e->sparse_step > 1)))
         return cannot(s, "every layer is MoE in it (model.n_dense_layers, model.decoder_sparse_step)");
-    if (!(f & F_MOE_QWEN) && e->ffn_dim != m->ffn_dim)
-        return cannot(s, "its experts are intermediate_size wide (model.moe_ffn_dim must equal model.ffn_dim)");
     if (e->n_shared && !((f & F_SHARED_GATED) && e->shared_gate)) return cannot(s, "it has no shared experts");
     if ((f & F_SHARED_GATED) && e->n_shared && !e->shared_gate) return cannot(s, "its shared expert has no gate");
     return 0;
@@ -498,7 +497,9 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
 {
     const tt_model_cfg *m = &c->model;
     cJSON_AddNumberToObject(j, "hidden_size", m->dim);
-    cJSON_AddNumberToObject(j, "intermediate_size", m->ffn_dim);
+    /* Mixtral and OLMoE: every layer is MoE, and intermediate_size is each expert's width */
+    const int experts_wide = (s->features & F_MOE) && !(s->features & F_MOE_QWEN);
+    cJSON_AddNumberToObject(j, "intermediate_size", experts_wide ? m->moe.ffn_dim : m->ffn_dim);
     cJSON_AddNumberToObject(j, "num_hidden_layers", m->n_layers);
     cJSON_AddNumberToObject(j, "num_attention_heads", m->n_heads);
     cJSON_AddNumberToObject(j, "num_key_value_heads", m->n_kv_heads);
@@ -716,10 +717,15 @@ tt_err tt_hf_family_check(tt_hf_family f, const tt_model_cfg *m, const tt_model_
 
 tt_hf_family tt_hf_family_for(const tt_model_cfg *m, const tt_model_ext *x)
 {
-    for (int i = 0; i < N_SPECS; i++)
+    char why[512] = "";
+    for (int i = 0; i < N_SPECS; i++) {
         if (specs[i].check(&specs[i], m, x) == 0) return specs[i].family;
-    tt_errorf("no supported Hugging Face architecture can express this model (a %s with these options)",
-              tt_arch_name(m->arch));
+        /* the reason of the first class of the model's kind (dense or MoE, its architecture) */
+        if (!why[0] && specs[i].arch == m->arch && !(specs[i].features & F_MOE) == !m->moe.n_experts)
+            snprintf(why, sizeof why, "%s", tt_last_error());
+    }
+    tt_errorf("no supported Hugging Face architecture can express this model (a %s with these options)%s%s",
+              tt_arch_name(m->arch), why[0] ? "; the nearest: " : "", why);
     return TT_HF_AUTO;
 }
 

@@ -369,6 +369,9 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
     memcpy(c.eos_token_ids, o->eos_token_ids, sizeof c.eos_token_ids);
     char *config = tt_hf_config_to_json(&c);
     if (!config) return tt_error_prefix("export to %s: ", dir);
+    /* the tensors under the names of the family written (Mixtral's MoE names differ) */
+    tt_model named = *m;
+    named.ext.hf_mixtral = c.family == TT_HF_MIXTRAL;
 
     out_tensor *out = calloc((size_t)m->n_params, sizeof *out);
     char (*names)[128] = calloc((size_t)m->n_params, sizeof *names);
@@ -379,7 +382,7 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
         const tt_param *p = &m->params[i];
         if (tt_param_numel(p) == 0) continue;
         tt_hf_slot s;
-        if ((rc = tt_model_hf_slot(m, i, &s))) break;
+        if ((rc = tt_model_hf_slot(&named, i, &s))) break;
         int k = 0;
         while (k < n_out && strcmp(names[k], s.name)) k++;
         out_tensor *ot = &out[k];

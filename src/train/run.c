@@ -441,7 +441,7 @@ tt_err tt_run_export_hf(tt_run *r, const char *out_dir)
     tt_param_store weights = tt_state_store(w, TT_STATE_PARAM);
     tt_err rc = tt_hf_export(r->model, out_dir, &o, &weights);
     if (w == &gathered) tt_state_free(&gathered);
-    if (rc) return tt_error_prefix("export to %s: ", out_dir);
+    if (rc) return -1; /* tt_hf_export names the folder */
     if (!r->has_hf) { /* the byte tokenizer, written as a tokenizer.json transformers reads */
         char *json = tt_byte_tokenizer_hf_json();
         snprintf(tok, sizeof tok, "%s/tokenizer.json", out_dir);
