@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # cli_hf_finetune.sh TITAN SRC — the Hugging Face fine-tuning flow end to end
-# on the tiny Llama, Qwen2 and GPT-2 fixtures (tests/fixtures/hf/<name>, with
-# their tokenizer.json): `titan prepare --hf` tokenizes a small English corpus,
+# on the tiny Llama, Qwen2, GPT-2 and Qwen3-MoE fixtures (tests/fixtures/hf/
+# <name>, with their tokenizer.json; the MoE one has the Llama fixture's):
+# `titan prepare --hf` tokenizes a small English corpus,
 # `titan train` starts from the HF weights and fine-tunes for 20 steps (the
 # loss falls), writes <dump>/hf at the end, and `titan generate --hf` runs on
 # it. Where python3 can import transformers, torch and tokenizers,
 # tests/hf_finetune_check.py then loads the export in transformers: trained
 # weights, titan's validation loss and greedy text reproduced, and titan's
 # token ids equal to tokenizers'. Without them only that part is skipped.
+# Qwen3-MoE: the run keeps titan's default model.load_balance_coeff, but a
+# model loaded from a folder without a selection bias gets none (the expert
+# load is only measured), so the export is the plain Qwen3MoeForCausalLM
+# folder; transformers' side reports how close its router came to a tie.
 set -u
 TITAN=$1
 SRC=$2
@@ -15,7 +20,7 @@ FIX=$SRC/tests/fixtures/hf
 CLI_TMP_TEMPLATE=/tmp/titan_hf_finetune.XXXXXX
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 export OMP_NUM_THREADS=2
-MODELS=(llama qwen2 gpt2)
+MODELS=(llama qwen2 gpt2 qwen3_moe)
 PROMPT="On Monday, Anna and"
 for m in "${MODELS[@]}"; do
   if [ ! -f "$FIX/$m/tokenizer.json" ]; then
@@ -99,6 +104,12 @@ for m in "${MODELS[@]}"; do
   [ $rc -eq 0 ] && grep -q "initial weights loaded from Hugging Face folder" "$D/train.log"
   check "$m: titan train starts from the HF weights and finishes 20 steps" $?
   [ $rc -eq 0 ] || tail -n 20 "$D/train.log"
+  if [ "$m" = qwen3_moe ]; then
+    grep -q "MoE layers 0-1 (2 of 2): 4 experts of 24, top-2" "$D/train.log" &&
+      grep -q '"moe_bias_spread":\[0,0\]' "$D/run/metrics.jsonl" &&
+      ! grep -q '"moe_bias_spread":\[[^]]*[1-9]' "$D/run/metrics.jsonl"
+    check "$m: the run has the fixture's MoE layers and no selection bias (it moved nowhere)" $?
+  fi
   # the closing sample (default job's generate.*: empty prompt, 200 new tokens)
   # fits the model: GPT-2's tokenizer adds no BOS, and it has 64 positions
   grep -q "^sample (generate.prompt" "$D/train.log" && ! grep -q "no closing sample" "$D/train.log" &&
@@ -130,6 +141,10 @@ for m in "${MODELS[@]}"; do
   [ -f "$H/config.json" ] && [ -f "$H/generation_config.json" ] && [ -f "$H/model.safetensors" ] &&
     cmp -s "$H/tokenizer.json" "$F/tokenizer.json"
   check "$m: <dump>/hf has config, generation config, weights and the model's tokenizer.json" $?
+  if [ "$m" = qwen3_moe ]; then
+    grep -q '"Qwen3MoeForCausalLM"' "$H/config.json" && grep -q 'mlp\.experts\.3\.down_proj\.weight' "$H/model.safetensors"
+    check "$m: <dump>/hf is a Qwen3MoeForCausalLM folder with the fixture's per-expert tensors" $?
+  fi
 
   # titan export of the final checkpoint writes the same folder
   "$TITAN" export --model.hf_assets_path "$F" --job.dump_folder "$D/run" --out "$D/export" >"$D/export.log" 2>&1 &&

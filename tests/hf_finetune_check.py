@@ -14,14 +14,22 @@ FIXTURES/<name>):
             gives, byte for byte, the text `titan generate --hf ...
             --generate.temperature 0` printed (tokens past the tokenizer's
             vocabulary suppressed, as titan samples only real tokens);
+            where they part at a near tie, of the top-2 logits or (MoE) of
+            an expert choice before that token, either is accepted;
   ids       titan prepare's shard WORK/<name>/probe/train.bin holds, for
             every document, BOS + tokenizers' ids (+ EOS where it differs
             from BOS), and tokenizers' ids for PROMPT are titan's.
+
+Mixture-of-Experts models (a *TopKRouter module) also report the smallest
+router gap over the tokens scored: top-k routing is discontinuous, so the two
+sides can pick different experts for a token only where the k-th and the
+(k+1)-th router softmax scores are that close (fp32 rounding, ~1e-6).
 
     python3 tests/hf_finetune_check.py WORK FIXTURES PROMPT NAME...
 """
 import json
 import os
+import re
 import struct
 import sys
 
@@ -36,6 +44,37 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 SEQ_LEN = 64  # training.seq_len in cli_hf_finetune.sh
 MAX_NEW = 24  # generate.max_new_tokens there
 TIE_GAP = 1e-4  # a top-2 logit gap this small may flip between fp32 implementations
+ROUTER_TIE = 1e-5  # a gap this small between the k-th and (k+1)-th router scores may flip an expert choice
+
+
+class RouterGaps:
+    """While active, records for each token of each forward the smallest gap,
+    over the MoE layers, between the k-th and (k+1)-th sorted router softmax
+    scores: the gap that decides the chosen experts. take() returns the last
+    forward's, per token of the flattened batch (None: no router)."""
+
+    def __init__(self, model):
+        self.routers = [m for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+        self.rows, self.handles = [], []
+
+    def hook(self, module, args, out):
+        k = module.top_k
+        p = torch.softmax(out[0].float(), dim=-1).sort(dim=-1, descending=True).values
+        self.rows.append(p[:, k - 1] - p[:, k])
+
+    def __enter__(self):
+        self.handles = [m.register_forward_hook(self.hook) for m in self.routers]
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+
+    def take(self):
+        if not self.routers:
+            return None
+        rows, self.rows = self.rows[-len(self.routers):], []
+        return torch.stack(rows).min(dim=0).values
 
 
 def read_shard(path):
@@ -104,10 +143,30 @@ def val_loss(model, docs):
         ids[i, :len(q)] = torch.tensor(q)
         mask[i, :len(q)] = 1
         targets[i, :len(t)] = torch.tensor(t)
-    with torch.no_grad():
+    with torch.no_grad(), RouterGaps(model) as rg:
         logits = model(input_ids=ids, attention_mask=mask).logits.double()
+        gaps = rg.take()
     total = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum").item()
-    return total / (targets != -100).sum().item()
+    gap = None if gaps is None else gaps[mask.flatten().bool()].min().item()  # over the real tokens
+    return total / (targets != -100).sum().item(), gap
+
+
+PER_EXPERT = re.compile(r"(.*\.mlp\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight")
+
+
+def loaded_tensor(sd, name, shape):
+    """The checkpoint tensor `name` as the loaded model holds it: transformers 5
+    packs a checkpoint's per-expert ...mlp.experts.E.{gate,up,down}_proj.weight
+    into ...mlp.experts.gate_up_proj (E, 2I, H; gate rows first) and down_proj
+    (E, H, I). None where the model has no such tensor of that shape."""
+    t = sd.get(name)
+    m = PER_EXPERT.fullmatch(name)
+    if t is None and m:
+        prefix, e, proj = m.group(1), int(m.group(2)), m.group(3)
+        packed = sd.get(prefix + (".down_proj" if proj == "down_proj" else ".gate_up_proj"))
+        if packed is not None and e < packed.shape[0]:
+            t = packed[e] if proj == "down_proj" else packed[e][:shape[0]] if proj == "gate_proj" else packed[e][shape[0]:]
+    return t if t is not None and t.shape == shape else None
 
 
 def load(folder):
@@ -137,8 +196,9 @@ def check_model(work, fixtures, prompt, name):
     for f in sorted(os.listdir(fix)):
         if f.endswith(".safetensors"):
             p0.update(load_file(os.path.join(fix, f)))
-    same = [k for k in p0 if k not in ps or ps[k].shape != p0[k].shape or torch.equal(ps[k], p0[k].float())]
-    rel = max((ps[k] - p0[k]).norm().item() / p0[k].norm().item() for k in p0 if k in ps and ps[k].shape == p0[k].shape)
+    pt = {k: loaded_tensor(ps, k, t.shape) for k, t in p0.items()}
+    same = [k for k in p0 if pt[k] is None or torch.equal(pt[k], p0[k].float())]
+    rel = max((pt[k] - p0[k]).norm().item() / p0[k].norm().item() for k in p0 if pt[k] is not None)
     results.append(("export loads in transformers with every weight", not problems, "; ".join(problems)))
     results.append(("every weight changed by fine-tuning", not same,
                     f"{len(p0)} tensors, largest relative change {rel:.3f}" + (f"; unchanged: {same}" if same else "")))
@@ -147,9 +207,10 @@ def check_model(work, fixtures, prompt, name):
     vb, _, vtok = read_shard(os.path.join(d, "data", "val.bin"))
     docs = split_docs(vtok, vb)
     titan_v = [json.loads(l)["val_loss"] for l in open(os.path.join(d, "run", "metrics.jsonl")) if "val_loss" in l][-1]
-    hf_v = val_loss(trained, docs)
+    hf_v, vgap = val_loss(trained, docs)
     results.append(("validation loss in transformers equals titan's", abs(hf_v - titan_v) <= 2e-5 * max(1, titan_v),
-                    f"transformers {hf_v:.7f}, titan {titan_v:.7f}, |diff| {abs(hf_v - titan_v):.1e}"))
+                    f"transformers {hf_v:.7f}, titan {titan_v:.7f}, |diff| {abs(hf_v - titan_v):.1e}"
+                    + ("" if vgap is None else f"; smallest router gap {vgap:.2e}")))
 
     # greedy continuation, against titan generate's text
     ids = tok.encode(prompt).ids  # with the template's special tokens, as titan's prompt encoding
@@ -159,12 +220,17 @@ def check_model(work, fixtures, prompt, name):
                              suppress_tokens=list(range(n_tok, cfg["vocab_size"])) or None, output_scores=True,
                              return_dict_in_generate=True)
     new = g.sequences[0, len(ids):].tolist()
+    with torch.no_grad(), RouterGaps(trained) as rg:  # the routing of every token the answer was computed from
+        trained(input_ids=g.sequences)
+        rgaps = rg.take()
     stopped = bool(new) and new[-1] in eos_ids
     text_ids = new[:-1] if stopped else new
     dec = byte_decoder()
     want = prompt.encode() + token_bytes(tok, text_ids, added_ids, dec) + b"\n"
     got = open(os.path.join(d, "greedy.txt"), "rb").read()
     ok, detail = want == got, f"{len(new)} tokens{' (stopped at EOS)' if stopped else ''}: {want[:80]!r}"
+    if rgaps is not None:
+        detail += f"; smallest router gap {rgaps.min().item():.2e}"
     if not ok:
         # where the texts part, was transformers' choice a near tie? Then fp32 rounding may pick either.
         common = 0
@@ -177,9 +243,12 @@ def check_model(work, fixtures, prompt, name):
         s = g.scores[min(at, len(g.scores) - 1)][0].float()
         top = torch.topk(s[torch.isfinite(s)], 2).values
         gap = (top[0] - top[1]).item()
-        ok = gap < TIE_GAP
+        # MoE: new token `at` came from the routing of every token before it
+        rgap = None if rgaps is None else rgaps[:len(ids) + at].min().item()
+        ok = gap < TIE_GAP or (rgap is not None and rgap < ROUTER_TIE)
         detail = (f"texts part at new token {at}, where transformers' top-2 logit gap is {gap:.2e}"
-                  f"{' (a near tie: accepted)' if ok else ''}; transformers {want!r}, titan {got!r}")
+                  + ("" if rgap is None else f" and the smallest router gap up to it {rgap:.2e}")
+                  + f"{' (a near tie: accepted)' if ok else ''}; transformers {want!r}, titan {got!r}")
     results.append(("greedy generate() in transformers gives titan's text", ok, detail))
 
     # token ids: titan prepare's shard against tokenizers

@@ -352,6 +352,32 @@ static void case_moe_route(hc *h, const void *p)
     forward_and_backward(h, last(h), 1);
 }
 
+/* the router with an auxiliary loss reading its scores: the scores' gradient joins the weights' */
+static void case_moe_route_scores(hc *h, const void *p)
+{
+    const route_p *c = p;
+    tt_moe_attrs a = {c->E, c->k, c->sigmoid ? TT_SCORE_SIGMOID : TT_SCORE_SOFTMAX, c->norm, 0, 0, c->scale};
+    tt_moe_route(h->g, w_in(h, "logits", 2, c->N, c->E, c->spread), NULL, &a, NULL, NULL);
+    forward_and_backward(h, last(h), 1 | 4);
+}
+
+typedef struct {
+    int kind, N, E, k, B;
+    double coef;
+} aux_p;
+static void case_moe_aux(hc *h, const void *p)
+{
+    const aux_p *c = p;
+    const int z = c->kind == TT_AUX_Z;
+    tt_value *in = z ? w_in(h, "logits", 2, c->N, c->E, 1.5)
+                     : input(h, "scores", h->w, 2, (int64_t[]){c->N, c->E}, (fill){F_W_POS, 1, 0, 0, 0, NULL});
+    tt_value *ex = z ? NULL : input(h, "expert", TT_I32, 2, (int64_t[]){c->N, c->k}, (fill){I_UNI, 0, 0, 0, c->E, NULL});
+    tt_value *scale = input(h, "scale", TT_F32, 1, (int64_t[]){1}, (fill){F_F32, 0, 0.5, 0, 0, NULL});
+    tt_moe_aux_attrs a = {c->kind, c->E, c->k, c->B, c->B ? c->N / c->B : 0, c->coef};
+    tt_moe_aux_loss(h->g, in, ex, scale, &a);
+    forward_and_backward(h, last(h), 0);
+}
+
 typedef struct {
     int N, D, k, E, used; /* expert ids uniform in [0, used): experts past it get no row */
     int weighted;
@@ -437,6 +463,8 @@ static const route_p rt_softmax = {37, 8, 2, 0, 1, 0, 0, 0, 1.0, NULL, 1.5},
                      rt_skew = {37, 8, 2, 0, 0, 0, 0, 0, 1.0, skew8, 1.0},
                      rt_ties = {13, 8, 2, 0, 1, 0, 0, 0, 1.0, ties8, 0.0},
                      rt_typ = {512, 8, 2, 0, 1, 0, 0, 0, 1.0, NULL, 1.0};
+static const aux_p ax_balance = {TT_AUX_BALANCE, 37, 8, 2, 0, 3.0}, ax_seq = {TT_AUX_SEQUENCE, 36, 8, 3, 3, 2.0},
+                   ax_z = {TT_AUX_Z, 37, 8, 0, 0, 0.5}, ax_typ = {TT_AUX_BALANCE, 512, 8, 2, 0, 0.01};
 static const moe_rows_p mr_odd = {37, 19, 2, 8, 8, 1}, mr_plain = {23, 19, 3, 8, 8, 0},
                         mr_empty = {37, 19, 2, 8, 3, 1}, mr_typ = {512, 128, 2, 8, 8, 1};
 static const double off_odd[5] = {0, 10, 10, 30, 37}, off_typ[9] = {0, 100, 230, 400, 512, 512, 700, 880, 1024};
@@ -505,6 +533,12 @@ static const test_case cases[] = {
     {"moe_route skewed: half the experts never chosen", case_moe_route, &rt_skew, 1, 0},
     {"moe_route ties go to the lower expert", case_moe_route, &rt_ties, 0, 0},
     {"moe_route 512 tokens, top-2 of 8", case_moe_route, &rt_typ, 0, 0},
+    {"moe_route with the scores' gradient too (sigmoid)", case_moe_route_scores, &rt_sigmoid, 1, 0},
+    {"moe_route with the scores' gradient too (softmax)", case_moe_route_scores, &rt_softmax, 1, 0},
+    {"moe_aux_loss balance (Switch/Mixtral) 37 tokens", case_moe_aux, &ax_balance, 1, 0},
+    {"moe_aux_loss sequence-wise (DeepSeek-V3) 3 x 12", case_moe_aux, &ax_seq, 1, 0},
+    {"moe_aux_loss router z-loss", case_moe_aux, &ax_z, 1, 0},
+    {"moe_aux_loss balance 512 tokens", case_moe_aux, &ax_typ, 0, 0},
     {"moe_sort 37x2 over 8", case_moe_sort, &mr_odd, 0, 0},
     {"moe_sort 37x2, 5 of 8 experts empty", case_moe_sort, &mr_empty, 0, 0},
     {"moe_permute 37x19, gate on the input", case_moe_permute, &mr_odd, 1, 0},

@@ -96,7 +96,7 @@ static result step(const tt_model *m, const float *weights, batch *bt, tt_dtype 
         }
         if (rc == 0) {
             double loss = 0;
-            CHECK_MSG(tt_step_set_batch(&sg, bt->ids, bt->tg, bt->pos, bt->doc, 1.0f / (B * T - B)) == 0, "%s",
+            CHECK_MSG(tt_step_set_batch(&sg, bt->ids, bt->tg, bt->pos, bt->doc, 1.0f / (B * T - B), 1.0f) == 0, "%s",
                       tt_last_error());
             CHECK_MSG(tt_exec_run(sg.exec) == 0, "%s", tt_last_error());
             CHECK_MSG(tt_step_loss(&sg, &loss) == 0, "%s", tt_last_error());

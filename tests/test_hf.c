@@ -107,7 +107,7 @@ static tt_err run_logits(const tt_model *m, const float *w, const int32_t *ids_i
     tt_exec *e = NULL;
     if (be && tt_model_bind(g, m, vals, units) == 0) {
         tt_fwd_inputs in = {1, T, tt_graph_input(g, "ids", TT_I32, 1, &n), tt_graph_input(g, "pos", TT_I32, 1, &n),
-                            tt_graph_input(g, "doc", TT_I32, 1, &n), NULL, NULL, NULL};
+                            tt_graph_input(g, "doc", TT_I32, 1, &n), NULL, NULL, NULL, NULL};
         tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
         tt_value *logits = h ? tt_linear(g, h, head, NULL) : NULL; // (T, V)
         if (logits && !g->failed) {

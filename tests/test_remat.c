@@ -288,7 +288,7 @@ static void test_step_graph(variant va, tt_dtype dt)
         if (rc == 0) {
             double l = 0;
             CHECK(sg.ac == (tt_ac_mode)ac);
-            CHECK_MSG(tt_step_set_batch(&sg, bt.ids, bt.tg, bt.pos, bt.doc, bt.scale) == 0, "%s", tt_last_error());
+            CHECK_MSG(tt_step_set_batch(&sg, bt.ids, bt.tg, bt.pos, bt.doc, bt.scale, 1.0f) == 0, "%s", tt_last_error());
             CHECK(tt_exec_run(sg.exec) == 0 && tt_exec_run(sg.exec) == 0); /* two micro-steps accumulate */
             CHECK_MSG(tt_step_loss(&sg, &l) == 0, "%s", tt_last_error());
             loss[ac] = (float)l;

@@ -3,8 +3,9 @@
 logits for tests/test_hf.c (titan's loader must match transformers to 1e-4).
 
 Writes tests/fixtures/hf/<name>/ (save_pretrained, safetensors; llama, qwen2
-and gpt2 also get the matching fixture tokenizer.json, for the fine-tuning
-test tests/cli_hf_finetune.sh) and
+and gpt2 also get the matching fixture tokenizer.json, and the MoE fixtures
+the llama one, for the fine-tuning test tests/cli_hf_finetune.sh, generate
+and eval) and
 tests/fixtures/hf/<name>.logits.safetensors (int32 "ids.K" and float32
 "logits.K" of shape (T, V) for a few token sequences), computed by
 transformers in float32 with eager attention from the saved folder itself.
@@ -121,6 +122,9 @@ def reference(folder, vocab, seed, out_path):
     print(f"{out_path}: {len(SEQ_LENS)} sequences, max |logit| {max(t.abs().max().item() for n, t in tensors.items() if n.startswith('logits')):.3f}")
 
 
+# the MoE fixtures' vocabulary, special tokens and tied embeddings: those of the llama fixture's tokenizer
+MOE_TOKENS = dict(vocab_size=640, bos_token_id=603, eos_token_id=[604, 609], tie_word_embeddings=True)
+
 FIXTURES = {
     # Llama 3.1 style: GQA, llama3 RoPE scaling with wavelengths on both sides of the band
     # vocabulary padded past its tokenizer's 610 ids; bos / eos are <|begin_of_text|>, <|end_of_text|> + <|eot_id|>
@@ -158,31 +162,31 @@ FIXTURES = {
     "gpt2": (GPT2LMHeadModel, GPT2Config(
         vocab_size=640, n_embd=48, n_layer=2, n_head=4, n_inner=None, n_positions=64,
         bos_token_id=0, eos_token_id=0)),
-    # Mixture of Experts, every layer sparse, 4 experts, top 2. Sizes keep each file under 200 KB.
-    # Qwen3-MoE: q/k norm, head_dim 12 != 32 / 4, top-k scores renormalised
+    # Mixture of Experts, every layer sparse, 4 experts, top 2. Each has the llama fixture's tokenizer
+    # (MOE_TOKENS: 640 rows for its 610 ids, its bos / eos) and ties its embeddings, which keeps each file
+    # under 250 KB. Qwen3-MoE: q/k norm, head_dim 12 != 32 / 4, top-k scores renormalised
     "qwen3_moe": (Qwen3MoeForCausalLM, Qwen3MoeConfig(
-        vocab_size=128, hidden_size=32, intermediate_size=64, moe_intermediate_size=24, num_hidden_layers=2,
+        **MOE_TOKENS, hidden_size=32, intermediate_size=64, moe_intermediate_size=24, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=12, num_experts=4, num_experts_per_tok=2,
         norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], max_position_embeddings=128,
-        rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=False)),
+        rms_norm_eps=1e-6, rope_theta=10000.0)),
     # Mixtral: block_sparse_moe.experts.E.w1/w2/w3 in the checkpoint, top-k always renormalised
     "mixtral": (MixtralForCausalLM, MixtralConfig(
-        vocab_size=136, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+        **MOE_TOKENS, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=128,
-        rms_norm_eps=1e-5, rope_theta=1000000.0, sliding_window=None, tie_word_embeddings=False)),
+        rms_norm_eps=1e-5, rope_theta=1000000.0, sliding_window=None)),
     # Qwen2-MoE: q/k/v bias, raw top-k softmax scores, sigmoid-gated shared expert
     "qwen2_moe": (Qwen2MoeForCausalLM, Qwen2MoeConfig(
-        vocab_size=144, hidden_size=32, intermediate_size=64, moe_intermediate_size=24,
+        **MOE_TOKENS, hidden_size=32, intermediate_size=64, moe_intermediate_size=24,
         shared_expert_intermediate_size=40, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         num_experts=4, num_experts_per_tok=2, norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[],
         qkv_bias=True, use_sliding_window=False, max_position_embeddings=128, rms_norm_eps=1e-6,
-        rope_theta=10000.0, tie_word_embeddings=False)),
+        rope_theta=10000.0)),
     # OLMoE: q/k norm over the whole projection (width heads * head_dim), raw top-k softmax scores
     "olmoe": (OlmoeForCausalLM, OlmoeConfig(
-        vocab_size=152, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+        **MOE_TOKENS, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False, clip_qkv=None,
-        max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
-        pad_token_id=1, bos_token_id=None, eos_token_id=2)),
+        max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0, pad_token_id=None)),
 }
 
 # the same model as FIXTURES[base] saved with its experts packed (save_original_format=False)
@@ -193,7 +197,8 @@ PACKED = {"qwen3_moe_packed": "qwen3_moe"}
 # by tools/gen_tokenizer_fixtures.py) copied into the model folders, so that
 # `titan prepare --hf`, training and `titan generate --hf` work on them
 # (tests/cli_hf_finetune.sh). The model's vocabulary must cover the tokenizer's.
-TOKENIZERS = {"llama": "llama3", "qwen2": "qwen2", "gpt2": "gpt2"}
+TOKENIZERS = {"llama": "llama3", "qwen2": "qwen2", "gpt2": "gpt2",
+              "qwen3_moe": "llama3", "mixtral": "llama3", "qwen2_moe": "llama3", "olmoe": "llama3"}
 
 
 def tokenizer_vocab(path):
@@ -323,6 +328,8 @@ def main():
             shutil.rmtree(pfolder, ignore_errors=True)
             model.save_pretrained(pfolder, safe_serialization=True, save_original_format=False)
             check_packed(folder, pfolder, ids)
+            if name in TOKENIZERS:
+                shutil.copyfile(os.path.join(folder, "tokenizer.json"), os.path.join(pfolder, "tokenizer.json"))
             reference(pfolder, cfg.vocab_size, 200 + seed, os.path.join(a.out, p + ".logits.safetensors"))
         if name in only:
             reference(folder, cfg.vocab_size, 200 + seed, os.path.join(a.out, name + ".logits.safetensors"))

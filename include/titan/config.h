@@ -61,6 +61,8 @@ typedef struct tt_model_config {
     tt_score_func_name score_func;
     bool route_norm, score_before_experts;
     double route_scale, load_balance_coeff;
+    double router_aux_loss_coef, router_z_loss_coef; /* auxiliary losses, as extra loss roots; 0 = off */
+    bool router_aux_loss_seq;                        /* the balance loss per sequence (DeepSeek-V3), not per batch */
     bool shared_expert_gate; /* a sigmoid gate on the shared experts' output (Qwen2-MoE; set by HF configs) */
     tt_tokenizer_kind tokenizer;
     char hf_assets_path[TT_CONFIG_PATH_MAX]; /* "" = none; else config.json + tokenizer.json from there */

@@ -43,8 +43,9 @@ static block_layout layout(const tt_model *m, int l)
     if (e->has_bias) b.bias = b.stride++;
     b.w13 = b.stride, b.stride += 2 * e->n_experts;
     b.w2 = b.stride, b.stride += e->n_experts;
-    if (e->n_shared) b.sh1 = b.stride++, b.sh3 = b.stride++, b.sh2 = b.stride++;
-    if (e->n_shared && e->shared_gate) b.sgate = b.stride++;
+    const int shared = e->n_shared > 0 && e->shared_ffn > 0;
+    if (shared) b.sh1 = b.stride++, b.sh3 = b.stride++, b.sh2 = b.stride++;
+    if (shared && e->shared_gate) b.sgate = b.stride++;
     return b;
 }
 
@@ -152,15 +153,24 @@ static tt_value *stacked(tt_graph *g, tt_value *const *b, int i, int64_t n, int6
  * experts, sort the (token, slot) assignments by expert, run every expert's
  * SwiGLU over its rows as two grouped matmuls, and sum each token's k gated
  * outputs back in slot order; plus the shared experts. */
-static tt_value *moe_mlp(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl, tt_value *h)
+static tt_value *moe_mlp(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl, tt_value *h,
+                         const tt_fwd_inputs *in)
 {
     const tt_moe_cfg *e = &m->cfg.moe;
     const int E = e->n_experts, k = e->top_k;
     const int64_t D = m->cfg.dim, F = e->ffn_dim;
     const tt_moe_attrs ra = {E, k, e->score_func, e->route_norm, e->n_group, e->topk_group, e->route_scale};
     tt_value *logits = tt_matmul_to(g, h, b[bl->router], 0, 1, TT_F32); // (N, E), scored in fp32
-    tt_value *expert = NULL, *perm = NULL, *pos = NULL, *off = NULL;
-    tt_value *gate = tt_moe_route(g, logits, bl->bias >= 0 ? b[bl->bias] : NULL, &ra, &expert, NULL); // (N, k)
+    tt_value *expert = NULL, *perm = NULL, *pos = NULL, *off = NULL, *scores = NULL;
+    tt_value *gate = tt_moe_route(g, logits, bl->bias >= 0 ? b[bl->bias] : NULL, &ra, &expert, &scores); // (N, k)
+    if (in->aux_scale && e->aux_coef > 0) { /* load balancing, per batch or per sequence */
+        const tt_moe_aux_attrs aa = {e->aux_seq ? TT_AUX_SEQUENCE : TT_AUX_BALANCE, E, k, in->B, in->T, e->aux_coef};
+        tt_moe_name_aux_loss(tt_moe_aux_loss(g, scores, expert, in->aux_scale, &aa));
+    }
+    if (in->aux_scale && e->z_coef > 0) {
+        const tt_moe_aux_attrs za = {TT_AUX_Z, E, k, in->B, in->T, e->z_coef};
+        tt_moe_name_aux_loss(tt_moe_aux_loss(g, logits, NULL, in->aux_scale, &za));
+    }
     if (tt_moe_sort(g, expert, E, &perm, &pos, &off)) return NULL;
     tt_moe_name_offsets(off);
     tt_value *xs = tt_moe_permute(g, h, perm, pos, e->score_before ? gate : NULL, k);         // (N*k, D)
@@ -212,7 +222,7 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
         h = tt_rmsnorm(g, x, b[FFN_NORM], c->norm_eps);
         if (bl.moe) {
             tt_graph_set_scope(g, "layers.%d.moe", l);
-            x = tt_add(g, x, moe_mlp(g, m, b, &bl, h));
+            x = tt_add(g, x, moe_mlp(g, m, b, &bl, h, in));
             continue;
         }
         tt_graph_set_scope(g, "layers.%d.feed_forward", l);

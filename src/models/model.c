@@ -317,6 +317,12 @@ void tt_moe_name_offsets(tt_value *offsets)
     if (offsets) snprintf(offsets->name, sizeof offsets->name, MOE_OFFSETS_NAME);
 }
 int tt_moe_is_offsets(const tt_value *v) { return strcmp(v->name, MOE_OFFSETS_NAME) == 0; }
+#define MOE_AUX_NAME "moe.aux_loss"
+void tt_moe_name_aux_loss(tt_value *loss)
+{
+    if (loss) snprintf(loss->name, sizeof loss->name, MOE_AUX_NAME);
+}
+int tt_moe_is_aux_loss(const tt_value *v) { return strcmp(v->name, MOE_AUX_NAME) == 0; }
 
 int tt_model_layer_is_moe(const tt_model_cfg *c, int l)
 {

@@ -27,6 +27,9 @@ typedef struct {
     double route_scale;
     int has_bias;        /* a selection bias per expert (the balancing state, DeepSeek's e_score_correction_bias) */
     int shared_gate;     /* the shared experts' output times sigmoid(x . gate) (Qwen2-MoE) */
+    /* auxiliary losses of each MoE layer, built when the forward is given an aux_scale (training) */
+    double aux_coef, z_coef; /* load balancing (Switch/Mixtral; per sequence when aux_seq) and router z-loss */
+    int aux_seq;
 } tt_moe_cfg;
 
 typedef struct {
@@ -42,6 +45,8 @@ typedef struct {
  * the trainer can read the load (tt_moe_is_offsets finds them). */
 void tt_moe_name_offsets(tt_value *offsets);
 int tt_moe_is_offsets(const tt_value *v);
+void tt_moe_name_aux_loss(tt_value *loss);
+int tt_moe_is_aux_loss(const tt_value *v);
 /* "MoE layers 1-5 of 6: 8 experts of 768, top-2, softmax, renormalised; 1 shared of 768; 19.2M of 43.1M
  * parameters active" (empty for a dense model): the run log and titan plan. */
 void tt_model_moe_describe(const tt_model_cfg *c, char *buf, size_t cap);
@@ -122,6 +127,9 @@ typedef struct {
     tt_value *ids, *pos, *doc;
     /* generation: per-layer KV caches (B, Tmax, Hk*hd) and the start row */
     tt_value **cache_k, **cache_v, *start;
+    /* training: (1) f32, the weight of this micro-batch's auxiliary losses (1 / micro-batches a step); NULL:
+     * none are built. Each is a value named by tt_moe_name_aux_loss, a loss root for the step graph. */
+    tt_value *aux_scale;
 } tt_fwd_inputs;
 
 /* Declare a model's parameters and lay them out (no weights are allocated). */

@@ -114,6 +114,20 @@ tt_value *tt_moe_rowdot(tt_graph *g, tt_value *a, tt_value *b, tt_value *pos, in
     return record(g, TT_OP_MOE_ROWDOT, 3, in, 1, &y, &at) ? y : NULL;
 }
 
+tt_value *tt_moe_aux_loss(tt_graph *g, tt_value *in, tt_value *expert, tt_value *scale, const tt_moe_aux_attrs *a)
+{
+    const int z = a->kind == TT_AUX_Z;
+    NEED(in && scale && in->ndim == 2 && (in->dtype == TT_F32 || in->dtype == TT_F64) && in->shape[1] == a->E &&
+             (z || (expert && expert->dtype == TT_I32 && expert->ndim == 2 && expert->shape[0] == in->shape[0] &&
+                    expert->shape[1] == a->k)) && tt_value_numel(scale) == 1,
+         "moe_aux_loss: needs fp32 (N, %d) %s%s and a scale", a->E, z ? "logits" : "scores", z ? "" : ", (N, k) experts");
+    NEED(a->kind != TT_AUX_SEQUENCE || (int64_t)a->B * a->T == in->shape[0],
+         "moe_aux_loss: %lld tokens are not %d sequences of %d", (long long)in->shape[0], a->B, a->T);
+    tt_value *y = val(g, in->dtype == TT_F64 ? TT_F64 : TT_F32, 1, 1, 0, 0);
+    tt_value *ins[] = {in, z ? scale : expert, scale};
+    return record(g, TT_OP_MOE_AUX_LOSS, z ? 2 : 3, ins, 1, &y, a) ? y : NULL;
+}
+
 tt_value *tt_grouped_matmul(tt_graph *g, tt_value *x, tt_value *w, tt_value *offsets, int tb)
 {
     NEED(x && w && offsets && x->ndim == 2 && w->ndim == 3 && offsets->dtype == TT_I32 && offsets->ndim == 1 &&

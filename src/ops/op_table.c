@@ -165,13 +165,24 @@ static void bw_ce(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin
 
 static void bw_moe_route(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
-    if (gout[2]) { /* the scores are for the balancing statistics, not differentiated */
-        tt_graph_fail(g, "moe_route: the router scores have no gradient rule");
+    if (!gout[0]) {
+        tt_graph_fail(g, "moe_route: differentiated without its gate weights");
         return;
     }
-    if (!gout[0]) return;
-    tt_value *in[] = {n->out[2], n->out[1], gout[0]};
-    gin[0] = tt_op_emit1(g, TT_OP_MOE_ROUTE_BWD, 3, in, n->in[0], n->attrs);
+    /* the scores' own gradient (an auxiliary loss reads them) joins the weights' before the softmax or sigmoid */
+    tt_value *in[] = {n->out[2], n->out[1], gout[0], gout[2]};
+    gin[0] = tt_op_emit1(g, TT_OP_MOE_ROUTE_BWD, gout[2] ? 4 : 3, in, n->in[0], n->attrs);
+}
+
+static void bw_moe_aux(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    /* as ce_linear: the loss node computes its input's gradient itself */
+    if (gout[0] != &tt_loss_seed) {
+        tt_graph_fail(g, "moe_aux_loss: only differentiable as a loss itself");
+        return;
+    }
+    if (n->n_out == 1 && tt_node_add_output(g, n, tt_value_new(g, TT_ROLE_ACT, n->in[0]->dtype, 2, n->in[0]->shape))) return;
+    gin[0] = n->out[1];
 }
 
 /* permute and combine are each other's transpose: the rows' gradient of one
@@ -234,6 +245,7 @@ const tt_op_def tt_ops[TT_OP_COUNT] = {
     [TT_OP_ZERO] =                {"zero",               0,      0,   0,      0,    0,                     fl_zero,     NULL},
     [TT_OP_MOE_ROUTE] =           {"moe_route",          P | K,  0,   0,      0,    A(tt_moe_attrs),       fl_in0,      bw_moe_route},
     [TT_OP_MOE_ROUTE_BWD] =       {"moe_route_bwd",      0,      0,   0,      0,    A(tt_moe_attrs),       fl_in0,      NULL},
+    [TT_OP_MOE_AUX_LOSS] =        {"moe_aux_loss",       TT_OPF_LOSS, 0, 0,   0,    A(tt_moe_aux_attrs),   fl_in0,      bw_moe_aux},
     [TT_OP_MOE_SORT] =            {"moe_sort",           P | K,  0,   0,      0,    A(tt_moe_attrs),       fl_zero,     NULL},
     [TT_OP_MOE_PERMUTE] =         {"moe_permute",        P,      0,   0,      0,    A(tt_moe_attrs),       fl_out,      bw_moe_reorder},
     [TT_OP_MOE_COMBINE] =         {"moe_combine",        P,      0,   0,      0,    A(tt_moe_attrs),       fl_in0,      bw_moe_reorder},

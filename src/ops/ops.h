@@ -71,7 +71,15 @@ typedef enum {
                              (+ bias), within the best topk_group of n_group groups when n_group > 1, in
                              descending order, ties to the lower expert; weight = route_scale * score, over
                              the sum of the k scores (+1e-20) when route_norm */
-    TT_OP_MOE_ROUTE_BWD,  /* in: scores, expert, dweight   out: dlogits (N,E) */
+    TT_OP_MOE_ROUTE_BWD,  /* in: scores, expert, dweight [, dscores: a gradient of the scores too]   out: dlogits (N,E) */
+    TT_OP_MOE_AUX_LOSS,   /* tt_moe_aux_attrs: a load-balancing loss of one MoE layer, scale (1) f32 times coef times
+                             balance (Switch, Mixtral): E sum_e f_e P_e, f_e = the tokens routed to e over N, P_e = the
+                               mean over tokens of its normalised score s_te / sum_j s_tj
+                             sequence (DeepSeek-V3): the mean over the B sequences of sum_e f'_e P'_e, f'_e = E / (k T)
+                               times the sequence's tokens routed to e, P'_e the sequence's mean normalised score
+                               (both in: scores (N,E), expert (N,k) i32, scale)
+                             z (router z-loss): the mean over tokens of logsumexp(logits)^2   (in: logits (N,E), scale)
+                             out: loss (1); as a loss root also the gradient of input 0 (N,E) */
     TT_OP_MOE_SORT,       /* in: expert (N,k) i32   out: perm (M) i32: the assignment of each row; pos (M) i32:
                              the row of each assignment; offsets (E+1) i32: expert e's rows are
                              [offsets[e], offsets[e+1]). A stable sort: rows of one expert in assignment order */
@@ -135,6 +143,13 @@ typedef struct {
 } tt_clip_attrs;
 
 typedef enum { TT_SCORE_SOFTMAX = 0, TT_SCORE_SIGMOID } tt_score_func;
+
+typedef enum { TT_AUX_BALANCE = 0, TT_AUX_SEQUENCE, TT_AUX_Z } tt_aux_kind;
+typedef struct {
+    int kind;           /* tt_aux_kind */
+    int E, k, B, T;     /* experts, slots; the sequences of the batch (sequence-wise) */
+    double coef;
+} tt_moe_aux_attrs;
 
 /* the most experts an MoE layer may have (kernels keep a token's scores on the stack) */
 #define TT_MOE_MAX_EXPERTS 1024
@@ -263,6 +278,9 @@ tt_err tt_moe_sort(tt_graph *g, tt_value *expert, int E, tt_value **perm, tt_val
 tt_value *tt_moe_permute(tt_graph *g, tt_value *x, tt_value *perm, tt_value *pos, tt_value *weight, int k);
 tt_value *tt_moe_combine(tt_graph *g, tt_value *ys, tt_value *perm, tt_value *pos, tt_value *weight, int k);
 tt_value *tt_moe_rowdot(tt_graph *g, tt_value *a, tt_value *b, tt_value *pos, int k, tt_dtype out);
+/* a load-balancing or z loss of one MoE layer: in is the scores (balance, sequence) or the logits (z);
+ * expert NULL for z; scale (1) f32 */
+tt_value *tt_moe_aux_loss(tt_graph *g, tt_value *in, tt_value *expert, tt_value *scale, const tt_moe_aux_attrs *a);
 /* y = x w[e]^T (tb) or x w[e], row group by row group */
 tt_value *tt_grouped_matmul(tt_graph *g, tt_value *x, tt_value *w, tt_value *offsets, int tb);
 tt_value *tt_grouped_matmul_wgrad(tt_graph *g, tt_value *a, tt_value *b, tt_value *offsets, int E, tt_dtype out);

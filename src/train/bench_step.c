@@ -132,7 +132,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
                        c->training.max_norm};
     if (tt_build_micro_step(&tr, m, &st, &sc, 1, c->training.exec_mode, c->activation_checkpoint.mode, NULL) ||
         tt_build_optim_step(&op, m, &st, &ac, c->training.exec_mode) ||
-        tt_step_set_batch(&tr, ids, tgt, pos, doc, 1.0f / (float)n))
+        tt_step_set_batch(&tr, ids, tgt, pos, doc, 1.0f / (float)n, 1.0f))
         goto done;
     for (int k = 0; k < 2; k++) {
         int nn = (k ? op.g : tr.g)->n_nodes;

@@ -118,6 +118,13 @@ static const cfg_key keys[] = {
     FLT_("model.load_balance_coeff", model.load_balance_coeff, 0, 1, 0, "1e-3",
          "MoE: auxiliary-loss-free load balancing (DeepSeek-V3): after each optimizer step every expert's "
          "selection bias moves by this toward the mean load; 0 = off"),
+    FLT_("model.router_aux_loss_coef", model.router_aux_loss_coef, 0, 1e6, 0, "0",
+         "MoE: weight of the load-balancing loss of each MoE layer (Switch/Mixtral: num_experts x the sum over experts "
+         "of the fraction of tokens routed to each times its mean score), an extra loss root per micro-batch; 0 = off"),
+    BOOL_("model.router_aux_loss_seq", model.router_aux_loss_seq, 0, "false",
+          "MoE: compute the load-balancing loss per sequence and average (DeepSeek-V3's sequence-wise variant)"),
+    FLT_("model.router_z_loss_coef", model.router_z_loss_coef, 0, 1e6, 0, "0",
+         "MoE: weight of the router z-loss (the mean squared logsumexp of each token's router logits); 0 = off"),
     INT_("model.num_expert_groups", model.num_expert_groups, 0, 1024, 0, "0",
          "MoE: group-limited routing: the experts in this many groups, a token choosing among the best "
          "num_limited_groups (DeepSeek-V3's n_group); 0 = none"),

@@ -215,6 +215,7 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
                  f.peak_wrong ? "the peak looks wrong" : "over 100%: full attention counted");
     char comm[160] = "";
     int at = r->world > 1 ? snprintf(comm, sizeof comm, "comm wait: %.1f%%  ", 100 * r->comm_wait_frac) : 0;
+    if (r->has_aux) at += snprintf(comm + at, sizeof comm - (size_t)at, "aux: %.5f  ", r->aux_loss);
     if (r->moe_layers > 0) { /* the worst layer of each: the load's spread, and the bias's */
         double mx = 0, mn = INFINITY, sp = 0;
         for (int i = 0; i < r->moe_layers; i++)
@@ -246,6 +247,7 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
             cJSON_AddNumberToObject(o, "world", r->world);
             cJSON_AddNumberToObject(o, "comm_wait_frac", r->comm_wait_frac);
         }
+        if (r->has_aux) cJSON_AddNumberToObject(o, "aux_loss", r->aux_loss);
         if (r->moe_layers > 0) { /* per MoE layer */
             cJSON_AddItemToObject(o, "moe_load_max", cJSON_CreateDoubleArray(r->moe_load_max, r->moe_layers));
             cJSON_AddItemToObject(o, "moe_load_min", cJSON_CreateDoubleArray(r->moe_load_min, r->moe_layers));

@@ -101,6 +101,8 @@ typedef struct {
     /* Mixture-of-Experts, per MoE layer (moe_layers of them, 0 for a dense model), over the last optimizer
      * step: max and min tokens per expert over the mean, the balancing bias's max - min */
     int moe_layers;
+    int has_aux;     /* the model has auxiliary losses (MoE): aux_loss is their sum */
+    double aux_loss;
     const double *moe_load_max, *moe_load_min, *moe_bias_spread;
 } tt_metrics_step;
 

@@ -14,6 +14,15 @@
 #include "train/parallel.h"
 #include "train/run.h"
 
+/* The auxiliary losses of the config, on an MoE model (a Hugging Face one included). */
+static void moe_losses_from_config(const tt_model_config *m, tt_model_cfg *o)
+{
+    if (o->moe.n_experts <= 0) return;
+    o->moe.aux_coef = m->router_aux_loss_coef;
+    o->moe.aux_seq = m->router_aux_loss_seq;
+    o->moe.z_coef = m->router_z_loss_coef;
+}
+
 tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ext *ext, tt_hf_config *hf)
 {
     const tt_model_config *m = &c->model;
@@ -23,6 +32,7 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
         tt_hf_config hc;
         if (tt_hf_config_read(m->hf_assets_path, &hc)) return tt_error_prefix("model.hf_assets_path: ");
         tt_hf_detect_layout(m->hf_assets_path, &hc.model, &hc.ext);
+        moe_losses_from_config(m, &hc.model);
         *o = hc.model;
         if (ext) *ext = hc.ext;
         if (hf) *hf = hc;
@@ -59,6 +69,7 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
                               .n_group = m->num_expert_groups, .topk_group = m->num_limited_groups,
                               .route_scale = m->route_scale, .has_bias = m->load_balance_coeff > 0,
                               .shared_gate = m->shared_expert_gate};
+    moe_losses_from_config(m, o);
     return 0;
 }
 

@@ -91,11 +91,18 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
     sg->doc = input(g, "doc", TT_I32, n);
     sg->targets = input(g, "targets", TT_I32, n);
     sg->scale = input(g, "loss_scale", TT_F32, 1);
-    tt_fwd_inputs in = {c->B, c->T, sg->ids, sg->pos, sg->doc, NULL, NULL, NULL};
+    const int aux = with_grad && m->cfg.moe.n_experts > 0 && (m->cfg.moe.aux_coef > 0 || m->cfg.moe.z_coef > 0);
+    if (aux) sg->aux_scale = input(g, "aux_scale", TT_F32, 1);
+    tt_fwd_inputs in = {c->B, c->T, sg->ids, sg->pos, sg->doc, NULL, NULL, NULL, sg->aux_scale};
     tt_value *head = NULL, *h = rc ? NULL : tt_model_forward(g, m, vals, &in, &head);
     tt_graph_set_scope(g, "loss");
     sg->losses[sg->n_losses++] = tt_ce_linear(g, h, head, sg->targets, sg->scale, -100);
     tt_graph_mark_output(g, sg->losses[0]);
+    for (int v = 0; v < g->n_values && !rc; v++) /* the MoE layers' auxiliary losses: more roots */
+        if (tt_moe_is_aux_loss(g->values[v])) {
+            if (sg->n_losses == TT_MAX_LOSSES) rc = tt_errorf("more than %d loss roots", TT_MAX_LOSSES);
+            else tt_graph_mark_output(g, sg->losses[sg->n_losses++] = g->values[v]);
+        }
     free(vals);
     if (!rc && keep_moe_offsets(sg)) rc = -1;
     if (!rc && g->failed) rc = -1;
@@ -235,20 +242,29 @@ tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_train_state 
 }
 
 tt_err tt_step_set_batch(tt_step_graph *sg, const int32_t *ids, const int32_t *targets, const int32_t *pos,
-                         const int32_t *doc, float scale)
+                         const int32_t *doc, float scale, float aux_scale)
 {
     const size_t bytes = tt_value_bytes(sg->ids);
     if (tt_exec_write(sg->exec, sg->ids, ids, bytes) || tt_exec_write(sg->exec, sg->targets, targets, bytes) ||
         tt_exec_write(sg->exec, sg->pos, pos, bytes) || tt_exec_write(sg->exec, sg->doc, doc, bytes) ||
-        tt_exec_write(sg->exec, sg->scale, &scale, sizeof scale))
+        tt_exec_write(sg->exec, sg->scale, &scale, sizeof scale) ||
+        (sg->aux_scale && tt_exec_write(sg->exec, sg->aux_scale, &aux_scale, sizeof aux_scale)))
         return tt_error_prefix("the step's inputs: ");
     return 0;
 }
 
 tt_err tt_step_loss(tt_step_graph *sg, double *loss)
 {
+    float l;
+    if (tt_exec_read(sg->exec, sg->losses[0], &l, sizeof l)) return -1;
+    *loss = l;
+    return 0;
+}
+
+tt_err tt_step_aux_loss(tt_step_graph *sg, double *loss)
+{
     double sum = 0;
-    for (int k = 0; k < sg->n_losses; k++) {
+    for (int k = 1; k < sg->n_losses; k++) {
         float l;
         if (tt_exec_read(sg->exec, sg->losses[k], &l, sizeof l)) return -1;
         sum += l;

@@ -27,7 +27,8 @@ typedef struct {
                                   (to measure what the schedule hides) */
 } tt_step_cfg;
 
-#define TT_MAX_LOSSES 8
+/* the language-model loss, then up to two auxiliary losses an MoE layer */
+#define TT_MAX_LOSSES (1 + 2 * TT_MODEL_MAX_LAYERS)
 
 typedef struct {
     tt_graph *g;
@@ -35,6 +36,7 @@ typedef struct {
     /* inputs: ids, targets, positions, document ids (B*T) i32, the loss scale (1) f32;
      * the optimizer's hyper-parameters (2) f64 [lr, step] */
     tt_value *ids, *targets, *pos, *doc, *scale, *hp;
+    tt_value *aux_scale; /* (1) f32: the weight of the micro-batch's auxiliary losses (MoE), when it has any */
     /* the loss roots (the main loss, then auxiliary ones): the step's loss is their sum */
     tt_value *losses[TT_MAX_LOSSES];
     int n_losses;
@@ -71,11 +73,14 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_train_state 
                            int with_grad, tt_exec_mode mode, tt_ac_mode ac, tt_exec *share);
 tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_train_state *s, const tt_adamw_cfg *cfg,
                            tt_exec_mode mode);
-/* One micro-step's batch, (B*T) each, and its loss scale. */
+/* One micro-step's batch, (B*T) each, its loss scale, and the weight of its auxiliary losses (the
+ * micro-batches' mean: 1 / micro-batches a step, as transformers weighs them). */
 tt_err tt_step_set_batch(tt_step_graph *sg, const int32_t *ids, const int32_t *targets, const int32_t *pos,
-                         const int32_t *doc, float scale);
-/* The loss of the last run: the sum of its loss roots. */
+                         const int32_t *doc, float scale, float aux_scale);
+/* The language-model loss of the last run (loss root 0). */
 tt_err tt_step_loss(tt_step_graph *sg, double *loss);
+/* The sum of its auxiliary losses (0 when it has none). */
+tt_err tt_step_aux_loss(tt_step_graph *sg, double *loss);
 /* The optimizer step's learning rate and step number (from 1). */
 tt_err tt_optim_set_hp(tt_step_graph *sg, double lr, long step);
 /* The squared global gradient norm of the last optimizer run. */

@@ -39,7 +39,7 @@ tt_err tt_run_validate(tt_run *r, double *loss_out, long *tokens_out)
         if (!more) break;
         const tt_batch *b = r->val_batch;
         double loss; /* scale 1: the sum of token losses, divided by the count below */
-        if (tt_step_set_batch(&r->eval, b->inputs, b->targets, b->positions, b->doc_ids, 1.0f) ||
+        if (tt_step_set_batch(&r->eval, b->inputs, b->targets, b->positions, b->doc_ids, 1.0f, 0.0f) ||
             tt_exec_run(r->eval.exec) || tt_step_loss(&r->eval, &loss))
             return tt_error_prefix("validation: ");
         sum += loss;
@@ -175,11 +175,11 @@ tt_err tt_train(const tt_config *cfg)
             while (c->comm.fault_kind == TT_FAULT_HANG) pause();
         }
         const int profile = c->profiling.enable_profiling && step % c->profiling.profile_freq == 0;
-        double loss = 0;
+        double loss = 0, aux = 0;
         for (int a = 0; a < accum && !rc; a++) {
             const tt_batch *b = r.micro[a];
             tt_step_graph *mg = micro_graph(&r, a);
-            double l = 0;
+            double l = 0, al = 0;
             flops_executed += tt_batch_flops_attention_executed(&r.model->cfg, &r.ext, r.flops_per_token, b->doc_ids,
                                                                 b->B, b->T);
             if (profile) {
@@ -187,12 +187,14 @@ tt_err tt_train(const tt_config *cfg)
                 tt_exec_set_timing(mg->exec, timing.start + off, timing.dur + off);
             }
             if (tt_step_set_batch(mg, b->inputs, b->targets, b->positions, b->doc_ids,
-                                  scored ? 1.0f / (float)scored : 0.0f) ||
-                tt_exec_run(mg->exec) || tt_step_loss(mg, &l) || tt_moe_balance_add(&r.balance, mg)) {
+                                  scored ? 1.0f / (float)scored : 0.0f, 1.0f / (float)accum) ||
+                tt_exec_run(mg->exec) || tt_step_loss(mg, &l) || tt_step_aux_loss(mg, &al) ||
+                tt_moe_balance_add(&r.balance, mg)) {
                 rc = tt_exec_nonfinite(mg->exec) ? nonfinite_error(step, "the micro-step")
                                                      : tt_error_prefix("step %ld: ", step);
             }
             loss += l;
+            aux += al;
         }
         if (rc) break;
         if (tt_parallel_fault_now(c, r.rank, step) && c->comm.fault_kind == TT_FAULT_NAN) loss = NAN;
@@ -255,7 +257,7 @@ tt_err tt_train(const tt_config *cfg)
                                   .arena_bytes = r.arena_bytes, .elapsed_sec = now - t_start,
                                   .flops_per_token_executed = flops_executed / tokens,
                                   .world = r.world, .comm_wait_frac = wait / (now - t_last),
-                                  .moe_layers = r.balance.n, .moe_load_max = r.balance.load_max,
+                                  .has_aux = r.train.n_losses > 1, .aux_loss = aux, .moe_layers = r.balance.n, .moe_load_max = r.balance.load_max,
                                   .moe_load_min = r.balance.load_min, .moe_bias_spread = r.balance.bias_spread};
             if (tt_metrics_log_step(&r.metrics, &ms)) rc = -1;
             t_last = now;

@@ -272,8 +272,18 @@ static tt_err k_moe_route(const tt_node *n, void *const *in, void *const *out)
 static tt_err k_moe_route_bwd(const tt_node *n, void *const *in, void *const *out)
 {
     const tt_moe_attrs *a = TT_ATTRS(n, tt_moe_attrs);
-    cpu_moe_route_bwd(in[0], in[1], in[2], out[0], (int)nrows(n->in[0]), a->E, a->k, a->score_func == TT_SCORE_SIGMOID,
-                      a->route_norm, (float)a->route_scale);
+    cpu_moe_route_bwd(in[0], in[1], in[2], n->n_in > 3 ? in[3] : NULL, out[0], (int)nrows(n->in[0]), a->E, a->k,
+                      a->score_func == TT_SCORE_SIGMOID, a->route_norm, (float)a->route_scale);
+    return 0;
+}
+
+static tt_err k_moe_aux_loss(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_moe_aux_attrs *a = TT_ATTRS(n, tt_moe_aux_attrs);
+    const int z = a->kind == TT_AUX_Z;
+    *(float *)out[0] = (float)cpu_moe_aux_loss(in[0], z ? NULL : in[1], *(const float *)in[z ? 1 : 2],
+                                               n->n_out > 1 ? out[1] : NULL, (int)nrows(n->in[0]), a->E, a->k, a->B,
+                                               a->kind, a->coef);
     return 0;
 }
 
@@ -355,6 +365,7 @@ static const tt_host_kernel cpu_kernels[TT_OP_COUNT] = {
     [TT_OP_ZERO] = k_zero,
     [TT_OP_MOE_ROUTE] = k_moe_route,
     [TT_OP_MOE_ROUTE_BWD] = k_moe_route_bwd,
+    [TT_OP_MOE_AUX_LOSS] = k_moe_aux_loss,
     [TT_OP_MOE_SORT] = k_moe_sort,
     [TT_OP_MOE_PERMUTE] = k_moe_permute,
     [TT_OP_MOE_COMBINE] = k_moe_combine,

@@ -75,8 +75,8 @@ void cpu_moe_route(const float *logits, const float *bias, float *weight, int32_
     }
 }
 
-void cpu_moe_route_bwd(const float *scores, const int32_t *expert, const float *dweight, float *dlogits, int N,
-                       int E, int k, int sigmoid, int norm, float route_scale)
+void cpu_moe_route_bwd(const float *scores, const int32_t *expert, const float *dweight, const float *dscores,
+                       float *dlogits, int N, int E, int k, int sigmoid, int norm, float route_scale)
 {
     #pragma omp parallel for schedule(static)
     for (int t = 0; t < N; t++) {
@@ -85,9 +85,10 @@ void cpu_moe_route_bwd(const float *scores, const int32_t *expert, const float *
         float *dl = dlogits + (size_t)t * E, ds[TT_MOE_MAX_EXPERTS];
         double z = 1e-20, dot = 0;
         for (int j = 0; j < k; j++) z += s[ex[j]], dot += (double)dw[j] * s[ex[j]];
-        memset(ds, 0, sizeof(float) * (size_t)E);
+        if (dscores) memcpy(ds, dscores + (size_t)t * E, sizeof(float) * (size_t)E);
+        else memset(ds, 0, sizeof(float) * (size_t)E);
         /* through the weights' normalisation, then through softmax or sigmoid */
-        for (int j = 0; j < k; j++) ds[ex[j]] = (float)(route_scale * (norm ? (dw[j] - dot / z) / z : dw[j]));
+        for (int j = 0; j < k; j++) ds[ex[j]] += (float)(route_scale * (norm ? (dw[j] - dot / z) / z : dw[j]));
         if (sigmoid) {
             for (int e = 0; e < E; e++) dl[e] = ds[e] * s[e] * (1.0f - s[e]);
         } else {
@@ -96,6 +97,52 @@ void cpu_moe_route_bwd(const float *scores, const int32_t *expert, const float *
             for (int e = 0; e < E; e++) dl[e] = s[e] * (ds[e] - (float)sd);
         }
     }
+}
+
+/* The auxiliary losses (TT_OP_MOE_AUX_LOSS): per group of tokens (all N, or each of the B sequences) the
+ * expert counts and mean normalised scores, then the loss and each token's score gradient. */
+double cpu_moe_aux_loss(const float *in, const int32_t *expert, double scale, float *grad, int N, int E, int k, int B,
+                        int kind, double coef)
+{
+    double loss = 0;
+    if (kind == TT_AUX_Z) {
+        #pragma omp parallel for schedule(static) reduction(+ : loss)
+        for (int t = 0; t < N; t++) {
+            const float *l = in + (size_t)t * E;
+            float mx = l[0];
+            double sum = 0;
+            for (int e = 1; e < E; e++) mx = fmaxf(mx, l[e]);
+            for (int e = 0; e < E; e++) sum += expf(l[e] - mx);
+            const double lse = mx + log(sum);
+            loss += lse * lse;
+            for (int e = 0; grad && e < E; e++) grad[(size_t)t * E + e] = (float)(coef * scale / N * 2 * lse * exp(l[e] - lse));
+        }
+        return coef * scale * loss / N;
+    }
+    const int G = kind == TT_AUX_SEQUENCE ? B : 1, n = N / G;
+    const double kk = kind == TT_AUX_SEQUENCE ? k : 1;
+    for (int g = 0; g < G; g++) {
+        double c[TT_MOE_MAX_EXPERTS] = {0}, P[TT_MOE_MAX_EXPERTS] = {0};
+        for (int t = g * n; t < (g + 1) * n; t++) { /* serial: the same sums on any thread count */
+            const float *s = in + (size_t)t * E;
+            double S = 0;
+            for (int e = 0; e < E; e++) S += s[e];
+            for (int e = 0; e < E; e++) P[e] += s[e] / S;
+            for (int j = 0; j < k; j++) c[expert[(size_t)t * k + j]] += 1;
+        }
+        const double f = E / (n * kk), gs = coef * scale / G * f / n; /* dL / ds'_te = gs * c_e */
+        for (int e = 0; e < E; e++) loss += f * c[e] * P[e] / n / G;
+        if (!grad) continue;
+        #pragma omp parallel for schedule(static)
+        for (int t = g * n; t < (g + 1) * n; t++) { /* through the normalisation s' = s / S */
+            const float *s = in + (size_t)t * E;
+            double S = 0, dot = 0;
+            for (int e = 0; e < E; e++) S += s[e];
+            for (int e = 0; e < E; e++) dot += gs * c[e] * s[e] / S;
+            for (int e = 0; e < E; e++) grad[(size_t)t * E + e] = (float)((gs * c[e] - dot) / S);
+        }
+    }
+    return coef * scale * loss;
 }
 
 /* A counting sort: the rows each expert gets, their starts, then every

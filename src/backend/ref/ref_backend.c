@@ -388,8 +388,24 @@ static tt_err k_moe_route_bwd(const tt_node *n, void *const *in, void *const *ou
 {
     const tt_moe_attrs *a = TT_ATTRS(n, tt_moe_attrs);
     const int is64 = is_f64(n);
-    REF(moe_route_bwd, (const T *)in[0], in[1], (const T *)in[2], (T *)out[0], (int)nrows(n->in[0]), a->E, a->k,
-        a->score_func == TT_SCORE_SIGMOID, a->route_norm, a->route_scale);
+    REF(moe_route_bwd, (const T *)in[0], in[1], (const T *)in[2], n->n_in > 3 ? (const T *)in[3] : NULL, (T *)out[0],
+        (int)nrows(n->in[0]), a->E, a->k, a->score_func == TT_SCORE_SIGMOID, a->route_norm, a->route_scale);
+    return 0;
+}
+
+static tt_err k_moe_aux_loss(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_moe_aux_attrs *a = TT_ATTRS(n, tt_moe_aux_attrs);
+    const int is64 = is_f64(n), z = a->kind == TT_AUX_Z;
+    const tt_value *sv = n->in[z ? 1 : 2];
+    const double scale = sv->dtype == TT_F64 ? *(const double *)in[z ? 1 : 2] : *(const float *)in[z ? 1 : 2];
+    const int32_t *ex = z ? NULL : in[1];
+    const int N = (int)nrows(n->in[0]);
+    void *grad = n->n_out > 1 ? out[1] : NULL;
+    const double loss = is64 ? ref_moe_aux_loss_f64(in[0], ex, scale, grad, N, a->E, a->k, a->B, a->kind, a->coef)
+                             : ref_moe_aux_loss_f32(in[0], ex, scale, grad, N, a->E, a->k, a->B, a->kind, a->coef);
+    if (n->out[0]->dtype == TT_F64) *(double *)out[0] = loss;
+    else *(float *)out[0] = (float)loss;
     return 0;
 }
 
@@ -487,6 +503,7 @@ static const tt_host_kernel ref_kernels[TT_OP_COUNT] = {
     [TT_OP_ZERO] = k_zero,
     [TT_OP_MOE_ROUTE] = k_moe_route,
     [TT_OP_MOE_ROUTE_BWD] = k_moe_route_bwd,
+    [TT_OP_MOE_AUX_LOSS] = k_moe_aux_loss,
     [TT_OP_MOE_SORT] = k_moe_sort,
     [TT_OP_MOE_PERMUTE] = k_moe_permute,
     [TT_OP_MOE_COMBINE] = k_moe_combine,

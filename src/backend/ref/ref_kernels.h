@@ -85,10 +85,15 @@
     void ref_moe_route_##S(const T *logits, const double *bias, T *weight, int32_t *expert,     \
                            T *scores, int N, int E, int k, int sigmoid, int norm, int n_group,   \
                            int topk_group, double route_scale);                                  \
-    /* dlogits (N,E) from the gradient of the weights (N,k) */                                   \
+    /* dlogits (N,E) from the gradient of the weights (N,k), and of the scores (N,E) when     \
+     * dscores is not NULL */                                                                    \
     void ref_moe_route_bwd_##S(const T *scores, const int32_t *expert, const T *dweight,         \
-                               T *dlogits, int N, int E, int k, int sigmoid, int norm,           \
-                               double route_scale);                                              \
+                               const T *dscores, T *dlogits, int N, int E, int k, int sigmoid,   \
+                               int norm, double route_scale);                                    \
+    /* An MoE auxiliary loss (TT_OP_MOE_AUX_LOSS, kind tt_aux_kind): returned, and its          \
+     * gradient with respect to in (N,E) into grad when not NULL */                              \
+    double ref_moe_aux_loss_##S(const T *in, const int32_t *expert, double scale, T *grad,      \
+                                int N, int E, int k, int B, int kind, double coef);              \
     /* xs (M,D): row r is x[perm[r]/k] (times w[perm[r]] when w is not NULL) */                  \
     void ref_moe_permute_##S(const T *x, const int32_t *perm, const T *w, T *xs, int M, int D,  \
                              int k);                                                             \
