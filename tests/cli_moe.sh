@@ -98,6 +98,11 @@ for f in mixtral qwen3_moe qwen2_moe olmoe qwen3_moe_packed; do
   check "generate on the $f fixture" $?
 done
 
+# Qwen3-30B-A3B as published: 30.5B parameters, 3.3B active
+"$TITAN" plan --config "$SRC/configs/qwen3_30b_a3b.toml" >"$W/q30.log" 2>&1 &&
+  grep -qE "parameters +305[0-9]{8} " "$W/q30.log" && grep -q "3353.04M of 30532.13M parameters active" "$W/q30.log"
+check "plan qwen3_30b_a3b: 30.5B parameters, 3.35B active" $?
+
 expect "top_k above num_experts refused" error "model.top_k = 9" \
   "$TITAN" plan "${COMMON[@]}" --model.top_k 9
 expect "gpt2 has no MoE form" error "model.num_experts: gpt2" \
