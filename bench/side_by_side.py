@@ -20,15 +20,15 @@ not depend on the text, and the embedding rows and cross-entropy columns the
 two touch are alike. The script checks that titan's `bench step` says it draws
 them that way.
 
-Mixture-of-Experts: when the model has num_experts > 0 (under [model], or from
-its flavor in src/models/flavors.c), PyTorch builds the same MoE layers: a
+Mixture-of-Experts: when the model has num_experts > 0 (as `titan plan --json`
+resolves the recipe, its flavor and the command line), PyTorch builds the same
+MoE layers: a
 bias-free router whose logits are cast to fp32, softmax or sigmoid scores
 (score_func), top_k, renormalised over the k (route_norm, sum + 1e-20), times
 route_scale; SwiGLU experts of width moe_ffn_dim (0: ffn_dim), each token's
 output the sum of its k gated expert outputs (gated inputs with
 score_before_experts); num_shared_experts as one dense SwiGLU of
-num_shared_experts * moe_ffn_dim; the first n_dense_layers (or first_k_dense)
-layers, and with decoder_sparse_step the layers l where (l + 1) % step != 0,
+num_shared_experts * moe_ffn_dim; the first n_dense_layers layers, and with decoder_sparse_step the layers l where (l + 1) % step != 0,
 keep the dense MLP. --moe-impl picks the PyTorch experts: `loop` (tokens sorted
 by expert, then per expert a gather, its SwiGLU and a weighted index_add_, as
 Hugging Face's eager Mixtral / Qwen3-MoE), `grouped` (torch._grouped_mm over
@@ -41,7 +41,7 @@ from the same weights, and the step-0 losses of the two are printed.
   python3 bench/side_by_side.py --config configs/moe_288.toml --dtype bf16 --rounds 3
   python3 bench/side_by_side.py --config configs/moe_debug.toml --moe-impl grouped
 """
-import argparse, os, re, subprocess, sys
+import argparse, json, os, re, subprocess, sys
 
 TORCH_STEP = r"""
 import math, resource, sys, time, torch, torch.nn as nn, torch.nn.functional as F
@@ -198,64 +198,19 @@ def config_value(config, section, key, default):
     return default
 
 
-def config_raw(config, overrides, section, key):
-    """A value as the recipe writes it (a `--section.key value` override wins), unquoted; None when absent."""
-    val = None
-    sec = None
-    for line in open(config):
-        line = line.split("#")[0].strip()
-        if line.startswith("["):
-            sec = line.strip("[]").strip()
-        elif sec == section and "=" in line and line.split("=")[0].strip() == key:
-            val = line.split("=", 1)[1].strip()
-    for i, o in enumerate(overrides[:-1]):
-        if o == f"--{section}.{key}":
-            val = overrides[i + 1]
-    return None if val is None else val.strip("\"'")
-
-
-def flavor_moe(config, overrides):
-    """The MoE fields of the config's flavor in titan's flavor table (src/models/flavors.c beside this script),
-    which are the defaults of the [model] keys of the same names; {} when the flavor has none."""
-    flavor = config_raw(config, overrides, "model", "flavor")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "models", "flavors.c")
-    if not flavor or not os.path.exists(src):
-        return {}
-    m = re.search(r'\{\s*"' + re.escape(flavor) + r'"\s*,\s*\{(.*?)\}\s*\}', open(src).read(), re.S)
-    return dict(re.findall(r"\.(num_experts|top_k|moe_ffn_dim|num_shared_experts|n_dense_layers|decoder_sparse_step)"
-                           r"\s*=\s*(\d+)", m.group(1))) if m else {}
-
-
-def moe_config(config, overrides, ffn):
-    """The MoE keys under [model] (titan's names; the flavor's values where the recipe does not set them), or None
-    for a dense model (num_experts absent or 0)."""
-    flav = flavor_moe(config, overrides)
-    def get(key, default, kind):
-        v = config_raw(config, overrides, "model", key)
-        if v is None and key == "n_dense_layers":  # the name DeepSeek-style recipes use
-            v = config_raw(config, overrides, "model", "first_k_dense")
-        if v is None:
-            v = flav.get(key)
-        if v is None:
-            return default
-        if kind is bool:
-            if v.lower() not in ("true", "false"):
-                sys.exit(f"model.{key} wants true or false, not '{v}'")
-            return v.lower() == "true"
-        return kind(v)
-    E = get("num_experts", 0, int)
-    if E <= 0:
+def moe_config(titan, config, overrides):
+    """The MoE layers as titan resolves them (`titan plan --json`: recipe, flavor and command line together), or
+    None for a dense model."""
+    out = subprocess.run([titan, "plan", "--json", "--config", config] + overrides, check=True, capture_output=True,
+                         text=True).stdout
+    e = json.loads(out)["model"].get("moe")
+    if not e:
         return None
-    moe = dict(E=E, k=get("top_k", 1, int), F=get("moe_ffn_dim", 0, int) or ffn, score=get("score_func", "softmax", str),
-               norm=get("route_norm", True, bool), scale=get("route_scale", 1.0, float),
-               shared=get("num_shared_experts", 0, int), first_dense=get("n_dense_layers", 0, int),
-               sparse_step=get("decoder_sparse_step", 0, int), score_before=get("score_before_experts", False, bool),
-               groups=get("num_expert_groups", 0, int), balance=get("load_balance_coeff", 1e-3, float))
-    if moe["score"] not in ("softmax", "sigmoid"):
-        sys.exit(f"model.score_func is softmax or sigmoid, not '{moe['score']}'")
-    if not 1 <= moe["k"] <= E:
-        sys.exit(f"model.top_k {moe['k']} is not between 1 and num_experts {E}")
-    return moe
+    F = e["moe_ffn_dim"]
+    return dict(E=e["num_experts"], k=e["top_k"], F=F, score=e["score_func"], norm=e["route_norm"],
+                scale=e["route_scale"], shared=e["shared_ffn_dim"] // F, first_dense=e["n_dense_layers"],
+                sparse_step=e["decoder_sparse_step"], score_before=e["score_before_experts"],
+                groups=e["num_expert_groups"], balance=e["balancing_bias"])
 
 
 def run_torch(a, shape, B, T, beta2, wd, moe=None, impl=None):
@@ -334,7 +289,7 @@ def main():
     print(f"model: dim {shape['dim']}, {shape['layers']} layers, {shape['heads']} heads ({shape['kv']} kv), ffn {shape['ffn']}, "
           f"vocab {shape['vocab']}, tied {shape['tied']}; batch {B} x {T}; {a.dtype}; AdamW (beta2 {beta2}, wd {wd}); "
           f"{a.threads} threads; {a.warmup} warmup + {a.steps} timed steps per round{'; ' + env if env else ''}")
-    moe = moe_config(a.config, over, shape["ffn"])
+    moe = moe_config(a.titan, a.config, over)
     if moe:
         return main_moe(a, over, shape, B, T, beta2, wd, moe)
     tt, tr, pt, pr = [], [], [], []
@@ -361,7 +316,7 @@ def main_moe(a, over, shape, B, T, beta2, wd, moe):
           f"{n_moe} of {L} layers MoE, the others dense (ffn {shape['ffn']})")
     if moe["groups"] or moe["balance"]:
         print(f"  PyTorch leaves out titan's {'group-limited routing and ' if moe['groups'] else ''}"
-              f"{'load-balancing bias (load_balance_coeff ' + str(moe['balance']) + ')' if moe['balance'] else ''}: "
+              f"{'load-balancing bias (model.load_balance_coeff)' if moe['balance'] else ''}: "
               f"both change only which experts are picked, not the cost of a step")
     modes = ["loop", "grouped"] if a.moe_impl == "both" else [a.moe_impl]
     tt, tr = [], []

@@ -81,9 +81,10 @@ static const char *command_help(const char *cmd)
                "  profile_traces/iteration_N/rank0_trace.json). A run still in progress is fine;\n"
                "  what cannot be read is skipped and listed on the page.\n";
     if (!strcmp(cmd, "plan"))
-        return "titan plan [--config FILE] [--section.key value ...]\n"
+        return "titan plan [--config FILE] [--json] [--section.key value ...]\n"
                "  Parameter count, FLOPs per token and the memory of params, grads, optimizer\n"
-               "  state and activations (from the step graph's memory plan), without allocating.\n";
+               "  state and activations (from the step graph's memory plan), without allocating.\n"
+               "  --json prints the plan as the JSON a training run writes to plan.json.\n";
     if (!strcmp(cmd, "bench"))
         return "titan bench peak [--backend cpu|ref] [--seconds S]\n"
                "  Measures the device's fp32 and bf16 throughput (on the CPU: FMA and bf16 dot products\n"
@@ -424,13 +425,17 @@ static int run_command(int argc, char **argv)
     if (!strcmp(cmd, "report")) return cmd_report(sub_argc, sub_argv);
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(sub_argc, sub_argv);
 
-    /* --hf (generate), --checkpoint (generate, export) and --out (export) are
+    /* --hf (generate), --checkpoint (generate, export), --out (export) and --json (plan) are
      * command flags, not config keys */
     const char *hf = NULL, *ckpt = NULL, *out_dir = NULL;
     char **args = calloc((size_t)sub_argc + 1, sizeof *args);
-    int n_args = 0, is_gen = !strcmp(cmd, "generate"), is_export = !strcmp(cmd, "export");
+    int n_args = 0, is_gen = !strcmp(cmd, "generate"), is_export = !strcmp(cmd, "export"), json = 0;
     if (!args) return fail(cmd);
     for (int i = 0; i < sub_argc; i++) {
+        if (!strcmp(cmd, "plan") && !strcmp(sub_argv[i], "--json")) {
+            json = 1;
+            continue;
+        }
         const char **slot = is_gen && !strcmp(sub_argv[i], "--hf") ? &hf
                           : (is_gen || is_export) && !strcmp(sub_argv[i], "--checkpoint") ? &ckpt
                           : is_export && !strcmp(sub_argv[i], "--out") ? &out_dir : NULL;
@@ -473,7 +478,7 @@ static int run_command(int argc, char **argv)
             rc = fail(cmd);
         }
     } else if (!strcmp(cmd, "plan")) {
-        if (tt_plan(c, stdout)) rc = fail(cmd);
+        if (json ? tt_plan_json(c, stdout) : tt_plan(c, stdout)) rc = fail(cmd);
     }
     free(args);
     free(rest);

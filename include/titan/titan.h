@@ -105,6 +105,8 @@ int tt_process_rank(void);
 int tt_process_world(void);
 /* Parameter count, FLOPs per token and memory estimate, allocating nothing. */
 tt_err tt_plan(const struct tt_config *cfg, FILE *out);
+/* The same as JSON: what a training run writes to plan.json (format "titan-plan-1"). */
+tt_err tt_plan_json(const struct tt_config *cfg, FILE *out);
 /* titan report: one self-contained HTML page (inline CSS and SVG, no scripts,
  * nothing fetched) of 1 to 10 runs' dump folders, overlaid one colour per run:
  * plots of loss and validation loss (with the corpus floor), lr, grad norm,

@@ -18,14 +18,6 @@ static tt_value *val(tt_graph *g, tt_dtype dt, int ndim, int64_t d0, int64_t d1,
     return tt_value_new(g, TT_ROLE_ACT, dt, ndim, shape);
 }
 
-static tt_node *record(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *out,
-                       const void *attrs)
-{
-    for (int i = 0; i < n_out; i++)
-        if (!out[i]) return NULL;
-    return tt_node_new(g, op, n_in, in, n_out, out, attrs, attrs ? tt_ops[op].attrs_size : 0);
-}
-
 tt_err tt_moe_check_offsets(const int32_t *off, int E, int64_t M)
 {
     if (off[0] != 0 || off[E] != M) return tt_errorf("grouped_matmul: expert rows span [%d, %d), not [0, %lld)", off[0], off[E], (long long)M);
@@ -54,7 +46,7 @@ tt_value *tt_moe_route(tt_graph *g, tt_value *logits, tt_value *bias, const tt_m
     tt_value *out[] = {val(g, logits->dtype, 2, N, a->k, 0), val(g, TT_I32, 2, N, a->k, 0),
                        val(g, logits->dtype, 2, N, E, 0)};
     tt_value *in[] = {logits, bias};
-    if (!record(g, TT_OP_MOE_ROUTE, bias ? 2 : 1, in, 3, out, a)) return NULL;
+    if (!tt_op_node(g, TT_OP_MOE_ROUTE, bias ? 2 : 1, in, 3, out, a)) return NULL;
     if (expert) *expert = out[1];
     if (scores) *scores = out[2];
     return out[0];
@@ -70,7 +62,7 @@ tt_err tt_moe_sort(tt_graph *g, tt_value *expert, int E, tt_value **perm, tt_val
     const int64_t M = tt_value_numel(expert);
     tt_moe_attrs a = {.E = E, .k = (int)expert->shape[1]};
     tt_value *out[] = {val(g, TT_I32, 1, M, 0, 0), val(g, TT_I32, 1, M, 0, 0), val(g, TT_I32, 1, (int64_t)E + 1, 0, 0)};
-    if (!record(g, TT_OP_MOE_SORT, 1, &expert, 3, out, &a)) return -1;
+    if (!tt_op_node(g, TT_OP_MOE_SORT, 1, &expert, 3, out, &a)) return -1;
     *perm = out[0], *pos = out[1], *offsets = out[2];
     return 0;
 }
@@ -90,7 +82,7 @@ static tt_value *reorder(tt_graph *g, int op, tt_value *x, tt_value *perm, tt_va
     tt_moe_attrs a = {.k = k};
     tt_value *y = val(g, x->dtype, 2, op == TT_OP_MOE_PERMUTE ? M : N, x->shape[1], 0);
     tt_value *in[] = {x, perm, pos, weight};
-    return record(g, op, weight ? 4 : 3, in, 1, &y, &a) ? y : NULL;
+    return tt_op_node(g, op, weight ? 4 : 3, in, 1, &y, &a) ? y : NULL;
 }
 
 tt_value *tt_moe_permute(tt_graph *g, tt_value *x, tt_value *perm, tt_value *pos, tt_value *weight, int k)
@@ -111,7 +103,7 @@ tt_value *tt_moe_rowdot(tt_graph *g, tt_value *a, tt_value *b, tt_value *pos, in
     tt_moe_attrs at = {.k = k};
     tt_value *y = val(g, out, 2, a->shape[0], k, 0);
     tt_value *in[] = {a, b, pos};
-    return record(g, TT_OP_MOE_ROWDOT, 3, in, 1, &y, &at) ? y : NULL;
+    return tt_op_node(g, TT_OP_MOE_ROWDOT, 3, in, 1, &y, &at) ? y : NULL;
 }
 
 tt_value *tt_moe_aux_loss(tt_graph *g, tt_value *in, tt_value *expert, tt_value *scale, const tt_moe_aux_attrs *a)
@@ -125,7 +117,7 @@ tt_value *tt_moe_aux_loss(tt_graph *g, tt_value *in, tt_value *expert, tt_value 
          "moe_aux_loss: %lld tokens are not %d sequences of %d", (long long)in->shape[0], a->B, a->T);
     tt_value *y = val(g, in->dtype == TT_F64 ? TT_F64 : TT_F32, 1, 1, 0, 0);
     tt_value *ins[] = {in, z ? scale : expert, scale};
-    return record(g, TT_OP_MOE_AUX_LOSS, z ? 2 : 3, ins, 1, &y, a) ? y : NULL;
+    return tt_op_node(g, TT_OP_MOE_AUX_LOSS, z ? 2 : 3, ins, 1, &y, a) ? y : NULL;
 }
 
 tt_value *tt_grouped_matmul(tt_graph *g, tt_value *x, tt_value *w, tt_value *offsets, int tb)
@@ -140,7 +132,7 @@ tt_value *tt_grouped_matmul(tt_graph *g, tt_value *x, tt_value *w, tt_value *off
     tt_matmul_attrs at = {0, tb != 0};
     tt_value *y = val(g, dt, 2, x->shape[0], Nw, 0);
     tt_value *in[] = {x, w, offsets};
-    return record(g, TT_OP_GROUPED_MATMUL, 3, in, 1, &y, &at) ? y : NULL;
+    return tt_op_node(g, TT_OP_GROUPED_MATMUL, 3, in, 1, &y, &at) ? y : NULL;
 }
 
 tt_value *tt_grouped_matmul_wgrad(tt_graph *g, tt_value *a, tt_value *b, tt_value *offsets, int E, tt_dtype out)
@@ -150,5 +142,5 @@ tt_value *tt_grouped_matmul_wgrad(tt_graph *g, tt_value *a, tt_value *b, tt_valu
          "grouped_matmul_wgrad: needs two (M, .) row sets and E+1 offsets");
     tt_value *y = val(g, out, 3, E, a->shape[1], b->shape[1]);
     tt_value *in[] = {a, b, offsets};
-    return record(g, TT_OP_GROUPED_MATMUL_WGRAD, 3, in, 1, &y, NULL) ? y : NULL;
+    return tt_op_node(g, TT_OP_GROUPED_MATMUL_WGRAD, 3, in, 1, &y, NULL) ? y : NULL;
 }

@@ -13,9 +13,8 @@ static tt_value *act(tt_graph *g, tt_dtype dt, int ndim, int64_t d0, int64_t d1,
     return tt_value_new(g, TT_ROLE_ACT, dt, ndim, shape);
 }
 
-/* attrs: the op's attribute struct (tt_ops[op].attrs_size bytes) or NULL */
-static tt_node *node(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *out,
-                     const void *attrs)
+tt_node *tt_op_node(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *out,
+                    const void *attrs)
 {
     for (int i = 0; i < n_out; i++)
         if (!out[i]) return NULL;
@@ -53,7 +52,7 @@ tt_value *tt_embedding(tt_graph *g, tt_value *ids, tt_value *table)
     tt_dtype dt = table->dtype == TT_F32 && g->act_dtype == TT_BF16 ? TT_BF16 : table->dtype;
     tt_value *y = act(g, dt, 2, tt_value_numel(ids), table->shape[1], 0);
     tt_value *in[] = {ids, table};
-    return node(g, TT_OP_EMBEDDING, 2, in, 1, &y, NULL) ? y : NULL;
+    return tt_op_node(g, TT_OP_EMBEDDING, 2, in, 1, &y, NULL) ? y : NULL;
 }
 
 tt_value *tt_matmul_to(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb, tt_dtype out)
@@ -67,7 +66,7 @@ tt_value *tt_matmul_to(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb, tt
     tt_value *y = act(g, out, 2, M, N, 0);
     tt_matmul_attrs at = {ta, tb};
     tt_value *in[] = {a, b};
-    return node(g, TT_OP_MATMUL, 2, in, 1, &y, &at) ? y : NULL;
+    return tt_op_node(g, TT_OP_MATMUL, 2, in, 1, &y, &at) ? y : NULL;
 }
 
 tt_value *tt_matmul(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb)
@@ -83,7 +82,7 @@ tt_value *tt_bias_add(tt_graph *g, tt_value *y, tt_value *b)
          y ? (long long)cols(y) : -1LL);
     tt_value *z = act(g, y->dtype, 2, y->shape[0], y->shape[1], 0);
     tt_value *in[] = {y, b};
-    return node(g, TT_OP_BIAS_ADD, 2, in, 1, &z, NULL) ? z : NULL;
+    return tt_op_node(g, TT_OP_BIAS_ADD, 2, in, 1, &z, NULL) ? z : NULL;
 }
 
 tt_value *tt_linear(tt_graph *g, tt_value *x, tt_value *w, tt_value *b)
@@ -97,7 +96,7 @@ tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
     NEED(a && b && same_shape(a, b) && a->dtype == b->dtype, "add: shapes differ");
     tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape);
     tt_value *in[] = {a, b};
-    return node(g, TT_OP_ADD, 2, in, 1, &y, NULL) ? y : NULL;
+    return tt_op_node(g, TT_OP_ADD, 2, in, 1, &y, NULL) ? y : NULL;
 }
 
 tt_value *tt_rmsnorm_groups(tt_graph *g, tt_value *x, tt_value *w, double eps, int group)
@@ -109,7 +108,7 @@ tt_value *tt_rmsnorm_groups(tt_graph *g, tt_value *x, tt_value *w, double eps, i
                        act(g, stat_dtype(x->dtype), 1, tt_value_numel(x) / group, 0, 0)};
     tt_norm_attrs at = {group, eps};
     tt_value *in[] = {x, w};
-    return node(g, TT_OP_RMSNORM, 2, in, 2, out, &at) ? out[0] : NULL;
+    return tt_op_node(g, TT_OP_RMSNORM, 2, in, 2, out, &at) ? out[0] : NULL;
 }
 
 tt_value *tt_rmsnorm(tt_graph *g, tt_value *x, tt_value *w, double eps)
@@ -128,7 +127,7 @@ tt_value *tt_layernorm(tt_graph *g, tt_value *x, tt_value *w, tt_value *b, doubl
                        act(g, sd, 1, x->shape[0], 0, 0)};
     tt_norm_attrs at = {(int)x->shape[1], eps};
     tt_value *in[] = {x, w, b};
-    return node(g, TT_OP_LAYERNORM, 3, in, 3, out, &at) ? out[0] : NULL;
+    return tt_op_node(g, TT_OP_LAYERNORM, 3, in, 3, out, &at) ? out[0] : NULL;
 }
 
 static tt_value *rope_node(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, int inverse,
@@ -140,7 +139,7 @@ static tt_value *rope_node(tt_graph *g, tt_value *x, tt_value *pos, tt_value *in
     tt_value *y = act(g, x->dtype, 2, x->shape[0], x->shape[1], 0);
     tt_rope_attrs at = {H, hd, inverse, scale};
     tt_value *in[] = {x, pos, inv_freq};
-    return node(g, TT_OP_ROPE, 3, in, 1, &y, &at) ? y : NULL;
+    return tt_op_node(g, TT_OP_ROPE, 3, in, 1, &y, &at) ? y : NULL;
 }
 
 tt_value *tt_rope(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd)
@@ -165,7 +164,7 @@ tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_va
     tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, stat_dtype(q->dtype), 3, B, H, T)};
     tt_attn_attrs at = {B, T, H, Hk, hd, window, 0, 0};
     tt_value *in[] = {q, k, v, doc};
-    return node(g, TT_OP_ATTENTION, 4, in, 2, out, &at) ? out[0] : NULL;
+    return tt_op_node(g, TT_OP_ATTENTION, 4, in, 2, out, &at) ? out[0] : NULL;
 }
 
 tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
@@ -179,7 +178,7 @@ tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt
     tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, stat_dtype(q->dtype), 3, B, H, Tq)};
     tt_attn_attrs at = {B, Tq, H, Hk, hd, window, 0, (int)cache_k->shape[1]};
     tt_value *in[] = {q, k, v, cache_k, cache_v, start};
-    return node(g, TT_OP_ATTENTION_KV, 6, in, 2, out, &at) ? out[0] : NULL;
+    return tt_op_node(g, TT_OP_ATTENTION_KV, 6, in, 2, out, &at) ? out[0] : NULL;
 }
 
 tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b)
@@ -187,14 +186,14 @@ tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b)
     NEED(a && b && same_shape(a, b), "swiglu: gate and up shapes differ");
     tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape);
     tt_value *in[] = {a, b};
-    return node(g, TT_OP_SWIGLU, 2, in, 1, &y, NULL) ? y : NULL;
+    return tt_op_node(g, TT_OP_SWIGLU, 2, in, 1, &y, NULL) ? y : NULL;
 }
 
 tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab)
 {
     NEED(ab && ab->ndim == 2 && cols(ab) % 2 == 0, "swiglu: the fused gate/up value must be (N, 2F)");
     tt_value *y = act(g, ab->dtype, 2, ab->shape[0], cols(ab) / 2, 0);
-    return node(g, TT_OP_SWIGLU, 1, &ab, 1, &y, NULL) ? y : NULL;
+    return tt_op_node(g, TT_OP_SWIGLU, 1, &ab, 1, &y, NULL) ? y : NULL;
 }
 
 tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *pos, tt_value *inv_freq,
@@ -209,7 +208,7 @@ tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *
                        act(g, stat_dtype(qkv->dtype), 3, B, H, T)};
     tt_attn_attrs at = {B, T, H, Hk, hd, window, pos ? rope_scale : 0, 0};
     tt_value *in[] = {qkv, doc, pos, inv_freq};
-    return node(g, TT_OP_ATTENTION_QKV, pos ? 4 : 2, in, 2, out, &at) ? out[0] : NULL;
+    return tt_op_node(g, TT_OP_ATTENTION_QKV, pos ? 4 : 2, in, 2, out, &at) ? out[0] : NULL;
 }
 
 tt_value *tt_add_rmsnorm(tt_graph *g, tt_value *x, tt_value *d, tt_value *w, double eps, tt_value **y_out)
@@ -221,7 +220,7 @@ tt_value *tt_add_rmsnorm(tt_graph *g, tt_value *x, tt_value *d, tt_value *w, dou
                        act(g, stat_dtype(x->dtype), 1, x->shape[0], 0, 0)};
     tt_norm_attrs at = {(int)cols(x), eps};
     tt_value *in[] = {x, d, w};
-    if (!node(g, TT_OP_ADD_RMSNORM, 3, in, 3, out, &at)) return NULL;
+    if (!tt_op_node(g, TT_OP_ADD_RMSNORM, 3, in, 3, out, &at)) return NULL;
     if (y_out) *y_out = out[0];
     return out[1];
 }
@@ -230,7 +229,7 @@ tt_value *tt_gelu(tt_graph *g, tt_value *x)
 {
     NEED(x, "gelu: no input");
     tt_value *y = tt_value_new(g, TT_ROLE_ACT, x->dtype, x->ndim, x->shape);
-    return node(g, TT_OP_GELU, 1, &x, 1, &y, NULL) ? y : NULL;
+    return tt_op_node(g, TT_OP_GELU, 1, &x, 1, &y, NULL) ? y : NULL;
 }
 
 tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets, tt_value *scale, int ignore_index)
@@ -241,7 +240,7 @@ tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets,
     tt_value *loss = act(g, h->dtype == TT_F64 ? TT_F64 : TT_F32, 1, 1, 0, 0);
     tt_ce_attrs at = {ignore_index};
     tt_value *in[] = {h, w, targets, scale};
-    return node(g, TT_OP_CE_LINEAR, 4, in, 1, &loss, &at) ? loss : NULL;
+    return tt_op_node(g, TT_OP_CE_LINEAR, 4, in, 1, &loss, &at) ? loss : NULL;
 }
 
 void tt_accum(tt_graph *g, tt_value *acc, tt_value *grad)
@@ -252,7 +251,7 @@ void tt_accum(tt_graph *g, tt_value *acc, tt_value *grad)
         return;
     }
     tt_value *in[] = {acc, grad};
-    node(g, TT_OP_ACCUM, 2, in, 0, NULL, NULL);
+    tt_op_node(g, TT_OP_ACCUM, 2, in, 0, NULL, NULL);
 }
 
 tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev)
@@ -260,7 +259,7 @@ tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev)
     NEED(grad, "sumsq: no input");
     tt_value *y = act(g, TT_F32, 1, 1, 0, 0);
     tt_value *in[] = {grad, prev};
-    return node(g, TT_OP_SUMSQ, prev ? 2 : 1, in, 1, &y, NULL) ? y : NULL;
+    return tt_op_node(g, TT_OP_SUMSQ, prev ? 2 : 1, in, 1, &y, NULL) ? y : NULL;
 }
 
 tt_value *tt_clip_coef_of(tt_graph *g, tt_value *sumsq, double max_norm)
@@ -268,7 +267,7 @@ tt_value *tt_clip_coef_of(tt_graph *g, tt_value *sumsq, double max_norm)
     NEED(sumsq && tt_value_numel(sumsq) == 1 && sumsq->dtype == TT_F32, "clip: needs the (1) f32 sum of squares");
     tt_value *y = act(g, TT_F32, 1, 1, 0, 0);
     tt_clip_attrs at = {max_norm};
-    return node(g, TT_OP_CLIP_COEF, 1, &sumsq, 1, &y, &at) ? y : NULL;
+    return tt_op_node(g, TT_OP_CLIP_COEF, 1, &sumsq, 1, &y, &at) ? y : NULL;
 }
 
 void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *clip, tt_value *hp,
@@ -286,7 +285,7 @@ void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v
     }
     tt_adamw_attrs at = {beta1, beta2, eps, weight_decay};
     tt_value *in[] = {p, grad, m, v, clip, hp, decay};
-    node(g, TT_OP_ADAMW, decay ? 7 : 6, in, 0, NULL, &at);
+    tt_op_node(g, TT_OP_ADAMW, decay ? 7 : 6, in, 0, NULL, &at);
 }
 
 tt_dtype tt_node_dtype(const tt_node *n)
@@ -307,14 +306,14 @@ tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to)
     NEED(x && (x->dtype == TT_F64 ? to == TT_F64 : (x->dtype == TT_F32 || x->dtype == TT_BF16) && (to == TT_F32 || to == TT_BF16)),
          "cast: from and to f32 or bf16 (f64 stays f64)");
     tt_value *y = tt_value_new(g, TT_ROLE_ACT, to, x->ndim, x->shape);
-    return node(g, TT_OP_CAST, 1, &x, 1, &y, NULL) ? y : NULL;
+    return tt_op_node(g, TT_OP_CAST, 1, &x, 1, &y, NULL) ? y : NULL;
 }
 
 tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape)
 {
     NEED(dt == TT_F32 || dt == TT_BF16 || dt == TT_F64, "zeros: a float dtype");
     tt_value *y = tt_value_new(g, TT_ROLE_ACT, dt, ndim, shape);
-    return node(g, TT_OP_ZERO, 0, NULL, 1, &y, NULL) ? y : NULL;
+    return tt_op_node(g, TT_OP_ZERO, 0, NULL, 1, &y, NULL) ? y : NULL;
 }
 
 /* A collective's start node: it writes a view of `into` (or of a new
@@ -326,7 +325,7 @@ static tt_value *comm_start(tt_graph *g, int op, int n_in, tt_value *const *in, 
          "%s: the destination must be a root of %lld %s", tt_op_name(op), (long long)numel, tt_dtype_name(dt));
     tt_value *root = into ? into : tt_value_new(g, TT_ROLE_ACT, dt, 1, &numel);
     tt_value *y = root ? tt_value_view(g, root, 0, dt, 1, &numel) : NULL;
-    return y && node(g, op, n_in, in, 1, &y, at) ? y : NULL;
+    return y && tt_op_node(g, op, n_in, in, 1, &y, at) ? y : NULL;
 }
 
 static tt_comm_attrs comm_attrs(int group, int reduce, int root, const char *what)
@@ -388,7 +387,7 @@ tt_value *tt_comm_wait(tt_graph *g, tt_value *started)
     in[0] = started;
     for (int k = 0; k < s->n_in; k++) in[1 + k] = s->in[k];
     tt_value *y = tt_value_view(g, started, 0, started->dtype, started->ndim, started->shape);
-    tt_node *w = y ? node(g, TT_OP_COMM_WAIT, s->n_in + 1, in, 1, &y, s->attrs) : NULL;
+    tt_node *w = y ? tt_op_node(g, TT_OP_COMM_WAIT, s->n_in + 1, in, 1, &y, s->attrs) : NULL;
     free(in);
     return w ? y : NULL;
 }
@@ -414,7 +413,7 @@ tt_err tt_check_ids(const int32_t *ids, int64_t n, int64_t V, int32_t allowed, c
 tt_value *tt_op_emit1(tt_graph *g, int op, int n_in, tt_value *const *in, const tt_value *like, const void *attrs)
 {
     tt_value *y = tt_value_new(g, TT_ROLE_ACT, like->dtype, like->ndim, like->shape);
-    return y && node(g, op, n_in, in, 1, &y, attrs) ? y : NULL;
+    return y && tt_op_node(g, op, n_in, in, 1, &y, attrs) ? y : NULL;
 }
 
 int tt_op_emitn(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, tt_value *const *like,
@@ -422,5 +421,5 @@ int tt_op_emitn(tt_graph *g, int op, int n_in, tt_value *const *in, int n_out, t
 {
     for (int i = 0; i < n_out; i++)
         out[i] = tt_value_new(g, TT_ROLE_ACT, like[i]->dtype, like[i]->ndim, like[i]->shape);
-    return node(g, op, n_in, in, n_out, out, attrs) ? 0 : -1;
+    return tt_op_node(g, op, n_in, in, n_out, out, attrs) ? 0 : -1;
 }

@@ -154,6 +154,14 @@ cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
         int layers = 0;
         for (int l = 0; l < mc->n_layers; l++) layers += tt_model_layer_is_moe(mc, l);
         cJSON_AddNumberToObject(e, "moe_layers", layers);
+        cJSON_AddNumberToObject(e, "n_dense_layers", mc->moe.n_dense_layers);
+        cJSON_AddNumberToObject(e, "decoder_sparse_step", mc->moe.sparse_step > 0 ? mc->moe.sparse_step : 1);
+        cJSON_AddStringToObject(e, "score_func", mc->moe.score_func == TT_SCORE_SIGMOID ? "sigmoid" : "softmax");
+        cJSON_AddBoolToObject(e, "route_norm", mc->moe.route_norm);
+        cJSON_AddNumberToObject(e, "route_scale", mc->moe.route_scale);
+        cJSON_AddBoolToObject(e, "score_before_experts", mc->moe.score_before);
+        cJSON_AddNumberToObject(e, "num_expert_groups", mc->moe.n_group);
+        cJSON_AddBoolToObject(e, "balancing_bias", mc->moe.has_bias);
     }
     cJSON_AddNumberToObject(o, "local_batch_size", p->B);
     cJSON_AddNumberToObject(o, "seq_len", p->T);
@@ -198,6 +206,19 @@ cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
 }
 
 static double gib(double b) { return b / (1024.0 * 1024.0 * 1024.0); }
+
+tt_err tt_plan_json(const tt_config *c, FILE *out)
+{
+    tt_model_plan p;
+    if (tt_model_plan_build(c, &p)) return -1;
+    cJSON *o = tt_model_plan_json(&p, c);
+    char *text = o ? cJSON_Print(o) : NULL;
+    cJSON_Delete(o);
+    if (!text) return tt_errorf("out of memory printing the plan");
+    fprintf(out, "%s\n", text);
+    free(text);
+    return 0;
+}
 
 tt_err tt_plan(const tt_config *c, FILE *out)
 {
