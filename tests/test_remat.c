@@ -33,8 +33,10 @@ static void make_batch(batch *b)
     b->scale = 1.0f / (B * T - 2 * B);
 }
 
-typedef enum { LLAMA, GPT2, QWEN } variant; /* QWEN: llama with q/k/v biases and q/k norm */
-static const char *const variant_names[] = {"llama", "gpt2", "llama+qkv_bias+qk_norm"};
+/* QWEN: llama with q/k/v biases and q/k norm; MOE: llama with 4 experts, top-2, a shared expert, the first
+ * layer dense */
+typedef enum { LLAMA, GPT2, QWEN, MOE } variant;
+static const char *const variant_names[] = {"llama", "gpt2", "llama+qkv_bias+qk_norm", "llama+moe"};
 
 static tt_model *make_model(variant va, float **weights)
 {
@@ -54,6 +56,9 @@ static tt_model *make_model(variant va, float **weights)
     c.tie_embeddings = va == GPT2;
     c.qkv_bias = va == QWEN;
     c.qk_norm = va == QWEN;
+    if (va == MOE)
+        c.moe = (tt_moe_cfg){.n_experts = 4, .top_k = 2, .ffn_dim = 16, .n_shared = 1, .shared_ffn = 16,
+                             .n_dense_layers = 1, .route_norm = 1, .route_scale = 1.0, .has_bias = 1};
     tt_model *m = tt_model_new(&c);
     *weights = NULL;
     if (m) {
@@ -161,7 +166,9 @@ static void check_saved(const remat_graph *r, const tt_model *m, tt_ac_mode ac, 
             for (int j = 0; j < t->n_fwd && !leaves; j++)
                 for (int q = 0; q < g->nodes[j]->n_in; q++)
                     if (g->nodes[j]->in[q] == x && block_of(g, g->nodes[j]) != blk) leaves = 1;
-            int kept = leaves || (ac == TT_AC_SELECTIVE && (p->op == TT_OP_MATMUL || p->op == TT_OP_ATTENTION)) ||
+            /* selective keeps what the op table says (matmuls, attention, the MoE router, sort and grouped
+             * matmuls) */
+            int kept = leaves || (ac == TT_AC_SELECTIVE && (tt_ops[p->op].flags & TT_OPF_KEEP_SELECTIVE)) ||
                        ac == TT_AC_NONE;
             if (!kept) {
                 if (bad < 3)
@@ -370,7 +377,8 @@ int main(void)
     test_modes_bitwise(LLAMA);
     test_modes_bitwise(GPT2);
     test_modes_bitwise(QWEN);
-    for (int va = LLAMA; va <= QWEN; va++) { /* the fused step graphs of every architecture */
+    test_modes_bitwise(MOE);
+    for (int va = LLAMA; va <= MOE; va++) { /* the fused step graphs of every architecture */
         test_step_graph((variant)va, TT_F32);
         test_step_graph((variant)va, TT_BF16);
     }
