@@ -32,8 +32,9 @@ static void make_batch(batch *b)
     }
 }
 
-typedef enum { LLAMA, QWEN2, QWEN3, GPT2, N_VARIANTS } variant;
-static const char *const names[] = {"llama (GQA)", "llama + qkv bias", "llama + q/k norm", "gpt2"};
+typedef enum { LLAMA, QWEN2, QWEN3, GPT2, MOE, N_VARIANTS } variant;
+static const char *const names[] = {"llama (GQA)", "llama + qkv bias", "llama + q/k norm", "gpt2",
+                                    "llama + MoE (4 experts, top-2, a shared expert)"};
 
 static tt_model *make_model(variant va, float **weights)
 {
@@ -53,6 +54,9 @@ static tt_model *make_model(variant va, float **weights)
     c.tie_embeddings = va == GPT2 || va == QWEN2;
     c.qkv_bias = va == QWEN2;
     c.qk_norm = va == QWEN3;
+    if (va == MOE) /* the shared expert's gate and up fuse as a dense MLP's do */
+        c.moe = (tt_moe_cfg){.n_experts = 4, .top_k = 2, .ffn_dim = 32, .n_shared = 1, .shared_ffn = 32,
+                             .route_norm = 1, .route_scale = 1.0};
     tt_model *m = tt_model_new(&c);
     *weights = NULL;
     if (m) {
