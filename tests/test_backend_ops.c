@@ -229,6 +229,25 @@ static void case_attention(hc *h, const void *p)
     tt_attention(h->g, q, k, v, doc_in(h, c, c->docs), c->B, c->T, c->H, c->Hk, c->hd, c->window);
     forward_and_backward(h, last(h), 1);
 }
+/* the scores scaled by a given factor, not 1 / sqrt(hd) (Multi-head Latent Attention's YaRN scale) */
+static void case_attention_scaled(hc *h, const void *p)
+{
+    const attn_p *c = p;
+    const int N = c->B * c->T;
+    tt_value *q = act_in(h, "q", N, (int64_t)c->H * c->hd, 1), *k = act_in(h, "k", N, (int64_t)c->Hk * c->hd, 1);
+    tt_value *v = act_in(h, "v", N, (int64_t)c->Hk * c->hd, 1);
+    if (c->Tmax) {
+        const int64_t cache[3] = {c->B, c->Tmax, (int64_t)c->Hk * c->hd};
+        tt_value *ck = input(h, "cache_k", h->act, 3, cache, (fill){F_ACT, 1, 0, 0, 0, NULL});
+        tt_value *cv = input(h, "cache_v", h->act, 3, cache, (fill){F_ACT, 1, 0, 0, 0, NULL});
+        tt_value *start = int_in(h, "start", 1, (fill){I_UNI, 0, 0, c->start, c->start + 1, NULL});
+        tt_attention_kv_scaled(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window, 0.61);
+        forward_and_backward(h, last(h), 0);
+        return;
+    }
+    tt_attention_scaled(h->g, q, k, v, doc_in(h, c, c->docs), c->B, c->T, c->H, c->Hk, c->hd, c->window, 0.61);
+    forward_and_backward(h, last(h), 1);
+}
 static void case_attention_qkv(hc *h, const void *p)
 {
     const attn_p *c = p;
@@ -330,6 +349,33 @@ static void case_zero(hc *h, const void *p)
     const row_p *c = p;
     tt_zeros(h->g, h->act, 2, (int64_t[]){c->N, c->D});
     forward_and_backward(h, last(h), 0);
+}
+
+/* ---- per-head columns ---- */
+typedef struct {
+    int N, H, w, c0, cw, sum_heads, deinterleave, wb, bcast; /* wb > 0: a concat of (H, w) and (H or 1, wb) */
+} head_p;
+static void case_head(hc *h, const void *p)
+{
+    const head_p *c = p;
+    if (c->wb) {
+        tt_value *a = act_in(h, "a", c->N, (int64_t)c->H * c->w, 1);
+        tt_value *b = act_in(h, "b", c->N, (int64_t)(c->bcast ? 1 : c->H) * c->wb, 1);
+        tt_head_concat(h->g, a, b, c->H, c->bcast);
+    } else {
+        tt_head_slice(h->g, act_in(h, "x", c->N, (int64_t)c->H * c->w, 1), c->H, c->w, c->c0, c->cw, c->sum_heads,
+                      c->deinterleave);
+    }
+    forward_and_backward(h, last(h), 1);
+}
+/* the place op is the slice's backward; its own backward is the slice again: run it forward */
+static void case_head_place(hc *h, const void *p)
+{
+    const head_p *c = p;
+    const tt_head_attrs a = {.H = c->H, .w = c->w, .c0 = c->c0, .cw = c->cw, .sum_heads = c->sum_heads,
+                             .deinterleave = c->deinterleave};
+    tt_head_place(h->g, act_in(h, "y", c->N, (int64_t)(c->sum_heads ? 1 : c->H) * c->cw, 1), &a);
+    forward_and_backward(h, last(h), 1);
 }
 
 /* ---- Mixture-of-Experts ---- */
@@ -463,6 +509,9 @@ static const route_p rt_softmax = {37, 8, 2, 0, 1, 0, 0, 0, 1.0, NULL, 1.5},
                      rt_skew = {37, 8, 2, 0, 0, 0, 0, 0, 1.0, skew8, 1.0},
                      rt_ties = {13, 8, 2, 0, 1, 0, 0, 0, 1.0, ties8, 0.0},
                      rt_typ = {512, 8, 2, 0, 1, 0, 0, 0, 1.0, NULL, 1.0};
+static const head_p hs_mid = {13, 3, 12, 8, 4, 0, 1, 0, 0}, hs_sum = {13, 3, 12, 2, 6, 1, 0, 0, 0},
+                    hs_first = {13, 4, 7, 0, 5, 0, 0, 0, 0}, hc_heads = {13, 3, 5, 0, 0, 0, 0, 4, 0},
+                    hc_bcast = {13, 4, 6, 0, 0, 0, 0, 2, 1}, hs_typ = {512, 4, 48, 32, 16, 0, 1, 0, 0};
 static const aux_p ax_balance = {TT_AUX_BALANCE, 37, 8, 2, 0, 3.0}, ax_seq = {TT_AUX_SEQUENCE, 36, 8, 3, 3, 2.0},
                    ax_z = {TT_AUX_Z, 37, 8, 0, 0, 0.5}, ax_typ = {TT_AUX_BALANCE, 512, 8, 2, 0, 0.01};
 static const moe_rows_p mr_odd = {37, 19, 2, 8, 8, 1}, mr_plain = {23, 19, 3, 8, 8, 0},
@@ -504,6 +553,9 @@ static const test_case cases[] = {
     {"attention GQA 3:1, window 5, documents, hd 16", case_attention, &at_win, 1, 0},
     {"attention one head, hd 6", case_attention, &at_plain, 1, 0},
     {"attention 2x256, 4 heads of 32", case_attention, &at_typ, 0, 0},
+    {"attention scaled 0.61, GQA 4:2, documents", case_attention_scaled, &at_gqa, 1, 0},
+    {"attention scaled 0.61, 2x256, 4 heads of 32", case_attention_scaled, &at_typ, 0, 0},
+    {"attention_kv scaled 0.61, decode at 7 of 12", case_attention_scaled, &kv_decode, 0, 0},
     {"attention_qkv GQA, RoPE inside, documents", case_attention_qkv, &qkv_rope, 1, 0},
     {"attention_qkv no RoPE, window 4", case_attention_qkv, &qkv_plain, 1, 0},
     {"attention_qkv 2x256, 4 heads of 32, RoPE", case_attention_qkv, &qkv_typ, 0, 0},
@@ -530,6 +582,14 @@ static const test_case cases[] = {
     {"moe_route softmax top-2 of 8, normalised", case_moe_route, &rt_softmax, 1, 0},
     {"moe_route sigmoid top-3 of 8, bias, scale 2.5", case_moe_route, &rt_sigmoid, 1, 0},
     {"moe_route sigmoid top-4 of 16 in 2 of 4 groups, bias", case_moe_route, &rt_groups, 1, 0},
+    {"head_slice the last 4 of 12, deinterleaved (RoPE pairs)", case_head, &hs_mid, 1, 0},
+    {"head_slice 6 of 12, summed over 3 heads", case_head, &hs_sum, 1, 0},
+    {"head_slice the first 5 of 7", case_head, &hs_first, 1, 0},
+    {"head_slice 512 rows, 16 of 48, deinterleaved", case_head, &hs_typ, 0, 0},
+    {"head_place 4 of 12, deinterleaved", case_head_place, &hs_mid, 1, 0},
+    {"head_place 6 of 12, one row for every head", case_head_place, &hs_sum, 1, 0},
+    {"head_concat 3 heads of 5 + 4", case_head, &hc_heads, 1, 0},
+    {"head_concat 4 heads of 6 + one shared 2", case_head, &hc_bcast, 1, 0},
     {"moe_route skewed: half the experts never chosen", case_moe_route, &rt_skew, 1, 0},
     {"moe_route ties go to the lower expert", case_moe_route, &rt_ties, 0, 0},
     {"moe_route 512 tokens, top-2 of 8", case_moe_route, &rt_typ, 0, 0},

@@ -161,6 +161,26 @@ static void bw_ce(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin
     gin[1] = n->out[2];
 }
 
+/* ---- per-head column moves: each is another's transpose ----------------------- */
+static void bw_head_slice(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    gin[0] = tt_head_place(g, gout[0], TT_ATTRS(n, tt_head_attrs));
+}
+
+static void bw_head_place(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    const tt_head_attrs *a = TT_ATTRS(n, tt_head_attrs);
+    gin[0] = tt_head_slice(g, gout[0], a->H, a->w, a->c0, a->cw, a->sum_heads, a->deinterleave);
+}
+
+static void bw_head_concat(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    const tt_head_attrs *a = TT_ATTRS(n, tt_head_attrs);
+    const int w = a->wa + a->wb;
+    gin[0] = tt_head_slice(g, gout[0], a->H, w, 0, a->wa, 0, 0);
+    gin[1] = tt_head_slice(g, gout[0], a->H, w, a->wa, a->wb, a->bcast, 0); /* a shared b: the heads' sum */
+}
+
 /* ---- Mixture-of-Experts ---------------------------------------------------- */
 
 static void bw_moe_route(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
@@ -243,6 +263,9 @@ const tt_op_def tt_ops[TT_OP_COUNT] = {
     [TT_OP_CLIP_COEF] =           {"clip_coef",          0,      0,   0,      0,    A(tt_clip_attrs),      fl_zero,     NULL},
     [TT_OP_CAST] =                {"cast",               P,      0,   0,      0,    0,                     fl_zero,     NULL},
     [TT_OP_ZERO] =                {"zero",               0,      0,   0,      0,    0,                     fl_zero,     NULL},
+    [TT_OP_HEAD_SLICE] =          {"head_slice",         P,      0,   0,      0,    A(tt_head_attrs),      fl_zero,     bw_head_slice},
+    [TT_OP_HEAD_PLACE] =          {"head_place",         P,      0,   0,      0,    A(tt_head_attrs),      fl_zero,     bw_head_place},
+    [TT_OP_HEAD_CONCAT] =         {"head_concat",        P,      0,   0,      0,    A(tt_head_attrs),      fl_zero,     bw_head_concat},
     [TT_OP_MOE_ROUTE] =           {"moe_route",          P | K,  0,   0,      0,    A(tt_moe_attrs),       fl_in0,      bw_moe_route},
     [TT_OP_MOE_ROUTE_BWD] =       {"moe_route_bwd",      0,      0,   0,      0,    A(tt_moe_attrs),       fl_in0,      NULL},
     [TT_OP_MOE_AUX_LOSS] =        {"moe_aux_loss",       TT_OPF_LOSS, 0, 0,   0,    A(tt_moe_aux_attrs),   fl_in0,      bw_moe_aux},

@@ -62,6 +62,14 @@ typedef enum {
                              (tt_clip_coef), 1 when max_norm <= 0 or the norm is below it */
     TT_OP_CAST,           /* in: x   out: y, x's values in y's dtype (f32 <-> bf16, rounded to nearest even) */
     TT_OP_ZERO,           /* in: none   out: y, all zeros (a gradient buffer made anew each micro-step) */
+    /* Per-head column moves (tt_head_attrs): x (N, H*w) is H heads of w columns a row. */
+    TT_OP_HEAD_SLICE,     /* in: x   out: (N, H*cw): columns [c0, c0+cw) of every head; with deinterleave in the
+                             order c0, c0+2, ..., c0+1, c0+3, ... (interleaved RoPE pairs as rotate-half ones); with
+                             sum_heads (N, cw), their sum over the heads */
+    TT_OP_HEAD_PLACE,     /* the slice's transpose: in: y (N, H*cw), or (N, cw) with sum_heads (every head the same)
+                             out: (N, H*w), y in those columns, zeros elsewhere */
+    TT_OP_HEAD_CONCAT,    /* in: a (N, H*wa), b (N, H*wb), or (N, wb) with bcast (every head the same)
+                             out: (N, H*(wa+wb)): each head's a columns, then its b columns */
     /* Mixture-of-Experts (tt_moe_attrs). N tokens, E experts, k slots a token; a (token, slot) pair is
      * the assignment a = t*k + s, and M = N*k assignments are sorted by expert into rows r. Dropless: every
      * assignment gets a row. */
@@ -128,11 +136,18 @@ typedef struct {
     int window;        /* sliding window (0: none) */
     double rope_scale; /* attention_qkv with RoPE inside: the cos/sin scale */
     int Tmax;          /* attention_kv: the cache's positions */
+    double softmax_scale; /* the scores' scale; 0: 1 / sqrt(hd) (tt_attn_softmax_scale) */
 } tt_attn_attrs;
 
 typedef struct {
     int ignore_index;
 } tt_ce_attrs;
+
+typedef struct {
+    int H, w, c0, cw;       /* slice, place: heads, the head's width, the columns taken */
+    int sum_heads, deinterleave;
+    int wa, wb, bcast;      /* concat: the widths of a and b in a head; b one head for all */
+} tt_head_attrs;
 
 typedef struct {
     double beta1, beta2, eps, weight_decay;
@@ -214,6 +229,11 @@ static inline double tt_clip_coef(double sumsq, double max_norm)
     double norm = sumsq > 0 ? sqrt(sumsq) : 0;
     return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
+/* The scale of attention scores: softmax_scale, or 1 / sqrt(hd) when it is 0 */
+static inline double tt_attn_softmax_scale(const tt_attn_attrs *a)
+{
+    return a->softmax_scale > 0 ? a->softmax_scale : 1.0 / sqrt((double)a->hd);
+}
 /* attention_kv: the rows [start, start + Tq) must fit the cache. */
 tt_err tt_attention_kv_check(const tt_node *n, int32_t start);
 /* embedding and ce_linear: every id in [0, V), or equal to `allowed`. */
@@ -246,6 +266,12 @@ tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_va
 tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
                           tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd,
                           int window);
+/* the same two with the scores scaled by softmax_scale instead of 1 / sqrt(hd) (0: that) */
+tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T,
+                              int H, int Hk, int hd, int window, double softmax_scale);
+tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
+                                 tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd,
+                                 int window, double softmax_scale);
 tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b);
 /* silu(ab[:, :F]) * ab[:, F:] of one (N, 2F) value: gate and up from one matmul */
 tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab);
@@ -278,6 +304,12 @@ tt_err tt_moe_sort(tt_graph *g, tt_value *expert, int E, tt_value **perm, tt_val
 tt_value *tt_moe_permute(tt_graph *g, tt_value *x, tt_value *perm, tt_value *pos, tt_value *weight, int k);
 tt_value *tt_moe_combine(tt_graph *g, tt_value *ys, tt_value *perm, tt_value *pos, tt_value *weight, int k);
 tt_value *tt_moe_rowdot(tt_graph *g, tt_value *a, tt_value *b, tt_value *pos, int k, tt_dtype out);
+/* Per-head columns: the slice of columns [c0, c0+cw) of each of H heads of w columns (deinterleave, sum_heads:
+ * see TT_OP_HEAD_SLICE), and each head's a then b (b_bcast: b is one head, the same for all). */
+tt_value *tt_head_slice(tt_graph *g, tt_value *x, int H, int w, int c0, int cw, int sum_heads, int deinterleave);
+tt_value *tt_head_concat(tt_graph *g, tt_value *a, tt_value *b, int H, int b_bcast);
+/* the slice's transpose (its backward): y back into those columns, zeros elsewhere */
+tt_value *tt_head_place(tt_graph *g, tt_value *y, const tt_head_attrs *a);
 /* a load-balancing or z loss of one MoE layer: in is the scores (balance, sequence) or the logits (z);
  * expert NULL for z; scale (1) f32 */
 tt_value *tt_moe_aux_loss(tt_graph *g, tt_value *in, tt_value *expert, tt_value *scale, const tt_moe_aux_attrs *a);

@@ -336,7 +336,7 @@ static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
     w->nblk = (a->T + BLK - 1) / BLK;
     w->group = a->H / a->Hk;
     w->blk_elems = (size_t)BLK * a->hd;
-    w->scale = (float)(1.0 / sqrt((double)a->hd));
+    w->scale = (float)(a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd));
     const size_t per_q = (size_t)a->B * a->H * w->nblk * w->blk_elems * w->es;
     const size_t per_k = (size_t)a->B * a->Hk * w->nblk * w->blk_elems * w->es;
     size_t off[W_N + 1], total = 0;

@@ -117,7 +117,7 @@ static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
     const long lq = (long)at->H * at->hd, lk = (long)at->Hk * at->hd;
     const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = at->hd, .window = at->window,
                        .dt = dt0(n), .q = in[0], .k = in[1], .v = in[2], .ldq = lq, .ldk = lk, .ldv = lk,
-                       .doc = in[3], .o = out[0], .ldo = lq, .lse = out[1]};
+                       .doc = in[3], .o = out[0], .ldo = lq, .lse = out[1], .scale = at->softmax_scale};
     return cpu_attention_fwd(&a);
 }
 
@@ -128,7 +128,8 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
     const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = at->hd, .window = at->window,
                        .dt = dt0(n), .q = in[0], .k = in[1], .v = in[2], .ldq = lq, .ldk = lk, .ldv = lk,
                        .doc = in[3], .o = in[4], .ldo = lq, .lse = in[5], .dout = in[6], .lddo = lq,
-                       .dq = out[0], .dk = out[1], .dv = out[2], .lddq = lq, .lddk = lk, .lddv = lk};
+                       .dq = out[0], .dk = out[1], .dv = out[2], .lddq = lq, .lddk = lk, .lddv = lk,
+                       .scale = at->softmax_scale};
     return cpu_attention_bwd(&a);
 }
 
@@ -173,7 +174,7 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
             memcpy((char *)in[4] + dst, (const char *)in[2] + src, row);
         }
     cpu_attention_kv(in[0], in[3], in[4], out[0], out[1], a->B, a->T, start + a->T, a->Tmax, start, a->H, a->Hk, a->hd,
-                     a->window, 1.0 / sqrt((double)a->hd));
+                     a->window, tt_attn_softmax_scale(a));
     return 0;
 }
 
@@ -256,6 +257,25 @@ static tt_err k_zero(const tt_node *n, void *const *in, void *const *out)
 {
     (void)in;
     memset(out[0], 0, tt_value_bytes(n->out[0]));
+    return 0;
+}
+
+/* ---- per-head columns ---------------------------------------------------------- */
+
+static tt_err head_move(const tt_node *n, void *const *in, void *const *out, int place)
+{
+    const tt_head_attrs *a = TT_ATTRS(n, tt_head_attrs);
+    cpu_head_move(place ? out[0] : in[0], place ? in[0] : out[0], (int)nrows(n->in[0]), a->H, a->w, a->c0, a->cw,
+                  a->sum_heads, a->deinterleave, place, dt0(n));
+    return 0;
+}
+static tt_err k_head_slice(const tt_node *n, void *const *in, void *const *out) { return head_move(n, in, out, 0); }
+static tt_err k_head_place(const tt_node *n, void *const *in, void *const *out) { return head_move(n, in, out, 1); }
+
+static tt_err k_head_concat(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_head_attrs *a = TT_ATTRS(n, tt_head_attrs);
+    cpu_head_concat(in[0], in[1], out[0], (int)nrows(n->in[0]), a->H, a->wa, a->wb, a->bcast, dt0(n));
     return 0;
 }
 
@@ -363,6 +383,9 @@ static const tt_host_kernel cpu_kernels[TT_OP_COUNT] = {
     [TT_OP_CLIP_COEF] = k_clip_coef,
     [TT_OP_CAST] = k_cast,
     [TT_OP_ZERO] = k_zero,
+    [TT_OP_HEAD_SLICE] = k_head_slice,
+    [TT_OP_HEAD_PLACE] = k_head_place,
+    [TT_OP_HEAD_CONCAT] = k_head_concat,
     [TT_OP_MOE_ROUTE] = k_moe_route,
     [TT_OP_MOE_ROUTE_BWD] = k_moe_route_bwd,
     [TT_OP_MOE_AUX_LOSS] = k_moe_aux_loss,

@@ -73,6 +73,7 @@ typedef struct {
     const int32_t *pos;      /* (B*T) or NULL */
     const float *inv_freq;   /* (hd/2) */
     float rope_scale;
+    double scale;            /* the scores' scale; 0: 1 / sqrt(hd) */
     void *o;                 /* forward out; backward in */
     long ldo;
     float *lse;              /* (B, H, T): forward out; backward in */
@@ -100,6 +101,15 @@ double cpu_sumsq(const float *g, size_t n);
  * everywhere when decay is NULL; g is zeroed for the next accumulation. */
 void cpu_adamw(float *p, float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double eps,
                double wd, double clip, long step, const int64_t *decay, int n_decay);
+
+/* ---- per-head columns (heads.c; TT_OP_HEAD_* in ops/ops.h) ------------------------
+ * x (N, H*w); part (N, H*cw), or (N, cw) with sum_heads. place = 0: part = x's columns [c0, c0+cw) of every
+ * head (deinterleaved: the even ones then the odd ones; summed over heads with sum_heads); 1: x = part in those
+ * columns, zeros elsewhere. */
+void cpu_head_move(void *x, void *part, int N, int H, int w, int c0, int cw, int sum_heads, int deinterleave,
+                   int place, tt_dtype dt);
+/* y (N, H*(wa+wb)) = each head's a columns, then its b columns (b one head for all when bcast) */
+void cpu_head_concat(const void *a, const void *b, void *y, int N, int H, int wa, int wb, int bcast, tt_dtype dt);
 
 /* ---- Mixture-of-Experts (moe.c; see the TT_OP_MOE_* ops in ops/ops.h) ----------
  * Router scores, weights and their gradients are fp32; rows (x, xs, ys, y) are

@@ -172,7 +172,7 @@ static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
     const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
     const int is64 = is_f64(n);
     REF(attention_fwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (T *)out[0], (T *)out[1], a->B,
-        a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, a->window, 1.0 / sqrt((double)a->hd));
+        a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, a->window, tt_attn_softmax_scale(a));
     return 0;
 }
 
@@ -182,7 +182,7 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
     const int is64 = is_f64(n);
     REF(attention_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (const T *)in[4], (const T *)in[5],
         (const T *)in[6], (T *)out[0], (T *)out[1], (T *)out[2], a->B, a->T, a->H, a->Hk, a->hd, a->window,
-        1.0 / sqrt((double)a->hd));
+        tt_attn_softmax_scale(a));
     return 0;
 }
 
@@ -244,7 +244,7 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
             memcpy((char *)in[4] + dst, (const char *)in[2] + src, row);
         }
     REF(attention_fwd, (const T *)in[0], (const T *)in[3], (const T *)in[4], NULL, (T *)out[0], (T *)out[1], a->B, a->T,
-        start + a->T, a->Tmax, start, a->H, a->Hk, a->hd, a->window, 1.0 / sqrt((double)a->hd));
+        start + a->T, a->Tmax, start, a->H, a->Hk, a->hd, a->window, tt_attn_softmax_scale(a));
     return 0;
 }
 
@@ -363,6 +363,28 @@ static tt_err k_zero(const tt_node *n, void *const *in, void *const *out)
 {
     (void)in;
     memset(out[0], 0, (size_t)tt_value_numel(n->out[0]) * esize(n->out[0]->dtype == TT_F64));
+    return 0;
+}
+
+/* ---- per-head columns ---------------------------------------------------------- */
+
+static tt_err head_move(const tt_node *n, void *const *in, void *const *out, int place)
+{
+    const tt_head_attrs *a = TT_ATTRS(n, tt_head_attrs);
+    const int is64 = is_f64(n);
+    REF(head_move, (T *)(place ? out[0] : in[0]), (T *)(place ? in[0] : out[0]), (int)nrows(n->in[0]), a->H, a->w,
+        a->c0, a->cw, a->sum_heads, a->deinterleave, place);
+    return 0;
+}
+static tt_err k_head_slice(const tt_node *n, void *const *in, void *const *out) { return head_move(n, in, out, 0); }
+static tt_err k_head_place(const tt_node *n, void *const *in, void *const *out) { return head_move(n, in, out, 1); }
+
+static tt_err k_head_concat(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_head_attrs *a = TT_ATTRS(n, tt_head_attrs);
+    const int is64 = is_f64(n);
+    REF(head_concat, (const T *)in[0], (const T *)in[1], (T *)out[0], (int)nrows(n->in[0]), a->H, a->wa, a->wb,
+        a->bcast);
     return 0;
 }
 
@@ -501,6 +523,9 @@ static const tt_host_kernel ref_kernels[TT_OP_COUNT] = {
     [TT_OP_CLIP_COEF] = k_clip_coef,
     [TT_OP_CAST] = k_cast,
     [TT_OP_ZERO] = k_zero,
+    [TT_OP_HEAD_SLICE] = k_head_slice,
+    [TT_OP_HEAD_PLACE] = k_head_place,
+    [TT_OP_HEAD_CONCAT] = k_head_concat,
     [TT_OP_MOE_ROUTE] = k_moe_route,
     [TT_OP_MOE_ROUTE_BWD] = k_moe_route_bwd,
     [TT_OP_MOE_AUX_LOSS] = k_moe_aux_loss,

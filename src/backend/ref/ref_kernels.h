@@ -100,6 +100,14 @@
     /* y (N,D): row t is the sum over s of ys[pos[t*k+s]] (times w[t*k+s]) */                    \
     void ref_moe_combine_##S(const T *ys, const int32_t *pos, const T *w, T *y, int N, int D,   \
                              int k);                                                             \
+    /* per-head columns (TT_OP_HEAD_SLICE, _PLACE, _CONCAT): x (N, H*w), part (N, H*cw) or     \
+     * (N, cw) with sum_heads; place = 0: part = the slice of x, 1: x = part placed, zeros   \
+     * elsewhere */                                                                              \
+    void ref_head_move_##S(T *x, T *part, int N, int H, int w, int c0, int cw, int sum_heads,   \
+                           int deinterleave, int place);                                         \
+    /* y (N, H*(wa+wb)) = each head's a (N, H*wa), then b (N, H*wb, or wb when bcast) */        \
+    void ref_head_concat_##S(const T *a, const T *b, T *y, int N, int H, int wa, int wb,        \
+                             int bcast);                                                         \
     /* out (N,k): dot(a[t], b[pos[t*k+s]]) */                                                    \
     void ref_moe_rowdot_##S(const T *a, const T *b, const int32_t *pos, T *out, int N, int D,   \
                             int k);
