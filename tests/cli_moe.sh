@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mixture-of-Experts end to end on a tiny MoE model: a run of 20 steps and a
+# Mixture-of-Experts (and DeepSeek-V3's Multi-head Latent Attention) end to end on tiny models: a run of 20 steps and a
 # run of 10 resumed to 20 print bitwise-identical losses, the balancing bias
 # included (it moved); gradient accumulation equals one large batch; eval,
 # generate and plan work; export needs the bias off, and the exported folder
@@ -91,8 +91,31 @@ B=$("$TITAN" generate --hf "$W/hf" --generate.temperature 0 --generate.max_new_t
 [ -n "$A" ] && [ "$A" = "$B" ]
 check "generate --hf on the export gives the checkpoint's greedy text (KV cache through the experts)" $?
 
+# DeepSeek-V3 style (Multi-head Latent Attention, sigmoid routing in groups, the bias): train, resume bitwise,
+# export as DeepseekV3ForCausalLM, the export generating the checkpoint's greedy text
+DS=(--config "$SRC/configs/deepseek_v3_debug.toml" --model.dim 64 --model.n_heads 2 --model.n_kv_heads 2
+    --training.local_batch_size 2 --synthetic.train_tokens 200000 --synthetic.val_tokens 8192 --metrics.log_freq 1
+    --checkpoint.enable true --checkpoint.interval 4 --validation.enable false --generate.max_new_tokens 0
+    --training.mixed_precision_param float32 --lr_scheduler.warmup_steps 2 --lr_scheduler.decay_ratio 0)
+"$TITAN" train "${DS[@]}" --job.dump_folder "$W/ds" --training.steps 8 >"$W/ds.log" 2>&1 &&
+  "$TITAN" train "${DS[@]}" --job.dump_folder "$W/dsr" --training.steps 4 >"$W/dsr1.log" 2>&1 &&
+  "$TITAN" train "${DS[@]}" --job.dump_folder "$W/dsr" --training.steps 8 >"$W/dsr2.log" 2>&1 &&
+  losses "$W/ds/metrics.jsonl" >"$W/dsa" && losses "$W/dsr/metrics.jsonl" >"$W/dsb" && [ "$(wc -l <"$W/dsa")" -eq 8 ] &&
+  cmp -s "$W/dsa" "$W/dsb"
+check "DeepSeek-V3 style (MLA + grouped sigmoid routing): resumed losses bitwise equal" $?
+"$TITAN" export "${DS[@]}" --job.dump_folder "$W/ds" --out "$W/dshf" >"$W/dsexport.log" 2>&1 &&
+  grep -q '"DeepseekV3ForCausalLM"' "$W/dshf/config.json"
+check "export writes a DeepseekV3ForCausalLM folder" $?
+A=$("$TITAN" generate "${DS[@]}" --job.dump_folder "$W/ds" --generate.temperature 0 --generate.max_new_tokens 30 "The " 2>/dev/null)
+B=$("$TITAN" generate --hf "$W/dshf" --generate.temperature 0 --generate.max_new_tokens 30 "The " 2>/dev/null)
+[ -n "$A" ] && [ "$A" = "$B" ]
+check "generate --hf on the DeepSeek-V3 export gives the checkpoint's greedy text (MLA's KV cache)" $?
+"$TITAN" plan --config "$SRC/configs/deepseek_v3_16b.toml" >"$W/ds16.log" 2>&1 &&
+  grep -qE "parameters +157[0-9]{8} " "$W/ds16.log" && grep -q "of 15706.49M parameters active" "$W/ds16.log"
+check "plan deepseek_v3_16b: 15.7B parameters" $?
+
 # the Hugging Face MoE fixtures generate (KV cache) with their tokenizer
-for f in mixtral qwen3_moe qwen2_moe olmoe qwen3_moe_packed; do
+for f in mixtral qwen3_moe qwen2_moe olmoe qwen3_moe_packed deepseek_v3; do
   "$TITAN" generate --hf "$SRC/tests/fixtures/hf/$f" --generate.temperature 0 --generate.max_new_tokens 8 \
     "The " >"$W/g_$f.log" 2>&1
   check "generate on the $f fixture" $?

@@ -164,7 +164,7 @@ static void test_two_losses(void)
 static void test_modes_agree(tt_arch_id arch)
 {
     tt_model_cfg c = {arch, 32, 2, 4, arch == TT_ARCH_LLAMA ? 2 : 4, 8, 48, 40, 64, 1e-5, {10000, 0, 0, 0, 0, 0},
-                      0, 1, arch == TT_ARCH_LLAMA, 0, {0}};
+                      0, 1, arch == TT_ARCH_LLAMA, 0, {0}, {0}};
     tt_model *m = tt_model_new(&c);
     CHECK(m != NULL);
     if (!m) return;
@@ -233,7 +233,7 @@ static void test_modes_agree(tt_arch_id arch)
  * embedding (a tied head counted once), checked on GPT-2 small's shape. */
 static void test_flops_per_token(void)
 {
-    tt_model_cfg c = {TT_ARCH_GPT2, 768, 12, 12, 12, 64, 3072, 50304, 1024, 1e-5, {10000, 0, 0, 0, 0, 0}, 1, 0, 0, 0, {0}};
+    tt_model_cfg c = {TT_ARCH_GPT2, 768, 12, 12, 12, 64, 3072, 50304, 1024, 1e-5, {10000, 0, 0, 0, 0, 0}, 1, 0, 0, 0, {0}, {0}};
     int64_t mm = 0, n = tt_model_count_params(&c, &mm);
     CHECK(n == 124475904); /* 50304 x 768 + 1024 x 768 + 12 blocks + final norm */
     CHECK(mm == n - 1024 * 768); /* only the position table does no matmul */

@@ -231,6 +231,13 @@ static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
     } else if (!strcmp(name, "qwen2_moe")) {
         CHECK(c->moe.n_experts == 4 && !c->moe.route_norm && c->moe.n_shared == 1 && c->moe.shared_ffn == 40 &&
               c->moe.shared_gate && c->qkv_bias && !x->o_bias && !c->window);
+    } else if (!strcmp(name, "deepseek_v3")) { /* MLA (q compressed, v narrower than q/k), sigmoid routing in groups */
+        CHECK(c->mla.kv_lora_rank == 16 && c->mla.q_lora_rank == 16 && c->mla.qk_nope == 8 && c->mla.qk_rope == 4 &&
+              c->mla.v_head == 6 && c->mla.rope_interleave && c->head_dim == 4 && c->n_kv_heads == 4);
+        CHECK(c->moe.n_experts == 8 && c->moe.top_k == 2 && c->moe.score_func == TT_SCORE_SIGMOID &&
+              c->moe.n_group == 4 && c->moe.topk_group == 2 && c->moe.route_scale == 2.5 && c->moe.has_bias &&
+              c->moe.n_dense_layers == 1 && c->moe.n_shared == 1 && !c->moe.shared_gate && x->n_mtp_layers == 1);
+        CHECK(x->rope.yarn && x->rope.mscale_all_dim == 1.0);
     } else if (!strcmp(name, "olmoe")) {
         CHECK(c->moe.n_experts == 4 && !c->moe.route_norm && c->qk_norm && x->qk_norm_full);
     }
@@ -270,7 +277,14 @@ static void test_fixture(const fixture *fx)
         CHECK_MSG(dk > 1e-3, "%s: logits do not depend on the second expert (%g)", fx->name, dk);
         m->cfg.moe.top_k = 2;
     }
-    if (m->ext.rope.yarn) {
+    if (m->ext.rope.mscale_all_dim > 0) { /* MLA: YaRN's mscale scales the scores */
+        double ms = m->ext.rope.mscale_all_dim;
+        m->ext.rope.mscale_all_dim = 0;
+        double dm = parity(m, w, ref, NULL, 2);
+        CHECK_MSG(dm > 1e-3, "%s: logits do not depend on mscale_all_dim (%g)", fx->name, dm);
+        m->ext.rope.mscale_all_dim = ms;
+    }
+    if (m->ext.rope.yarn && tt_rope_attention_scale(&m->cfg.rope, &m->ext.rope) != 1.0) {
         double af = m->ext.rope.attention_factor;
         m->ext.rope.attention_factor = 1;
         double da = parity(m, w, ref, NULL, 2);
@@ -512,7 +526,7 @@ static void test_bad_folders(void)
     edit_config(dir, "\"LlamaForCausalLM\"", "\"FooForCausalLM\"");
     expect_fail(dir, "unknown architecture",
                 "config.json: architecture 'FooForCausalLM' is not supported (supported: LlamaForCausalLM, "
-                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM)", NULL);
+                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, DeepseekV3ForCausalLM)", NULL);
 
     /* Mixture-of-Experts: an expert missing, the two expert layouts mixed, more experts a token than exist */
     const char *qmoe = FIX "/qwen3_moe", *qpacked = FIX "/qwen3_moe_packed";
@@ -719,7 +733,7 @@ static void test_config(void)
                       "rope_scaling: key 'low_freq_factor' is missing");
     expect_parse_fail("{\"architectures\":[\"LlamaForCausalLM\"],\"rope_scaling\":{\"rope_type\":\"longrope\"}}",
                       "rope type 'longrope' is not supported (supported: default, linear, llama3, yarn)");
-    expect_parse_fail("{\"model_type\":\"deepseek_v3\"}", "model_type 'deepseek_v3' is not supported");
+    expect_parse_fail("{\"model_type\":\"deepseek_v2\"}", "model_type 'deepseek_v2' is not supported");
     expect_parse_fail("[1,2]", "t/config.json: not a JSON object");
 
     /* export checks: which class can express which model */
@@ -735,7 +749,7 @@ static void test_config(void)
     /* a config written for each family parses back to the same model */
     c.family = TT_HF_QWEN3;
     c.model.rope = (tt_rope_params){20000, 0, 3, 0, 0, 512};
-    c.ext.rope = (tt_rope_ext){0, 1, 24, 2, 1, 0};
+    c.ext.rope = (tt_rope_ext){0, 1, 24, 2, 1, 0, 0};
     char *js = tt_hf_config_to_json(&c);
     tt_hf_config back;
     CHECK_MSG(js && parse(js, &back) == 0, "%s", tt_last_error());
@@ -752,7 +766,7 @@ int main(void)
         {"llama", TT_HF_LLAMA, 0},  {"llama_bias_bf16", TT_HF_LLAMA, 0}, {"mistral", TT_HF_MISTRAL, 0},
         {"qwen2", TT_HF_QWEN2, 0},  {"qwen3", TT_HF_QWEN3, 40000},       {"gpt2", TT_HF_GPT2, 0},
         {"mixtral", TT_HF_MIXTRAL, 0}, {"qwen3_moe", TT_HF_QWEN3_MOE, 60000}, {"qwen2_moe", TT_HF_QWEN2_MOE, 0},
-        {"olmoe", TT_HF_OLMOE, 0}, {"qwen3_moe_packed", TT_HF_QWEN3_MOE, 0},
+        {"olmoe", TT_HF_OLMOE, 0}, {"qwen3_moe_packed", TT_HF_QWEN3_MOE, 0}, {"deepseek_v3", TT_HF_DEEPSEEK_V3, 0},
     };
     for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) test_fixture(&fx[i]);
     test_shared_gpt2();

@@ -19,7 +19,7 @@
 
 static tt_model_cfg tiny(int moe)
 {
-    tt_model_cfg c = {TT_ARCH_LLAMA, 32, 2, 4, 2, 8, 48, 40, 64, 1e-5, {10000, 0, 0, 0, 0, 0}, 0, 0, 0, 0, {0}};
+    tt_model_cfg c = {TT_ARCH_LLAMA, 32, 2, 4, 2, 8, 48, 40, 64, 1e-5, {10000, 0, 0, 0, 0, 0}, 0, 0, 0, 0, {0}, {0}};
     if (moe) c.moe = (tt_moe_cfg){.n_experts = 1, .top_k = 1, .ffn_dim = 48, .route_norm = 1, .route_scale = 1.0};
     return c;
 }

@@ -63,7 +63,7 @@ static void test_billion_layers(void)
 static void test_8b(void)
 {
     tt_model_cfg c = {TT_ARCH_LLAMA, 4096, 32, 32, 8, 128, 14336, 128256, 8192, 1e-5, {500000, 0, 0, 0, 0, 0},
-                      0, 0, 0, 0, {0}};
+                      0, 0, 0, 0, {0}, {0}};
     tt_model *m = tt_model_new(&c);
     CHECK_MSG(m != NULL, "%s", tt_last_error());
     if (!m) return;
@@ -102,7 +102,7 @@ static void test_8b(void)
  * addressable floats names the parameter. */
 static void test_bad_shapes(void)
 {
-    const tt_model_cfg good = {TT_ARCH_LLAMA, 32, 2, 4, 2, 8, 48, 40, 64, 1e-5, {10000, 0, 0, 0, 0, 0}, 0, 0, 0, 0, {0}};
+    const tt_model_cfg good = {TT_ARCH_LLAMA, 32, 2, 4, 2, 8, 48, 40, 64, 1e-5, {10000, 0, 0, 0, 0, 0}, 0, 0, 0, 0, {0}, {0}};
     tt_model *ok = tt_model_new(&good);
     CHECK(ok != NULL);
     tt_model_free(ok);

@@ -29,6 +29,20 @@ covers the k-th chosen expert against the first one left out. Otherwise the
 weights are drawn again with seed + 1, seed + 2, ...; the seed used and the
 smallest margin are printed.
 
+deepseek_v3 (DeepSeek-V3: Multi-head Latent Attention with q/kv LoRA ranks,
+v_head_dim != qk head dim, interleaved YaRN RoPE with mscale, layer 0 dense,
+layer 1 MoE with sigmoid group-limited routing, a score-correction bias and a
+shared expert) routes differently, and its near-tie check follows its
+selection: scores = sigmoid(logits), choice = scores + e_score_correction_bias,
+group score = sum of the top 2 choices in each of n_group groups, the best
+topk_group groups kept, top-k of the choices among their experts. For every
+token at every MoE layer the k-th chosen choice must beat the best kept one
+left out, and the topk_group-th group score the next group's, by more than
+ROUTER_MARGIN. Its model.safetensors also carries a fake Multi-Token-Prediction
+module as layer num_hidden_layers (model.layers.2.*, a few tensors of the
+shapes DeepSeek-V3's layer 61 has; config num_nextn_predict_layers = 1), which
+loaders must skip: transformers reports them as unexpected keys and ignores them.
+
     pip install torch transformers safetensors
     python3 tools/gen_hf_fixtures.py [--out tests/fixtures/hf] [--shared ../shared]
                                      [--only NAME[,NAME...]]
@@ -46,7 +60,7 @@ import tempfile
 import torch
 import transformers
 from safetensors.torch import save_file
-from transformers import (AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
                           MistralConfig, MistralForCausalLM, MixtralConfig, MixtralForCausalLM, OlmoeConfig,
                           OlmoeForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM,
                           Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
@@ -77,6 +91,10 @@ def randomize(model, seed):
                 if name.endswith(".mlp.gate.weight"):  # MoE router (E, H)
                     std *= ROUTER_STD
                 p.copy_(std * torch.randn(p.shape, generator=g))
+        # DeepSeek-V3's router selection bias is a buffer, zero by default: make it matter
+        for name, b in model.named_buffers():
+            if name.endswith(".e_score_correction_bias"):
+                b.copy_(0.1 * torch.randn(b.shape, generator=g))
 
 
 def reference_ids(vocab, seed):
@@ -90,23 +108,53 @@ def load(folder):
     return model
 
 
-def router_margin(model, ids_list):
-    """Smallest gap p[j] - p[j+1], j = 1..k, between the sorted router softmax
-    scores over every token of ids_list at every MoE layer (None: no router)."""
-    margins = []
+def deepseek_margins(module, logits):
+    """DeepSeek-V3's selection (DeepseekV3TopkRouter) redone from its router
+    logits (T, E): the least gap between the k-th chosen choice value and the
+    best one left out among the kept groups' experts, and between the
+    topk_group-th group score and the next one."""
+    scores = logits.float().sigmoid()
+    choice = scores + module.e_score_correction_bias.float()
+    T, E, G = choice.shape[0], choice.shape[1], module.num_group
+    group = choice.view(T, G, E // G).topk(2, dim=-1).values.sum(dim=-1)
+    gs = group.sort(dim=-1, descending=True).values
+    group_margin = (gs[:, module.topk_group - 1] - gs[:, module.topk_group]).min().item()
+    kept = torch.zeros_like(group, dtype=torch.bool)
+    kept.scatter_(1, group.topk(module.topk_group, dim=-1).indices, True)
+    kept = kept.unsqueeze(-1).expand(T, G, E // G).reshape(T, E)
+    cs = choice.masked_fill(~kept, float("-inf")).sort(dim=-1, descending=True).values
+    k = module.top_k
+    return (cs[:, k - 1] - cs[:, k]).min().item(), group_margin
+
+
+def router_margins(model, ids_list):
+    """Over every token of ids_list at every MoE layer: {"router": smallest gap
+    p[j] - p[j+1], j = 1..k, between the sorted router softmax scores}, or for
+    DeepSeek-V3 routers {"expert": ..., "group": ...} (deepseek_margins);
+    {} without a router."""
+    margins = {}
+
+    def keep(key, value):
+        margins[key] = min(margins.get(key, value), value)
 
     def hook(module, args, out):
+        if hasattr(module, "e_score_correction_bias"):
+            expert, group = deepseek_margins(module, out[0])
+            keep("expert", expert)
+            keep("group", group)
+            return
         probs = torch.softmax(out[0].float(), dim=-1).sort(dim=-1, descending=True).values
         k = module.top_k
-        margins.append((probs[:, :k] - probs[:, 1:k + 1]).min().item())
+        keep("router", (probs[:, :k] - probs[:, 1:k + 1]).min().item())
 
-    handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+    handles = [m.register_forward_hook(hook) for m in model.modules()
+               if type(m).__name__.endswith(("TopKRouter", "DeepseekV3TopkRouter"))]
     with torch.no_grad():
         for ids in ids_list:
             model(input_ids=ids)
     for h in handles:
         h.remove()
-    return min(margins) if margins else None
+    return margins
 
 
 def reference(folder, vocab, seed, out_path):
@@ -187,6 +235,20 @@ FIXTURES = {
         **MOE_TOKENS, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, norm_topk_prob=False, clip_qkv=None,
         max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0, pad_token_id=None)),
+    # DeepSeek-V3: MLA (q via q_a_proj -> q_a_layernorm -> q_b_proj; kv_a_proj_with_mqa -> 16 latent + 4 shared
+    # rope dims; kv_b_proj -> per head 8 k_nope + 6 v, v_head_dim 6 != qk head dim 12), interleaved YaRN RoPE
+    # whose mscale_all_dim also scales the softmax; layer 0 dense (first_k_dense_replace 1), layer 1 MoE:
+    # sigmoid router + e_score_correction_bias, 8 experts in 4 groups, best 2 groups, top 2, renormalised,
+    # times routed_scaling_factor, plus a shared expert. Tied embeddings (the class honours them)
+    "deepseek_v3": (DeepseekV3ForCausalLM, DeepseekV3Config(
+        **MOE_TOKENS, hidden_size=32, intermediate_size=40, moe_intermediate_size=16, num_hidden_layers=2,
+        first_k_dense_replace=1, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=16, kv_lora_rank=16,
+        qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6, n_routed_experts=8, num_experts_per_tok=2,
+        n_group=4, topk_group=2, routed_scaling_factor=2.5, norm_topk_prob=True, n_shared_experts=1,
+        max_position_embeddings=128, rms_norm_eps=1e-6, rope_interleave=True, num_nextn_predict_layers=1,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 32, "beta_fast": 32, "beta_slow": 1,
+                         "mscale": 1.0, "mscale_all_dim": 1.0})),
 }
 
 # the same model as FIXTURES[base] saved with its experts packed (save_original_format=False)
@@ -198,7 +260,39 @@ PACKED = {"qwen3_moe_packed": "qwen3_moe"}
 # `titan prepare --hf`, training and `titan generate --hf` work on them
 # (tests/cli_hf_finetune.sh). The model's vocabulary must cover the tokenizer's.
 TOKENIZERS = {"llama": "llama3", "qwen2": "qwen2", "gpt2": "gpt2",
-              "qwen3_moe": "llama3", "mixtral": "llama3", "qwen2_moe": "llama3", "olmoe": "llama3"}
+              "qwen3_moe": "llama3", "mixtral": "llama3", "qwen2_moe": "llama3", "olmoe": "llama3",
+              "deepseek_v3": "llama3"}
+
+
+def mtp_shapes(cfg):
+    """A few tensors of DeepSeek-V3's Multi-Token-Prediction module (layer index
+    num_hidden_layers in its checkpoints), shaped as the real ones."""
+    H, L = cfg.hidden_size, f"model.layers.{cfg.num_hidden_layers}."
+    return {L + "enorm.weight": (H,), L + "hnorm.weight": (H,), L + "eh_proj.weight": (H, 2 * H),
+            L + "input_layernorm.weight": (H,),
+            L + "self_attn.q_a_proj.weight": (cfg.q_lora_rank, H),
+            L + "self_attn.kv_a_proj_with_mqa.weight": (cfg.kv_lora_rank + cfg.qk_rope_head_dim, H),
+            L + "self_attn.kv_a_layernorm.weight": (cfg.kv_lora_rank,),
+            L + "mlp.gate.weight": (cfg.n_routed_experts, H),
+            L + "mlp.gate.e_score_correction_bias": (cfg.n_routed_experts,),
+            L + "shared_head.norm.weight": (H,)}
+
+
+def add_mtp(folder, cfg, seed):
+    """Rewrite folder/model.safetensors with the fake MTP layer (mtp_shapes) added,
+    and check transformers loads the folder, ignoring exactly those tensors."""
+    from safetensors.torch import load_file
+    path = os.path.join(folder, "model.safetensors")
+    tensors = load_file(path)
+    g = torch.Generator().manual_seed(seed)
+    extra = {name: (1 + 0.2 * torch.randn(shape, generator=g)) if len(shape) == 1
+             else shape[-1] ** -0.5 * torch.randn(shape, generator=g) for name, shape in mtp_shapes(cfg).items()}
+    assert not set(extra) & set(tensors)
+    tensors.update(extra)
+    save_file(tensors, path, metadata={"format": "pt"})
+    _, info = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager",
+                                                   output_loading_info=True)
+    assert set(info["unexpected_keys"]) == set(extra) and not info["missing_keys"], info
 
 
 def tokenizer_vocab(path):
@@ -311,13 +405,17 @@ def main():
             if name.endswith("_bf16"):
                 model = model.to(torch.bfloat16)
             model.save_pretrained(folder, **kw)
-            margin = router_margin(load(folder), ids)
-            if margin is None:
+            if name == "deepseek_v3":
+                add_mtp(folder, cfg, wseed)
+            margins = router_margins(load(folder), ids)
+            if not margins:
                 break
+            margin = min(margins.values())
+            what = ", ".join(f"{k} {v:.4g}" for k, v in margins.items()) if len(margins) > 1 else f"{margin:.4g}"
             if margin > ROUTER_MARGIN:
-                print(f"{name}: weight seed {wseed}, smallest router margin {margin:.4g}")
+                print(f"{name}: weight seed {wseed}, smallest router margin {what}")
                 break
-            print(f"{name}: weight seed {wseed} has a router near-tie ({margin:.3g}), trying the next seed")
+            print(f"{name}: weight seed {wseed} has a router near-tie ({what}), trying the next seed")
             wseed += 1
         if name in TOKENIZERS:
             tok = os.path.join(a.tokenizers, TOKENIZERS[name], "tokenizer.json")

@@ -64,6 +64,8 @@ typedef struct tt_model_config {
     double router_aux_loss_coef, router_z_loss_coef; /* auxiliary losses, as extra loss roots; 0 = off */
     bool router_aux_loss_seq;                        /* the balance loss per sequence (DeepSeek-V3), not per batch */
     bool shared_expert_gate; /* a sigmoid gate on the shared experts' output (Qwen2-MoE; set by HF configs) */
+    /* Multi-head Latent Attention (DeepSeek-V2/V3): kv_lora_rank > 0 turns it on */
+    int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
     tt_tokenizer_kind tokenizer;
     char hf_assets_path[TT_CONFIG_PATH_MAX]; /* "" = none; else config.json + tokenizer.json from there */
 } tt_model_config;

@@ -40,7 +40,7 @@ tt_err tt_autodiff(tt_graph *g, int n_loss, tt_value *const *losses, int n, tt_v
         int any = 0;
         for (int o = 0; o < nd->n_out; o++)
             if ((gout[o] = nd->out[o]->id < cap ? grad[nd->out[o]->id] : NULL)) any = 1;
-        if (!any) continue;
+        if (!any || nd->n_in == 0) continue; /* a node with no inputs (zeros) passes its gradient to nothing */
         if (!tt_ops[nd->op].backward) {
             tt_graph_fail(g, "op %s has no backward rule", tt_op_name(nd->op));
             break;

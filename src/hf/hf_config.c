@@ -27,6 +27,7 @@ enum {
     F_SHARED_GATED = 1 << 9, /* a shared expert behind a sigmoid gate (Qwen2-MoE) */
     F_MIXTRAL = 1 << 10,   /* num_local_experts, always renormalised, Mixtral's tensor names */
     F_QK_NORM_FULL = 1 << 11, /* RMSNorm over all of q and all of k (OLMoE) */
+    F_DEEPSEEK = 1 << 12,  /* Multi-head Latent Attention; sigmoid routing in groups with a selection bias */
 };
 
 typedef struct hf_spec hf_spec;
@@ -73,6 +74,8 @@ static const hf_spec specs[] = {
      2048, 5632, 24, 16, 16, 0, 151936, 32768, 4096, 1e-6, 0, read_llama, write_llama, check_llama},
     {TT_HF_OLMOE, "OlmoeForCausalLM", "olmoe", TT_ARCH_LLAMA, F_ATTN_BIAS | F_QK_NORM_FULL | F_MOE,
      2048, 2048, 16, 16, 16, 0, 50304, 4096, 0, 1e-5, 0, read_llama, write_llama, check_llama},
+    {TT_HF_DEEPSEEK_V3, "DeepseekV3ForCausalLM", "deepseek_v3", TT_ARCH_LLAMA, F_HEAD_DIM | F_MOE | F_DEEPSEEK,
+     7168, 18432, 61, 128, 128, 64, 129280, 4096, 0, 1e-6, 0, read_llama, write_llama, check_llama},
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -253,6 +256,7 @@ static tt_err read_rope(const char *path, const cJSON *j, int max_pos, tt_rope_p
         x->beta_fast = x->beta_fast ? x->beta_fast : 32;
         x->beta_slow = x->beta_slow ? x->beta_slow : 1;
         x->yarn_no_truncate = !trunc;
+        x->mscale_all_dim = msa;
         if (af == 0 && ms && msa && r->factor > 1) /* get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) */
             af = (0.1 * ms * log(r->factor) + 1.0) / (0.1 * msa * log(r->factor) + 1.0);
         else if (af == 0)
@@ -278,6 +282,7 @@ static cJSON *rope_to_json(const tt_rope_params *r, const tt_rope_ext *x)
         add_real(d, "beta_fast", x->beta_fast ? x->beta_fast : 32);
         add_real(d, "beta_slow", x->beta_slow ? x->beta_slow : 1);
         add_real(d, "attention_factor", tt_rope_attention_scale(r, x));
+        if (x->mscale_all_dim > 0) add_real(d, "mscale_all_dim", x->mscale_all_dim);
         if (x->yarn_no_truncate) cJSON_AddFalseToObject(d, "truncate");
     }
     return d;
@@ -336,6 +341,58 @@ static tt_err cannot(const hf_spec *s, const char *what)
 /* ---- Mixture-of-Experts ------------------------------------------------------
  * Every family routes by softmax over all experts, then top-k, renormalised
  * when norm_topk_prob (Mixtral: always), the gate on the expert's output. */
+/* DeepSeek-V3: Multi-head Latent Attention, and its MoE keys (sigmoid scores, groups, the selection bias) */
+static tt_err read_deepseek(const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x)
+{
+    tt_mla_cfg *a = &m->mla;
+    tt_moe_cfg *e = &m->moe;
+    int ab = 0;
+    if (get_bool(path, j, "attention_bias", 0, &ab)) return -1;
+    if (ab) return tt_errorf("%s: key 'attention_bias' is true: biased MLA projections are not supported", path);
+    if (present(j, "quantization_config"))
+        return tt_errorf("%s: key 'quantization_config' is set: quantized (FP8) checkpoints are not supported; use "
+                         "a BF16 copy of the weights", path);
+    const cJSON *ql = cJSON_GetObjectItemCaseSensitive(j, "q_lora_rank");
+    if (ql && !cJSON_IsNull(ql) && get_int(path, j, "q_lora_rank", 1536, 1, &a->q_lora_rank)) return -1;
+    if (!ql) a->q_lora_rank = 1536; /* absent: the class default; null: no query compression */
+    int freq = 1, ilv = 1;
+    const char *sf = "sigmoid", *tm = "noaux_tc";
+    if (get_int(path, j, "kv_lora_rank", 512, 1, &a->kv_lora_rank) ||
+        get_int(path, j, "qk_nope_head_dim", 128, 1, &a->qk_nope) ||
+        get_int(path, j, "qk_rope_head_dim", 64, 2, &a->qk_rope) || get_int(path, j, "v_head_dim", 128, 1, &a->v_head) ||
+        get_bool(path, j, "rope_interleave", 1, &ilv) ||
+        get_int(path, j, "n_routed_experts", 256, 1, &e->n_experts) ||
+        get_int(path, j, "num_experts_per_tok", 8, 1, &e->top_k) ||
+        get_int(path, j, "moe_intermediate_size", 2048, 1, &e->ffn_dim) ||
+        get_int(path, j, "n_shared_experts", 1, 0, &e->n_shared) ||
+        get_int(path, j, "first_k_dense_replace", 3, 0, &e->n_dense_layers) ||
+        get_int(path, j, "moe_layer_freq", 1, 1, &freq) || get_int(path, j, "n_group", 8, 1, &e->n_group) ||
+        get_int(path, j, "topk_group", 4, 1, &e->topk_group) ||
+        get_pos(path, j, "routed_scaling_factor", 2.5, &e->route_scale) ||
+        get_bool(path, j, "norm_topk_prob", 1, &e->route_norm) ||
+        get_int(path, j, "num_nextn_predict_layers", 0, 0, &x->n_mtp_layers) ||
+        get_str(path, j, "scoring_func", "sigmoid", &sf) || get_str(path, j, "topk_method", "noaux_tc", &tm))
+        return -1;
+    a->rope_interleave = ilv;
+    if (a->qk_rope % 2) return tt_errorf("%s: key 'qk_rope_head_dim' is %d: RoPE needs it even", path, a->qk_rope);
+    if (freq != 1) return tt_errorf("%s: key 'moe_layer_freq' is %d: only 1 (every layer after the dense ones)", path, freq);
+    if (strcmp(sf, "sigmoid") || strcmp(tm, "noaux_tc"))
+        return tt_errorf("%s: scoring_func '%s' with topk_method '%s': DeepSeek-V3 routes by sigmoid with noaux_tc", path,
+                         sf, tm);
+    if (e->n_experts > TT_MOE_MAX_EXPERTS || e->top_k > e->n_experts || e->n_experts % e->n_group ||
+        e->topk_group > e->n_group || e->topk_group * (e->n_experts / e->n_group) < e->top_k)
+        return tt_errorf("%s: %d routed experts in %d groups, top-%d from %d groups: the experts must split evenly "
+                         "and the groups kept must hold the top-k", path, e->n_experts, e->n_group, e->top_k,
+                         e->topk_group);
+    if (e->n_dense_layers >= m->n_layers)
+        return tt_errorf("%s: key 'first_k_dense_replace' (%d) leaves no MoE layer", path, e->n_dense_layers);
+    e->score_func = TT_SCORE_SIGMOID, e->sparse_step = 1, e->has_bias = 1;
+    e->shared_ffn = e->n_shared * e->ffn_dim;
+    m->head_dim = a->qk_rope; /* the width RoPE acts on */
+    m->n_kv_heads = m->n_heads;
+    return 0;
+}
+
 static tt_err read_moe(const hf_spec *s, const cJSON *j, const char *path, tt_model_cfg *m)
 {
     tt_moe_cfg *e = &m->moe;
@@ -378,6 +435,26 @@ static tt_err read_moe(const hf_spec *s, const cJSON *j, const char *path, tt_mo
     return 0;
 }
 
+static void write_deepseek(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
+{
+    const tt_mla_cfg *a = &m->mla;
+    const tt_moe_cfg *e = &m->moe;
+    if (a->q_lora_rank > 0) cJSON_AddNumberToObject(j, "q_lora_rank", a->q_lora_rank);
+    else cJSON_AddNullToObject(j, "q_lora_rank");
+    const struct { const char *k; int v; } ints[] = {
+        {"kv_lora_rank", a->kv_lora_rank}, {"qk_nope_head_dim", a->qk_nope}, {"qk_rope_head_dim", a->qk_rope},
+        {"v_head_dim", a->v_head}, {"n_routed_experts", e->n_experts}, {"num_experts_per_tok", e->top_k},
+        {"moe_intermediate_size", e->ffn_dim}, {"n_shared_experts", e->n_shared},
+        {"first_k_dense_replace", e->n_dense_layers}, {"moe_layer_freq", 1}, {"n_group", e->n_group > 1 ? e->n_group : 1},
+        {"topk_group", e->n_group > 1 ? e->topk_group : 1}, {"num_nextn_predict_layers", 0},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) cJSON_AddNumberToObject(j, ints[i].k, ints[i].v);
+    cJSON_AddBoolToObject(j, "rope_interleave", a->rope_interleave);
+    add_real(j, "routed_scaling_factor", e->route_scale);
+    cJSON_AddBoolToObject(j, "norm_topk_prob", e->route_norm);
+    (void)x;
+}
+
 static void write_moe(const hf_spec *s, const tt_model_cfg *m, cJSON *j)
 {
     const tt_moe_cfg *e = &m->moe;
@@ -398,8 +475,18 @@ static tt_err check_moe(const hf_spec *s, const tt_model_cfg *m)
 {
     const tt_moe_cfg *e = &m->moe;
     const unsigned f = s->features;
+    if ((m->mla.kv_lora_rank > 0) != !!(f & F_DEEPSEEK))
+        return cannot(s, f & F_DEEPSEEK ? "it has Multi-head Latent Attention" : "it has Multi-head Latent Attention "
+                                                                                 "(only DeepseekV3ForCausalLM does)");
     if (!e->n_experts) return f & F_MOE ? cannot(s, "it is a Mixture-of-Experts class and the model is dense") : 0;
     if (!(f & F_MOE)) return cannot(s, "it is a Mixture-of-Experts model");
+    if (f & F_DEEPSEEK) { /* sigmoid scores, a selection bias, shared experts without a gate, leading dense layers */
+        if (e->score_func != TT_SCORE_SIGMOID || !e->has_bias || e->score_before || (e->n_shared && e->shared_gate) ||
+            (e->sparse_step > 1) || (e->n_shared && e->shared_ffn != e->n_shared * e->ffn_dim))
+            return cannot(s, "it routes by sigmoid scores with a selection bias, gates the experts' output and has "
+                             "ungated shared experts as wide as n_shared x the experts");
+        return 0;
+    }
     if (e->has_bias)
         return cannot(s, "its experts have a selection bias (model.load_balance_coeff > 0); of the Hugging Face MoE "
                          "classes only DeepSeek-V3 has one, and titan does not export that class: train with "
@@ -462,7 +549,8 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
     m->qk_norm = (s->features & (F_QK_NORM | F_QK_NORM_FULL)) != 0;
     o->ext.qk_norm_full = (s->features & F_QK_NORM_FULL) != 0;
     o->ext.hf_mixtral = (s->features & F_MIXTRAL) != 0;
-    if ((s->features & F_MOE) && read_moe(s, j, path, m)) return -1;
+    if ((s->features & F_DEEPSEEK) && read_deepseek(j, path, m, &o->ext)) return -1;
+    else if ((s->features & F_MOE) && !(s->features & F_DEEPSEEK) && read_moe(s, j, path, m)) return -1;
     if (read_rope(path, j, m->max_seq_len, &m->rope, &o->ext.rope)) return -1;
     if ((s->features & (F_WINDOW_ALL | F_WINDOW_LAYERS)) && read_windows(s, j, path, m, &o->ext)) return -1;
     return 0;
@@ -498,7 +586,7 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     const tt_model_cfg *m = &c->model;
     cJSON_AddNumberToObject(j, "hidden_size", m->dim);
     /* Mixtral and OLMoE: every layer is MoE, and intermediate_size is each expert's width */
-    const int experts_wide = (s->features & F_MOE) && !(s->features & F_MOE_QWEN);
+    const int experts_wide = (s->features & F_MOE) && !(s->features & (F_MOE_QWEN | F_DEEPSEEK));
     cJSON_AddNumberToObject(j, "intermediate_size", experts_wide ? m->moe.ffn_dim : m->ffn_dim);
     cJSON_AddNumberToObject(j, "num_hidden_layers", m->n_layers);
     cJSON_AddNumberToObject(j, "num_attention_heads", m->n_heads);
@@ -514,7 +602,8 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     if (s->features & F_ATTN_BIAS) cJSON_AddBoolToObject(j, "attention_bias", c->ext.o_bias);
     if (s->features & F_MLP_BIAS) cJSON_AddBoolToObject(j, "mlp_bias", c->ext.mlp_bias);
     add_window_keys(s, m, &c->ext, j);
-    if (s->features & F_MOE) write_moe(s, m, j);
+    if (s->features & F_DEEPSEEK) write_deepseek(m, &c->ext, j);
+    else if (s->features & F_MOE) write_moe(s, m, j);
     return 0;
 }
 

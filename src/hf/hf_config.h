@@ -20,6 +20,7 @@ typedef enum {
     TT_HF_QWEN3_MOE, /* Qwen3MoeForCausalLM */
     TT_HF_QWEN2_MOE, /* Qwen2MoeForCausalLM: a shared expert behind a sigmoid gate */
     TT_HF_OLMOE,   /* OlmoeForCausalLM: q/k RMSNorm over whole projections */
+    TT_HF_DEEPSEEK_V3, /* DeepseekV3ForCausalLM: Multi-head Latent Attention, sigmoid routing in groups */
     TT_HF_FAMILY_COUNT
 } tt_hf_family;
 

@@ -219,7 +219,7 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
     tt_hf_slot *slots = calloc((size_t)m->n_params, sizeof *slots);
     const char **used = calloc((size_t)m->n_params, sizeof *used);
     float *stage = tt_alloc(max_param_bytes(m));
-    int n_used = 0;
+    int n_used = 0, n_mtp = 0;
     if (!slots || !used || !stage) rc = tt_errorf("out of memory");
     for (int i = 0; i < m->n_params && !rc; i++) {
         const tt_param *p = &m->params[i];
@@ -245,10 +245,18 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
             snprintf(canon, sizeof canon, "%s%s", pre, name);
             key = canon;
         }
-        if (tt_model_hf_ignorable(m, key) || bsearch(&key, used, (size_t)n_used, sizeof *used, cmp_str)) continue;
+        int layer = -1;
+        if (tt_model_hf_ignorable(m, key)) { /* multi-token-prediction layers (after the last) are counted */
+            n_mtp += sscanf(key, "model.layers.%d.", &layer) == 1 && layer >= m->cfg.n_layers;
+            continue;
+        }
+        if (bsearch(&key, used, (size_t)n_used, sizeof *used, cmp_str)) continue;
         rc = tt_errorf("%s: unexpected tensor '%s' (a %s model with this config has no such weight)",
                        file_of(&fl, name, file, sizeof file), name, tt_arch_name(m->cfg.arch));
     }
+    if (!rc && n_mtp)
+        tt_log("%s: skipped %d tensors of %d multi-token-prediction layer(s): titan trains the main layers only", dir,
+               n_mtp, m->ext.n_mtp_layers);
     free(slots);
     free(used);
     tt_free(stage);

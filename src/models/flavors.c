@@ -68,6 +68,19 @@ static const tt_flavor flavors[] = {
                        .ffn_dim = 6144, .vocab_size = 151936, .norm_eps = 1e-6, .rope_theta = 1000000.0,
                        ROPE_L3(8.0), .qk_norm = true, .max_seq_len = 40960, .num_experts = 128, .top_k = 8,
                        .moe_ffn_dim = 768}},
+    /* DeepSeek-V3 shapes (Multi-head Latent Attention, sigmoid routing): a small one for CPU runs (no query
+     * compression, 8 experts of 96 in 4 groups, top-2 from 2 groups, a shared expert, the first layer dense),
+     * and TorchTitan's 16B */
+    {"deepseek_v3_debug", {LLAMA, .dim = 128, .n_layers = 4, .n_heads = 4, .n_kv_heads = 4, .ffn_dim = 384,
+                           .vocab_size = 258, .norm_eps = 1e-6, .rope_theta = 10000.0, ROPE_L3(8.0),
+                           .max_seq_len = 2048, .kv_lora_rank = 32, .qk_nope_head_dim = 32, .qk_rope_head_dim = 16,
+                           .v_head_dim = 32, .num_experts = 8, .top_k = 2, .moe_ffn_dim = 96,
+                           .num_shared_experts = 1, .n_dense_layers = 1}},
+    {"deepseek_v3_16b", {LLAMA, .dim = 2048, .n_layers = 27, .n_heads = 16, .n_kv_heads = 16, .ffn_dim = 10944,
+                         .vocab_size = 102400, .norm_eps = 1e-6, .rope_theta = 10000.0, ROPE_L3(8.0),
+                         .max_seq_len = 16384, .kv_lora_rank = 512, .qk_nope_head_dim = 128, .qk_rope_head_dim = 64,
+                         .v_head_dim = 128, .num_experts = 64, .top_k = 6, .moe_ffn_dim = 1408,
+                         .num_shared_experts = 2, .n_dense_layers = 1}},
     /* ---- gpt2 ---- */
     {"gpt2_debug", {GPT2, .dim = 128, .n_layers = 4, .n_heads = 4, .n_kv_heads = 4, .ffn_dim = 512,
                     .vocab_size = 258}},

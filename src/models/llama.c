@@ -1,6 +1,8 @@
 /* llama.c — Llama 2/3 style decoder (also Mistral, Qwen2 with q/k/v bias,
  * Qwen3 with per-head q/k RMSNorm, SmolLM): RMSNorm, RoPE, GQA, SwiGLU, an
- * optional sliding window per layer; and its Hugging Face tensor names. */
+ * optional sliding window per layer; Mixture-of-Experts MLPs (Mixtral,
+ * Qwen-MoE, OLMoE, DeepSeek) and DeepSeek's Multi-head Latent Attention; and
+ * its Hugging Face tensor names. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,17 +26,25 @@ typedef struct { const char *n; int64_t r, k; tt_init_kind init; double sd; int 
  * shared experts. Blocks differ in size, so each starts at its own index. */
 typedef struct {
     int stride, bo, b1, b2, b3;
+    int base;                                      /* the slots above: dense attention and MLP, norms, extras */
+    int mla, qa, qan, qb, kva, kvan, kvb;          /* Multi-head Latent Attention (-1: absent) */
     int moe, router, bias, w13, w2, sh1, sh3, sh2, sgate; /* -1: absent */
 } block_layout;
 
 static block_layout layout(const tt_model *m, int l)
 {
-    block_layout b = {PER_BLOCK, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1, -1};
+    block_layout b = {PER_BLOCK, -1, -1, -1, -1, 0, 0, -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1, -1};
     if (m->ext.o_bias) b.bo = b.stride++;
     if (m->ext.mlp_bias) {
         b.b1 = b.stride++;
         b.b2 = b.stride++;
         b.b3 = b.stride++;
+    }
+    b.base = b.stride;
+    if (m->cfg.mla.kv_lora_rank > 0) { /* the low-rank projections and their norms (wq, wk, wv stay, empty or not) */
+        b.mla = 1;
+        if (m->cfg.mla.q_lora_rank > 0) b.qa = b.stride++, b.qan = b.stride++, b.qb = b.stride++;
+        b.kva = b.stride++, b.kvan = b.stride++, b.kvb = b.stride++;
     }
     const tt_moe_cfg *e = &m->cfg.moe;
     if (!tt_model_layer_is_moe(&m->cfg, l)) return b;
@@ -88,6 +98,31 @@ static tt_err declare_moe(tt_model *m, int l, double std, double out_std)
     return m->n_params - first == layout(m, l).stride - layout(m, l).router ? 0 : tt_errorf("model: MoE layout");
 }
 
+/* The MLA slots of block l: the query's compression (when q_lora_rank), the
+ * keys' and values' compression with the shared RoPE key, their norms. */
+static tt_err declare_mla(tt_model *m, int l, double std)
+{
+    const tt_model_cfg *c = &m->cfg;
+    const tt_mla_cfg *a = &c->mla;
+    const int64_t D = c->dim, H = c->n_heads, qk = a->qk_nope + a->qk_rope;
+    const struct { const char *n; int64_t r, k; tt_init_kind init; } s[] = {
+        {"attention.wq_a.weight", a->q_lora_rank, D, TT_INIT_NORMAL},
+        {"attention.q_norm.weight", a->q_lora_rank, 0, TT_INIT_ONES},
+        {"attention.wq_b.weight", H * qk, a->q_lora_rank, TT_INIT_NORMAL},
+        {"attention.wkv_a.weight", a->kv_lora_rank + a->qk_rope, D, TT_INIT_NORMAL},
+        {"attention.kv_norm.weight", a->kv_lora_rank, 0, TT_INIT_ONES},
+        {"attention.wkv_b.weight", H * (a->qk_nope + a->v_head), a->kv_lora_rank, TT_INIT_NORMAL},
+    };
+    char name[96];
+    for (size_t i = a->q_lora_rank > 0 ? 0 : 3; i < sizeof s / sizeof s[0]; i++) {
+        snprintf(name, sizeof name, "layers.%d.%s", l, s[i].n);
+        if (tt_model_declare(m, l + 1, name, s[i].k ? 2 : 1, (int64_t[]){s[i].r, s[i].k}, s[i].init,
+                             s[i].init == TT_INIT_NORMAL ? std : 0, s[i].init == TT_INIT_ONES))
+            return -1;
+    }
+    return 0;
+}
+
 static tt_err declare(tt_model *m)
 {
     const tt_model_cfg *c = &m->cfg;
@@ -98,6 +133,11 @@ static tt_err declare(tt_model *m)
     int64_t s2[2];
     if (tt_model_declare(m, 0, "tok_embeddings.weight", 2, (int64_t[]){V, D}, TT_INIT_NORMAL, std, 0)) return -1;
     m->params[0].embedding_only = !c->tie_embeddings;
+    const tt_mla_cfg *mla = &c->mla;
+    const tt_attn_dims ad = tt_model_attn_dims(c);
+    if (mla->kv_lora_rank > 0) /* MLA: wq (no q compression) gives H heads of qk_nope + qk_rope; no wk, wv */
+        q = mla->q_lora_rank > 0 ? 0 : (int64_t)c->n_heads * ad.qk, kv = 0;
+    const int64_t o_in = (int64_t)c->n_heads * ad.v;
     for (int l = 0; l < c->n_layers; l++) {
         int u = l + 1;
         block_layout bl = layout(m, l);
@@ -108,7 +148,7 @@ static tt_err declare(tt_model *m)
             [WQ] = {"attention.wq.weight", q, D, TT_INIT_NORMAL, std, 0},
             [WK] = {"attention.wk.weight", kv, D, TT_INIT_NORMAL, std, 0},
             [WV] = {"attention.wv.weight", kv, D, TT_INIT_NORMAL, std, 0},
-            [WO] = {"attention.wo.weight", D, q, TT_INIT_NORMAL, out_std, 0},
+            [WO] = {"attention.wo.weight", D, o_in, TT_INIT_NORMAL, out_std, 0},
             [BQ] = {"attention.wq.bias", c->qkv_bias ? q : 0, 0, TT_INIT_ZEROS, 0, 1},
             [BK] = {"attention.wk.bias", c->qkv_bias ? kv : 0, 0, TT_INIT_ZEROS, 0, 1},
             [BV] = {"attention.wv.bias", c->qkv_bias ? kv : 0, 0, TT_INIT_ZEROS, 0, 1},
@@ -127,13 +167,13 @@ static tt_err declare(tt_model *m)
             p[bl.b2] = (slot_decl){"feed_forward.w2.bias", D, 0, TT_INIT_ZEROS, 0, 1};
             p[bl.b3] = (slot_decl){"feed_forward.w3.bias", F, 0, TT_INIT_ZEROS, 0, 1};
         }
-        const int n_base = bl.moe ? bl.router : bl.stride;
-        for (int i = 0; i < n_base; i++) {
+        for (int i = 0; i < bl.base; i++) {
             snprintf(name, sizeof name, "layers.%d.%s", l, p[i].n);
             s2[0] = p[i].r;
             s2[1] = p[i].k;
             if (tt_model_declare(m, u, name, p[i].k ? 2 : 1, s2, p[i].init, p[i].sd, p[i].nd)) return -1;
         }
+        if (bl.mla && declare_mla(m, l, std)) return -1;
         if (bl.moe && declare_moe(m, l, std, out_std)) return -1;
     }
     int fu = c->n_layers + 1;
@@ -141,6 +181,51 @@ static tt_err declare(tt_model *m)
     if (!c->tie_embeddings && tt_model_declare(m, fu, "output.weight", 2, (int64_t[]){V, D}, TT_INIT_NORMAL, std, 0))
         return -1;
     return 0;
+}
+
+/* Multi-head Latent Attention of one block on h (N, D): queries and keys of
+ * H heads [nope | rope], the RoPE key part shared by every head, values from
+ * the same compressed projection; attention on max(qk, v) wide heads (the
+ * narrower padded with zeros) with DeepSeek's softmax scale; (N, H*v_head). */
+static tt_value *mla_attention(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl, tt_value *h,
+                               const tt_fwd_inputs *in, tt_value *inv_freq, double rope_scale, int l)
+{
+    const tt_model_cfg *c = &m->cfg;
+    const tt_mla_cfg *a = &c->mla;
+    const tt_attn_dims ad = tt_model_attn_dims(c);
+    const int H = c->n_heads, dn = a->qk_nope, dr = a->qk_rope, dv = a->v_head, kvr = a->kv_lora_rank;
+    tt_value *q = bl->qa >= 0 ? tt_linear(g, tt_rmsnorm(g, tt_linear(g, h, b[bl->qa], NULL), b[bl->qan], 1e-6), b[bl->qb], NULL)
+                              : tt_linear(g, h, b[WQ], NULL);                      // (N, H*(dn+dr))
+    tt_value *kva = tt_linear(g, h, b[bl->kva], NULL);                             // (N, kvr + dr): latent, then k_pe
+    tt_value *kv = tt_linear(g, tt_rmsnorm(g, tt_head_slice(g, kva, 1, kvr + dr, 0, kvr, 0, 0), b[bl->kvan], 1e-6),
+                             b[bl->kvb], NULL);                                    // (N, H*(dn+dv))
+    /* RoPE on the rope parts, in rotate-half order (interleaved pairs taken apart first) */
+    tt_value *q_pe = tt_rope_scaled(g, tt_head_slice(g, q, H, dn + dr, dn, dr, 0, a->rope_interleave), in->pos, inv_freq,
+                                    H, dr, rope_scale);                            // (N, H*dr)
+    tt_value *k_pe = tt_rope_scaled(g, tt_head_slice(g, kva, 1, kvr + dr, kvr, dr, 0, a->rope_interleave), in->pos,
+                                    inv_freq, 1, dr, rope_scale);                  // (N, dr), every head's
+    tt_value *qf = tt_head_concat(g, tt_head_slice(g, q, H, dn + dr, 0, dn, 0, 0), q_pe, H, 0);   // (N, H*(dn+dr))
+    tt_value *kf = tt_head_concat(g, tt_head_slice(g, kv, H, dn + dv, 0, dn, 0, 0), k_pe, H, 1); // k_pe in every head
+    tt_value *v = tt_head_slice(g, kv, H, dn + dv, dn, dv, 0, 0);                  // (N, H*dv)
+    const int hd = ad.hd;
+    const int64_t N = (int64_t)in->B * in->T;
+    if (ad.qk < hd) { /* pad q and k (zeros add nothing to a score) */
+        qf = tt_head_concat(g, qf, tt_zeros(g, g->act_dtype, 2, (int64_t[]){N, (int64_t)H * (hd - ad.qk)}), H, 0);
+        kf = tt_head_concat(g, kf, tt_zeros(g, g->act_dtype, 2, (int64_t[]){N, (int64_t)H * (hd - ad.qk)}), H, 0);
+    }
+    if (dv < hd) /* pad v: the output's extra columns are zeros, dropped below */
+        v = tt_head_concat(g, v, tt_zeros(g, g->act_dtype, 2, (int64_t[]){N, (int64_t)H * (hd - dv)}), H, 0);
+    /* scores scaled as DeepSeek does: qk^-1/2, times YaRN's mscale(factor, mscale_all_dim)^2 */
+    double scale = 1.0 / sqrt((double)ad.qk);
+    if (m->ext.rope.yarn && m->ext.rope.mscale_all_dim > 0 && c->rope.factor > 1) {
+        const double ms = 0.1 * m->ext.rope.mscale_all_dim * log(c->rope.factor) + 1.0;
+        scale *= ms * ms;
+    }
+    const int window = tt_model_layer_window(c, &m->ext, l);
+    tt_value *o = in->cache_k ? tt_attention_kv_scaled(g, qf, kf, v, in->cache_k[l], in->cache_v[l], in->start, in->B,
+                                                       in->T, H, H, hd, window, scale)
+                              : tt_attention_scaled(g, qf, kf, v, in->doc, in->B, in->T, H, H, hd, window, scale);
+    return dv < hd ? tt_head_slice(g, o, H, hd, 0, dv, 0, 0) : o; // (N, H*dv)
 }
 
 /* A view of `n` consecutive parameters starting at b[i] as one (n, r, k) value */
@@ -190,10 +275,29 @@ static tt_value *moe_mlp(tt_graph *g, const tt_model *m, tt_value *const *b, con
     return tt_add(g, y, sh);
 }
 
+/* Grouped-query attention of one block on h (N, D): (N, H*hd) before the output projection */
+static tt_value *gqa_attention(tt_graph *g, const tt_model *m, tt_value *const *b, tt_value *h, const tt_fwd_inputs *in,
+                               tt_value *inv_freq, double rope_scale, int l)
+{
+    const tt_model_cfg *c = &m->cfg;
+    const int H = c->n_heads, Hk = c->n_kv_heads, hd = c->head_dim, window = tt_model_layer_window(c, &m->ext, l);
+    tt_value *q = tt_linear(g, h, b[WQ], c->qkv_bias ? b[BQ] : NULL); // (N, H*hd)
+    tt_value *k = tt_linear(g, h, b[WK], c->qkv_bias ? b[BK] : NULL); // (N, Hk*hd)
+    tt_value *v = tt_linear(g, h, b[WV], c->qkv_bias ? b[BV] : NULL); // (N, Hk*hd)
+    if (c->qk_norm && q && k) { /* per head (Qwen3), or over all heads at once (OLMoE) */
+        q = tt_rmsnorm_groups(g, q, b[QN], c->norm_eps, m->ext.qk_norm_full ? H * hd : hd);
+        k = tt_rmsnorm_groups(g, k, b[KN], c->norm_eps, m->ext.qk_norm_full ? Hk * hd : hd);
+    }
+    q = tt_rope_scaled(g, q, in->pos, inv_freq, H, hd, rope_scale);
+    k = tt_rope_scaled(g, k, in->pos, inv_freq, Hk, hd, rope_scale);
+    return in->cache_k
+        ? tt_attention_kv(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H, Hk, hd, window)
+        : tt_attention(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window);
+}
+
 static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, const tt_fwd_inputs *in, tt_value **head)
 {
     const tt_model_cfg *c = &m->cfg;
-    int H = c->n_heads, Hk = c->n_kv_heads, hd = c->head_dim;
     double rope_scale = tt_rope_attention_scale(&c->rope, &m->ext.rope); /* YaRN scales cos and sin */
     tt_graph_set_unit(g, 0);
     tt_graph_set_scope(g, "tok_embeddings");
@@ -202,22 +306,11 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
     for (int l = 0; l < c->n_layers; l++) {
         tt_value *const *b = w + block_start(m, l);
         const block_layout bl = layout(m, l);
-        int window = tt_model_layer_window(c, &m->ext, l);
         tt_graph_set_unit(g, l + 1);
         tt_graph_set_scope(g, "layers.%d.attention", l);
         tt_value *h = tt_rmsnorm(g, x, b[ATTN_NORM], c->norm_eps);
-        tt_value *q = tt_linear(g, h, b[WQ], c->qkv_bias ? b[BQ] : NULL); // (N, H*hd)
-        tt_value *k = tt_linear(g, h, b[WK], c->qkv_bias ? b[BK] : NULL); // (N, Hk*hd)
-        tt_value *v = tt_linear(g, h, b[WV], c->qkv_bias ? b[BV] : NULL); // (N, Hk*hd)
-        if (c->qk_norm && q && k) { /* per head (Qwen3), or over all heads at once (OLMoE) */
-            q = tt_rmsnorm_groups(g, q, b[QN], c->norm_eps, m->ext.qk_norm_full ? H * hd : hd);
-            k = tt_rmsnorm_groups(g, k, b[KN], c->norm_eps, m->ext.qk_norm_full ? Hk * hd : hd);
-        }
-        q = tt_rope_scaled(g, q, in->pos, inv_freq, H, hd, rope_scale);
-        k = tt_rope_scaled(g, k, in->pos, inv_freq, Hk, hd, rope_scale);
-        tt_value *a = in->cache_k
-            ? tt_attention_kv(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H, Hk, hd, window)
-            : tt_attention(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window);
+        tt_value *a = bl.mla ? mla_attention(g, m, b, &bl, h, in, inv_freq, rope_scale, l)
+                             : gqa_attention(g, m, b, h, in, inv_freq, rope_scale, l);
         x = tt_add(g, x, tt_linear(g, a, b[WO], bl.bo >= 0 ? b[bl.bo] : NULL));
         h = tt_rmsnorm(g, x, b[FFN_NORM], c->norm_eps);
         if (bl.moe) {
@@ -286,6 +379,16 @@ static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
     const block_layout bl = layout(m, l);
     const int k = i - block_start(m, l);
     if (bl.moe && k >= bl.router) return hf_moe_slot(m, l, &bl, k, s);
+    if (bl.mla && k >= bl.base) { /* DeepSeek's names */
+        const char *n = k == bl.qa     ? "q_a_proj.weight"
+                        : k == bl.qan  ? "q_a_layernorm.weight"
+                        : k == bl.qb   ? "q_b_proj.weight"
+                        : k == bl.kva  ? "kv_a_proj_with_mqa.weight"
+                        : k == bl.kvan ? "kv_a_layernorm.weight"
+                                       : "kv_b_proj.weight";
+        snprintf(s->name, sizeof s->name, "model.layers.%d.self_attn.%s", l, n);
+        return 0;
+    }
     static const char *const base[PER_BLOCK] = {
         [WQ] = "self_attn.q_proj.weight", [WK] = "self_attn.k_proj.weight", [WV] = "self_attn.v_proj.weight",
         [WO] = "self_attn.o_proj.weight", [BQ] = "self_attn.q_proj.bias",   [BK] = "self_attn.k_proj.bias",
@@ -308,6 +411,10 @@ static int hf_ignorable(const tt_model *m, const char *name)
 {
     int l, end = 0;
     if (m->cfg.tie_embeddings && strcmp(name, "lm_head.weight") == 0) return 1;
+    /* DeepSeek's multi-token-prediction layers follow the last layer: titan does not train them */
+    if (m->ext.n_mtp_layers > 0 && sscanf(name, "model.layers.%d.%n", &l, &end) == 1 && end > 0 &&
+        l >= m->cfg.n_layers && l < m->cfg.n_layers + m->ext.n_mtp_layers)
+        return 1;
     return sscanf(name, "model.layers.%d.self_attn.rotary_emb.inv_freq%n", &l, &end) == 1 && end > 0 &&
            name[end] == '\0';
 }

@@ -58,6 +58,18 @@ static tt_err check_cfg(const tt_model_cfg *c)
     if (c->head_dim <= 0 || c->head_dim % 2)
         return tt_errorf("model: head_dim must be positive and even (got %d)", c->head_dim);
     if (c->window < 0) return tt_errorf("model: the sliding window must be 0 (none) or positive (got %d)", c->window);
+    const tt_mla_cfg *a = &c->mla;
+    if (a->kv_lora_rank > 0 &&
+        (c->arch != TT_ARCH_LLAMA || a->qk_rope != c->head_dim || a->qk_nope <= 0 || a->v_head <= 0 ||
+         a->q_lora_rank < 0 || c->qkv_bias || c->qk_norm))
+        return tt_errorf("model: Multi-head Latent Attention needs a llama block without q/k/v biases or norms, "
+                         "head_dim = qk_rope_head_dim (%d, got %d), qk_nope_head_dim and v_head_dim > 0", a->qk_rope,
+                         c->head_dim);
+    const tt_moe_cfg *e = &c->moe;
+    if (e->n_experts > 0 && (e->n_experts > TT_MOE_MAX_EXPERTS || e->top_k < 1 || e->top_k > e->n_experts ||
+                             e->ffn_dim <= 0))
+        return tt_errorf("model: %d experts, top-%d, %d wide: want 1 <= top_k <= num_experts <= %d", e->n_experts,
+                         e->top_k, e->ffn_dim, TT_MOE_MAX_EXPERTS);
     return 0;
 }
 
@@ -334,7 +346,15 @@ double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len)
 {
     int64_t mm = 0;
     tt_model_count_params(cfg, &mm);
-    return 6.0 * (double)mm + 12.0 * cfg->n_layers * (double)cfg->n_heads * cfg->head_dim * seq_len;
+    const tt_attn_dims ad = tt_model_attn_dims(cfg); /* QK^T and PV: 6 L H (d_qk + d_v) T per token */
+    return 6.0 * (double)mm + 6.0 * cfg->n_layers * (double)cfg->n_heads * (ad.qk + ad.v) * seq_len;
+}
+
+tt_attn_dims tt_model_attn_dims(const tt_model_cfg *c)
+{
+    if (c->mla.kv_lora_rank <= 0) return (tt_attn_dims){c->head_dim, c->head_dim, c->n_kv_heads, c->head_dim};
+    const int qk = c->mla.qk_nope + c->mla.qk_rope, v = c->mla.v_head;
+    return (tt_attn_dims){qk, v, c->n_heads, qk > v ? qk : v};
 }
 
 void tt_model_moe_describe(const tt_model_cfg *c, char *buf, size_t cap)

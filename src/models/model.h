@@ -32,6 +32,19 @@ typedef struct {
     int aux_seq;
 } tt_moe_cfg;
 
+/* Multi-head Latent Attention (DeepSeek-V2/V3): kv_lora_rank > 0 replaces
+ * q/k/v by low-rank projections. Queries: x -> (q_lora_rank, normed) -> H
+ * heads of qk_nope + qk_rope (q_lora_rank 0: one projection); keys and values:
+ * x -> kv_lora_rank (normed) -> H heads of qk_nope key and v_head value
+ * columns, plus one RoPE key part of qk_rope shared by every head. RoPE acts
+ * on the qk_rope parts (head_dim is qk_rope), interleaved pairs when
+ * rope_interleave. Attention runs on max(qk_nope + qk_rope, v_head) wide
+ * heads, the narrower side padded with zeros. */
+typedef struct {
+    int q_lora_rank, kv_lora_rank, qk_nope, qk_rope, v_head;
+    int rope_interleave;
+} tt_mla_cfg;
+
 typedef struct {
     tt_arch_id arch;
     int dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, vocab_size, max_seq_len;
@@ -39,7 +52,15 @@ typedef struct {
     tt_rope_params rope;
     int tie_embeddings, qkv_bias, qk_norm, window; /* window: sliding-window size, 0 = none */
     tt_moe_cfg moe;
+    tt_mla_cfg mla;
 } tt_model_cfg;
+
+/* The attention's query/key and value widths of a head (head_dim both, or MLA's qk_nope + qk_rope and v_head),
+ * the heads keys and values have, and the width the kernels run (the larger) */
+typedef struct {
+    int qk, v, kv_heads, hd;
+} tt_attn_dims;
+tt_attn_dims tt_model_attn_dims(const tt_model_cfg *c);
 
 /* The expert row offsets of an MoE layer's routed experts are named so that
  * the trainer can read the load (tt_moe_is_offsets finds them). */
@@ -67,6 +88,7 @@ typedef struct {
     int hf_packed_experts; /* the checkpoint packs each layer's experts: mlp.experts.gate_up_proj (E, 2I, H) and
                               mlp.experts.down_proj (E, H, I) (transformers 5), not one tensor per expert */
     tt_rope_ext rope;  /* linear and YaRN RoPE scaling */
+    int n_mtp_layers;  /* DeepSeek's multi-token-prediction layers in the checkpoint (after the last layer): skipped */
     /* 1 = layer l attends to all earlier keys even when cfg.window > 0 (Qwen2/3's
      * layers below max_window_layers); layers past TT_MODEL_MAX_LAYERS use the window. */
     unsigned char full_attention[TT_MODEL_MAX_LAYERS];

@@ -26,6 +26,7 @@ typedef struct {
     double beta_fast, beta_slow;/* YaRN ramp bounds in rotations; 0 = transformers' 32 and 1 */
     int yarn_no_truncate;       /* YaRN "truncate": false keeps fractional ramp bounds */
     double attention_factor;    /* cos/sin multiplier; 0 = the type's default */
+    double mscale_all_dim;      /* YaRN (DeepSeek): MLA's scores times (0.1 mscale_all_dim ln(factor) + 1)^2; 0 = none */
 } tt_rope_ext;
 /* x may be NULL (then this is tt_rope_inv_freq). */
 void tt_rope_inv_freq_ext(const tt_rope_params *p, const tt_rope_ext *x, int hd, float *inv_freq);

@@ -125,6 +125,16 @@ static const cfg_key keys[] = {
           "MoE: compute the load-balancing loss per sequence and average (DeepSeek-V3's sequence-wise variant)"),
     FLT_("model.router_z_loss_coef", model.router_z_loss_coef, 0, 1e6, 0, "0",
          "MoE: weight of the router z-loss (the mean squared logsumexp of each token's router logits); 0 = off"),
+    INT_("model.kv_lora_rank", model.kv_lora_rank, 0, 1 << 20, FLAVOR, NULL,
+         "Multi-head Latent Attention (DeepSeek-V3): the rank keys and values are compressed to; 0 = ordinary "
+         "grouped-query attention"),
+    INT_("model.q_lora_rank", model.q_lora_rank, 0, 1 << 20, FLAVOR, NULL,
+         "MLA: the rank queries are compressed to; 0 = one query projection"),
+    INT_("model.qk_nope_head_dim", model.qk_nope_head_dim, 0, 1 << 16, FLAVOR, NULL,
+         "MLA: the query/key columns of a head without RoPE"),
+    INT_("model.qk_rope_head_dim", model.qk_rope_head_dim, 0, 1 << 16, FLAVOR, NULL,
+         "MLA: the query/key columns of a head with RoPE (the key's shared by all heads); head_dim becomes this"),
+    INT_("model.v_head_dim", model.v_head_dim, 0, 1 << 16, FLAVOR, NULL, "MLA: the value columns of a head"),
     INT_("model.num_expert_groups", model.num_expert_groups, 0, 1024, 0, "0",
          "MoE: group-limited routing: the experts in this many groups, a token choosing among the best "
          "num_limited_groups (DeepSeek-V3's n_group); 0 = none"),
@@ -789,6 +799,17 @@ tt_err tt_config_finalize(tt_config *c)
             return tt_errorf("training.seq_len = %d exceeds model.max_seq_len = %d%s: gpt2 learns one embedding "
                              "per position",
                              t.training.seq_len, m->max_seq_len, origin_of(&t, "model.max_seq_len", o1, sizeof o1));
+    }
+    if (m->kv_lora_rank > 0) { /* Multi-head Latent Attention: heads of qk_nope + qk_rope, RoPE on qk_rope */
+        if (m->name == TT_MODEL_GPT2) return tt_errorf("model.kv_lora_rank: gpt2 has no Multi-head Latent Attention");
+        if (m->qk_nope_head_dim < 1 || m->qk_rope_head_dim < 2 || m->qk_rope_head_dim % 2 || m->v_head_dim < 1)
+            return tt_errorf("model.kv_lora_rank = %d: Multi-head Latent Attention needs model.qk_nope_head_dim >= 1 "
+                             "(%d), an even model.qk_rope_head_dim >= 2 (%d) and model.v_head_dim >= 1 (%d)",
+                             m->kv_lora_rank, m->qk_nope_head_dim, m->qk_rope_head_dim, m->v_head_dim);
+        if (m->qkv_bias || m->qk_norm)
+            return tt_errorf("model.kv_lora_rank: Multi-head Latent Attention has no q/k/v biases or q/k norms");
+        m->head_dim = m->qk_rope_head_dim;
+        m->n_kv_heads = m->n_heads;
     }
     if (m->num_experts > 0) { /* Mixture-of-Experts */
         if (m->name == TT_MODEL_GPT2) return tt_errorf("model.num_experts: gpt2 has no MoE form");

@@ -241,7 +241,8 @@ tt_err tt_plan(const tt_config *c, FILE *out)
         fprintf(out, "             weights of all parameters %.3f GiB, of the active ones %.3f GiB (fp32); FLOPs and MFU "
                      "count the active ones\n", gib(4.0 * (double)p.params), gib(4.0 * (double)p.active_params));
     }
-    fprintf(out, "FLOPs/token  %.4g (6*N + 12*L*d*T at seq_len %d); %.4g per step of %d x %d tokens\n", fpt, T,
+    fprintf(out, "FLOPs/token  %.4g (%s at seq_len %d); %.4g per step of %d x %d tokens\n", fpt,
+            mc->mla.kv_lora_rank > 0 ? "6*N + 6*L*H*(d_qk+d_v)*T" : "6*N + 12*L*d*T", T,
             fpt * B * T, B, T);
     fprintf(out, "step graph   compute %s; fused %d qkv + RoPE into attention, %d gate/up, %d add + rmsnorm; "
                  "%d gradient accumulations folded into their matmuls\n",

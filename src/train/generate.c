@@ -26,7 +26,8 @@ static tt_err build_gen(gen_graph *gg, const tt_model *m, tt_train_state *s, int
     tt_value **kv = calloc(2 * (size_t)c->n_layers + 1, sizeof *kv);
     tt_err rc = g && vals && units && kv ? tt_model_bind(g, m, vals, units) : tt_errorf("out of memory");
     for (int k = 0; k < m->n_units && !rc; k++) tt_value_bind(units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
-    const int64_t kvrow = (int64_t)c->n_kv_heads * c->head_dim, shape[3] = {1, Tmax, kvrow};
+    const tt_attn_dims ad = tt_model_attn_dims(c);
+    const int64_t kvrow = (int64_t)ad.kv_heads * ad.hd, shape[3] = {1, Tmax, kvrow};
     for (int l = 0; l < c->n_layers && !rc; l++)
         for (int h = 0; h < 2; h++) {
             tt_value *v = kv[h * c->n_layers + l] = tt_value_new(g, TT_ROLE_STATE, TT_F32, 3, shape);
@@ -100,14 +101,15 @@ static tt_err generate_ids(const tt_model *m, tt_train_state *s, const tt_tokeni
     /* the model's vocabulary may be padded past the tokenizer's: sample only real tokens */
     int V = tt_tokenizer_vocab_size(tk) < c->vocab_size ? tt_tokenizer_vocab_size(tk) : c->vocab_size;
     int Tp = n_prompt, Tmax = Tp + max_new;
-    /* the KV cache: per layer k and v, each (Tmax, n_kv_heads * head_dim) fp32 */
+    /* the KV cache: per layer k and v, each (Tmax, kv heads * the attention's head width) fp32 */
+    const tt_attn_dims ad = tt_model_attn_dims(c);
     size_t kv_bytes;
-    if (tt_mul_size(2 * (size_t)c->n_layers * (size_t)Tmax, (size_t)c->n_kv_heads * (size_t)c->head_dim * sizeof(float),
+    if (tt_mul_size(2 * (size_t)c->n_layers * (size_t)Tmax, (size_t)ad.kv_heads * (size_t)ad.hd * sizeof(float),
                     &kv_bytes))
         return tt_errorf("the generation KV cache of %d positions overflows", Tmax);
     if (tt_mem_check(kv_bytes, "the generation KV cache of prompt %d + generate.max_new_tokens %d positions (%d "
-                               "layers, k and v, n_kv_heads %d x head_dim %d, fp32)",
-                     Tp, max_new, c->n_layers, c->n_kv_heads, c->head_dim))
+                               "layers, k and v, %d kv heads x %d, fp32)",
+                     Tp, max_new, c->n_layers, ad.kv_heads, ad.hd))
         return -1;
     tt_tok_stream *ts = tt_tok_stream_new(tk, 1);
     tt_buf *cache = s->be->alloc(kv_bytes ? kv_bytes : 1);

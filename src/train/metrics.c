@@ -40,7 +40,8 @@ double tt_attention_keys(const int32_t *doc_ids, int B, int T, int window)
 double tt_batch_flops_attention_executed(const tt_model_cfg *mc, const tt_model_ext *ext, double flops_per_token,
                                          const int32_t *doc_ids, int B, int T)
 {
-    const double d = (double)mc->n_heads * mc->head_dim, tokens = (double)B * T;
+    const tt_attn_dims ad = tt_model_attn_dims(mc); /* 12 d per key and token: 6 H (d_qk + d_v) */
+    const double d = (double)mc->n_heads * (ad.qk + ad.v) / 2, tokens = (double)B * T;
     double full = -1, windowed = -1, attn = 0; /* Σ k_i without and with the window, each counted once */
     for (int l = 0; l < mc->n_layers; l++) {
         int w = tt_model_layer_window(mc, ext, l);

@@ -57,6 +57,10 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
     o->tie_embeddings = m->tie_embeddings;
     o->qkv_bias = m->qkv_bias;
     o->qk_norm = m->qk_norm;
+    if (m->kv_lora_rank > 0) /* TorchTitan's MLA rotates adjacent pairs (a complex view): interleaved */
+        o->mla = (tt_mla_cfg){.q_lora_rank = m->q_lora_rank, .kv_lora_rank = m->kv_lora_rank,
+                              .qk_nope = m->qk_nope_head_dim, .qk_rope = m->qk_rope_head_dim, .v_head = m->v_head_dim,
+                              .rope_interleave = 1};
     if (m->num_experts > 0)
         o->moe = (tt_moe_cfg){.n_experts = m->num_experts, .top_k = m->top_k,
                               .ffn_dim = m->moe_ffn_dim ? m->moe_ffn_dim : m->ffn_dim,
