@@ -248,6 +248,30 @@ static void case_attention_scaled(hc *h, const void *p)
     tt_attention_scaled(h->g, q, k, v, doc_in(h, c, c->docs), c->B, c->T, c->H, c->Hk, c->hd, c->window, 0.61);
     forward_and_backward(h, last(h), 1);
 }
+/* values of another width than queries and keys (Multi-head Latent Attention) */
+typedef struct {
+    int B, T, H, Hk, hd, dv, window, Tmax, start;
+} attn_v_p;
+static void case_attention_vw(hc *h, const void *p)
+{
+    const attn_v_p *c = p;
+    const int N = c->B * c->T;
+    tt_value *q = act_in(h, "q", N, (int64_t)c->H * c->hd, 1), *k = act_in(h, "k", N, (int64_t)c->Hk * c->hd, 1);
+    tt_value *v = act_in(h, "v", N, (int64_t)c->Hk * c->dv, 1);
+    if (c->Tmax) {
+        tt_value *ck = input(h, "cache_k", h->act, 3, (int64_t[]){c->B, c->Tmax, (int64_t)c->Hk * c->hd},
+                             (fill){F_ACT, 1, 0, 0, 0, NULL});
+        tt_value *cv = input(h, "cache_v", h->act, 3, (int64_t[]){c->B, c->Tmax, (int64_t)c->Hk * c->dv},
+                             (fill){F_ACT, 1, 0, 0, 0, NULL});
+        tt_value *start = int_in(h, "start", 1, (fill){I_UNI, 0, 0, c->start, c->start + 1, NULL});
+        tt_attention_kv_scaled(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window, 0.45);
+        forward_and_backward(h, last(h), 0);
+        return;
+    }
+    tt_value *doc = int_in(h, "doc", (int64_t)N, (fill){I_DOC, 0, 1, c->B, c->T, NULL});
+    tt_attention_scaled(h->g, q, k, v, doc, c->B, c->T, c->H, c->Hk, c->hd, c->window, 0.45);
+    forward_and_backward(h, last(h), 1);
+}
 static void case_attention_qkv(hc *h, const void *p)
 {
     const attn_p *c = p;
@@ -509,6 +533,8 @@ static const route_p rt_softmax = {37, 8, 2, 0, 1, 0, 0, 0, 1.0, NULL, 1.5},
                      rt_skew = {37, 8, 2, 0, 0, 0, 0, 0, 1.0, skew8, 1.0},
                      rt_ties = {13, 8, 2, 0, 1, 0, 0, 0, 1.0, ties8, 0.0},
                      rt_typ = {512, 8, 2, 0, 1, 0, 0, 0, 1.0, NULL, 1.0};
+static const attn_v_p av_narrow = {2, 13, 4, 2, 12, 8, 0, 0, 0}, av_wide = {1, 11, 2, 2, 8, 16, 5, 0, 0},
+                      av_typ = {2, 256, 4, 4, 48, 32, 0, 0, 0}, av_kv = {2, 1, 4, 2, 16, 8, 0, 12, 7};
 static const head_p hs_mid = {13, 3, 12, 8, 4, 0, 1, 0, 0}, hs_sum = {13, 3, 12, 2, 6, 1, 0, 0, 0},
                     hs_first = {13, 4, 7, 0, 5, 0, 0, 0, 0}, hc_heads = {13, 3, 5, 0, 0, 0, 0, 4, 0},
                     hc_bcast = {13, 4, 6, 0, 0, 0, 0, 2, 1}, hs_typ = {512, 4, 48, 32, 16, 0, 1, 0, 0};
@@ -556,6 +582,10 @@ static const test_case cases[] = {
     {"attention scaled 0.61, GQA 4:2, documents", case_attention_scaled, &at_gqa, 1, 0},
     {"attention scaled 0.61, 2x256, 4 heads of 32", case_attention_scaled, &at_typ, 0, 0},
     {"attention_kv scaled 0.61, decode at 7 of 12", case_attention_scaled, &kv_decode, 0, 0},
+    {"attention values narrower (12 q/k, 8 v), GQA, documents", case_attention_vw, &av_narrow, 1, 0},
+    {"attention values wider (8 q/k, 16 v), window 5", case_attention_vw, &av_wide, 1, 0},
+    {"attention 2x256, 4 heads of 48 q/k and 32 v", case_attention_vw, &av_typ, 0, 0},
+    {"attention_kv values narrower (16 q/k, 8 v), decode at 7", case_attention_vw, &av_kv, 0, 0},
     {"attention_qkv GQA, RoPE inside, documents", case_attention_qkv, &qkv_rope, 1, 0},
     {"attention_qkv no RoPE, window 4", case_attention_qkv, &qkv_plain, 1, 0},
     {"attention_qkv 2x256, 4 heads of 32, RoPE", case_attention_qkv, &qkv_typ, 0, 0},

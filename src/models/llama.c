@@ -185,8 +185,8 @@ static tt_err declare(tt_model *m)
 
 /* Multi-head Latent Attention of one block on h (N, D): queries and keys of
  * H heads [nope | rope], the RoPE key part shared by every head, values from
- * the same compressed projection; attention on max(qk, v) wide heads (the
- * narrower padded with zeros) with DeepSeek's softmax scale; (N, H*v_head). */
+ * the same compressed projection, v_head wide (the attention ops take values
+ * of their own width); DeepSeek's softmax scale; (N, H*v_head). */
 static tt_value *mla_attention(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl, tt_value *h,
                                const tt_fwd_inputs *in, tt_value *inv_freq, double rope_scale, int l)
 {
@@ -207,14 +207,12 @@ static tt_value *mla_attention(tt_graph *g, const tt_model *m, tt_value *const *
     tt_value *qf = tt_head_concat(g, tt_head_slice(g, q, H, dn + dr, 0, dn, 0, 0), q_pe, H, 0);   // (N, H*(dn+dr))
     tt_value *kf = tt_head_concat(g, tt_head_slice(g, kv, H, dn + dv, 0, dn, 0, 0), k_pe, H, 1); // k_pe in every head
     tt_value *v = tt_head_slice(g, kv, H, dn + dv, dn, dv, 0, 0);                  // (N, H*dv)
-    const int hd = ad.hd;
+    const int hd = ad.hd; /* the queries' and keys' width in the kernels: qk, or v when wider */
     const int64_t N = (int64_t)in->B * in->T;
-    if (ad.qk < hd) { /* pad q and k (zeros add nothing to a score) */
+    if (ad.qk < hd) { /* values wider than queries and keys: pad these (zeros add nothing to a score) */
         qf = tt_head_concat(g, qf, tt_zeros(g, g->act_dtype, 2, (int64_t[]){N, (int64_t)H * (hd - ad.qk)}), H, 0);
         kf = tt_head_concat(g, kf, tt_zeros(g, g->act_dtype, 2, (int64_t[]){N, (int64_t)H * (hd - ad.qk)}), H, 0);
     }
-    if (dv < hd) /* pad v: the output's extra columns are zeros, dropped below */
-        v = tt_head_concat(g, v, tt_zeros(g, g->act_dtype, 2, (int64_t[]){N, (int64_t)H * (hd - dv)}), H, 0);
     /* scores scaled as DeepSeek does: qk^-1/2, times YaRN's mscale(factor, mscale_all_dim)^2 */
     double scale = 1.0 / sqrt((double)ad.qk);
     if (m->ext.rope.yarn && m->ext.rope.mscale_all_dim > 0 && c->rope.factor > 1) {
@@ -222,10 +220,10 @@ static tt_value *mla_attention(tt_graph *g, const tt_model *m, tt_value *const *
         scale *= ms * ms;
     }
     const int window = tt_model_layer_window(c, &m->ext, l);
-    tt_value *o = in->cache_k ? tt_attention_kv_scaled(g, qf, kf, v, in->cache_k[l], in->cache_v[l], in->start, in->B,
-                                                       in->T, H, H, hd, window, scale)
-                              : tt_attention_scaled(g, qf, kf, v, in->doc, in->B, in->T, H, H, hd, window, scale);
-    return dv < hd ? tt_head_slice(g, o, H, hd, 0, dv, 0, 0) : o; // (N, H*dv)
+    /* values dv wide: the attention ops take them as they are */
+    return in->cache_k ? tt_attention_kv_scaled(g, qf, kf, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H,
+                                                H, hd, window, scale)
+                       : tt_attention_scaled(g, qf, kf, v, in->doc, in->B, in->T, H, H, hd, window, scale); // (N, H*dv)
 }
 
 /* A view of `n` consecutive parameters starting at b[i] as one (n, r, k) value */

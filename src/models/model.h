@@ -38,8 +38,7 @@ typedef struct {
  * x -> kv_lora_rank (normed) -> H heads of qk_nope key and v_head value
  * columns, plus one RoPE key part of qk_rope shared by every head. RoPE acts
  * on the qk_rope parts (head_dim is qk_rope), interleaved pairs when
- * rope_interleave. Attention runs on max(qk_nope + qk_rope, v_head) wide
- * heads, the narrower side padded with zeros. */
+ * rope_interleave. The attention ops take values of their own width. */
 typedef struct {
     int q_lora_rank, kv_lora_rank, qk_nope, qk_rope, v_head;
     int rope_interleave;
@@ -56,7 +55,8 @@ typedef struct {
 } tt_model_cfg;
 
 /* The attention's query/key and value widths of a head (head_dim both, or MLA's qk_nope + qk_rope and v_head),
- * the heads keys and values have, and the width the kernels run (the larger) */
+ * the heads keys and values have, and the queries' and keys' width the attention ops get (qk, padded to v when
+ * the values are wider); the KV cache holds kv_heads x hd key and kv_heads x v value columns a position */
 typedef struct {
     int qk, v, kv_heads, hd;
 } tt_attn_dims;

@@ -161,14 +161,16 @@ tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_va
 tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T, int H,
                               int Hk, int hd, int window, double softmax_scale)
 {
+    /* values may be narrower or wider than queries and keys (Multi-head Latent Attention): their width is v's */
+    const int64_t vw = v && Hk > 0 && cols(v) % Hk == 0 ? cols(v) / Hk : -1;
     NEED(q && k && v && doc && Hk > 0 && H % Hk == 0 && rows(q) == (int64_t)B * T &&
-             cols(q) == (int64_t)H * hd && same_shape(k, v) && rows(k) == rows(q) && cols(k) == (int64_t)Hk * hd &&
-             tt_value_numel(doc) == rows(q) && doc->dtype == TT_I32,
-         "attention: q must be (%d*%d, %d*%d), k and v (%d*%d, %d*%d), doc ids (%d*%d)", B, T, H, hd, B, T, Hk,
-         hd, B, T);
+             cols(q) == (int64_t)H * hd && rows(k) == rows(q) && rows(v) == rows(q) && cols(k) == (int64_t)Hk * hd &&
+             vw > 0 && vw <= 65536 && tt_value_numel(doc) == rows(q) && doc->dtype == TT_I32,
+         "attention: q must be (%d*%d, %d*%d), k (%d*%d, %d*%d), v (%d*%d, %d heads), doc ids (%d*%d)", B, T, H, hd,
+         B, T, Hk, hd, B, T, Hk, B, T);
     NEED(q->dtype == k->dtype && q->dtype == v->dtype, "attention: q, k and v have different dtypes");
-    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, stat_dtype(q->dtype), 3, B, H, T)};
-    tt_attn_attrs at = {B, T, H, Hk, hd, window, 0, 0, softmax_scale};
+    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), act(g, stat_dtype(q->dtype), 3, B, H, T)};
+    tt_attn_attrs at = {B, T, H, Hk, hd, window, 0, 0, softmax_scale, vw == hd ? 0 : (int)vw};
     tt_value *in[] = {q, k, v, doc};
     return tt_op_node(g, TT_OP_ATTENTION, 4, in, 2, out, &at) ? out[0] : NULL;
 }
@@ -183,13 +185,15 @@ tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value
                                  tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd, int window,
                                  double softmax_scale)
 {
+    const int64_t vw = v && Hk > 0 && cols(v) % Hk == 0 ? cols(v) / Hk : -1; /* the values' width */
     NEED(q && k && v && cache_k && cache_v && start && Hk > 0 && H % Hk == 0 && rows(q) == (int64_t)B * Tq &&
-             cols(q) == (int64_t)H * hd && same_shape(k, v) && cols(k) == (int64_t)Hk * hd &&
-             same_shape(cache_k, cache_v) && cache_k->ndim == 3 && cache_k->shape[0] == B &&
-             cache_k->shape[2] == (int64_t)Hk * hd && start->dtype == TT_I32,
+             cols(q) == (int64_t)H * hd && rows(k) == rows(q) && rows(v) == rows(q) && cols(k) == (int64_t)Hk * hd &&
+             vw > 0 && vw <= 65536 && cache_k->ndim == 3 && cache_v->ndim == 3 && cache_k->shape[0] == B &&
+             cache_v->shape[0] == B && cache_v->shape[1] == cache_k->shape[1] && cache_k->shape[2] == (int64_t)Hk * hd &&
+             cache_v->shape[2] == (int64_t)Hk * vw && start->dtype == TT_I32,
          "attention with KV cache: shapes do not match");
-    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], q->shape[1], 0), act(g, stat_dtype(q->dtype), 3, B, H, Tq)};
-    tt_attn_attrs at = {B, Tq, H, Hk, hd, window, 0, (int)cache_k->shape[1], softmax_scale};
+    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), act(g, stat_dtype(q->dtype), 3, B, H, Tq)};
+    tt_attn_attrs at = {B, Tq, H, Hk, hd, window, 0, (int)cache_k->shape[1], softmax_scale, vw == hd ? 0 : (int)vw};
     tt_value *in[] = {q, k, v, cache_k, cache_v, start};
     return tt_op_node(g, TT_OP_ATTENTION_KV, 6, in, 2, out, &at) ? out[0] : NULL;
 }
@@ -219,7 +223,7 @@ tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *
          "attention: qkv must be (%d*%d, (%d+2*%d)*%d), doc ids and positions (%d*%d)", B, T, H, Hk, hd, B, T);
     tt_value *out[] = {act(g, qkv->dtype, 2, qkv->shape[0], (int64_t)H * hd, 0),
                        act(g, stat_dtype(qkv->dtype), 3, B, H, T)};
-    tt_attn_attrs at = {B, T, H, Hk, hd, window, pos ? rope_scale : 0, 0, 0};
+    tt_attn_attrs at = {B, T, H, Hk, hd, window, pos ? rope_scale : 0, 0, 0, 0};
     tt_value *in[] = {qkv, doc, pos, inv_freq};
     return tt_op_node(g, TT_OP_ATTENTION_QKV, pos ? 4 : 2, in, 2, out, &at) ? out[0] : NULL;
 }

@@ -26,14 +26,14 @@ typedef enum {
     TT_OP_LAYERNORM,      /* in: x, w, b  tt_norm_attrs             out: y, mean (N), rstd (N) */
     TT_OP_LAYERNORM_BWD,  /* in: x, w, mean, rstd, dy               out: dx, dw, db */
     TT_OP_ROPE,           /* in: x (N,H*hd), pos (N) i32, inv_freq (hd/2)  tt_rope_attrs   out: y */
-    TT_OP_ATTENTION,      /* in: q (N,H*hd), k, v (N,Hk*hd), doc (N) i32  tt_attn_attrs
-                             out: o (N,H*hd), lse (B,H,T) (-inf for a row that sees no key) */
+    TT_OP_ATTENTION,      /* in: q (N,H*hd), k (N,Hk*hd), v (N,Hk*hdv), doc (N) i32  tt_attn_attrs (hdv: 0 = hd)
+                             out: o (N,H*hdv), lse (B,H,T) (-inf for a row that sees no key) */
     TT_OP_ATTENTION_BWD,  /* in: q, k, v, doc, o, lse, do           out: dq, dk, dv */
-    TT_OP_ATTENTION_KV,   /* generation: in: q (B*Tq,H*hd), k_new, v_new (B*Tq,Hk*hd),
-                             cache_k, cache_v (B,Tmax,Hk*hd) state, start (1) i32 input
+    TT_OP_ATTENTION_KV,   /* generation: in: q (B*Tq,H*hd), k_new (B*Tq,Hk*hd), v_new (B*Tq,Hk*hdv),
+                             cache_k (B,Tmax,Hk*hd), cache_v (B,Tmax,Hk*hdv) state, start (1) i32 input
                              tt_attn_attrs (T = Tq, Tmax)
                              writes k_new/v_new into the caches at rows [start, start+Tq)
-                             out: o (B*Tq,H*hd), lse (B,H,Tq) */
+                             out: o (B*Tq,H*hdv), lse (B,H,Tq) */
     TT_OP_SWIGLU,         /* in: a, b                               out: silu(a)*b
                              or in: ab (N, 2F) with a = columns [0, F), b = [F, 2F)   out: (N, F) */
     TT_OP_SWIGLU_BWD,     /* in: a, b, dy   out: da, db;  or in: ab, dy   out: dab (N, 2F) */
@@ -137,7 +137,11 @@ typedef struct {
     double rope_scale; /* attention_qkv with RoPE inside: the cos/sin scale */
     int Tmax;          /* attention_kv: the cache's positions */
     double softmax_scale; /* the scores' scale; 0: 1 / sqrt(hd) (tt_attn_softmax_scale) */
+    int hdv;              /* attention, attention_kv: the values' (and output's) width a head; 0: hd */
 } tt_attn_attrs;
+
+/* The values' width of a head */
+static inline int tt_attn_v_width(const tt_attn_attrs *a) { return a->hdv > 0 ? a->hdv : a->hd; }
 
 typedef struct {
     int ignore_index;

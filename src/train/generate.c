@@ -15,7 +15,8 @@ typedef struct {
 } gen_graph;
 
 /* A graph over T new tokens with the weights of s and the KV caches in
- * `cache` (per layer k then v, each (1, Tmax, Hk*hd)). */
+ * `cache` (per layer k (1, Tmax, kv heads x hd) then v (1, Tmax, kv heads x
+ * the values' width)). */
 static tt_err build_gen(gen_graph *gg, const tt_model *m, tt_train_state *s, int T, int Tmax, tt_buf *cache,
                         tt_exec_mode mode)
 {
@@ -27,16 +28,18 @@ static tt_err build_gen(gen_graph *gg, const tt_model *m, tt_train_state *s, int
     tt_err rc = g && vals && units && kv ? tt_model_bind(g, m, vals, units) : tt_errorf("out of memory");
     for (int k = 0; k < m->n_units && !rc; k++) tt_value_bind(units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
     const tt_attn_dims ad = tt_model_attn_dims(c);
-    const int64_t kvrow = (int64_t)ad.kv_heads * ad.hd, shape[3] = {1, Tmax, kvrow};
+    const int64_t krow = (int64_t)ad.kv_heads * ad.hd, vrow = (int64_t)ad.kv_heads * ad.v; /* a position's */
     for (int l = 0; l < c->n_layers && !rc; l++)
         for (int h = 0; h < 2; h++) {
+            const int64_t shape[3] = {1, Tmax, h ? vrow : krow};
             tt_value *v = kv[h * c->n_layers + l] = tt_value_new(g, TT_ROLE_STATE, TT_F32, 3, shape);
             if (!v) {
                 rc = -1;
                 break;
             }
             snprintf(v->name, sizeof v->name, "kv_cache.%d.%c", l, h ? 'v' : 'k');
-            tt_value_bind(v, (tt_mem){cache, (size_t)(2 * l + h) * (size_t)Tmax * (size_t)kvrow * sizeof(float)});
+            const size_t at = (size_t)l * (size_t)Tmax * (size_t)(krow + vrow) + (h ? (size_t)Tmax * (size_t)krow : 0);
+            tt_value_bind(v, (tt_mem){cache, at * sizeof(float)});
         }
     if (!rc) {
         const int64_t n = T, one = 1;
@@ -101,15 +104,15 @@ static tt_err generate_ids(const tt_model *m, tt_train_state *s, const tt_tokeni
     /* the model's vocabulary may be padded past the tokenizer's: sample only real tokens */
     int V = tt_tokenizer_vocab_size(tk) < c->vocab_size ? tt_tokenizer_vocab_size(tk) : c->vocab_size;
     int Tp = n_prompt, Tmax = Tp + max_new;
-    /* the KV cache: per layer k and v, each (Tmax, kv heads * the attention's head width) fp32 */
+    /* the KV cache: per layer k (Tmax, kv heads x hd) and v (Tmax, kv heads x the values' width), fp32 */
     const tt_attn_dims ad = tt_model_attn_dims(c);
     size_t kv_bytes;
-    if (tt_mul_size(2 * (size_t)c->n_layers * (size_t)Tmax, (size_t)ad.kv_heads * (size_t)ad.hd * sizeof(float),
+    if (tt_mul_size((size_t)c->n_layers * (size_t)Tmax, (size_t)ad.kv_heads * (size_t)(ad.hd + ad.v) * sizeof(float),
                     &kv_bytes))
         return tt_errorf("the generation KV cache of %d positions overflows", Tmax);
     if (tt_mem_check(kv_bytes, "the generation KV cache of prompt %d + generate.max_new_tokens %d positions (%d "
-                               "layers, k and v, %d kv heads x %d, fp32)",
-                     Tp, max_new, c->n_layers, ad.kv_heads, ad.hd))
+                               "layers, %d kv heads of %d key and %d value columns, fp32)",
+                     Tp, max_new, c->n_layers, ad.kv_heads, ad.hd, ad.v))
         return -1;
     tt_tok_stream *ts = tt_tok_stream_new(tk, 1);
     tt_buf *cache = s->be->alloc(kv_bytes ? kv_bytes : 1);

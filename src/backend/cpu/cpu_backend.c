@@ -111,26 +111,81 @@ static tt_err k_rope(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+/* Values not as wide as queries and keys (Multi-head Latent Attention): the
+ * kernels run one head width W, the larger, so the narrower operands are
+ * placed into zero-padded W-wide copies (zero columns add nothing to a score
+ * or an output) and the outputs' valid columns taken back. Up to 8 copies. */
+typedef struct {
+    void *p[8];
+    int n;
+} copies;
+
+static void *widened(copies *c, const void *src, long rows, int heads, int w, int W, tt_dtype dt)
+{
+    if (w == W) return (void *)src;
+    void *d = c->n < 8 ? tt_alloc((size_t)rows * heads * W * tt_dtype_size(dt) + 1) : NULL;
+    if (!d) return NULL;
+    c->p[c->n++] = d;
+    if (src) cpu_head_move(d, (void *)src, (int)rows, heads, W, 0, w, 0, 0, 1, dt); /* placed: zeros elsewhere */
+    return d;
+}
+static void narrowed(void *dst, const void *wide, long rows, int heads, int w, int W, tt_dtype dt)
+{
+    if (wide != dst) cpu_head_move((void *)wide, dst, (int)rows, heads, W, 0, w, 0, 0, 0, dt);
+}
+static tt_err copies_done(copies *c, tt_err rc)
+{
+    for (int i = 0; i < c->n; i++) tt_free(c->p[i]);
+    return rc;
+}
+
 static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
 {
     const tt_attn_attrs *at = TT_ATTRS(n, tt_attn_attrs);
-    const long lq = (long)at->H * at->hd, lk = (long)at->Hk * at->hd;
-    const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = at->hd, .window = at->window,
-                       .dt = dt0(n), .q = in[0], .k = in[1], .v = in[2], .ldq = lq, .ldk = lk, .ldv = lk,
-                       .doc = in[3], .o = out[0], .ldo = lq, .lse = out[1], .scale = at->softmax_scale};
-    return cpu_attention_fwd(&a);
+    const int hd = at->hd, vw = tt_attn_v_width(at), W = hd > vw ? hd : vw;
+    const long N = (long)at->B * at->T;
+    const tt_dtype dt = dt0(n);
+    copies c = {{0}, 0};
+    void *q = widened(&c, in[0], N, at->H, hd, W, dt), *k = widened(&c, in[1], N, at->Hk, hd, W, dt);
+    void *v = widened(&c, in[2], N, at->Hk, vw, W, dt), *o = vw == W ? out[0] : widened(&c, NULL, N, at->H, vw, W, dt);
+    if (!q || !k || !v || !o) return copies_done(&c, tt_errorf("attention: out of memory for %d-wide heads", W));
+    const long lq = (long)at->H * W, lk = (long)at->Hk * W;
+    const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = W, .window = at->window,
+                       .dt = dt, .q = q, .k = k, .v = v, .ldq = lq, .ldk = lk, .ldv = lk,
+                       .doc = in[3], .o = o, .ldo = lq, .lse = out[1], .scale = tt_attn_softmax_scale(at)};
+    const tt_err rc = cpu_attention_fwd(&a);
+    if (!rc) narrowed(out[0], o, N, at->H, vw, W, dt);
+    return copies_done(&c, rc);
 }
 
 static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *out)
 {
     const tt_attn_attrs *at = TT_ATTRS(n, tt_attn_attrs);
-    const long lq = (long)at->H * at->hd, lk = (long)at->Hk * at->hd;
-    const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = at->hd, .window = at->window,
-                       .dt = dt0(n), .q = in[0], .k = in[1], .v = in[2], .ldq = lq, .ldk = lk, .ldv = lk,
-                       .doc = in[3], .o = in[4], .ldo = lq, .lse = in[5], .dout = in[6], .lddo = lq,
-                       .dq = out[0], .dk = out[1], .dv = out[2], .lddq = lq, .lddk = lk, .lddv = lk,
-                       .scale = at->softmax_scale};
-    return cpu_attention_bwd(&a);
+    const int hd = at->hd, vw = tt_attn_v_width(at), W = hd > vw ? hd : vw;
+    const long N = (long)at->B * at->T;
+    const tt_dtype dt = dt0(n);
+    copies c = {{0}, 0};
+    void *q = widened(&c, in[0], N, at->H, hd, W, dt), *k = widened(&c, in[1], N, at->Hk, hd, W, dt);
+    void *v = widened(&c, in[2], N, at->Hk, vw, W, dt), *o = widened(&c, in[4], N, at->H, vw, W, dt);
+    void *dout = widened(&c, in[6], N, at->H, vw, W, dt);
+    void *dq = hd == W ? out[0] : widened(&c, NULL, N, at->H, hd, W, dt);
+    void *dk = hd == W ? out[1] : widened(&c, NULL, N, at->Hk, hd, W, dt);
+    void *dv = vw == W ? out[2] : widened(&c, NULL, N, at->Hk, vw, W, dt);
+    if (!q || !k || !v || !o || !dout || !dq || !dk || !dv)
+        return copies_done(&c, tt_errorf("attention backward: out of memory for %d-wide heads", W));
+    const long lq = (long)at->H * W, lk = (long)at->Hk * W;
+    const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = W, .window = at->window,
+                       .dt = dt, .q = q, .k = k, .v = v, .ldq = lq, .ldk = lk, .ldv = lk,
+                       .doc = in[3], .o = o, .ldo = lq, .lse = in[5], .dout = dout, .lddo = lq,
+                       .dq = dq, .dk = dk, .dv = dv, .lddq = lq, .lddk = lk, .lddv = lk,
+                       .scale = tt_attn_softmax_scale(at)};
+    const tt_err rc = cpu_attention_bwd(&a);
+    if (!rc) {
+        narrowed(out[0], dq, N, at->H, hd, W, dt);
+        narrowed(out[1], dk, N, at->Hk, hd, W, dt);
+        narrowed(out[2], dv, N, at->Hk, vw, W, dt);
+    }
+    return copies_done(&c, rc);
 }
 
 /* q, k and v as column ranges of one qkv buffer (row stride (H+2Hk)*hd), RoPE inside */
@@ -164,18 +219,25 @@ static tt_err k_attention_qkv_bwd(const tt_node *n, void *const *in, void *const
 static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out)
 {
     const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
-    const int start = *(const int32_t *)in[5];
+    const int start = *(const int32_t *)in[5], hd = a->hd, vw = tt_attn_v_width(a), W = hd > vw ? hd : vw;
     if (tt_attention_kv_check(n, start)) return -1;
-    const size_t row = (size_t)a->Hk * a->hd * sizeof(float);
+    const size_t row = (size_t)a->Hk * hd * sizeof(float), vrow = (size_t)a->Hk * vw * sizeof(float);
     for (int b = 0; b < a->B; b++) /* append the new keys and values to the cache */
         for (int t = 0; t < a->T; t++) {
-            const size_t src = ((size_t)b * a->T + t) * row, dst = ((size_t)b * a->Tmax + start + t) * row;
-            memcpy((char *)in[3] + dst, (const char *)in[1] + src, row);
-            memcpy((char *)in[4] + dst, (const char *)in[2] + src, row);
+            const size_t src = (size_t)b * a->T + t, dst = (size_t)b * a->Tmax + start + t;
+            memcpy((char *)in[3] + dst * row, (const char *)in[1] + src * row, row);
+            memcpy((char *)in[4] + dst * vrow, (const char *)in[2] + src * vrow, vrow);
         }
-    cpu_attention_kv(in[0], in[3], in[4], out[0], out[1], a->B, a->T, start + a->T, a->Tmax, start, a->H, a->Hk, a->hd,
-                     a->window, tt_attn_softmax_scale(a));
-    return 0;
+    /* values of another width than keys (MLA): W-wide padded copies of the query, the caches and the output */
+    const long Nq = (long)a->B * a->T, Nc = (long)a->B * a->Tmax;
+    copies c = {{0}, 0};
+    void *q = widened(&c, in[0], Nq, a->H, hd, W, TT_F32), *ck = widened(&c, in[3], Nc, a->Hk, hd, W, TT_F32);
+    void *cv = widened(&c, in[4], Nc, a->Hk, vw, W, TT_F32), *o = vw == W ? out[0] : widened(&c, NULL, Nq, a->H, vw, W, TT_F32);
+    if (!q || !ck || !cv || !o) return copies_done(&c, tt_errorf("attention: out of memory for %d-wide heads", W));
+    cpu_attention_kv(q, ck, cv, o, out[1], a->B, a->T, start + a->T, a->Tmax, start, a->H, a->Hk, W, a->window,
+                     tt_attn_softmax_scale(a));
+    narrowed(out[0], o, Nq, a->H, vw, W, TT_F32);
+    return copies_done(&c, 0);
 }
 
 static tt_err k_swiglu(const tt_node *n, void *const *in, void *const *out)

@@ -171,8 +171,8 @@ static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
 {
     const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
     const int is64 = is_f64(n);
-    REF(attention_fwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (T *)out[0], (T *)out[1], a->B,
-        a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, a->window, tt_attn_softmax_scale(a));
+    REF(attention_fwd_v, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (T *)out[0], (T *)out[1], a->B,
+        a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a));
     return 0;
 }
 
@@ -180,9 +180,9 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
 {
     const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
     const int is64 = is_f64(n);
-    REF(attention_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (const T *)in[4], (const T *)in[5],
-        (const T *)in[6], (T *)out[0], (T *)out[1], (T *)out[2], a->B, a->T, a->H, a->Hk, a->hd, a->window,
-        tt_attn_softmax_scale(a));
+    REF(attention_bwd_v, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (const T *)in[4],
+        (const T *)in[5], (const T *)in[6], (T *)out[0], (T *)out[1], (T *)out[2], a->B, a->T, a->H, a->Hk, a->hd,
+        tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a));
     return 0;
 }
 
@@ -236,15 +236,16 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
     const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
     const int start = *(const int32_t *)in[5], is64 = is_f64(n);
     if (tt_attention_kv_check(n, start)) return -1;
-    const size_t row = (size_t)a->Hk * a->hd * esize(is64);
+    const int vw = tt_attn_v_width(a);
+    const size_t row = (size_t)a->Hk * a->hd * esize(is64), vrow = (size_t)a->Hk * vw * esize(is64);
     for (int b = 0; b < a->B; b++) /* append the new keys and values to the cache */
         for (int t = 0; t < a->T; t++) {
-            const size_t src = ((size_t)b * a->T + t) * row, dst = ((size_t)b * a->Tmax + start + t) * row;
-            memcpy((char *)in[3] + dst, (const char *)in[1] + src, row);
-            memcpy((char *)in[4] + dst, (const char *)in[2] + src, row);
+            const size_t src = (size_t)b * a->T + t, dst = (size_t)b * a->Tmax + start + t;
+            memcpy((char *)in[3] + dst * row, (const char *)in[1] + src * row, row);
+            memcpy((char *)in[4] + dst * vrow, (const char *)in[2] + src * vrow, vrow);
         }
-    REF(attention_fwd, (const T *)in[0], (const T *)in[3], (const T *)in[4], NULL, (T *)out[0], (T *)out[1], a->B, a->T,
-        start + a->T, a->Tmax, start, a->H, a->Hk, a->hd, a->window, tt_attn_softmax_scale(a));
+    REF(attention_fwd_v, (const T *)in[0], (const T *)in[3], (const T *)in[4], NULL, (T *)out[0], (T *)out[1], a->B,
+        a->T, start + a->T, a->Tmax, start, a->H, a->Hk, a->hd, vw, a->window, tt_attn_softmax_scale(a));
     return 0;
 }
 

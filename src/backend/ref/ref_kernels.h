@@ -54,6 +54,14 @@
     void ref_attention_fwd_##S(const T *q, const T *k, const T *v, const int32_t *doc, T *o,     \
                                T *lse, int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, \
                                int hd, int window, double scale);                                \
+    /* The same with values (and the output) dv wide, queries and keys hd */                      \
+    void ref_attention_fwd_v_##S(const T *q, const T *k, const T *v, const int32_t *doc, T *o,   \
+                                 T *lse, int B, int Tq, int Tk, int kvT, int q_off, int H,        \
+                                 int Hk, int hd, int dv, int window, double scale);               \
+    void ref_attention_bwd_v_##S(const T *q, const T *k, const T *v, const int32_t *doc,         \
+                                 const T *o, const T *lse, const T *dout, T *dq, T *dk, T *dv,    \
+                                 int B, int T_, int H, int Hk, int hd, int vw, int window,       \
+                                 double scale);                                                   \
     /* Backward of the above for Tq == Tk == kvT, q_off == 0: dq (B,T,H,hd), dk, dv            \
      * (B,T,Hk,hd), all overwritten. */                                                          \
     void ref_attention_bwd_##S(const T *q, const T *k, const T *v, const int32_t *doc,           \
