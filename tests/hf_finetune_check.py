@@ -154,12 +154,23 @@ def val_loss(model, docs):
 PER_EXPERT = re.compile(r"(.*\.mlp\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight")
 
 
+MIXTRAL = re.compile(r"(.*)\.block_sparse_moe\.(.*)")
+MIXTRAL_PROJ = {"w1": "gate_proj", "w3": "up_proj", "w2": "down_proj"}
+
+
 def loaded_tensor(sd, name, shape):
     """The checkpoint tensor `name` as the loaded model holds it: transformers 5
     packs a checkpoint's per-expert ...mlp.experts.E.{gate,up,down}_proj.weight
     into ...mlp.experts.gate_up_proj (E, 2I, H; gate rows first) and down_proj
-    (E, H, I). None where the model has no such tensor of that shape."""
+    (E, H, I), Mixtral's ...block_sparse_moe.experts.E.{w1,w3,w2} too (renamed to
+    mlp, gate, up, down). None where the model has no such tensor of that shape."""
     t = sd.get(name)
+    mx = MIXTRAL.fullmatch(name)
+    if t is None and mx:  # Mixtral's names as transformers 5 holds them
+        rest = re.sub(r"experts\.(\d+)\.(w[123])\.weight", lambda m: f"experts.{m.group(1)}.{MIXTRAL_PROJ[m.group(2)]}.weight",
+                      mx.group(2))
+        name = f"{mx.group(1)}.mlp.{rest}"
+        t = sd.get(name)
     m = PER_EXPERT.fullmatch(name)
     if t is None and m:
         prefix, e, proj = m.group(1), int(m.group(2)), m.group(3)
@@ -196,6 +207,10 @@ def check_model(work, fixtures, prompt, name):
     for f in sorted(os.listdir(fix)):
         if f.endswith(".safetensors"):
             p0.update(load_file(os.path.join(fix, f)))
+    # a checkpoint's multi-token-prediction layers (DeepSeek-V3: layers past num_hidden_layers) are not trained
+    n_layers = cfg.get("num_hidden_layers", cfg.get("n_layer", 0))
+    p0 = {k: t for k, t in p0.items() if not (re.match(r"model\.layers\.(\d+)\.", k) and
+                                              int(re.match(r"model\.layers\.(\d+)\.", k).group(1)) >= n_layers)}
     pt = {k: loaded_tensor(ps, k, t.shape) for k, t in p0.items()}
     same = [k for k in p0 if pt[k] is None or torch.equal(pt[k], p0[k].float())]
     rel = max((pt[k] - p0[k]).norm().item() / p0[k].norm().item() for k in p0 if pt[k] is not None)

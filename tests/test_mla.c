@@ -61,8 +61,8 @@ static void test_gradients(int q_lora)
     for (size_t i = 0; i < m->numel; i++) w[i] += 0.05f * (float)((i * 2654435761u) % 9) - 0.2f; /* away from init */
     const double l0 = loss_of(m, w, "ref", g), lc = loss_of(m, w, "cpu", NULL);
     CHECK_MSG(fabs(l0 - lc) < 1e-5 * fabs(l0), "loss: ref %.7g, cpu %.7g", l0, lc);
-    static const char *const kinds[] = {"attention.wq_a", "attention.q_norm", "attention.wq_b", "attention.wq.weight",
-                                        "attention.wkv_a", "attention.kv_norm", "attention.wkv_b", "attention.wo"};
+    static const char *const kinds[] = {"attention.wq_a", "attention.q_a_norm", "attention.wq_b", "attention.wq.weight",
+                                        "attention.wkv_a", "attention.kv_a_norm", "attention.wkv_b", "attention.wo"};
     tt_rng r = {3, 0};
     double worst = 0;
     int checked = 0;

@@ -107,10 +107,10 @@ static tt_err declare_mla(tt_model *m, int l, double std)
     const int64_t D = c->dim, H = c->n_heads, qk = a->qk_nope + a->qk_rope;
     const struct { const char *n; int64_t r, k; tt_init_kind init; } s[] = {
         {"attention.wq_a.weight", a->q_lora_rank, D, TT_INIT_NORMAL},
-        {"attention.q_norm.weight", a->q_lora_rank, 0, TT_INIT_ONES},
+        {"attention.q_a_norm.weight", a->q_lora_rank, 0, TT_INIT_ONES},
         {"attention.wq_b.weight", H * qk, a->q_lora_rank, TT_INIT_NORMAL},
         {"attention.wkv_a.weight", a->kv_lora_rank + a->qk_rope, D, TT_INIT_NORMAL},
-        {"attention.kv_norm.weight", a->kv_lora_rank, 0, TT_INIT_ONES},
+        {"attention.kv_a_norm.weight", a->kv_lora_rank, 0, TT_INIT_ONES},
         {"attention.wkv_b.weight", H * (a->qk_nope + a->v_head), a->kv_lora_rank, TT_INIT_NORMAL},
     };
     char name[96];
