@@ -671,6 +671,31 @@ static void expect_parse_fail(const char *json, const char *needle)
     CHECK_MSG(rc != 0 && strstr(tt_last_error(), needle), "'%s': rc %d, error '%s'", needle, rc, rc ? tt_last_error() : "");
 }
 
+/* Qwen-MoE's mlp_only_layers: any layers keep the dense MLP; they survive a round trip and the model's layout */
+static void test_mlp_only_layers(void)
+{
+    tt_hf_config c, back;
+    const char *js = "{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"hidden_size\":32,\"intermediate_size\":40,"
+                     "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":8,"
+                     "\"vocab_size\":64,\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":16,"
+                     "\"mlp_only_layers\":[3,1]}";
+    CHECK_MSG(parse(js, &c) == 0, "%s", tt_last_error());
+    const int want[4] = {1, 0, 1, 0};
+    for (int l = 0; l < 4; l++) CHECK_MSG(tt_model_layer_is_moe(&c.model, l) == want[l], "layer %d", l);
+    char *out = tt_hf_config_to_json(&c);
+    CHECK(out && strstr(out, "\"mlp_only_layers\":\t[1, 3]") && parse(out, &back) == 0);
+    for (int l = 0; l < 4; l++) CHECK(tt_model_layer_is_moe(&back.model, l) == want[l]);
+    free(out);
+    tt_model *m = tt_model_new_ext(&c.model, &c.ext);
+    CHECK(m && tt_model_find(m, "layers.0.moe.router.weight") >= 0 && tt_model_find(m, "layers.1.moe.router.weight") < 0);
+    CHECK(m && tt_param_numel(&m->params[tt_model_find(m, "layers.1.feed_forward.w1.weight")]) == 40 * 32);
+    tt_model_free(m);
+    expect_parse_fail("{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"num_hidden_layers\":2,\"mlp_only_layers\":[0,1]}",
+                      "leave no MoE layer");
+    expect_parse_fail("{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"num_hidden_layers\":2,\"mlp_only_layers\":[2]}",
+                      "key 'mlp_only_layers' must hold layer indices below num_hidden_layers (2)");
+}
+
 static void test_config(void)
 {
     tt_hf_config c;
@@ -774,6 +799,7 @@ int main(void)
     test_load_into();
     test_bad_folders();
     test_config();
+    test_mlp_only_layers();
     nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return th_done("test_hf");
 }

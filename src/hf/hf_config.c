@@ -416,13 +416,19 @@ static tt_err read_moe(const hf_spec *s, const cJSON *j, const char *path, tt_mo
             return -1;
         const cJSON *dl = present(j, "mlp_only_layers");
         if (dl && !cJSON_IsArray(dl)) return tt_errorf("%s: key 'mlp_only_layers' must be a list of layer indices", path);
-        int n = 0;
-        for (const cJSON *x = dl ? dl->child : NULL; x; x = x->next, n++)
-            if (!cJSON_IsNumber(x) || x->valuedouble != n)
-                return tt_errorf("%s: key 'mlp_only_layers' must list the first layers in order (0, 1, ...): only "
-                                 "leading dense layers are supported", path);
-        if (n >= m->n_layers) return tt_errorf("%s: key 'mlp_only_layers' leaves no MoE layer", path);
-        e->n_dense_layers = n;
+        for (const cJSON *x = dl ? dl->child : NULL; x; x = x->next) {
+            const double l = cJSON_IsNumber(x) ? x->valuedouble : -1;
+            if (!(l >= 0 && l < m->n_layers && l == floor(l)))
+                return tt_errorf("%s: key 'mlp_only_layers' must hold layer indices below num_hidden_layers (%d)", path,
+                                 m->n_layers);
+            if (l >= TT_MODEL_MAX_LAYERS)
+                return tt_errorf("%s: key 'mlp_only_layers': dense layers past %d are not supported", path,
+                                 TT_MODEL_MAX_LAYERS);
+            e->mlp_only[(int)l] = 1;
+        }
+        int moe = 0;
+        for (int l = 0; l < m->n_layers; l++) moe += tt_model_layer_is_moe(m, l);
+        if (!moe) return tt_errorf("%s: mlp_only_layers and decoder_sparse_step leave no MoE layer", path);
     }
     if (s->features & F_SHARED_GATED) {
         if (get_int(path, j, "shared_expert_intermediate_size", 5632, 0, &e->shared_ffn)) return -1;
@@ -464,8 +470,10 @@ static void write_moe(const hf_spec *s, const tt_model_cfg *m, cJSON *j)
     if (s->features & F_MOE_QWEN) {
         cJSON_AddNumberToObject(j, "moe_intermediate_size", e->ffn_dim);
         cJSON_AddNumberToObject(j, "decoder_sparse_step", e->sparse_step > 0 ? e->sparse_step : 1);
-        cJSON *dl = cJSON_AddArrayToObject(j, "mlp_only_layers");
-        for (int l = 0; l < e->n_dense_layers; l++) cJSON_AddItemToArray(dl, cJSON_CreateNumber(l));
+        cJSON *dl = cJSON_AddArrayToObject(j, "mlp_only_layers"); /* the leading dense layers and the others */
+        for (int l = 0; l < m->n_layers; l++)
+            if (l < e->n_dense_layers || (l < TT_MODEL_MAX_LAYERS && e->mlp_only[l]))
+                cJSON_AddItemToArray(dl, cJSON_CreateNumber(l));
     }
     if (s->features & F_SHARED_GATED) cJSON_AddNumberToObject(j, "shared_expert_intermediate_size", e->n_shared ? e->shared_ffn : 0);
 }

@@ -170,12 +170,16 @@ static tt_err check_config(const tt_model *m, const char *dir)
         {"the experts' intermediate size", a->moe.ffn_dim, b->moe.ffn_dim},
         {"norm_topk_prob", a->moe.route_norm, b->moe.route_norm},
         {"shared_expert_intermediate_size", a->moe.n_shared ? a->moe.shared_ffn : 0, b->moe.n_shared ? b->moe.shared_ffn : 0},
-        {"mlp_only_layers (leading dense layers)", a->moe.n_dense_layers, b->moe.n_dense_layers},
         {"decoder_sparse_step", a->moe.sparse_step, b->moe.sparse_step},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].want != ints[i].have)
             return tt_errorf("%s: %s is %d, but the model has %d", path, ints[i].key, ints[i].want, ints[i].have);
+    for (int l = 0; l < a->n_layers && l < b->n_layers; l++)
+        if (tt_model_layer_is_moe(a, l) != tt_model_layer_is_moe(b, l))
+            return tt_errorf("%s: layer %d is %s, but the model's is %s", path, l,
+                             tt_model_layer_is_moe(a, l) ? "Mixture-of-Experts" : "dense",
+                             tt_model_layer_is_moe(b, l) ? "Mixture-of-Experts" : "dense");
     if (a->norm_eps != b->norm_eps)
         return tt_errorf("%s: %s is %g, but the model has %g", path, gpt2 ? "layer_norm_epsilon" : "rms_norm_eps",
                          a->norm_eps, b->norm_eps);

@@ -339,7 +339,8 @@ int tt_moe_is_aux_loss(const tt_value *v) { return strcmp(v->name, MOE_AUX_NAME)
 int tt_model_layer_is_moe(const tt_model_cfg *c, int l)
 {
     const int step = c->moe.sparse_step > 0 ? c->moe.sparse_step : 1;
-    return c->moe.n_experts > 0 && l >= c->moe.n_dense_layers && (l + 1) % step == 0;
+    return c->moe.n_experts > 0 && l >= c->moe.n_dense_layers && (l + 1) % step == 0 &&
+           !(l < TT_MODEL_MAX_LAYERS && c->moe.mlp_only[l]);
 }
 
 double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len)

@@ -13,6 +13,10 @@
 
 typedef enum { TT_ARCH_LLAMA = 0, TT_ARCH_GPT2, TT_ARCH_COUNT } tt_arch_id;
 
+/* Layers whose sliding window can be switched off one by one (full_attention),
+ * and whose MLP can be kept dense one by one (mlp_only). */
+#define TT_MODEL_MAX_LAYERS 512
+
 /* Mixture-of-Experts: n_experts > 0 replaces the SwiGLU MLP of each MoE
  * layer by a router, n_experts SwiGLU experts of width ffn_dim (each token
  * through top_k of them) and n_shared shared experts; all zero: dense. */
@@ -30,6 +34,7 @@ typedef struct {
     /* auxiliary losses of each MoE layer, built when the forward is given an aux_scale (training) */
     double aux_coef, z_coef; /* load balancing (Switch/Mixtral; per sequence when aux_seq) and router z-loss */
     int aux_seq;
+    unsigned char mlp_only[TT_MODEL_MAX_LAYERS]; /* 1: layer l keeps the dense MLP (Qwen-MoE's mlp_only_layers) */
 } tt_moe_cfg;
 
 /* Multi-head Latent Attention (DeepSeek-V2/V3): kv_lora_rank > 0 replaces
@@ -74,8 +79,6 @@ void tt_model_moe_describe(const tt_model_cfg *c, char *buf, size_t cap);
 /* Whether layer l's MLP is a Mixture-of-Experts. */
 int tt_model_layer_is_moe(const tt_model_cfg *c, int layer);
 
-/* Layers whose sliding window can be switched off one by one (full_attention). */
-#define TT_MODEL_MAX_LAYERS 512
 
 /* What Hugging Face models add to tt_model_cfg. A separate struct because
  * tt_model_cfg is built with positional initialisers elsewhere; all zero is
