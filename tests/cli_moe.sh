@@ -81,15 +81,23 @@ check "plan shows total and active parameters" $?
 # export: refused while the bias balances the load, then (a run without it) Mixtral's form
 expect "export with a balancing bias is refused, naming the key" error "load_balance_coeff" \
   "$TITAN" export "${COMMON[@]}" --job.dump_folder "$W/full" --out "$W/hf_bias"
+# export_greedy ARCH RUN_DIR OUT_DIR [train args]: the run's checkpoint exports as ARCH, and the export
+# generates the checkpoint's greedy text (the KV cache through experts and attention)
+export_greedy() {
+  local arch=$1 run=$2 out=$3
+  shift 3
+  "$TITAN" export "$@" --job.dump_folder "$run" --out "$out" >"$out.log" 2>&1 && grep -q "\"$arch\"" "$out/config.json"
+  check "export writes a $arch folder" $?
+  local a b
+  a=$("$TITAN" generate "$@" --job.dump_folder "$run" --generate.temperature 0 --generate.max_new_tokens 30 "The " 2>/dev/null)
+  b=$("$TITAN" generate --hf "$out" --generate.temperature 0 --generate.max_new_tokens 30 "The " 2>/dev/null)
+  [ -n "$a" ] && [ "$a" = "$b" ]
+  check "$arch: generate --hf on the export gives the checkpoint's greedy text" $?
+}
 NB=("${COMMON[@]}" --model.load_balance_coeff 0)
-"$TITAN" train "${NB[@]}" --job.dump_folder "$W/nb" --training.steps 20 >"$W/nb.log" 2>&1 &&
-  "$TITAN" export "${NB[@]}" --job.dump_folder "$W/nb" --out "$W/hf" >"$W/export.log" 2>&1 &&
-  grep -q '"MixtralForCausalLM"' "$W/hf/config.json"
-check "export writes a MixtralForCausalLM folder" $?
-A=$("$TITAN" generate "${NB[@]}" --job.dump_folder "$W/nb" --generate.temperature 0 --generate.max_new_tokens 40 "The " 2>/dev/null)
-B=$("$TITAN" generate --hf "$W/hf" --generate.temperature 0 --generate.max_new_tokens 40 "The " 2>/dev/null)
-[ -n "$A" ] && [ "$A" = "$B" ]
-check "generate --hf on the export gives the checkpoint's greedy text (KV cache through the experts)" $?
+"$TITAN" train "${NB[@]}" --job.dump_folder "$W/nb" --training.steps 20 >"$W/nb.log" 2>&1
+check "an MoE run without the balancing bias" $?
+export_greedy MixtralForCausalLM "$W/nb" "$W/hf" "${NB[@]}"
 
 # DeepSeek-V3 style (Multi-head Latent Attention, sigmoid routing in groups, the bias): train, resume bitwise,
 # export as DeepseekV3ForCausalLM, the export generating the checkpoint's greedy text
@@ -103,13 +111,7 @@ DS=(--config "$SRC/configs/deepseek_v3_debug.toml" --model.dim 64 --model.n_head
   losses "$W/ds/metrics.jsonl" >"$W/dsa" && losses "$W/dsr/metrics.jsonl" >"$W/dsb" && [ "$(wc -l <"$W/dsa")" -eq 8 ] &&
   cmp -s "$W/dsa" "$W/dsb"
 check "DeepSeek-V3 style (MLA + grouped sigmoid routing): resumed losses bitwise equal" $?
-"$TITAN" export "${DS[@]}" --job.dump_folder "$W/ds" --out "$W/dshf" >"$W/dsexport.log" 2>&1 &&
-  grep -q '"DeepseekV3ForCausalLM"' "$W/dshf/config.json"
-check "export writes a DeepseekV3ForCausalLM folder" $?
-A=$("$TITAN" generate "${DS[@]}" --job.dump_folder "$W/ds" --generate.temperature 0 --generate.max_new_tokens 30 "The " 2>/dev/null)
-B=$("$TITAN" generate --hf "$W/dshf" --generate.temperature 0 --generate.max_new_tokens 30 "The " 2>/dev/null)
-[ -n "$A" ] && [ "$A" = "$B" ]
-check "generate --hf on the DeepSeek-V3 export gives the checkpoint's greedy text (MLA's KV cache)" $?
+export_greedy DeepseekV3ForCausalLM "$W/ds" "$W/dshf" "${DS[@]}"
 "$TITAN" plan --config "$SRC/configs/deepseek_v3_16b.toml" >"$W/ds16.log" 2>&1 &&
   grep -qE "parameters +157[0-9]{8} " "$W/ds16.log" && grep -q "of 15706.49M parameters active" "$W/ds16.log"
 check "plan deepseek_v3_16b: 15.7B parameters" $?

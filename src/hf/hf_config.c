@@ -497,8 +497,8 @@ static tt_err check_moe(const hf_spec *s, const tt_model_cfg *m)
     }
     if (e->has_bias)
         return cannot(s, "its experts have a selection bias (model.load_balance_coeff > 0); of the Hugging Face MoE "
-                         "classes only DeepSeek-V3 has one, and titan does not export that class: train with "
-                         "model.load_balance_coeff = 0 to export");
+                         "classes only DeepseekV3ForCausalLM has one, with Multi-head Latent Attention and sigmoid "
+                         "scores: train with model.load_balance_coeff = 0 to export as another class");
     if (e->score_func != TT_SCORE_SOFTMAX) return cannot(s, "its router scores by sigmoid (it routes by softmax)");
     if (e->route_scale != 1.0) return cannot(s, "its gate weights are scaled (model.route_scale)");
     if (e->score_before) return cannot(s, "it gates the experts' input (model.score_before_experts)");
