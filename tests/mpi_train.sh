@@ -202,4 +202,6 @@ expect "a mesh that does not fit the world is refused" error "data_parallel_repl
   mpi 2 train "${COMMON[@]}" --job.dump_folder "$W/mesh" --parallelism.data_parallel_replicate_degree 4
 expect "a global batch the ranks do not divide is refused" error "global_batch_size = 6.*local_batch_size x ranks" \
   mpi 4 train "${COMMON[@]}" --job.dump_folder "$W/gb" --training.local_batch_size 1 --training.global_batch_size 6
+expect "an MoE model over several processes is refused (expert sharding is not built yet)" error "model.num_experts = 4: Mixture-of-Experts models train in one process" \
+  mpi 2 train "${COMMON[@]}" --job.dump_folder "$W/moe" --model.num_experts 4 --model.top_k 2
 cli_done mpi_train
