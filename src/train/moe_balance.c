@@ -84,14 +84,6 @@ tt_err tt_moe_balance_step(tt_moe_balance *b, const tt_model *m, const tt_param_
     return 0;
 }
 
-void tt_moe_balance_summary(const tt_moe_balance *b, char *buf, size_t cap)
-{
-    double mx = 0, mn = INFINITY, sp = 0;
-    for (int i = 0; i < b->n; i++) mx = fmax(mx, b->load_max[i]), mn = fmin(mn, b->load_min[i]), sp = fmax(sp, b->bias_spread[i]);
-    if (b->n == 0) *buf = '\0';
-    else snprintf(buf, cap, "load max/mean %.2f min/mean %.2f bias spread %.4f", mx, mn, sp);
-}
-
 void tt_moe_balance_free(tt_moe_balance *b)
 {
     free(b->layer);

@@ -29,8 +29,6 @@ tt_err tt_moe_balance_add(tt_moe_balance *b, tt_step_graph *sg);
 /* After the optimizer step: the load statistics, then each bias moved and
  * written through `params`; the counts start again from zero. */
 tt_err tt_moe_balance_step(tt_moe_balance *b, const tt_model *m, const tt_param_store *params);
-/* "load max/mean 1.31 min/mean 0.72 bias spread 0.004": the worst layer of each, for the log line */
-void tt_moe_balance_summary(const tt_moe_balance *b, char *buf, size_t cap);
 void tt_moe_balance_free(tt_moe_balance *b);
 
 #endif
