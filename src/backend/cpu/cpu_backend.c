@@ -363,9 +363,11 @@ static tt_err k_moe_aux_loss(const tt_node *n, void *const *in, void *const *out
 {
     const tt_moe_aux_attrs *a = TT_ATTRS(n, tt_moe_aux_attrs);
     const int z = a->kind == TT_AUX_Z;
-    *(float *)out[0] = (float)cpu_moe_aux_loss(in[0], z ? NULL : in[1], *(const float *)in[z ? 1 : 2],
-                                               n->n_out > 1 ? out[1] : NULL, (int)nrows(n->in[0]), a->E, a->k, a->B,
-                                               a->kind, a->coef);
+    double loss = 0;
+    if (cpu_moe_aux_loss(in[0], z ? NULL : in[1], *(const float *)in[z ? 1 : 2], n->n_out > 1 ? out[1] : NULL,
+                         (int)nrows(n->in[0]), a->E, a->k, a->B, a->kind, a->coef, &loss))
+        return -1;
+    *(float *)out[0] = (float)loss;
     return 0;
 }
 

@@ -120,9 +120,9 @@ void cpu_moe_route(const float *logits, const float *bias, float *weight, int32_
 /* dscores (N,E) or NULL: a gradient of the scores, joined to the weights' */
 void cpu_moe_route_bwd(const float *scores, const int32_t *expert, const float *dweight, const float *dscores,
                        float *dlogits, int N, int E, int k, int sigmoid, int norm, float route_scale);
-/* an auxiliary loss (kind: tt_aux_kind; in: scores, or logits for the z-loss), returned; its gradient into grad */
-double cpu_moe_aux_loss(const float *in, const int32_t *expert, double scale, float *grad, int N, int E, int k, int B,
-                        int kind, double coef);
+/* an auxiliary loss (kind: tt_aux_kind; in: scores, or logits for the z-loss) into *loss; its gradient into grad */
+tt_err cpu_moe_aux_loss(const float *in, const int32_t *expert, double scale, float *grad, int N, int E, int k, int B,
+                        int kind, double coef, double *loss);
 /* perm, pos (M), offsets (E+1); the ids must be in [0, E) */
 void cpu_moe_sort(const int32_t *expert, int M, int E, int32_t *perm, int32_t *pos, int32_t *offsets);
 /* xs (M,D) row r = x[perm[r]/k] (* w[perm[r]]) */

@@ -101,12 +101,14 @@ void cpu_moe_route_bwd(const float *scores, const int32_t *expert, const float *
 
 /* The auxiliary losses (TT_OP_MOE_AUX_LOSS): per group of tokens (all N, or each of the B sequences) the
  * expert counts and mean normalised scores, then the loss and each token's score gradient. */
-double cpu_moe_aux_loss(const float *in, const int32_t *expert, double scale, float *grad, int N, int E, int k, int B,
-                        int kind, double coef)
+tt_err cpu_moe_aux_loss(const float *in, const int32_t *expert, double scale, float *grad, int N, int E, int k, int B,
+                        int kind, double coef, double *out)
 {
     double loss = 0;
-    if (kind == TT_AUX_Z) {
-        #pragma omp parallel for schedule(static) reduction(+ : loss)
+    if (kind == TT_AUX_Z) { /* each token's logsumexp^2, then their sum in token order: any thread count */
+        double *sq = malloc(sizeof(double) * (size_t)(N > 0 ? N : 1));
+        if (!sq) return tt_errorf("moe_aux_loss: out of memory for %d tokens", N);
+        #pragma omp parallel for schedule(static)
         for (int t = 0; t < N; t++) {
             const float *l = in + (size_t)t * E;
             float mx = l[0];
@@ -114,10 +116,13 @@ double cpu_moe_aux_loss(const float *in, const int32_t *expert, double scale, fl
             for (int e = 1; e < E; e++) mx = fmaxf(mx, l[e]);
             for (int e = 0; e < E; e++) sum += expf(l[e] - mx);
             const double lse = mx + log(sum);
-            loss += lse * lse;
+            sq[t] = lse * lse;
             for (int e = 0; grad && e < E; e++) grad[(size_t)t * E + e] = (float)(coef * scale / N * 2 * lse * exp(l[e] - lse));
         }
-        return coef * scale * loss / N;
+        for (int t = 0; t < N; t++) loss += sq[t];
+        free(sq);
+        *out = coef * scale * loss / N;
+        return 0;
     }
     const int G = kind == TT_AUX_SEQUENCE ? B : 1, n = N / G;
     const double kk = kind == TT_AUX_SEQUENCE ? k : 1;
@@ -142,7 +147,8 @@ double cpu_moe_aux_loss(const float *in, const int32_t *expert, double scale, fl
             for (int e = 0; e < E; e++) grad[(size_t)t * E + e] = (float)((gs * c[e] - dot) / S);
         }
     }
-    return coef * scale * loss;
+    *out = coef * scale * loss;
+    return 0;
 }
 
 /* A counting sort: the rows each expert gets, their starts, then every

@@ -390,6 +390,7 @@ static tt_err k_head_concat(const tt_node *n, void *const *in, void *const *out)
 }
 
 /* ---- Mixture-of-Experts ------------------------------------------------------ */
+_Static_assert(REF_MAX_EXPERTS == TT_MOE_MAX_EXPERTS, "the reference MoE kernels' bound is the builders'");
 
 static tt_err k_moe_route(const tt_node *n, void *const *in, void *const *out)
 {

@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The most experts the MoE kernels take (they keep a token's scores on the
+ * stack): TT_MOE_MAX_EXPERTS of ops/ops.h, which the builders check. */
+#define REF_MAX_EXPERTS 1024
+
 #define TT_REF_KERNELS(T, S)                                                                      \
     /* C (M,N) = op(A) op(B) (+ C if accumulate). op(A) is (M,K): A is (M,K), or (K,M) if ta.   \
      * op(B) is (K,N): B is (K,N), or (N,K) if tb. */                                            \
