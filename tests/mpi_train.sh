@@ -12,12 +12,15 @@
 #   - a rank that exits, hangs, is killed or sees a NaN ends the whole job
 #     non-zero within 60 s, and the last checkpoint still loads;
 #   - a stop request saves one checkpoint, taken by every rank at one step;
+#   - Mixture-of-Experts under FSDP, HSDP and accumulation gives one process's
+#     losses, balancing bias and expert load; a DeepSeek-V3-style model saved
+#     on 2 ranks resumes on one;
 #   - ranks with different configs, and a mesh that does not fit the world,
 #     are refused.
 # CMake runs it as `bash mpi_train.sh TITAN SRC MPIEXEC` with the MPI test
 # environment (OMP_NUM_THREADS=1, run as root allowed, no cross-memory attach).
 set -u
-TITAN=$1
+TITAN=$1 SRC=$2
 MPIEXEC=${3:-mpirun}
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
 export OMP_NUM_THREADS=1
@@ -194,6 +197,60 @@ expect "a NaN loss on rank 1 stops every rank at step 3" error "step 3: loss is 
 ! grep -q '"step":3,' "$W/f_nan/metrics.jsonl"
 check "  no rank logged the step" $?
 
+# ---- Mixture-of-Experts under FSDP/HSDP (expert weights sharded like any unit) ------------------
+# the tokens per expert summed over the ranks, so the balancing bias moves as one process's: the same losses and
+# the same bias and load every step; and a DeepSeek-V3-style model (MLA) saved on 2 ranks resumed on one
+MOE=(--model.num_experts 4 --model.top_k 2 --model.moe_ffn_dim 64 --model.load_balance_coeff 1e-2)
+# moe_stats FILE: each step's loss, bias spread and load per layer
+moe_stats() { python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if "loss" in r and "val_loss" not in r: print(r["step"], r["moe_bias_spread"], r["moe_load_max"], r["moe_load_min"])
+' "$1"; }
+"$TITAN" train "${COMMON[@]}" "${MOE[@]}" --job.dump_folder "$W/moe1" --training.local_batch_size 4 >"$W/moe1.log" 2>&1
+check "MoE: one process, batch 4" $?
+for run in "moe_fsdp2 2 --training.local_batch_size 2" \
+           "moe_hsdp2x2 4 --training.local_batch_size 1 --parallelism.data_parallel_replicate_degree 2" \
+           "moe_fsdp2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4"; do
+  set -- $run
+  name=$1 np=$2
+  shift 2
+  mpi "$np" train "${COMMON[@]}" "${MOE[@]}" --job.dump_folder "$W/$name" "$@" >"$W/$name.log" 2>&1
+  check "$name: trains" $?
+  close "$W/moe1/metrics.jsonl" "$W/$name/metrics.jsonl"
+  check "$name: the losses of one process with the whole batch (1e-5)" $?
+  moe_stats "$W/moe1/metrics.jsonl" >"$W/sa" && moe_stats "$W/$name/metrics.jsonl" >"$W/sb" && [ -s "$W/sa" ] &&
+    cmp -s "$W/sa" "$W/sb"
+  check "$name: the balancing bias and the expert load of one process, every step" $?
+done
+# auxiliary losses are per micro-batch: 2 ranks of 1 sequence each equal one process's 2 micro-batches of 1,
+# the loss and the logged aux (each rank's weighed 1 / ranks, as each micro-batch's 1 / micro-batches)
+AUX=(--model.router_aux_loss_coef 0.01 --model.router_z_loss_coef 1e-3 --training.local_batch_size 1)
+"$TITAN" train "${COMMON[@]}" "${MOE[@]}" "${AUX[@]}" --job.dump_folder "$W/aux1" --training.global_batch_size 2 \
+  >"$W/aux1.log" 2>&1 &&
+  mpi 2 train "${COMMON[@]}" "${MOE[@]}" "${AUX[@]}" --job.dump_folder "$W/aux2" >"$W/aux2.log" 2>&1 &&
+  close "$W/aux1/metrics.jsonl" "$W/aux2/metrics.jsonl" &&
+  python3 - "$W/aux1/metrics.jsonl" "$W/aux2/metrics.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l)["aux_loss"] for l in open(p) if '"aux_loss"' in l] for p in sys.argv[1:3])
+sys.exit(0 if len(a) == len(b) == 20 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)) else 1)
+PY
+check "MoE auxiliary losses on 2 ranks: one process's per-micro-batch losses, logged aux included" $?
+DS=(--config "$SRC/configs/deepseek_v3_debug.toml" --model.dim 64 --model.n_heads 2 --model.n_kv_heads 2
+    --training.seq_len 256 --synthetic.train_tokens 200000 --synthetic.val_tokens 8192 --lr_scheduler.warmup_steps 2
+    --lr_scheduler.decay_ratio 0 --training.steps 10 --metrics.log_freq 1 --metrics.peak_tflops 1
+    --training.mixed_precision_param float32 --validation.enable false --generate.max_new_tokens 0
+    --checkpoint.enable true --checkpoint.interval 5)
+"$TITAN" train "${DS[@]}" --job.dump_folder "$W/ds1" --training.local_batch_size 4 >"$W/ds1.log" 2>&1 &&
+  mpi 2 train "${DS[@]}" --job.dump_folder "$W/ds2" --training.local_batch_size 2 --training.steps 5 >"$W/ds2.log" 2>&1 &&
+  "$TITAN" train "${DS[@]}" --job.dump_folder "$W/ds2" --training.local_batch_size 4 >"$W/ds2b.log" 2>&1 &&
+  grep -q "resumed from .*step-5" "$W/ds2b.log" &&
+  losses "$W/ds1/metrics.jsonl" | awk '$1 > 5' >"$W/la" && losses "$W/ds2/metrics.jsonl" | awk '$1 > 5' >"$W/lb" &&
+  [ "$(wc -l <"$W/la")" -eq 5 ] &&
+  paste "$W/la" "$W/lb" | awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) bad = 1 } END { exit bad }'
+check "DeepSeek-V3 style (MLA + MoE) saved on 2 ranks resumes on one with one process's losses" $?
+
 # ---- refused before training --------------------------------------------------------
 expect "ranks with different configs are refused" error "differ" \
   "$MPIEXEC" --oversubscribe -np 1 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/mm" --optimizer.lr 1e-3 \
@@ -202,6 +259,4 @@ expect "a mesh that does not fit the world is refused" error "data_parallel_repl
   mpi 2 train "${COMMON[@]}" --job.dump_folder "$W/mesh" --parallelism.data_parallel_replicate_degree 4
 expect "a global batch the ranks do not divide is refused" error "global_batch_size = 6.*local_batch_size x ranks" \
   mpi 4 train "${COMMON[@]}" --job.dump_folder "$W/gb" --training.local_batch_size 1 --training.global_batch_size 6
-expect "an MoE model over several processes is refused (expert sharding is not built yet)" error "model.num_experts = 4: Mixture-of-Experts models train in one process" \
-  mpi 2 train "${COMMON[@]}" --job.dump_folder "$W/moe" --model.num_experts 4 --model.top_k 2
 cli_done mpi_train

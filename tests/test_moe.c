@@ -158,7 +158,7 @@ static void test_bias_balances(void)
         tt_exec_write(e, bias, b, sizeof b);
         if (tt_exec_run(e) || tt_exec_read(e, off, o, sizeof o)) break;
         for (int x = 0; x < E; x++) bal.counts[x] = o[x + 1] - o[x]; /* layer 0 only */
-        CHECK(tt_moe_balance_step(&bal, m, &st) == 0);
+        CHECK(tt_moe_balance_step(&bal, m, &st, NULL) == 0);
         if (it == 0) first = bal.load_max[0];
         last = bal.load_max[0];
     }

@@ -50,9 +50,12 @@ tt_err tt_moe_balance_add(tt_moe_balance *b, tt_step_graph *sg)
     return 0;
 }
 
-tt_err tt_moe_balance_step(tt_moe_balance *b, const tt_model *m, const tt_param_store *params)
+tt_err tt_moe_balance_step(tt_moe_balance *b, const tt_model *m, const tt_param_store *params, tt_dist *d)
 {
     const int E = b->E;
+    if (b->n && d && tt_dist_all_reduce(d, TT_GROUP_WORLD, b->counts, (size_t)b->n * (size_t)E, TT_F64, TT_REDUCE_SUM,
+                                        "the tokens per expert"))
+        return tt_error_prefix("moe: ");
     float bias[TT_MOE_MAX_EXPERTS];
     double delta[TT_MOE_MAX_EXPERTS];
     for (int i = 0; i < b->n; i++) {

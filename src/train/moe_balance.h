@@ -8,6 +8,7 @@
 #ifndef TT_MOE_BALANCE_H
 #define TT_MOE_BALANCE_H
 
+#include "dist/dist.h"
 #include "models/model.h"
 #include "train/step_graph.h"
 
@@ -26,9 +27,11 @@ typedef struct {
 tt_err tt_moe_balance_init(tt_moe_balance *b, const tt_model *m, double coeff);
 /* After a micro-step: add the tokens per expert it routed (sg's MoE layers, in order). */
 tt_err tt_moe_balance_add(tt_moe_balance *b, tt_step_graph *sg);
-/* After the optimizer step: the load statistics, then each bias moved and
- * written through `params`; the counts start again from zero. */
-tt_err tt_moe_balance_step(tt_moe_balance *b, const tt_model *m, const tt_param_store *params);
+/* After the optimizer step: the counts summed over the job's data-parallel
+ * ranks (d: NULL for one process), the load statistics, then each bias moved
+ * (the same on every rank) and written through `params`; the counts start
+ * again from zero. Collective: every rank calls it. */
+tt_err tt_moe_balance_step(tt_moe_balance *b, const tt_model *m, const tt_param_store *params, tt_dist *d);
 void tt_moe_balance_free(tt_moe_balance *b);
 
 #endif

@@ -238,11 +238,6 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/%s", c->job.dump_folder, c->checkpoint.folder);
     if (tt_mkdir_p(c->job.dump_folder)) goto fail;
     if (!(r->model = tt_model_new_ext(&mc, &r->ext))) goto fail;
-    if (mc.moe.n_experts > 0 && r->world > 1) {
-        tt_errorf("model.num_experts = %d: Mixture-of-Experts models train in one process for now (sharding the "
-                  "experts over %d processes, and expert parallelism, are not built yet)", mc.moe.n_experts, r->world);
-        goto fail;
-    }
     if (tt_moe_balance_init(&r->balance, r->model, c->model.load_balance_coeff)) goto fail;
     if (r->world > 1 && check_same_model(r)) goto fail;
     const size_t mem0 = r->be->bytes_in_use();

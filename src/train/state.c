@@ -93,26 +93,44 @@ tt_mem tt_state_unit_mem(const tt_train_state *s, tt_state_kind kind, int unit)
     return (tt_mem){s->buf[kind], (size_t)s->model->units[unit].offset * sizeof(float)};
 }
 
-static tt_err store_read(void *ctx, const tt_model *m, int i, float *dst)
-{
-    const tt_state_store_ctx *c = ctx;
-    if (tt_state_is_sharded(c->s))
-        return tt_errorf("'%s' is sharded over %d ranks: gather the model first", m->params[i].name, c->s->sh->shards);
-    return tt_backend_read(c->s->be, c->s->q, dst, tt_state_param_mem(c->s, c->kind, i),
-                           (size_t)tt_param_numel(&m->params[i]) * sizeof(float));
-}
-
 /* A piece of a host copy of the flat range that starts at `first`. */
 typedef struct {
     tt_train_state *s;
     tt_state_kind kind;
+    float *dst;
     const float *src;
     int64_t first;
-} piece_write;
+} piece;
+
+static tt_err read_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
+{
+    const piece *p = ctx;
+    return tt_backend_read(p->s->be, p->s->q, p->dst + (flat - p->first),
+                           (tt_mem){p->s->buf[p->kind], (size_t)at * sizeof(float)}, (size_t)n * sizeof(float));
+}
+
+/* On a sharded state every rank of a shard group reads together: the pieces
+ * it holds, zeros elsewhere, summed over the group (each element is one
+ * rank's). Meant for small parameters (the balancing bias). */
+static tt_err store_read(void *ctx, const tt_model *m, int i, float *dst)
+{
+    const tt_state_store_ctx *c = ctx;
+    const int64_t n = tt_param_numel(&m->params[i]);
+    if (!tt_state_is_sharded(c->s))
+        return tt_backend_read(c->s->be, c->s->q, dst, tt_state_param_mem(c->s, c->kind, i), (size_t)n * sizeof(float));
+    tt_dist *d = tt_dist_get();
+    if (!d) return tt_errorf("'%s' is sharded, and this process is not in a job", m->params[i].name);
+    memset(dst, 0, (size_t)n * sizeof(float));
+    piece p = {c->s, c->kind, dst, NULL, m->params[i].offset};
+    if (tt_sharding_pieces(c->s->sh, c->s->sh->shard_rank, p.first, p.first + n, read_piece, &p) ||
+        tt_dist_all_reduce(d, TT_GROUP_SHARD, dst, (size_t)n, TT_F32, TT_REDUCE_SUM, m->params[i].name))
+        return tt_error_prefix("reading the sharded '%s': ", m->params[i].name);
+    return 0;
+}
 
 static tt_err write_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
 {
-    const piece_write *w = ctx;
+    const piece *w = ctx;
     return tt_backend_write(w->s->be, w->s->q, (tt_mem){w->s->buf[w->kind], (size_t)at * sizeof(float)},
                             w->src + (flat - w->first), (size_t)n * sizeof(float));
 }
@@ -122,7 +140,7 @@ tt_err tt_state_write_range(tt_train_state *s, tt_state_kind kind, int64_t first
     if (!s->sh) /* the model's own layout */
         return tt_backend_write(s->be, s->q, (tt_mem){s->buf[kind], (size_t)first * sizeof(float)}, src,
                                 (size_t)n * sizeof(float));
-    piece_write w = {s, kind, src, first};
+    piece w = {s, kind, NULL, src, first};
     return tt_sharding_pieces(s->sh, s->sh->shard_rank, first, first + n, write_piece, &w);
 }
 

@@ -47,9 +47,11 @@ tt_mem tt_state_bucket_mem(const tt_train_state *s, tt_state_kind kind, int b);
  * by the run that accumulates. And where bucket b's are. */
 tt_err tt_state_alloc_grad_full(tt_train_state *s);
 tt_mem tt_state_grad_full_mem(const tt_train_state *s, int b);
-/* A store over one kind (parameters for Hugging Face loading and export,
- * moments for checkpoints). Writing a parameter to a sharded state keeps the
- * rank's slices of it; reading one needs the whole model (tt_state_gather).
+/* A store over one kind (parameters for Hugging Face loading and export and
+ * the balancing bias, moments for checkpoints). Writing a parameter to a
+ * sharded state keeps the rank's slices of it; reading one is collective
+ * over the shard group (each rank's pieces, summed): every rank of the group
+ * reads the same parameter, a small one (the whole model: tt_state_gather).
  * The store points at s: keep s where it is. */
 tt_param_store tt_state_store(tt_train_state *s, tt_state_kind kind);
 /* The flat layout's elements [first, first + n) of a kind, from a host copy

@@ -187,7 +187,7 @@ tt_err tt_train(const tt_config *cfg)
                 tt_exec_set_timing(mg->exec, timing.start + off, timing.dur + off);
             }
             if (tt_step_set_batch(mg, b->inputs, b->targets, b->positions, b->doc_ids,
-                                  scored ? 1.0f / (float)scored : 0.0f, 1.0f / (float)accum) ||
+                                  scored ? 1.0f / (float)scored : 0.0f, 1.0f / (float)(accum * r.world)) ||
                 tt_exec_run(mg->exec) || tt_step_loss(mg, &l) || tt_step_aux_loss(mg, &al) ||
                 tt_moe_balance_add(&r.balance, mg)) {
                 rc = tt_exec_nonfinite(mg->exec) ? nonfinite_error(step, "the micro-step")
@@ -202,12 +202,12 @@ tt_err tt_train(const tt_config *cfg)
          * (a signal reaches the ranks at different moments) taken by all at this step */
         stopping = stop_requested;
         if (r.world > 1) {
-            double t[2] = {loss, stopping};
-            if (tt_dist_all_reduce(r.dist, TT_GROUP_WORLD, t, 2, TT_F64, TT_REDUCE_SUM, "the loss")) {
+            double t[3] = {loss, stopping, aux}; /* aux: each rank's weighed 1 / ranks, so the sum is the mean */
+            if (tt_dist_all_reduce(r.dist, TT_GROUP_WORLD, t, 3, TT_F64, TT_REDUCE_SUM, "the loss")) {
                 rc = tt_error_prefix("step %ld: ", step);
                 break;
             }
-            loss = t[0], stopping = t[1] > 0;
+            loss = t[0], stopping = t[1] > 0, aux = t[2];
         }
         if (!isfinite(loss)) {
             rc = tt_errorf("step %ld: loss is %s; stopping before the optimizer applies it (lower optimizer.lr, "
@@ -230,7 +230,7 @@ tt_err tt_train(const tt_config *cfg)
         }
         if (r.balance.n) { /* the experts' selection biases move toward the mean load */
             const tt_param_store ps = tt_state_store(&r.state, TT_STATE_PARAM);
-            if (tt_moe_balance_step(&r.balance, r.model, &ps)) {
+            if (tt_moe_balance_step(&r.balance, r.model, &ps, r.world > 1 ? r.dist : NULL)) {
                 rc = tt_error_prefix("step %ld: ", step);
                 break;
             }
