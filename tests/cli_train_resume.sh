@@ -133,15 +133,8 @@ check "bf16: resumed losses bitwise equal to the uninterrupted run" $?
 accum_check "bf16: gradient accumulation matches one large batch" bf16 2e-3 1e-2 --training.mixed_precision_param bfloat16
 
 # SIGTERM finishes the step, saves, and exits 0 (Slurm preemption)
-"$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/sig" --training.steps 100000 --checkpoint.interval 100000 \
-  >"$W/sig.log" 2>&1 &
-pid=$!
-wait_for "$W/sig.log" '^step:  *3 '
-kill -TERM $pid
-wait $pid
-rc=$?
-[ $rc -eq 0 ] && grep -q "stop requested" "$W/sig.log" && [ "$(ls "$W/sig/checkpoint" | grep -c '^step-')" -eq 1 ]
-check "SIGTERM saves a checkpoint and exits 0" $?
+stops_on_signal "SIGTERM saves a checkpoint and exits 0" TERM "$W/sig.log" '^step:  *3 ' "$W/sig" "$W/sig.log" \
+  "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/sig" --training.steps 100000 --checkpoint.interval 100000
 
 # a diverging run stops with a message naming the step, before applying the bad update
 expect "NaN/Inf loss stops the run naming the step" error "step [0-9]+: (loss|gradient norm) is (NaN|Inf)" \

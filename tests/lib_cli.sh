@@ -22,6 +22,10 @@
 #           non-zero on a failure, so those checks can follow with &&.
 #   wait_for FILE REGEX  waits (up to 30 s) until a line of FILE matches the
 #           extended REGEX: a running job got that far; non-zero if it never does
+#   stops_on_signal NAME SIG FILE REGEX DUMP LOG CMD...  runs the training
+#           command CMD in the background (output in LOG), sends it SIG once
+#           a line of FILE matches REGEX, and checks that it exits 0, says
+#           the stop was requested and leaves one checkpoint in DUMP
 W=$(mktemp -d ${CLI_TMP_TEMPLATE:+"$CLI_TMP_TEMPLATE"})
 trap 'rm -rf "$W"' EXIT
 pass=0 fail=0
@@ -60,4 +64,16 @@ wait_for() { # wait_for FILE REGEX: see above
     sleep 0.1
   done
   return 1
+}
+stops_on_signal() { # stops_on_signal NAME SIG FILE REGEX DUMP LOG CMD...: see above
+  local name=$1 sig=$2 file=$3 re=$4 dump=$5 log=$6 pid rc
+  shift 6
+  "$@" >"$log" 2>&1 &
+  pid=$!
+  wait_for "$file" "$re"
+  kill "-$sig" $pid
+  wait $pid
+  rc=$?
+  [ $rc -eq 0 ] && grep -q "stop requested" "$log" && [ "$(ls "$dump/checkpoint" | grep -c '^step-')" -eq 1 ]
+  check "$name" $?
 }

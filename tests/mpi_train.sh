@@ -180,15 +180,10 @@ mpi 2 train "${COMMON[@]}" "${FT[@]}" --training.steps 5 --job.dump_folder "$W/f
 check "  the last checkpoint loads" $?
 
 # a stop request (SIGUSR1 to mpirun, which forwards it to every rank): all save the same step and exit 0
-"$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT[@]}" --checkpoint.interval 1000 \
-  --job.dump_folder "$W/stop" >"$W/stop.log" 2>&1 &
-job=$!
-wait_for "$W/stop/metrics.jsonl" '"step":3,'
-kill -USR1 $job
-wait $job
-rc=$?
-[ $rc -eq 0 ] && grep -q "stop requested (signal): saved step" "$W/stop.log" && [ "$(ls "$W/stop/checkpoint" | grep -c '^step-')" -eq 1 ]
-check "a stop request reaching mpirun: every rank saves the same step and the job exits 0" $?
+stops_on_signal "a stop request reaching mpirun: every rank saves the same step and the job exits 0" USR1 \
+  "$W/stop/metrics.jsonl" '"step":3,' "$W/stop" "$W/stop.log" \
+  "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT[@]}" --checkpoint.interval 1000 \
+  --job.dump_folder "$W/stop"
 
 # a NaN on one rank stops them all, naming the step
 expect "a NaN loss on rank 1 stops every rank at step 3" error "step 3: loss is NaN" \

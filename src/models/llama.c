@@ -59,13 +59,8 @@ static block_layout layout(const tt_model *m, int l)
     return b;
 }
 
-/* The index of block l's first parameter */
-static int block_start(const tt_model *m, int l)
-{
-    int i = 1;
-    for (int k = 0; k < l; k++) i += layout(m, k).stride;
-    return i;
-}
+/* The index of block l's first parameter (of the final norm for l = n_layers) */
+static int block_start(const tt_model *m, int l) { return m->units[l + 1].first_param; }
 
 /* The MoE slots of block l (after its attention and norms). */
 static tt_err declare_moe(tt_model *m, int l, double std, double out_std)
@@ -372,8 +367,7 @@ static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
         snprintf(s->name, sizeof s->name, "%s", i == nb + 1 ? "model.norm.weight" : "lm_head.weight");
         return 0;
     }
-    int l = 0;
-    while (block_start(m, l + 1) <= i) l++;
+    const int l = m->params[i].unit - 1;
     const block_layout bl = layout(m, l);
     const int k = i - block_start(m, l);
     if (bl.moe && k >= bl.router) return hf_moe_slot(m, l, &bl, k, s);

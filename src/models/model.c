@@ -136,7 +136,7 @@ static tt_err lay_out(tt_model *m)
     for (int i = 0; i < m->n_params; i++) {
         tt_param *p = &m->params[i];
         tt_unit *u = &m->units[p->unit];
-        if (!u->numel) u->offset = (int64_t)off;
+        if (i == 0 || m->params[i - 1].unit != p->unit) u->first_param = i, u->offset = (int64_t)off;
         p->offset = (int64_t)off;
         /* the layout's floats are addressed in bytes: keep 4 * numel in range */
         const int64_t n = tt_param_numel(p);

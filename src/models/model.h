@@ -122,6 +122,7 @@ typedef struct {
     char name[48];     /* "embeddings", "layers.3", "head" */
     int block;         /* a transformer block (activation checkpointing works on these) */
     int64_t offset, numel;
+    int first_param;   /* the index of its first parameter (blocks differ in parameters: dense, MoE, MLA) */
 } tt_unit;
 
 typedef struct tt_model {

@@ -4,30 +4,19 @@
  * these ops take such parts out of a head, put them back, and join two. */
 #include "ops/ops_internal.h"
 
-#define NEED(cond, ...)                                                                            \
-    do {                                                                                           \
-        if (g->failed) return NULL;                                                                \
-        if (!(cond)) return tt_graph_fail(g, __VA_ARGS__);                                         \
-    } while (0)
 
-static int is_float(tt_dtype d) { return d == TT_F32 || d == TT_BF16 || d == TT_F64; }
-
-static tt_value *rows_of(tt_graph *g, const tt_value *like, int64_t cols)
-{
-    return tt_value_new(g, TT_ROLE_ACT, like->dtype, 2, (int64_t[]){like->shape[0], cols});
-}
 
 /* slice (place = 0) or its transpose (place = 1) */
 static tt_value *move(tt_graph *g, tt_value *x, const tt_head_attrs *a, int place)
 {
     const char *name = place ? "head_place" : "head_slice";
-    NEED(x && x->ndim == 2 && is_float(x->dtype) && a->H >= 1 && a->cw >= 1 && a->c0 >= 0 && a->c0 + a->cw <= a->w &&
+    NEED(x && x->ndim == 2 && tt_op_is_float(x->dtype) && a->H >= 1 && a->cw >= 1 && a->c0 >= 0 && a->c0 + a->cw <= a->w &&
              (!a->deinterleave || a->cw % 2 == 0),
          "%s: columns [%d, %d) of heads of %d", name, a->c0, a->c0 + a->cw, a->w);
     const int64_t part = a->sum_heads ? a->cw : (int64_t)a->H * a->cw, whole = (int64_t)a->H * a->w;
     NEED(x->shape[1] == (place ? part : whole), "%s: %lld columns, want %lld", name, (long long)x->shape[1],
          (long long)(place ? part : whole));
-    tt_value *y = rows_of(g, x, place ? whole : part);
+    tt_value *y = tt_op_act(g, x->dtype, 2, x->shape[0], place ? whole : part, 0);
     return tt_op_node(g, place ? TT_OP_HEAD_PLACE : TT_OP_HEAD_SLICE, 1, &x, 1, &y, a) ? y : NULL;
 }
 
@@ -42,11 +31,11 @@ tt_value *tt_head_place(tt_graph *g, tt_value *y, const tt_head_attrs *a) { retu
 tt_value *tt_head_concat(tt_graph *g, tt_value *a, tt_value *b, int H, int b_bcast)
 {
     NEED(a && b && a->ndim == 2 && b->ndim == 2 && a->shape[0] == b->shape[0] && a->dtype == b->dtype &&
-             is_float(a->dtype) && H >= 1 && a->shape[1] % H == 0 && (b_bcast || b->shape[1] % H == 0),
+             tt_op_is_float(a->dtype) && H >= 1 && a->shape[1] % H == 0 && (b_bcast || b->shape[1] % H == 0),
          "head_concat: two (N, .) values of one dtype, split in %d heads", H);
     const tt_head_attrs at = {.H = H, .wa = (int)(a->shape[1] / H), .wb = (int)(b_bcast ? b->shape[1] : b->shape[1] / H),
                               .bcast = b_bcast};
-    tt_value *y = rows_of(g, a, (int64_t)H * (at.wa + at.wb));
+    tt_value *y = tt_op_act(g, a->dtype, 2, a->shape[0], (int64_t)H * (at.wa + at.wb), 0);
     tt_value *in[] = {a, b};
     return tt_op_node(g, TT_OP_HEAD_CONCAT, 2, in, 1, &y, &at) ? y : NULL;
 }

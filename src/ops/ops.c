@@ -7,7 +7,7 @@
 
 tt_value tt_loss_seed;
 
-static tt_value *act(tt_graph *g, tt_dtype dt, int ndim, int64_t d0, int64_t d1, int64_t d2)
+tt_value *tt_op_act(tt_graph *g, tt_dtype dt, int ndim, int64_t d0, int64_t d1, int64_t d2)
 {
     int64_t shape[3] = {d0, d1, d2};
     return tt_value_new(g, TT_ROLE_ACT, dt, ndim, shape);
@@ -26,11 +26,6 @@ static int same_shape(const tt_value *a, const tt_value *b)
     return a->ndim == b->ndim && memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof a->shape[0]) == 0;
 }
 
-#define NEED(cond, ...)                                                                            \
-    do {                                                                                           \
-        if (g->failed) return NULL;                                                                \
-        if (!(cond)) return tt_graph_fail(g, __VA_ARGS__);                                         \
-    } while (0)
 
 static int64_t rows(const tt_value *v) { return v->ndim == 1 ? 1 : v->shape[0]; }
 
@@ -50,7 +45,7 @@ tt_value *tt_embedding(tt_graph *g, tt_value *ids, tt_value *table)
 {
     NEED(ids && table && ids->dtype == TT_I32 && table->ndim == 2, "embedding: needs i32 ids and a (V, D) table");
     tt_dtype dt = table->dtype == TT_F32 && g->act_dtype == TT_BF16 ? TT_BF16 : table->dtype;
-    tt_value *y = act(g, dt, 2, tt_value_numel(ids), table->shape[1], 0);
+    tt_value *y = tt_op_act(g, dt, 2, tt_value_numel(ids), table->shape[1], 0);
     tt_value *in[] = {ids, table};
     return tt_op_node(g, TT_OP_EMBEDDING, 2, in, 1, &y, NULL) ? y : NULL;
 }
@@ -63,7 +58,7 @@ tt_value *tt_matmul_to(tt_graph *g, tt_value *a, tt_value *b, int ta, int tb, tt
     int64_t M = ta ? a->shape[1] : a->shape[0], K = ta ? a->shape[0] : a->shape[1];
     int64_t Kb = tb ? b->shape[1] : b->shape[0], N = tb ? b->shape[0] : b->shape[1];
     NEED(K == Kb, "matmul: inner dimensions %lld and %lld differ", (long long)K, (long long)Kb);
-    tt_value *y = act(g, out, 2, M, N, 0);
+    tt_value *y = tt_op_act(g, out, 2, M, N, 0);
     tt_matmul_attrs at = {ta, tb};
     tt_value *in[] = {a, b};
     return tt_op_node(g, TT_OP_MATMUL, 2, in, 1, &y, &at) ? y : NULL;
@@ -80,7 +75,7 @@ tt_value *tt_bias_add(tt_graph *g, tt_value *y, tt_value *b)
     NEED(y && b && y->ndim == 2 && b->ndim == 1 && b->shape[0] == cols(y) && meet(y, b),
          "linear: bias has %lld entries, output has %lld columns", b ? (long long)b->shape[0] : -1LL,
          y ? (long long)cols(y) : -1LL);
-    tt_value *z = act(g, y->dtype, 2, y->shape[0], y->shape[1], 0);
+    tt_value *z = tt_op_act(g, y->dtype, 2, y->shape[0], y->shape[1], 0);
     tt_value *in[] = {y, b};
     return tt_op_node(g, TT_OP_BIAS_ADD, 2, in, 1, &z, NULL) ? z : NULL;
 }
@@ -104,8 +99,8 @@ tt_value *tt_rmsnorm_groups(tt_graph *g, tt_value *x, tt_value *w, double eps, i
     NEED(x && w && x->ndim == 2 && w->ndim == 1 && group > 0 && w->shape[0] == group && cols(x) % group == 0 &&
              meet(x, w),
          "rmsnorm: weight of %lld for rows of %lld", w ? (long long)w->shape[0] : -1LL, x ? (long long)cols(x) : -1LL);
-    tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0),
-                       act(g, stat_dtype(x->dtype), 1, tt_value_numel(x) / group, 0, 0)};
+    tt_value *out[] = {tt_op_act(g, x->dtype, 2, x->shape[0], x->shape[1], 0),
+                       tt_op_act(g, stat_dtype(x->dtype), 1, tt_value_numel(x) / group, 0, 0)};
     tt_norm_attrs at = {group, eps};
     tt_value *in[] = {x, w};
     return tt_op_node(g, TT_OP_RMSNORM, 2, in, 2, out, &at) ? out[0] : NULL;
@@ -123,8 +118,8 @@ tt_value *tt_layernorm(tt_graph *g, tt_value *x, tt_value *w, tt_value *b, doubl
              meet(x, b),
          "layernorm: weight/bias do not match rows");
     tt_dtype sd = stat_dtype(x->dtype);
-    tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), act(g, sd, 1, x->shape[0], 0, 0),
-                       act(g, sd, 1, x->shape[0], 0, 0)};
+    tt_value *out[] = {tt_op_act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), tt_op_act(g, sd, 1, x->shape[0], 0, 0),
+                       tt_op_act(g, sd, 1, x->shape[0], 0, 0)};
     tt_norm_attrs at = {(int)x->shape[1], eps};
     tt_value *in[] = {x, w, b};
     return tt_op_node(g, TT_OP_LAYERNORM, 3, in, 3, out, &at) ? out[0] : NULL;
@@ -136,7 +131,7 @@ static tt_value *rope_node(tt_graph *g, tt_value *x, tt_value *pos, tt_value *in
     NEED(x && pos && inv_freq && x->ndim == 2 && cols(x) == (int64_t)H * hd && hd % 2 == 0 &&
              tt_value_numel(pos) == rows(x) && tt_value_numel(inv_freq) == hd / 2,
          "rope: x must be (N, %d*%d) with N positions and %d frequencies", H, hd, hd / 2);
-    tt_value *y = act(g, x->dtype, 2, x->shape[0], x->shape[1], 0);
+    tt_value *y = tt_op_act(g, x->dtype, 2, x->shape[0], x->shape[1], 0);
     tt_rope_attrs at = {H, hd, inverse, scale};
     tt_value *in[] = {x, pos, inv_freq};
     return tt_op_node(g, TT_OP_ROPE, 3, in, 1, &y, &at) ? y : NULL;
@@ -169,7 +164,7 @@ tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v
          "attention: q must be (%d*%d, %d*%d), k (%d*%d, %d*%d), v (%d*%d, %d heads), doc ids (%d*%d)", B, T, H, hd,
          B, T, Hk, hd, B, T, Hk, B, T);
     NEED(q->dtype == k->dtype && q->dtype == v->dtype, "attention: q, k and v have different dtypes");
-    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), act(g, stat_dtype(q->dtype), 3, B, H, T)};
+    tt_value *out[] = {tt_op_act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), tt_op_act(g, stat_dtype(q->dtype), 3, B, H, T)};
     tt_attn_attrs at = {B, T, H, Hk, hd, window, 0, 0, softmax_scale, vw == hd ? 0 : (int)vw};
     tt_value *in[] = {q, k, v, doc};
     return tt_op_node(g, TT_OP_ATTENTION, 4, in, 2, out, &at) ? out[0] : NULL;
@@ -192,7 +187,7 @@ tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value
              cache_v->shape[0] == B && cache_v->shape[1] == cache_k->shape[1] && cache_k->shape[2] == (int64_t)Hk * hd &&
              cache_v->shape[2] == (int64_t)Hk * vw && start->dtype == TT_I32,
          "attention with KV cache: shapes do not match");
-    tt_value *out[] = {act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), act(g, stat_dtype(q->dtype), 3, B, H, Tq)};
+    tt_value *out[] = {tt_op_act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), tt_op_act(g, stat_dtype(q->dtype), 3, B, H, Tq)};
     tt_attn_attrs at = {B, Tq, H, Hk, hd, window, 0, (int)cache_k->shape[1], softmax_scale, vw == hd ? 0 : (int)vw};
     tt_value *in[] = {q, k, v, cache_k, cache_v, start};
     return tt_op_node(g, TT_OP_ATTENTION_KV, 6, in, 2, out, &at) ? out[0] : NULL;
@@ -209,7 +204,7 @@ tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b)
 tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab)
 {
     NEED(ab && ab->ndim == 2 && cols(ab) % 2 == 0, "swiglu: the fused gate/up value must be (N, 2F)");
-    tt_value *y = act(g, ab->dtype, 2, ab->shape[0], cols(ab) / 2, 0);
+    tt_value *y = tt_op_act(g, ab->dtype, 2, ab->shape[0], cols(ab) / 2, 0);
     return tt_op_node(g, TT_OP_SWIGLU, 1, &ab, 1, &y, NULL) ? y : NULL;
 }
 
@@ -221,8 +216,8 @@ tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *
              (!pos) == (!inv_freq) && (!pos || (tt_value_numel(pos) == rows(qkv) && pos->dtype == TT_I32 && hd % 2 == 0 &&
                                                 tt_value_numel(inv_freq) == hd / 2)),
          "attention: qkv must be (%d*%d, (%d+2*%d)*%d), doc ids and positions (%d*%d)", B, T, H, Hk, hd, B, T);
-    tt_value *out[] = {act(g, qkv->dtype, 2, qkv->shape[0], (int64_t)H * hd, 0),
-                       act(g, stat_dtype(qkv->dtype), 3, B, H, T)};
+    tt_value *out[] = {tt_op_act(g, qkv->dtype, 2, qkv->shape[0], (int64_t)H * hd, 0),
+                       tt_op_act(g, stat_dtype(qkv->dtype), 3, B, H, T)};
     tt_attn_attrs at = {B, T, H, Hk, hd, window, pos ? rope_scale : 0, 0, 0, 0};
     tt_value *in[] = {qkv, doc, pos, inv_freq};
     return tt_op_node(g, TT_OP_ATTENTION_QKV, pos ? 4 : 2, in, 2, out, &at) ? out[0] : NULL;
@@ -233,8 +228,8 @@ tt_value *tt_add_rmsnorm(tt_graph *g, tt_value *x, tt_value *d, tt_value *w, dou
     NEED(x && d && w && same_shape(x, d) && x->dtype == d->dtype && x->ndim == 2 && w->ndim == 1 &&
              w->shape[0] == cols(x) && meet(x, w),
          "add + rmsnorm: shapes differ");
-    tt_value *out[] = {act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), act(g, x->dtype, 2, x->shape[0], x->shape[1], 0),
-                       act(g, stat_dtype(x->dtype), 1, x->shape[0], 0, 0)};
+    tt_value *out[] = {tt_op_act(g, x->dtype, 2, x->shape[0], x->shape[1], 0), tt_op_act(g, x->dtype, 2, x->shape[0], x->shape[1], 0),
+                       tt_op_act(g, stat_dtype(x->dtype), 1, x->shape[0], 0, 0)};
     tt_norm_attrs at = {(int)cols(x), eps};
     tt_value *in[] = {x, d, w};
     if (!tt_op_node(g, TT_OP_ADD_RMSNORM, 3, in, 3, out, &at)) return NULL;
@@ -254,7 +249,7 @@ tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets,
     NEED(h && w && targets && scale && h->ndim == 2 && w->ndim == 2 && cols(h) == cols(w) && meet(h, w) &&
              tt_value_numel(targets) == rows(h) && targets->dtype == TT_I32,
          "cross-entropy: hidden (N, D), head (V, D) and N targets needed");
-    tt_value *loss = act(g, h->dtype == TT_F64 ? TT_F64 : TT_F32, 1, 1, 0, 0);
+    tt_value *loss = tt_op_act(g, h->dtype == TT_F64 ? TT_F64 : TT_F32, 1, 1, 0, 0);
     tt_ce_attrs at = {ignore_index};
     tt_value *in[] = {h, w, targets, scale};
     return tt_op_node(g, TT_OP_CE_LINEAR, 4, in, 1, &loss, &at) ? loss : NULL;
@@ -274,7 +269,7 @@ void tt_accum(tt_graph *g, tt_value *acc, tt_value *grad)
 tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev)
 {
     NEED(grad, "sumsq: no input");
-    tt_value *y = act(g, TT_F32, 1, 1, 0, 0);
+    tt_value *y = tt_op_act(g, TT_F32, 1, 1, 0, 0);
     tt_value *in[] = {grad, prev};
     return tt_op_node(g, TT_OP_SUMSQ, prev ? 2 : 1, in, 1, &y, NULL) ? y : NULL;
 }
@@ -282,7 +277,7 @@ tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev)
 tt_value *tt_clip_coef_of(tt_graph *g, tt_value *sumsq, double max_norm)
 {
     NEED(sumsq && tt_value_numel(sumsq) == 1 && sumsq->dtype == TT_F32, "clip: needs the (1) f32 sum of squares");
-    tt_value *y = act(g, TT_F32, 1, 1, 0, 0);
+    tt_value *y = tt_op_act(g, TT_F32, 1, 1, 0, 0);
     tt_clip_attrs at = {max_norm};
     return tt_op_node(g, TT_OP_CLIP_COEF, 1, &sumsq, 1, &y, &at) ? y : NULL;
 }

@@ -114,29 +114,35 @@ static tt_err k_rope(const tt_node *n, void *const *in, void *const *out)
 /* Values not as wide as queries and keys (Multi-head Latent Attention): the
  * kernels run one head width W, the larger, so the narrower operands are
  * placed into zero-padded W-wide copies (zero columns add nothing to a score
- * or an output) and the outputs' valid columns taken back. Up to 8 copies. */
+ * or an output) and the outputs' valid columns taken back. The copies are
+ * carved from the calling thread's scratch (kept between calls: no
+ * allocation per step once the shapes have been seen). */
 typedef struct {
-    void *p[8];
-    int n;
+    char *buf;
+    size_t cap, used;
 } copies;
+
+/* room for copies of at most `elems` elements of dt in all */
+static tt_err copies_init(copies *c, size_t elems, tt_dtype dt)
+{
+    c->cap = elems * tt_dtype_size(dt) + 8 * 64, c->used = 0;
+    c->buf = tt_cpu_scratch(TT_SCRATCH_ATTN_PAD, c->cap);
+    return c->buf ? 0 : tt_errorf("attention: out of memory for padded heads");
+}
 
 static void *widened(copies *c, const void *src, long rows, int heads, int w, int W, tt_dtype dt)
 {
     if (w == W) return (void *)src;
-    void *d = c->n < 8 ? tt_alloc((size_t)rows * heads * W * tt_dtype_size(dt) + 1) : NULL;
-    if (!d) return NULL;
-    c->p[c->n++] = d;
+    const size_t bytes = ((size_t)rows * heads * W * tt_dtype_size(dt) + 63) & ~(size_t)63;
+    if (c->used + bytes > c->cap) return NULL;
+    void *d = c->buf + c->used;
+    c->used += bytes;
     if (src) cpu_head_move(d, (void *)src, (int)rows, heads, W, 0, w, 0, 0, 1, dt); /* placed: zeros elsewhere */
     return d;
 }
 static void narrowed(void *dst, const void *wide, long rows, int heads, int w, int W, tt_dtype dt)
 {
     if (wide != dst) cpu_head_move((void *)wide, dst, (int)rows, heads, W, 0, w, 0, 0, 0, dt);
-}
-static tt_err copies_done(copies *c, tt_err rc)
-{
-    for (int i = 0; i < c->n; i++) tt_free(c->p[i]);
-    return rc;
 }
 
 static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
@@ -145,17 +151,18 @@ static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
     const int hd = at->hd, vw = tt_attn_v_width(at), W = hd > vw ? hd : vw;
     const long N = (long)at->B * at->T;
     const tt_dtype dt = dt0(n);
-    copies c = {{0}, 0};
+    copies c = {0};
+    if (hd != vw && copies_init(&c, (size_t)N * 2 * (at->H + at->Hk) * W, dt)) return -1;
     void *q = widened(&c, in[0], N, at->H, hd, W, dt), *k = widened(&c, in[1], N, at->Hk, hd, W, dt);
     void *v = widened(&c, in[2], N, at->Hk, vw, W, dt), *o = vw == W ? out[0] : widened(&c, NULL, N, at->H, vw, W, dt);
-    if (!q || !k || !v || !o) return copies_done(&c, tt_errorf("attention: out of memory for %d-wide heads", W));
+    if (!q || !k || !v || !o) return tt_errorf("attention: the padded copies do not fit (%d-wide heads)", W);
     const long lq = (long)at->H * W, lk = (long)at->Hk * W;
     const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = W, .window = at->window,
                        .dt = dt, .q = q, .k = k, .v = v, .ldq = lq, .ldk = lk, .ldv = lk,
                        .doc = in[3], .o = o, .ldo = lq, .lse = out[1], .scale = tt_attn_softmax_scale(at)};
     const tt_err rc = cpu_attention_fwd(&a);
     if (!rc) narrowed(out[0], o, N, at->H, vw, W, dt);
-    return copies_done(&c, rc);
+    return rc;
 }
 
 static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *out)
@@ -164,7 +171,8 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
     const int hd = at->hd, vw = tt_attn_v_width(at), W = hd > vw ? hd : vw;
     const long N = (long)at->B * at->T;
     const tt_dtype dt = dt0(n);
-    copies c = {{0}, 0};
+    copies c = {0};
+    if (hd != vw && copies_init(&c, (size_t)N * 4 * (at->H + at->Hk) * W, dt)) return -1;
     void *q = widened(&c, in[0], N, at->H, hd, W, dt), *k = widened(&c, in[1], N, at->Hk, hd, W, dt);
     void *v = widened(&c, in[2], N, at->Hk, vw, W, dt), *o = widened(&c, in[4], N, at->H, vw, W, dt);
     void *dout = widened(&c, in[6], N, at->H, vw, W, dt);
@@ -172,7 +180,7 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
     void *dk = hd == W ? out[1] : widened(&c, NULL, N, at->Hk, hd, W, dt);
     void *dv = vw == W ? out[2] : widened(&c, NULL, N, at->Hk, vw, W, dt);
     if (!q || !k || !v || !o || !dout || !dq || !dk || !dv)
-        return copies_done(&c, tt_errorf("attention backward: out of memory for %d-wide heads", W));
+        return tt_errorf("attention backward: the padded copies do not fit (%d-wide heads)", W);
     const long lq = (long)at->H * W, lk = (long)at->Hk * W;
     const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = W, .window = at->window,
                        .dt = dt, .q = q, .k = k, .v = v, .ldq = lq, .ldk = lk, .ldv = lk,
@@ -185,7 +193,7 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
         narrowed(out[1], dk, N, at->Hk, hd, W, dt);
         narrowed(out[2], dv, N, at->Hk, vw, W, dt);
     }
-    return copies_done(&c, rc);
+    return rc;
 }
 
 /* q, k and v as column ranges of one qkv buffer (row stride (H+2Hk)*hd), RoPE inside */
@@ -230,14 +238,15 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
         }
     /* values of another width than keys (MLA): W-wide padded copies of the query, the caches and the output */
     const long Nq = (long)a->B * a->T, Nc = (long)a->B * a->Tmax;
-    copies c = {{0}, 0};
+    copies c = {0};
+    if (hd != vw && copies_init(&c, (size_t)(2 * Nq * a->H + 2 * Nc * a->Hk) * W, TT_F32)) return -1;
     void *q = widened(&c, in[0], Nq, a->H, hd, W, TT_F32), *ck = widened(&c, in[3], Nc, a->Hk, hd, W, TT_F32);
     void *cv = widened(&c, in[4], Nc, a->Hk, vw, W, TT_F32), *o = vw == W ? out[0] : widened(&c, NULL, Nq, a->H, vw, W, TT_F32);
-    if (!q || !ck || !cv || !o) return copies_done(&c, tt_errorf("attention: out of memory for %d-wide heads", W));
+    if (!q || !ck || !cv || !o) return tt_errorf("attention: the padded copies do not fit (%d-wide heads)", W);
     cpu_attention_kv(q, ck, cv, o, out[1], a->B, a->T, start + a->T, a->Tmax, start, a->H, a->Hk, W, a->window,
                      tt_attn_softmax_scale(a));
     narrowed(out[0], o, Nq, a->H, vw, W, TT_F32);
-    return copies_done(&c, 0);
+    return 0;
 }
 
 static tt_err k_swiglu(const tt_node *n, void *const *in, void *const *out)

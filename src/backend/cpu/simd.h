@@ -59,7 +59,8 @@ TT_INLINE void tt_st(void *p, size_t i, float v, int bf)
  * kernel allocates nothing once it has seen its shapes. Each slot is an
  * independent buffer, so a kernel may call another that has its own.
  * Returns NULL (with the error set) when out of memory. */
-enum { TT_SCRATCH_GEMM, TT_SCRATCH_CE, TT_SCRATCH_ATTN, TT_SCRATCH_ATTN_WS, TT_SCRATCH_ATTN_ROPE, TT_SCRATCH_REF, TT_SCRATCH_SLOTS };
+enum { TT_SCRATCH_GEMM, TT_SCRATCH_CE, TT_SCRATCH_ATTN, TT_SCRATCH_ATTN_WS, TT_SCRATCH_ATTN_ROPE, TT_SCRATCH_REF,
+       TT_SCRATCH_ATTN_PAD, TT_SCRATCH_SLOTS };
 void *tt_cpu_scratch(int slot, size_t bytes);
 
 /* Whole rows: dst (n) = src (n) as fp32, or the other way. Vectorised. */
