@@ -499,6 +499,66 @@ static void case_grouped_matmul(hc *h, const void *p)
     if (c->acc && h->gin[1]) accumulate_into(h, h->gin[1]->producer, 0); /* dw into the experts' accumulator */
 }
 
+/* ---- expert parallelism ---- */
+typedef struct {
+    int M, R, D, kept; /* x (M, D) gathered into R rows; slots past `kept`, and every fifth, gather nothing */
+    double *idx, *inv; /* R and M entries, filled by the case */
+} gather_p;
+/* A partial permutation: a shuffle of x's rows into the slots, some slots empty (-1) and, when R < M, some
+ * rows gathered by none; inv its inverse. */
+static void partial_perm(const gather_p *c)
+{
+    int32_t *rows = th_alloc((size_t)c->M, sizeof *rows);
+    tt_rng r = {7, 0};
+    for (int j = 0; j < c->M; j++) rows[j] = j, c->inv[j] = -1;
+    for (int j = c->M - 1; j > 0; j--) { /* Fisher-Yates */
+        const int k = (int)tt_rng_below(&r, (uint64_t)j + 1), t = rows[j];
+        rows[j] = rows[k], rows[k] = t;
+    }
+    for (int i = 0, next = 0; i < c->R; i++) {
+        c->idx[i] = i % 5 == 2 || i >= c->kept || next == c->M ? -1 : rows[next++];
+        if (c->idx[i] >= 0) c->inv[(int)c->idx[i]] = i;
+    }
+    free(rows);
+}
+static void case_row_gather(hc *h, const void *p)
+{
+    const gather_p *c = p;
+    partial_perm(c);
+    tt_value *x = act_in(h, "x", c->M, c->D, 1);
+    tt_value *idx = int_in(h, "idx", c->R, (fill){I_FIXED, 0, 0, 0, 0, c->idx});
+    tt_value *inv = int_in(h, "inv", c->M, (fill){I_FIXED, 0, 0, 0, 0, c->inv});
+    tt_row_gather(h->g, x, idx, inv);
+    forward_and_backward(h, last(h), 1);
+}
+
+typedef struct {
+    int E, ep, rank;
+    int64_t row, recv_rows;
+    const double *offs; /* ep x (E+1): every rank's moe_sort offsets */
+} plan_p;
+static tt_err ep_plan(hc *h, const plan_p *c, tt_value **to_src, tt_value **to_exp)
+{
+    tt_value *offs = int_in(h, "offs_all", (int64_t)c->ep * (c->E + 1), (fill){I_FIXED, 0, 0, 0, 0, c->offs});
+    const tt_moe_ep_attrs a = {c->E, c->ep, c->rank, c->row, c->recv_rows};
+    tt_value *counts[4], *loc_off;
+    return tt_moe_ep_plan(h->g, offs, &a, counts, &loc_off, to_src, to_exp);
+}
+static void case_moe_ep_plan(hc *h, const void *p)
+{
+    tt_value *to_src, *to_exp;
+    if (ep_plan(h, p, &to_src, &to_exp) == 0) forward_and_backward(h, last(h), 0);
+}
+/* what expert parallelism does with the plan: the received rows (source-major) regrouped expert-major */
+static void case_ep_regroup(hc *h, const void *p)
+{
+    const plan_p *c = p;
+    tt_value *recv = act_in(h, "recv", c->recv_rows, c->row, 1), *to_src, *to_exp;
+    if (ep_plan(h, c, &to_src, &to_exp)) return;
+    tt_row_gather(h->g, recv, to_src, to_exp);
+    forward_and_backward(h, last(h), 1);
+}
+
 typedef struct {
     const char *name;
     void (*build)(hc *h, const void *p);
@@ -543,9 +603,24 @@ static const aux_p ax_balance = {TT_AUX_BALANCE, 37, 8, 2, 0, 3.0}, ax_seq = {TT
 static const moe_rows_p mr_odd = {37, 19, 2, 8, 8, 1}, mr_plain = {23, 19, 3, 8, 8, 0},
                         mr_empty = {37, 19, 2, 8, 3, 1}, mr_typ = {512, 128, 2, 8, 8, 1};
 static const double off_odd[5] = {0, 10, 10, 30, 37}, off_typ[9] = {0, 100, 230, 400, 512, 512, 700, 880, 1024};
+/* a receive buffer planned at a bound: rows past offsets[E] hold no expert's rows */
+static const double off_tail[5] = {0, 10, 10, 22, 29}, off_typ_tail[9] = {0, 100, 230, 400, 512, 512, 700, 880, 900};
 static const gmm_p gm_nt = {37, 23, 19, 4, 1, 0, off_odd}, gm_nn = {37, 23, 19, 4, 0, 0, off_odd},
                    gm_acc = {37, 23, 19, 4, 1, 1, off_odd}, gm_up = {1024, 128, 768, 8, 1, 1, off_typ},
-                   gm_down = {1024, 384, 128, 8, 1, 1, off_typ};
+                   gm_down = {1024, 384, 128, 8, 1, 1, off_typ}, gm_tail_nt = {40, 23, 19, 4, 1, 0, off_tail},
+                   gm_tail_nn = {40, 23, 19, 4, 0, 0, off_tail}, gm_tail_acc = {40, 23, 19, 4, 1, 1, off_tail},
+                   gm_tail_typ = {1024, 128, 768, 8, 1, 1, off_typ_tail};
+static double gi_odd[2][13], gi_more[2][16], gi_typ[2][1024];
+static const gather_p ga_odd = {13, 11, 19, 11, gi_odd[0], gi_odd[1]},
+                      ga_more = {11, 16, 19, 14, gi_more[0], gi_more[1]}, ga_typ = {1024, 1024, 128, 900, gi_typ[0], gi_typ[1]};
+/* E = 8 experts. Over 2 ranks: expert 1 and 5 empty on rank 0, experts 0, 2, 5, 6 on rank 1. Over 4 ranks:
+ * rank 2's experts (4, 5) empty everywhere, so it receives nothing. */
+static const double ep2_offs[18] = {0, 3, 3, 7, 8, 8, 12, 15, 20, /* rank 1 */ 0, 0, 2, 2, 6, 9, 9, 9, 11};
+static const double ep4_offs[36] = {0, 2, 5, 5, 6, 6, 6, 9, 10, /**/ 0, 0, 0, 4, 4, 4, 4, 4, 7,
+                                    0, 1, 1, 3, 8, 8, 8, 8, 8,  /**/ 0, 3, 3, 3, 3, 3, 3, 5, 5};
+static const plan_p pl_ep2_r0 = {8, 2, 0, 5, 20, ep2_offs}, pl_ep2_r1 = {8, 2, 1, 7, 17, ep2_offs},
+                    pl_ep4_r2 = {8, 4, 2, 3, 4, ep4_offs}, pl_ep4_r3 = {8, 4, 3, 19, 12, ep4_offs},
+                    pl_ep4_r0 = {8, 4, 0, 128, 40, ep4_offs};
 
 static const test_case cases[] = {
     {"matmul nn 37x19x23", case_matmul, &mm_nn, 1, 0},
@@ -641,6 +716,20 @@ static const test_case cases[] = {
     {"grouped_matmul nt 37 rows, 4 experts, one empty", case_grouped_matmul, &gm_nt, 1, 0},
     {"grouped_matmul nn 37 rows, 4 experts, one empty", case_grouped_matmul, &gm_nn, 1, 0},
     {"grouped_matmul, weight gradient into an accumulator", case_grouped_matmul, &gm_acc, 0, 0},
+    {"grouped_matmul nt 40 rows of which 29 used", case_grouped_matmul, &gm_tail_nt, 1, 0},
+    {"grouped_matmul nn 40 rows of which 29 used", case_grouped_matmul, &gm_tail_nn, 1, 0},
+    {"grouped_matmul 29 of 40 rows, weight gradient accumulating", case_grouped_matmul, &gm_tail_acc, 0, 0},
+    {"grouped_matmul 900 of 1024 rows x128 -> 768, 8 experts", case_grouped_matmul, &gm_tail_typ, 0, 0},
+    {"row_gather 11 of 13 rows, some empty", case_row_gather, &ga_odd, 1, 0},
+    {"row_gather 16 slots from 11 rows, a zero tail", case_row_gather, &ga_more, 1, 0},
+    {"row_gather 1024x128, 900 received", case_row_gather, &ga_typ, 0, 0},
+    {"moe_ep_plan 8 experts over 2 ranks, rank 0", case_moe_ep_plan, &pl_ep2_r0, 0, 0},
+    {"moe_ep_plan 8 experts over 2 ranks, rank 1 (a full buffer)", case_moe_ep_plan, &pl_ep2_r1, 0, 0},
+    {"moe_ep_plan 8 experts over 4 ranks, rank 2 receives nothing", case_moe_ep_plan, &pl_ep4_r2, 0, 0},
+    {"moe_ep_plan 8 experts over 4 ranks, rank 3", case_moe_ep_plan, &pl_ep4_r3, 0, 0},
+    {"row_gather by the plan: 4 sources regrouped expert-major", case_ep_regroup, &pl_ep4_r3, 1, 0},
+    {"row_gather by the plan: 2 sources, rows of 7", case_ep_regroup, &pl_ep2_r1, 1, 0},
+    {"row_gather by the plan: 4 sources, rows of 128", case_ep_regroup, &pl_ep4_r0, 0, 0},
     {"grouped_matmul 1024x128 -> 768, 8 experts (gate/up)", case_grouped_matmul, &gm_up, 0, 0},
     {"grouped_matmul 1024x384 -> 128, 8 experts (down)", case_grouped_matmul, &gm_down, 0, 0},
 };
@@ -966,11 +1055,176 @@ static void test_adamw_hand(void)
     }
 }
 
+/* One node's graph on a backend: inputs written, run, outputs read; the run's status. */
+typedef struct {
+    tt_value *v;
+    void *data;
+} host_val;
+static tt_err run_one(tt_graph *g, const tt_backend *be, const host_val *in, int n_in, const host_val *out, int n_out)
+{
+    for (int k = 0; k < n_out; k++) tt_graph_mark_output(g, out[k].v);
+    tt_exec *e = g->failed ? NULL : tt_exec_new(g, be, NULL, TT_EXEC_GRAPH);
+    tt_err rc = !e;
+    for (int k = 0; k < n_in && !rc; k++) rc = tt_exec_write(e, in[k].v, in[k].data, tt_value_bytes(in[k].v));
+    if (!rc) rc = tt_exec_run(e);
+    for (int k = 0; k < n_out && !rc; k++) rc = tt_exec_read(e, out[k].v, out[k].data, tt_value_bytes(out[k].v));
+    tt_exec_free(e);
+    return rc;
+}
+
+/* moe_ep_plan on one rank of a hand-made example: E = 4 experts over 2 ranks, rows of 2 elements, a buffer of
+ * 7 rows. Rank 0 has (1, 1, 0, 3) rows for experts 0..3, rank 1 (2, 1, 2, 0). Rank 0 (experts 0, 1) receives
+ * source-major [s0e0, s0e1, s1e0, s1e0, s1e1]; expert-major that is [s0e0, s1e0, s1e0, s0e1, s1e1]. Rank 1
+ * (experts 2, 3) receives [s0e3 x3, s1e2 x2], expert-major [s1e2 x2, s0e3 x3]. */
+static const int32_t ep_hand_offs[10] = {0, 1, 2, 2, 5, /* rank 1 */ 0, 2, 3, 5, 5};
+static const struct {
+    int64_t counts[4][2]; /* scounts, sdispls, rcounts, rdispls */
+    int32_t loc_off[3], to_src[7], to_exp[7];
+} ep_hand_want[2] = {
+    {{{4, 6}, {0, 4}, {4, 6}, {0, 4}}, {0, 3, 5}, {0, 2, 3, 1, 4, -1, -1}, {0, 3, 1, 2, 4, -1, -1}},
+    {{{6, 4}, {0, 6}, {6, 4}, {0, 6}}, {0, 2, 5}, {3, 4, 0, 1, 2, -1, -1}, {2, 3, 4, 0, 1, -1, -1}},
+};
+static tt_err ep_plan_hand(const tt_backend *be, const int32_t *offs, int rank, int64_t recv_rows, int64_t counts[4][2],
+                           int32_t *loc_off, int32_t *to_src, int32_t *to_exp)
+{
+    tt_graph *g = tt_graph_new();
+    const int64_t n = 10;
+    tt_value *in = tt_graph_input(g, "offs_all", TT_I32, 1, &n), *c[4] = {0}, *lo = NULL, *ts = NULL, *te = NULL;
+    const tt_moe_ep_attrs a = {4, 2, rank, 2, recv_rows};
+    tt_err rc = tt_moe_ep_plan(g, in, &a, c, &lo, &ts, &te);
+    if (!rc) {
+        const host_val ins[] = {{in, (void *)offs}};
+        const host_val outs[] = {{c[0], counts[0]}, {c[1], counts[1]}, {c[2], counts[2]}, {c[3], counts[3]},
+                                 {lo, loc_off}, {ts, to_src}, {te, to_exp}};
+        rc = run_one(g, be, ins, 1, outs, 7);
+    }
+    tt_graph_free(g);
+    return rc;
+}
+
+/* row_gather of x (3, 2) = {1, ..., 6} by idx (2) with inverse inv (3) into yd (2, 2): the run's status */
+static tt_err row_gather_run(const tt_backend *be, const int32_t *idx, const int32_t *inv, float *yd)
+{
+    tt_graph *g = tt_graph_new();
+    const int64_t xs[2] = {3, 2}, two = 2, three = 3;
+    tt_value *x = tt_graph_input(g, "x", TT_F32, 2, xs), *vi = tt_graph_input(g, "idx", TT_I32, 1, &two);
+    tt_value *vv = tt_graph_input(g, "inv", TT_I32, 1, &three), *y = tt_row_gather(g, x, vi, vv);
+    const float xd[6] = {1, 2, 3, 4, 5, 6};
+    const host_val ins[] = {{x, (void *)xd}, {vi, (void *)idx}, {vv, (void *)inv}};
+    const host_val outs[] = {{y, yd}};
+    const tt_err rc = y ? run_one(g, be, ins, 3, outs, 1) : -1;
+    tt_graph_free(g);
+    return rc;
+}
+
+/* grouped_matmul and its weight gradient on a receive buffer of 5 rows of which 3 arrived (offsets {0, 1, 3}),
+ * its tail NaN (what a buffer that nothing wrote may hold): y's tail must be written zero over the NaN it held
+ * (fresh memory is zero, so the harness's cases alone would not see a kernel skip it), and neither op may read
+ * the tail. */
+static void test_grouped_matmul_tail(void)
+{
+    enum { M = 5, K = 2, Nw = 3, E = 2, used = 3 };
+    for (int bi = 0; bi < 2; bi++) {
+        const tt_backend *be = tt_backend_get(backend_names[bi]);
+        tt_graph *g = tt_graph_new();
+        const int64_t xs[2] = {M, K}, ws[3] = {E, Nw, K}, ys[2] = {M, Nw}, ne = E + 1;
+        tt_value *x = tt_graph_input(g, "x", TT_F32, 2, xs), *w = tt_graph_input(g, "w", TT_F32, 3, ws);
+        tt_value *off = tt_graph_input(g, "offsets", TT_I32, 1, &ne), *b = tt_graph_input(g, "b", TT_F32, 2, ys);
+        tt_value *y = tt_grouped_matmul(g, x, w, off, 1), *dw = tt_grouped_matmul_wgrad(g, x, b, off, E, TT_F32);
+        /* y into a value the host fills with NaN first */
+        tt_value *yb = tt_graph_input(g, "y", TT_F32, 2, ys);
+        if (y) {
+            tt_node *n = y->producer;
+            y->producer = NULL, n->out[0] = yb, yb->producer = n, yb->out_index = 0;
+        }
+        float xd[M * K], wd[E * Nw * K], bd[M * Nw], yd[M * Nw], dwd[E * K * Nw];
+        const int32_t od[E + 1] = {0, 1, used};
+        for (int i = 0; i < M * K; i++) xd[i] = i < used * K ? (float)(i % 5 - 2) : NAN;
+        for (int i = 0; i < E * Nw * K; i++) wd[i] = (float)(i % 3 + 1);
+        for (int i = 0; i < M * Nw; i++) bd[i] = i < used * Nw ? (float)(i % 4 - 1) : NAN, yd[i] = NAN;
+        const host_val ins[] = {{x, xd}, {w, wd}, {off, (void *)od}, {b, bd}, {yb, yd}};
+        const host_val outs[] = {{yb, yd}, {dw, dwd}};
+        const tt_err rc = y && dw ? run_one(g, be, ins, 5, outs, 2) : -1;
+        CHECK_MSG(rc == 0, "grouped_matmul with a tail on %s: %s", be->name, tt_last_error());
+        for (int r = 0; r < M && !rc; r++) { /* y[r] = x[r] w[e]^T for its expert e, zero past the rows used */
+            const int e = r < od[1] ? 0 : 1;
+            for (int j = 0; j < Nw; j++) {
+                double want = 0;
+                for (int k = 0; r < used && k < K; k++) want += (double)xd[r * K + k] * wd[(e * Nw + j) * K + k];
+                CHECK_MSG(yd[r * Nw + j] == want, "grouped_matmul with a tail on %s: y[%d][%d] = %g, want %g", be->name,
+                          r, j, yd[r * Nw + j], want);
+            }
+        }
+        for (int e = 0; e < E && !rc; e++) /* dw[e] = x_e^T b_e over its rows alone */
+            for (int k = 0; k < K; k++)
+                for (int j = 0; j < Nw; j++) {
+                    double want = 0;
+                    for (int r = od[e]; r < od[e + 1]; r++) want += (double)xd[r * K + k] * bd[r * Nw + j];
+                    const float got = dwd[(e * K + k) * Nw + j];
+                    CHECK_MSG(got == want, "grouped_matmul_wgrad with a tail on %s: dw[%d][%d][%d] = %g, want %g",
+                              be->name, e, k, j, got, want);
+                }
+        tt_graph_free(g);
+    }
+}
+
+/* Expert parallelism's ops against numbers worked out by hand (cpu and ref agreeing with each other would not
+ * catch a misunderstanding both share), and the runs that must fail. */
+static void test_expert_parallel_hand(void)
+{
+    for (int bi = 0; bi < 2; bi++) {
+        const tt_backend *be = tt_backend_get(backend_names[bi]);
+        for (int r = 0; r < 2; r++) {
+            int64_t counts[4][2];
+            int32_t loc_off[3], to_src[7], to_exp[7];
+            const tt_err rc = ep_plan_hand(be, ep_hand_offs, r, 7, counts, loc_off, to_src, to_exp);
+            CHECK_MSG(rc == 0, "moe_ep_plan by hand on %s, rank %d: %s", be->name, r, tt_last_error());
+            if (rc) continue;
+            CHECK_MSG(memcmp(counts, ep_hand_want[r].counts, sizeof counts) == 0 &&
+                          memcmp(loc_off, ep_hand_want[r].loc_off, sizeof loc_off) == 0 &&
+                          memcmp(to_src, ep_hand_want[r].to_src, sizeof to_src) == 0 &&
+                          memcmp(to_exp, ep_hand_want[r].to_exp, sizeof to_exp) == 0,
+                      "moe_ep_plan by hand on %s, rank %d: the plan differs from the hand-worked one", be->name, r);
+        }
+        /* rank 1 receives 5 rows: a buffer of 4 is too small */
+        int64_t counts[4][2];
+        int32_t loc_off[3], to_src[4], to_exp[4];
+        tt_err rc = ep_plan_hand(be, ep_hand_offs, 1, 4, counts, loc_off, to_src, to_exp);
+        CHECK_MSG(rc != 0 && strstr(tt_last_error(), "receives 5 token rows, more than its receive buffer's 4"),
+                  "moe_ep_plan on %s: an overfull buffer gave %d (%s)", be->name, rc, rc ? tt_last_error() : "");
+        const int32_t falling[10] = {0, 1, 2, 2, 5, 0, 3, 2, 5, 5}, late[10] = {1, 1, 2, 2, 5, 0, 2, 3, 5, 5};
+        rc = ep_plan_hand(be, falling, 0, 7, counts, loc_off, to_src, to_exp);
+        CHECK_MSG(rc != 0 && strstr(tt_last_error(), "rank 1's offsets fall at expert 1"),
+                  "moe_ep_plan on %s: falling offsets gave %d (%s)", be->name, rc, rc ? tt_last_error() : "");
+        rc = ep_plan_hand(be, late, 0, 7, counts, loc_off, to_src, to_exp);
+        CHECK_MSG(rc != 0 && strstr(tt_last_error(), "rank 0's expert offsets start at 1"),
+                  "moe_ep_plan on %s: offsets not starting at 0 gave %d (%s)", be->name, rc, rc ? tt_last_error() : "");
+        /* row_gather: an index past the rows, one below -1, an inverse that is not one */
+        const int32_t past[2] = {0, 3}, below[2] = {-2, 0}, good[2] = {2, -1}, inv_good[3] = {-1, -1, 0},
+                      inv_bad[3] = {-1, 1, 0}, inv0[3] = {0, -1, -1}, inv1[3] = {1, -1, -1};
+        float y[4] = {-1, -1, -1, -1};
+        rc = row_gather_run(be, good, inv_good, y);
+        CHECK_MSG(rc == 0 && y[0] == 5 && y[1] == 6 && y[2] == 0 && y[3] == 0, "row_gather on %s: %s (%g %g %g %g)",
+                  be->name, rc ? tt_last_error() : "ok", y[0], y[1], y[2], y[3]);
+        rc = row_gather_run(be, past, inv0, y);
+        CHECK_MSG(rc != 0 && strstr(tt_last_error(), "index 3 at 1 is outside [-1, 3)"),
+                  "row_gather on %s: index 3 of 3 rows gave %d (%s)", be->name, rc, rc ? tt_last_error() : "");
+        rc = row_gather_run(be, below, inv1, y);
+        CHECK_MSG(rc != 0 && strstr(tt_last_error(), "index -2 at 0 is outside [-1, 3)"),
+                  "row_gather on %s: index -2 gave %d (%s)", be->name, rc, rc ? tt_last_error() : "");
+        rc = row_gather_run(be, good, inv_bad, y);
+        CHECK_MSG(rc != 0 && strstr(tt_last_error(), "inverse index 1 at 1"),
+                  "row_gather on %s: a broken inverse gave %d (%s)", be->name, rc, rc ? tt_last_error() : "");
+    }
+}
+
 int main(void)
 {
     const double t0 = tt_now();
     for (size_t c = 0; c < N_CASES; c++) run_case(c);
     test_adamw_hand();
+    test_expert_parallel_hand();
+    test_grouped_matmul_tail();
     /* every op ran on every backend that has a kernel for it */
     for (int bi = 0; bi < 2; bi++) {
         const tt_backend *be = tt_backend_get(backend_names[bi]);

@@ -1,15 +1,22 @@
 /* moe_ops.c — the Mixture-of-Experts op builders: routing, the sort of
  * (token, slot) assignments by expert, the permutation of rows into expert
- * order and the combine back, and the grouped matmul of all experts. Their
- * backward rules are in op_table.c with every other op's. */
+ * order and the combine back, the grouped matmul of all experts, and what
+ * expert parallelism adds: the plan of the token exchange and the row gather
+ * that regroups the received rows. Their backward rules are in op_table.c
+ * with every other op's. */
+#include <stdint.h>
 #include <string.h>
 
 #include "ops/ops_internal.h"
 
 
+/* Rows past offsets[E] are allowed: under expert parallelism x is a receive
+ * buffer sized at a bound, of which the first offsets[E] rows arrived. */
 tt_err tt_moe_check_offsets(const int32_t *off, int E, int64_t M)
 {
-    if (off[0] != 0 || off[E] != M) return tt_errorf("grouped_matmul: expert rows span [%d, %d), not [0, %lld)", off[0], off[E], (long long)M);
+    if (off[0] != 0 || off[E] > M)
+        return tt_errorf("grouped_matmul: expert rows span [%d, %d), not within [0, %lld)", off[0], off[E],
+                         (long long)M);
     for (int e = 0; e < E; e++)
         if (off[e + 1] < off[e]) return tt_errorf("grouped_matmul: expert %d has rows [%d, %d)", e, off[e], off[e + 1]);
     return 0;
@@ -130,4 +137,84 @@ tt_value *tt_grouped_matmul_wgrad(tt_graph *g, tt_value *a, tt_value *b, tt_valu
     tt_value *y = tt_op_act(g, out, 3, E, a->shape[1], b->shape[1]);
     tt_value *in[] = {a, b, offsets};
     return tt_op_node(g, TT_OP_GROUPED_MATMUL_WGRAD, 3, in, 1, &y, NULL) ? y : NULL;
+}
+
+/* ---- expert parallelism ------------------------------------------------------ */
+
+tt_err tt_row_gather_check(const int32_t *idx, int64_t R, const int32_t *inv, int64_t M)
+{
+    /* both directions: a gather whose inv were not its inverse would get a wrong gradient, silently */
+    for (int64_t i = 0; i < R; i++) {
+        if (idx[i] < -1 || idx[i] >= M)
+            return tt_errorf("row_gather: index %d at %lld is outside [-1, %lld)", idx[i], (long long)i, (long long)M);
+        if (idx[i] >= 0 && inv[idx[i]] != i)
+            return tt_errorf("row_gather: row %lld gathers row %d, whose inverse index is %d", (long long)i, idx[i],
+                             inv[idx[i]]);
+    }
+    for (int64_t j = 0; j < M; j++) {
+        if (inv[j] < -1 || inv[j] >= R)
+            return tt_errorf("row_gather: inverse index %d at %lld is outside [-1, %lld)", inv[j], (long long)j,
+                             (long long)R);
+        if (inv[j] >= 0 && idx[inv[j]] != j)
+            return tt_errorf("row_gather: inverse index %d at %lld, but row %d gathers row %d", inv[j], (long long)j,
+                             inv[j], idx[inv[j]]);
+    }
+    return 0;
+}
+
+tt_err tt_moe_ep_check(const int32_t *offs_all, const tt_moe_ep_attrs *a)
+{
+    const int E = a->E, El = a->E / a->ep;
+    int64_t received = 0;
+    for (int i = 0; i < a->ep; i++) {
+        const int32_t *o = offs_all + (size_t)i * (E + 1);
+        if (o[0] != 0) return tt_errorf("expert parallelism: rank %d's expert offsets start at %d, not 0", i, o[0]);
+        for (int e = 0; e < E; e++)
+            if (o[e + 1] < o[e])
+                return tt_errorf("expert parallelism: rank %d's offsets fall at expert %d ([%d, %d))", i, e, o[e],
+                                 o[e + 1]);
+        received += o[(a->rank + 1) * El] - o[a->rank * El];
+    }
+    if (received > a->recv_rows)
+        return tt_errorf("expert parallelism: this rank receives %lld token rows, more than its receive buffer's %lld "
+                         "(raise parallelism.expert_receive_factor, or set it to 0 for the worst case)",
+                         (long long)received, (long long)a->recv_rows);
+    return 0;
+}
+
+tt_value *tt_row_gather(tt_graph *g, tt_value *x, tt_value *idx, tt_value *inv)
+{
+    NEED(x && idx && inv && x->ndim == 2 && tt_op_is_float(x->dtype) && idx->dtype == TT_I32 && idx->ndim == 1 &&
+             inv->dtype == TT_I32 && inv->ndim == 1,
+         "row_gather: needs rows (M, D) and 1-D i32 indices and inverse indices");
+    NEED(inv->shape[0] == x->shape[0], "row_gather: %lld inverse indices for %lld rows", (long long)inv->shape[0],
+         (long long)x->shape[0]);
+    tt_value *y = tt_op_act(g, x->dtype, 2, idx->shape[0], x->shape[1], 0);
+    tt_value *in[] = {x, idx, inv};
+    return tt_op_node(g, TT_OP_ROW_GATHER, 3, in, 1, &y, NULL) ? y : NULL;
+}
+
+tt_err tt_moe_ep_plan(tt_graph *g, tt_value *offs_all, const tt_moe_ep_attrs *a, tt_value **counts,
+                      tt_value **loc_off, tt_value **to_src, tt_value **to_exp)
+{
+    if (g->failed) return -1;
+    if (a->ep < 1 || a->E < a->ep || a->E % a->ep || a->rank < 0 || a->rank >= a->ep || a->row < 1 ||
+        a->recv_rows < 1 || a->recv_rows > INT32_MAX) {
+        tt_graph_fail(g, "moe_ep_plan: %d experts over %d ranks (rank %d), rows of %lld, a receive buffer of %lld rows",
+                      a->E, a->ep, a->rank, (long long)a->row, (long long)a->recv_rows);
+        return -1;
+    }
+    if (!offs_all || offs_all->dtype != TT_I32 || tt_value_numel(offs_all) != (int64_t)a->ep * (a->E + 1)) {
+        tt_graph_fail(g, "moe_ep_plan: needs the %d x (%d+1) i32 expert offsets of every rank", a->ep, a->E);
+        return -1;
+    }
+    const int64_t ep = a->ep, El = a->E / a->ep, R = a->recv_rows;
+    tt_value *out[] = {tt_op_act(g, TT_I64, 1, ep, 0, 0), tt_op_act(g, TT_I64, 1, ep, 0, 0),
+                       tt_op_act(g, TT_I64, 1, ep, 0, 0), tt_op_act(g, TT_I64, 1, ep, 0, 0),
+                       tt_op_act(g, TT_I32, 1, El + 1, 0, 0), tt_op_act(g, TT_I32, 1, R, 0, 0),
+                       tt_op_act(g, TT_I32, 1, R, 0, 0)};
+    if (!tt_op_node(g, TT_OP_MOE_EP_PLAN, 1, &offs_all, 7, out, a)) return -1;
+    for (int k = 0; k < 4; k++) counts[k] = out[k];
+    *loc_off = out[4], *to_src = out[5], *to_exp = out[6];
+    return 0;
 }

@@ -1,5 +1,7 @@
 /* op_table.c — per-op FLOP counts and backward rules: the op table. A coarse
  * op's backward is its own backward op, fed what the forward saved. */
+#include <stdio.h>
+
 #include "ops/ops_internal.h"
 
 static double n_rows(const tt_value *v) { return v->ndim == 1 ? 1.0 : (double)v->shape[0]; }
@@ -227,6 +229,34 @@ static void bw_grouped_matmul(tt_graph *g, tt_node *n, tt_value *const *gout, tt
                 : tt_grouped_matmul_wgrad(g, x, gout[0], off, E, w->dtype);
 }
 
+/* idx and inv are each other's partial inverse: the gather's transpose is the gather by inv */
+static void bw_row_gather(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    gin[0] = tt_row_gather(g, gout[0], n->in[2], n->in[1]);
+}
+
+/* ---- collectives ------------------------------------------------------------- */
+
+/* the wait only makes its start's output valid: the gradient passes to it (the inputs it keeps alive get none) */
+static void bw_comm_wait(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    (void)g;
+    (void)n;
+    gin[0] = gout[0];
+}
+
+/* An exchange's transpose is the reverse exchange: each rank sends back what it received, from where it landed,
+ * to where it came from. Elements of x that no rank received get a zero gradient (the receive buffer's zeros). */
+static void bw_all_to_allv(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    const tt_comm_attrs *a = TT_ATTRS(n, tt_comm_attrs);
+    char what[sizeof a->what];
+    snprintf(what, sizeof what, "%.42s grad", a->what);
+    tt_value *y = tt_all_to_allv(g, gout[0], n->in[3], n->in[4], n->in[1], n->in[2], tt_value_numel(n->in[0]),
+                                 a->group, what);
+    gin[0] = y ? tt_comm_wait(g, y) : NULL;
+}
+
 /* Flags: P pure (recomputable), K kept by selective checkpointing, C a collective. */
 #define P TT_OPF_PURE
 #define K TT_OPF_KEEP_SELECTIVE
@@ -275,12 +305,14 @@ const tt_op_def tt_ops[TT_OP_COUNT] = {
     [TT_OP_MOE_ROWDOT] =          {"moe_rowdot",         0,      0,   0,      0,    A(tt_moe_attrs),       fl_zero,     NULL},
     [TT_OP_GROUPED_MATMUL] =      {"grouped_matmul",     P | K,  0,   0,      0,    A(tt_matmul_attrs),    fl_grouped,  bw_grouped_matmul},
     [TT_OP_GROUPED_MATMUL_WGRAD] = {"grouped_matmul_wgrad", 0,   1,   0,      0,    0,                     fl_wgrad,    NULL},
+    [TT_OP_ROW_GATHER] =          {"row_gather",         P,      0,   0,      0,    0,                     fl_zero,     bw_row_gather},
+    [TT_OP_MOE_EP_PLAN] =         {"moe_ep_plan",        P | K,  0,   0,      0,    A(tt_moe_ep_attrs),    fl_zero,     NULL},
     [TT_OP_ALL_GATHER] =          {"all_gather",         C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
     [TT_OP_REDUCE_SCATTER] =      {"reduce_scatter",     C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
     [TT_OP_ALL_REDUCE] =          {"all_reduce",         C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
     [TT_OP_BROADCAST] =           {"broadcast",          C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
-    [TT_OP_ALL_TO_ALLV] =         {"all_to_allv",        C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
-    [TT_OP_COMM_WAIT] =           {"comm_wait",          C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     NULL},
+    [TT_OP_ALL_TO_ALLV] =         {"all_to_allv",        C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     bw_all_to_allv},
+    [TT_OP_COMM_WAIT] =           {"comm_wait",          C,      0,   0,      0,    A(tt_comm_attrs),      fl_zero,     bw_comm_wait},
 };
 #undef P
 #undef K

@@ -329,14 +329,16 @@ tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape)
 }
 
 /* A collective's start node: it writes a view of `into` (or of a new
- * activation of the shape), which its wait makes valid. */
+ * activation of numel elements), which its wait makes valid. The view is
+ * (numel / width, width) rows when width > 0, else 1-D. */
 static tt_value *comm_start(tt_graph *g, int op, int n_in, tt_value *const *in, tt_dtype dt, int64_t numel,
-                            tt_value *into, const tt_comm_attrs *at)
+                            int64_t width, tt_value *into, const tt_comm_attrs *at)
 {
     NEED(!into || (!into->base && into->dtype == dt && tt_value_numel(into) == numel),
          "%s: the destination must be a root of %lld %s", tt_op_name(op), (long long)numel, tt_dtype_name(dt));
     tt_value *root = into ? into : tt_value_new(g, TT_ROLE_ACT, dt, 1, &numel);
-    tt_value *y = root ? tt_value_view(g, root, 0, dt, 1, &numel) : NULL;
+    const int64_t rows[2] = {width > 0 ? numel / width : numel, width};
+    tt_value *y = root ? tt_value_view(g, root, 0, dt, width > 0 ? 2 : 1, rows) : NULL;
     return y && tt_op_node(g, op, n_in, in, 1, &y, at) ? y : NULL;
 }
 
@@ -351,7 +353,7 @@ tt_value *tt_all_gather(tt_graph *g, tt_value *x, tt_value *into, int group, int
 {
     NEED(x && group_size >= 1, "all_gather: no input");
     const tt_comm_attrs at = comm_attrs(group, 0, 0, what);
-    return comm_start(g, TT_OP_ALL_GATHER, 1, &x, x->dtype, tt_value_numel(x) * group_size, into, &at);
+    return comm_start(g, TT_OP_ALL_GATHER, 1, &x, x->dtype, tt_value_numel(x) * group_size, 0, into, &at);
 }
 
 tt_value *tt_reduce_scatter(tt_graph *g, tt_value *x, tt_value *into, int group, int group_size, const char *what)
@@ -359,21 +361,21 @@ tt_value *tt_reduce_scatter(tt_graph *g, tt_value *x, tt_value *into, int group,
     NEED(x && group_size >= 1 && tt_value_numel(x) % group_size == 0,
          "reduce_scatter: %lld elements do not split in %d", x ? (long long)tt_value_numel(x) : 0LL, group_size);
     const tt_comm_attrs at = comm_attrs(group, 0, 0, what);
-    return comm_start(g, TT_OP_REDUCE_SCATTER, 1, &x, x->dtype, tt_value_numel(x) / group_size, into, &at);
+    return comm_start(g, TT_OP_REDUCE_SCATTER, 1, &x, x->dtype, tt_value_numel(x) / group_size, 0, into, &at);
 }
 
 tt_value *tt_all_reduce(tt_graph *g, tt_value *x, tt_value *into, int group, int reduce, const char *what)
 {
     NEED(x, "all_reduce: no input");
     const tt_comm_attrs at = comm_attrs(group, reduce, 0, what);
-    return comm_start(g, TT_OP_ALL_REDUCE, 1, &x, x->dtype, tt_value_numel(x), into, &at);
+    return comm_start(g, TT_OP_ALL_REDUCE, 1, &x, x->dtype, tt_value_numel(x), 0, into, &at);
 }
 
 tt_value *tt_broadcast(tt_graph *g, tt_value *x, tt_value *into, int group, int root, const char *what)
 {
     NEED(x && root >= 0, "broadcast: no input");
     const tt_comm_attrs at = comm_attrs(group, 0, root, what);
-    return comm_start(g, TT_OP_BROADCAST, 1, &x, x->dtype, tt_value_numel(x), into, &at);
+    return comm_start(g, TT_OP_BROADCAST, 1, &x, x->dtype, tt_value_numel(x), 0, into, &at);
 }
 
 tt_value *tt_all_to_allv(tt_graph *g, tt_value *x, tt_value *scounts, tt_value *sdispls, tt_value *rcounts,
@@ -384,9 +386,16 @@ tt_value *tt_all_to_allv(tt_graph *g, tt_value *x, tt_value *scounts, tt_value *
              tt_value_numel(scounts) == tt_value_numel(rcounts) && tt_value_numel(sdispls) == tt_value_numel(scounts) &&
              tt_value_numel(rdispls) == tt_value_numel(rcounts),
          "all_to_allv: counts and displacements are one i64 per group rank");
+    NEED(tt_op_is_float(x->dtype), "all_to_allv: exchanges float values, not %s", tt_dtype_name(x->dtype));
+    /* rows in, rows out: (M, D) sends whole rows, so y is (recv / D, D) */
+    const int64_t width = x->ndim == 2 ? x->shape[1] : 0;
+    NEED(width == 0 || (width > 0 && recv % width == 0), "all_to_allv: %lld elements are no whole rows of %lld",
+         (long long)recv, (long long)width);
     const tt_comm_attrs at = comm_attrs(group, 0, 0, what);
     tt_value *in[] = {x, scounts, sdispls, rcounts, rdispls};
-    return comm_start(g, TT_OP_ALL_TO_ALLV, 5, in, x->dtype, recv, NULL, &at);
+    /* the receive buffer starts at zero: the elements no rank sends (a buffer planned at a bound) read 0 */
+    tt_value *zero = tt_zeros(g, x->dtype, 1, &recv);
+    return zero ? comm_start(g, TT_OP_ALL_TO_ALLV, 5, in, x->dtype, recv, width, zero, &at) : NULL;
 }
 
 tt_value *tt_comm_wait(tt_graph *g, tt_value *started)

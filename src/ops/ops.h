@@ -98,9 +98,20 @@ typedef enum {
     TT_OP_MOE_ROWDOT,     /* in: a (N,D), b (M,D), pos   out: (N,k): dot(a[t], b[pos[t*k+s]]) (the weights' gradient) */
     TT_OP_GROUPED_MATMUL, /* in: x (M,K), w, offsets (E+1) i32   tt_matmul_attrs (tb)   out: y (M,Nw): the rows of
                              expert e times its matrix: w (E,Nw,K) and y = x w[e]^T when tb, else w (E,K,Nw) and
-                             y = x w[e]. Products in bf16 (fp32 sums) when x or w is bf16, as matmul */
+                             y = x w[e]. Products in bf16 (fp32 sums) when x or w is bf16, as matmul. offsets[E] may
+                             be below M (a receive buffer planned at a bound): rows [offsets[E], M) of y are zero */
     TT_OP_GROUPED_MATMUL_WGRAD, /* in: a (M,P), b (M,Q), offsets   out: dw (E,P,Q) (accumulable): dw[e] = the
-                             transpose of expert e's rows of a, times its rows of b (0 for an expert with none) */
+                             transpose of expert e's rows of a, times its rows of b (0 for an expert with none);
+                             rows [offsets[E], M) are not read */
+    /* Expert parallelism: the experts split over the ep ranks of a group, tokens exchanged with all_to_allv. */
+    TT_OP_ROW_GATHER,     /* in: x (M,D), idx (R) i32, inv (M) i32   out: y (R,D): y[i] = x[idx[i]], a zero row where
+                             idx[i] = -1. idx and inv are each other's partial inverse (inv[idx[i]] = i where
+                             idx[i] >= 0, idx[inv[j]] = j where inv[j] >= 0), so the backward is again a gather:
+                             dx = row_gather(dy, inv, idx) */
+    TT_OP_MOE_EP_PLAN,    /* tt_moe_ep_attrs   in: offs_all (ep*(E+1)) i32: the moe_sort offsets of every group rank,
+                             in group-rank order
+                             out: scounts, sdispls, rcounts, rdispls (ep) i64, in elements (all_to_allv's);
+                             loc_off (El+1) i32; to_src, to_exp (recv_rows) i32 (see tt_moe_ep_plan) */
     /* Collectives (tt_comm_attrs): the executor runs them on the dist layer, not a backend kernel. A start
      * node writes its output asynchronously (into a view of the output's root); the wait node for it
      * (TT_OP_COMM_WAIT) makes that output valid, and every reader reads after the wait. */
@@ -108,7 +119,7 @@ typedef enum {
     TT_OP_REDUCE_SCATTER, /* in: x (group x n)    out: y (n): this rank's n of the sum over the group */
     TT_OP_ALL_REDUCE,     /* in: x (n)            out: y (n): the sum (or max) over the group */
     TT_OP_BROADCAST,      /* in: x (n)            out: y (n): the root's x on every rank */
-    TT_OP_ALL_TO_ALLV,    /* in: x, scounts, sdispls, rcounts, rdispls (group) i64   out: y:
+    TT_OP_ALL_TO_ALLV,    /* in: x, scounts, sdispls, rcounts, rdispls (group) i64   out: y (zero where nothing lands):
                              rank i's x [sdispls[j], + scounts[j]) lands in rank j's y at rdispls[i] (elements) */
     TT_OP_COMM_WAIT,      /* in: the start node's output, then its inputs (kept alive until the transfer ends)
                              out: a view of the start's output root: what the readers read */
@@ -181,6 +192,14 @@ typedef struct {
     double route_scale; /* the weights times this */
 } tt_moe_attrs;
 
+/* Expert parallelism: E experts over the ep ranks of a group, El = E / ep on each; group rank r holds
+ * experts [r*El, (r+1)*El). */
+typedef struct {
+    int E, ep, rank;    /* experts in all, ranks of the expert-parallel group, this rank's index in it */
+    int64_t row;        /* elements a token row (the model dim) */
+    int64_t recv_rows;  /* the rows of this rank's receive buffer */
+} tt_moe_ep_attrs;
+
 typedef struct {
     int group;     /* tt_group_id of dist/dist.h: world, shard or replicate */
     int reduce;    /* tt_reduce_op: sum or max */
@@ -243,8 +262,12 @@ tt_err tt_attention_kv_check(const tt_node *n, int32_t start);
 /* embedding and ce_linear: every id in [0, V), or equal to `allowed`. */
 tt_err tt_check_ids(const int32_t *ids, int64_t n, int64_t V, int32_t allowed, const char *what);
 
-/* grouped_matmul: offsets (E+1) must rise from 0 to the M rows. */
+/* grouped_matmul: offsets (E+1) must rise from 0 to at most the M rows. */
 tt_err tt_moe_check_offsets(const int32_t *offsets, int E, int64_t M);
+/* row_gather: idx (R) in [-1, M) and inv (M) in [-1, R), each the other's partial inverse. */
+tt_err tt_row_gather_check(const int32_t *idx, int64_t R, const int32_t *inv, int64_t M);
+/* moe_ep_plan: every rank's offsets rise from 0, and the rows this rank receives fit its receive buffer. */
+tt_err tt_moe_ep_check(const int32_t *offs_all, const tt_moe_ep_attrs *a);
 
 /* ---- builders (return NULL after recording an error on the graph) ------- */
 tt_value *tt_embedding(tt_graph *g, tt_value *ids, tt_value *table);
@@ -320,6 +343,25 @@ tt_value *tt_moe_aux_loss(tt_graph *g, tt_value *in, tt_value *expert, tt_value 
 /* y = x w[e]^T (tb) or x w[e], row group by row group */
 tt_value *tt_grouped_matmul(tt_graph *g, tt_value *x, tt_value *w, tt_value *offsets, int tb);
 tt_value *tt_grouped_matmul_wgrad(tt_graph *g, tt_value *a, tt_value *b, tt_value *offsets, int E, tt_dtype out);
+/* Expert parallelism. y (R, D) = the rows idx (R) i32 of x (M, D), a zero row where idx is -1; inv (M) i32 is
+ * idx's partial inverse (TT_OP_ROW_GATHER), by which the backward gathers: dx = tt_row_gather(g, dy, inv, idx). */
+tt_value *tt_row_gather(tt_graph *g, tt_value *x, tt_value *idx, tt_value *inv);
+/* The exchange plan of expert parallelism, from offs_all (ep*(E+1)) i32: every group rank's moe_sort offsets
+ * (an all_gather of them), in group-rank order. With o = this rank's offsets and
+ * c[i][j] = offs_all[i][rank*El + j + 1] - offs_all[i][rank*El + j] (the rows source rank i sends for local
+ * expert j):
+ *   counts[0..3]: scounts, sdispls, rcounts, rdispls (ep) i64 in elements (rows * row), tt_all_to_allv's:
+ *     scounts[d] = (o[(d+1)*El] - o[d*El]) * row, sdispls[d] = o[d*El] * row (the sorted rows are in global
+ *     expert order, so each destination's rows lie together); rcounts[i] = sum_j c[i][j] * row, rdispls[i]
+ *     their prefix sum. The receive buffer is source-major: source 0's rows (its rows for local expert 0,
+ *     then 1, ...), then source 1's, ...
+ *   loc_off (El+1) i32: the offsets of the same rows expert-major, loc_off[j] = sum_{j'<j} sum_i c[i][j'];
+ *   to_src (recv_rows) i32: the source-major row of each expert-major row, -1 past the rows received;
+ *   to_exp (recv_rows) i32: the expert-major row of each source-major row, -1 past them.
+ * to_src and to_exp are each other's partial inverse (tt_row_gather's idx and inv); rows of one (source,
+ * expert) run keep their order. A run fails when this rank receives more than recv_rows rows. */
+tt_err tt_moe_ep_plan(tt_graph *g, tt_value *offs_all, const tt_moe_ep_attrs *a, tt_value **counts,
+                      tt_value **loc_off, tt_value **to_src, tt_value **to_exp);
 
 /* Collectives: each records the start node and returns its output, valid only after tt_comm_wait;
  * into: the root value to write (a state buffer), or NULL for a new activation. group is a
@@ -328,7 +370,9 @@ tt_value *tt_all_gather(tt_graph *g, tt_value *x, tt_value *into, int group, int
 tt_value *tt_reduce_scatter(tt_graph *g, tt_value *x, tt_value *into, int group, int group_size, const char *what);
 tt_value *tt_all_reduce(tt_graph *g, tt_value *x, tt_value *into, int group, int reduce, const char *what);
 tt_value *tt_broadcast(tt_graph *g, tt_value *x, tt_value *into, int group, int root, const char *what);
-/* y has `recv` elements; the counts and displacements are (group) i64 values */
+/* y has `recv` elements, (recv / D, D) rows when x is (M, D) (recv a multiple of D), else 1-D; the counts and
+ * displacements are (group) i64 values, in elements. y is zero where nothing lands. Its backward is the
+ * reverse exchange (the receive counts sent, the send counts received). */
 tt_value *tt_all_to_allv(tt_graph *g, tt_value *x, tt_value *scounts, tt_value *sdispls, tt_value *rcounts,
                          tt_value *rdispls, int64_t recv, int group, const char *what);
 /* The wait of a started collective: a view of its output (of `started`'s root) that readers read. */

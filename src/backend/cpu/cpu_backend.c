@@ -414,8 +414,8 @@ static tt_err k_grouped_matmul(const tt_node *n, void *const *in, void *const *o
     const tt_value *w = n->in[1];
     const int E = (int)w->shape[0];
     if (tt_moe_check_offsets(in[2], E, nrows(n->in[0]))) return -1;
-    return cpu_grouped_matmul(in[0], dt0(n), in[1], w->dtype, out[0], n->out[0]->dtype, in[2], E, (int)ncols(n->in[0]),
-                              (int)ncols(n->out[0]), TT_ATTRS(n, tt_matmul_attrs)->tb);
+    return cpu_grouped_matmul(in[0], dt0(n), in[1], w->dtype, out[0], n->out[0]->dtype, in[2], E, (int)nrows(n->in[0]),
+                              (int)ncols(n->in[0]), (int)ncols(n->out[0]), TT_ATTRS(n, tt_matmul_attrs)->tb);
 }
 
 static tt_err k_grouped_matmul_wgrad(const tt_node *n, void *const *in, void *const *out)
@@ -425,6 +425,25 @@ static tt_err k_grouped_matmul_wgrad(const tt_node *n, void *const *in, void *co
     if (tt_moe_check_offsets(in[2], E, nrows(n->in[0]))) return -1;
     return cpu_grouped_matmul_wgrad(in[0], in[1], dt0(n), out[0], in[2], E, (int)dw->shape[1], (int)dw->shape[2],
                                     n->accumulate & 1);
+}
+
+/* ---- expert parallelism ------------------------------------------------------ */
+
+static tt_err k_row_gather(const tt_node *n, void *const *in, void *const *out)
+{
+    const int64_t R = tt_value_numel(n->in[1]), M = nrows(n->in[0]);
+    if (tt_row_gather_check(in[1], R, in[2], M)) return -1;
+    cpu_row_gather(in[0], in[1], out[0], (int)R, (int)ncols(n->in[0]), dt0(n));
+    return 0;
+}
+
+static tt_err k_moe_ep_plan(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_moe_ep_attrs *a = TT_ATTRS(n, tt_moe_ep_attrs);
+    if (tt_moe_ep_check(in[0], a)) return -1;
+    int64_t *const counts[4] = {out[0], out[1], out[2], out[3]};
+    cpu_moe_ep_plan(in[0], a->E, a->ep, a->rank, a->row, a->recv_rows, counts, out[4], out[5], out[6]);
+    return 0;
 }
 
 static const tt_host_kernel cpu_kernels[TT_OP_COUNT] = {
@@ -468,6 +487,8 @@ static const tt_host_kernel cpu_kernels[TT_OP_COUNT] = {
     [TT_OP_MOE_ROWDOT] = k_moe_rowdot,
     [TT_OP_GROUPED_MATMUL] = k_grouped_matmul,
     [TT_OP_GROUPED_MATMUL_WGRAD] = k_grouped_matmul_wgrad,
+    [TT_OP_ROW_GATHER] = k_row_gather,
+    [TT_OP_MOE_EP_PLAN] = k_moe_ep_plan,
 };
 
 /* ---- the interface ---------------------------------------------------------- */

@@ -131,11 +131,18 @@ void cpu_moe_permute(const void *x, const int32_t *perm, const float *w, void *x
 void cpu_moe_combine(const void *ys, const int32_t *pos, const float *w, void *y, int N, int D, int k, tt_dtype dt);
 /* out (N,k) = dot(a[t], b[pos[t*k+s]]) */
 void cpu_moe_rowdot(const void *a, const void *b, const int32_t *pos, float *out, int N, int D, int k, tt_dtype dt);
-/* y (M,Nw): the rows [off[e], off[e+1]) of x (M,K) times w[e]^T (w (E,Nw,K), tb) or w[e] (w (E,K,Nw)) */
+/* y (M,Nw): the rows [off[e], off[e+1]) of x (M,K) times w[e]^T (w (E,Nw,K), tb) or w[e] (w (E,K,Nw)); rows
+ * [off[E], M) zero */
 tt_err cpu_grouped_matmul(const void *x, tt_dtype xdt, const void *w, tt_dtype wdt, void *y, tt_dtype ydt,
-                          const int32_t *off, int E, int K, int Nw, int tb);
+                          const int32_t *off, int E, int M, int K, int Nw, int tb);
 /* dw (E,P,Q) (+)= a_e^T b_e over each expert's rows of a (M,P) and b (M,Q) */
 tt_err cpu_grouped_matmul_wgrad(const void *a, const void *b, tt_dtype dt, float *dw, const int32_t *off, int E, int P,
                                 int Q, int accumulate);
+/* y (R,D) row i = x[idx[i]], zero where idx[i] = -1 (the ids checked by the caller: tt_row_gather_check) */
+void cpu_row_gather(const void *x, const int32_t *idx, void *y, int R, int D, tt_dtype dt);
+/* expert parallelism's exchange plan (TT_OP_MOE_EP_PLAN; offs_all checked by tt_moe_ep_check): counts (4, ep)
+ * = scounts, sdispls, rcounts, rdispls; loc_off (El+1); to_src, to_exp (recv_rows) */
+void cpu_moe_ep_plan(const int32_t *offs_all, int E, int ep, int rank, int64_t row, int64_t recv_rows,
+                     int64_t *const counts[4], int32_t *loc_off, int32_t *to_src, int32_t *to_exp);
 
 #endif

@@ -245,12 +245,14 @@ static tt_err grouped(tt_gemm_args *args, int E)
 }
 
 tt_err cpu_grouped_matmul(const void *x, tt_dtype xdt, const void *w, tt_dtype wdt, void *y, tt_dtype ydt,
-                          const int32_t *off, int E, int K, int Nw, int tb)
+                          const int32_t *off, int E, int M, int K, int Nw, int tb)
 {
     tt_gemm_args *args = calloc((size_t)E, sizeof *args);
     if (!args) return tt_errorf("grouped_matmul: out of memory");
     const tt_dtype compute = xdt == TT_BF16 || wdt == TT_BF16 ? TT_BF16 : TT_F32;
     const size_t xs = tt_dtype_size(xdt), ws = tt_dtype_size(wdt), ys = tt_dtype_size(ydt);
+    /* the rows no expert has (a receive buffer's unused tail) are zero, so what reads y reads no garbage */
+    memset((char *)y + (size_t)off[E] * Nw * ys, 0, (size_t)(M - off[E]) * Nw * ys);
     for (int e = 0; e < E; e++)
         args[e] = (tt_gemm_args){.compute = compute, .A = (const char *)x + (size_t)off[e] * K * xs, .adt = xdt,
                                  .lda = K, .B = (const char *)w + (size_t)e * K * Nw * ws, .bdt = wdt,
@@ -272,4 +274,60 @@ tt_err cpu_grouped_matmul_wgrad(const void *a, const void *b, tt_dtype dt, float
                                  .ldb = Q, .C = dw + (size_t)e * P * Q, .cdt = TT_F32, .ldc = Q, .M = P, .N = Q,
                                  .K = off[e + 1] - off[e], .accumulate = accumulate};
     return grouped(args, E);
+}
+
+/* ---- expert parallelism ------------------------------------------------------------ */
+
+void cpu_row_gather(const void *x, const int32_t *idx, void *y, int R, int D, tt_dtype dt)
+{
+    const size_t row = (size_t)D * tt_dtype_size(dt);
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < R; i++) {
+        char *dst = (char *)y + (size_t)i * row;
+        if (idx[i] < 0) memset(dst, 0, row);
+        else memcpy(dst, (const char *)x + (size_t)idx[i] * row, row);
+    }
+}
+
+/* Serial, O(ep*E + recv_rows) integer work: small beside the exchange it plans. */
+void cpu_moe_ep_plan(const int32_t *offs_all, int E, int ep, int rank, int64_t row, int64_t recv_rows,
+                     int64_t *const counts[4], int32_t *loc_off, int32_t *to_src, int32_t *to_exp)
+{
+    const int El = E / ep;
+    const int32_t *mine = offs_all + (size_t)rank * (E + 1);
+    int64_t *scounts = counts[0], *sdispls = counts[1], *rcounts = counts[2], *rdispls = counts[3];
+    /* send: the sorted rows are in global expert order, so destination d's rows are one run */
+    for (int d = 0; d < ep; d++) {
+        scounts[d] = (int64_t)(mine[(d + 1) * El] - mine[d * El]) * row;
+        sdispls[d] = (int64_t)mine[d * El] * row;
+    }
+    /* receive: from source i, its rows for my experts [rank*El, (rank+1)*El), one run landing source-major */
+    int64_t total = 0;
+    for (int i = 0; i < ep; i++) {
+        const int32_t *o = offs_all + (size_t)i * (E + 1) + (size_t)rank * El;
+        rdispls[i] = total * row;
+        rcounts[i] = (int64_t)(o[El] - o[0]) * row;
+        total += o[El] - o[0];
+    }
+    /* expert-major offsets: expert j's rows from every source */
+    loc_off[0] = 0;
+    for (int j = 0; j < El; j++) {
+        int32_t n = 0;
+        for (int i = 0; i < ep; i++) {
+            const int32_t *o = offs_all + (size_t)i * (E + 1) + (size_t)rank * El;
+            n += o[j + 1] - o[j];
+        }
+        loc_off[j + 1] = loc_off[j] + n;
+    }
+    /* each (expert, source) run: its expert-major start and its source-major start */
+    for (int j = 0; j < El; j++) {
+        int32_t em = loc_off[j];
+        for (int i = 0; i < ep; i++) {
+            const int32_t *o = offs_all + (size_t)i * (E + 1) + (size_t)rank * El;
+            const int32_t sm = (int32_t)(rdispls[i] / row) + (o[j] - o[0]), n = o[j + 1] - o[j];
+            for (int32_t t = 0; t < n; t++) to_src[em + t] = sm + t, to_exp[sm + t] = em + t;
+            em += n;
+        }
+    }
+    for (int64_t r = total; r < recv_rows; r++) to_src[r] = to_exp[r] = -1;
 }

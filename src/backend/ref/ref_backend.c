@@ -475,6 +475,8 @@ static tt_err k_grouped_matmul(const tt_node *n, void *const *in, void *const *o
     const int32_t *off = in[2];
     if (tt_moe_check_offsets(off, E, nrows(n->in[0]))) return -1;
     const size_t es = esize(is64);
+    /* the rows past offsets[E] (a receive buffer's unused tail) are zero */
+    memset((char *)out[0] + (size_t)off[E] * Nw * es, 0, (size_t)(nrows(n->in[0]) - off[E]) * Nw * es);
     for (int e = 0; e < E; e++)
         REF(matmul, (const T *)((const char *)in[0] + (size_t)off[e] * K * es),
             (const T *)((const char *)in[1] + (size_t)e * K * Nw * es), (T *)((char *)out[0] + (size_t)off[e] * Nw * es),
@@ -493,6 +495,26 @@ static tt_err k_grouped_matmul_wgrad(const tt_node *n, void *const *in, void *co
         REF(matmul, (const T *)((const char *)in[0] + (size_t)off[e] * P * es),
             (const T *)((const char *)in[1] + (size_t)off[e] * Q * es), (T *)((char *)out[0] + (size_t)e * P * Q * es),
             P, Q, off[e + 1] - off[e], 1, 0, n->accumulate & 1);
+    return 0;
+}
+
+/* ---- expert parallelism ------------------------------------------------------ */
+
+static tt_err k_row_gather(const tt_node *n, void *const *in, void *const *out)
+{
+    const int64_t R = tt_value_numel(n->in[1]), M = nrows(n->in[0]);
+    const int is64 = is_f64(n);
+    if (tt_row_gather_check(in[1], R, in[2], M)) return -1;
+    REF(row_gather, (const T *)in[0], in[1], (T *)out[0], (int)R, (int)ncols(n->in[0]));
+    return 0;
+}
+
+static tt_err k_moe_ep_plan(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_moe_ep_attrs *a = TT_ATTRS(n, tt_moe_ep_attrs);
+    if (tt_moe_ep_check(in[0], a)) return -1;
+    ref_moe_ep_plan(in[0], a->E, a->ep, a->rank, a->row, a->recv_rows, out[0], out[1], out[2], out[3], out[4], out[5],
+                    out[6]);
     return 0;
 }
 
@@ -537,6 +559,8 @@ static const tt_host_kernel ref_kernels[TT_OP_COUNT] = {
     [TT_OP_MOE_ROWDOT] = k_moe_rowdot,
     [TT_OP_GROUPED_MATMUL] = k_grouped_matmul,
     [TT_OP_GROUPED_MATMUL_WGRAD] = k_grouped_matmul_wgrad,
+    [TT_OP_ROW_GATHER] = k_row_gather,
+    [TT_OP_MOE_EP_PLAN] = k_moe_ep_plan,
 };
 
 /* ---- memory: handles that are not pointers --------------------------------- */

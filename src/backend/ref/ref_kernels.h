@@ -122,7 +122,10 @@
                              int bcast);                                                         \
     /* out (N,k): dot(a[t], b[pos[t*k+s]]) */                                                    \
     void ref_moe_rowdot_##S(const T *a, const T *b, const int32_t *pos, T *out, int N, int D,   \
-                            int k);
+                            int k);                                                              \
+    /* y (R,D): row i is x[idx[i]], zeros where idx[i] is -1 (ids in [-1, rows of x): checked   \
+     * by the caller) */                                                                         \
+    void ref_row_gather_##S(const T *x, const int32_t *idx, T *y, int R, int D);
 
 TT_REF_KERNELS(float, f32)
 TT_REF_KERNELS(double, f64)
@@ -130,5 +133,12 @@ TT_REF_KERNELS(double, f64)
 /* perm, pos (N*k) and offsets (E+1) of the (token, slot) assignments sorted
  * by expert, stably; the ids are in [0, E) (checked by the caller). */
 void ref_moe_sort(const int32_t *expert, int N, int k, int E, int32_t *perm, int32_t *pos, int32_t *offsets);
+
+/* Expert parallelism's exchange plan (TT_OP_MOE_EP_PLAN in ops/ops.h) of group rank `rank` of ep, from every
+ * rank's offsets offs_all (ep, E+1) (checked by the caller): scounts, sdispls, rcounts, rdispls (ep) in
+ * elements of rows of `row`; loc_off (E/ep + 1); to_src, to_exp (recv_rows), -1 past the rows received. */
+void ref_moe_ep_plan(const int32_t *offs_all, int E, int ep, int rank, int64_t row, int64_t recv_rows, int64_t *scounts,
+                     int64_t *sdispls, int64_t *rcounts, int64_t *rdispls, int32_t *loc_off, int32_t *to_src,
+                     int32_t *to_exp);
 
 #endif
