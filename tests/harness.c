@@ -87,7 +87,7 @@ th_train_graph th_train_graph_build(const tt_model *m, int B, int T)
     t.ids = tt_graph_input(g, "ids", TT_I32, 1, &n);
     t.pos = tt_graph_input(g, "pos", TT_I32, 1, &n);
     t.doc = tt_graph_input(g, "doc", TT_I32, 1, &n);
-    tt_fwd_inputs in = {B, T, t.ids, t.pos, t.doc, NULL, NULL, NULL, NULL};
+    tt_fwd_inputs in = {.B = B, .T = T, .ids = t.ids, .pos = t.pos, .doc = t.doc};
     t.targets = tt_graph_input(g, "targets", TT_I32, 1, &n);
     t.scale = tt_graph_input(g, "scale", TT_F32, 1, (int64_t[]){1});
     tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);

@@ -15,6 +15,11 @@
 #   - Mixture-of-Experts under FSDP, HSDP and accumulation gives one process's
 #     losses, balancing bias and expert load; a DeepSeek-V3-style model saved
 #     on 2 ranks resumes on one;
+#   - expert parallelism (EP 2, EP 2 x FSDP 2, EP 4, under HSDP, accumulating,
+#     with a receive bound) gives one process's losses, bias and load; saved
+#     with EP 2 on 4 ranks it resumes with EP 1 on 2 and on 1; a router skewed
+#     to one rank's experts loses no token, and a bound it exceeds stops the
+#     run naming the key;
 #   - ranks with different configs, and a mesh that does not fit the world,
 #     are refused.
 # CMake runs it as `bash mpi_train.sh TITAN SRC MPIEXEC` with the MPI test
@@ -245,6 +250,82 @@ DS=(--config "$SRC/configs/deepseek_v3_debug.toml" --model.dim 64 --model.n_head
   [ "$(wc -l <"$W/la")" -eq 5 ] &&
   paste "$W/la" "$W/lb" | awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) bad = 1 } END { exit bad }'
 check "DeepSeek-V3 style (MLA + MoE) saved on 2 ranks resumes on one with one process's losses" $?
+
+# ---- expert parallelism ---------------------------------------------------------------
+# each MoE layer's experts split over the ranks of an expert group, tokens exchanged by all-to-all: one process's
+# losses (1e-5), balancing bias and expert load every step; EP 2 alone, EP 2 x FSDP 2 (the experts sharded over
+# the 2 ranks that share a place), EP 4, EP 2 under HSDP, with accumulation, and EP 4 with its receive buffer at
+# half the worst case (top-2 of 4 experts: an expert gets at most every token, twice the mean, so a rank holding
+# one receives at most twice its own rows)
+for run in "ep2 2 --training.local_batch_size 2 --parallelism.expert_parallel_degree 2" \
+           "ep2_fsdp2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2" \
+           "ep4 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4" \
+           "ep2_hsdp2x2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2 --parallelism.data_parallel_replicate_degree 2" \
+           "ep2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4 --parallelism.expert_parallel_degree 2" \
+           "ep4_bound 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4 --parallelism.expert_receive_factor 2"; do
+  set -- $run
+  name=$1 np=$2
+  shift 2
+  mpi "$np" train "${COMMON[@]}" "${MOE[@]}" --job.dump_folder "$W/$name" "$@" >"$W/$name.log" 2>&1
+  check "$name: trains" $?
+  close "$W/moe1/metrics.jsonl" "$W/$name/metrics.jsonl"
+  check "$name: the losses of one process with the whole batch (1e-5)" $?
+  moe_stats "$W/moe1/metrics.jsonl" >"$W/sa" && moe_stats "$W/$name/metrics.jsonl" >"$W/sb" && [ -s "$W/sa" ] &&
+    cmp -s "$W/sa" "$W/sb"
+  check "$name: the balancing bias and the expert load of one process, every step" $?
+done
+grep -q "experts over 2 (2 a rank)" "$W/ep2_fsdp2.log" && grep -q "received" "$W/ep2.log"
+check "the log says how the experts are split and what each rank received" $?
+# saved with EP 2 on 4 ranks (each rank's experts sliced over 2), resumed without expert parallelism on 2 and on 1
+mpi 4 train "${COMMON[@]}" "${MOE[@]}" "${CK[@]}" --job.dump_folder "$W/ec4" --training.local_batch_size 1 \
+  --parallelism.expert_parallel_degree 2 >"$W/ec4.log" 2>&1
+[ $? -ne 0 ] && [ -f "$W/ec4/checkpoint/step-10/shard-00003-of-00004.safetensors" ]
+check "EP 2 on 4 ranks: a checkpoint of one file a shard, then the run dies" $?
+cp -r "$W/ec4" "$W/ec4b"
+mpi 2 train "${COMMON[@]}" "${MOE[@]}" --checkpoint.enable true --job.dump_folder "$W/ec4" \
+  --training.local_batch_size 2 >"$W/ec42.log" 2>&1 && grep -q "resumed from .*step-10" "$W/ec42.log" &&
+  close "$W/moe1/metrics.jsonl" "$W/ec4/metrics.jsonl" 11
+check "saved with EP 2 on 4 ranks, resumed with EP 1 on 2: one process's losses continue" $?
+"$TITAN" train "${COMMON[@]}" "${MOE[@]}" --checkpoint.enable true --job.dump_folder "$W/ec4b" \
+  --training.local_batch_size 4 >"$W/ec41.log" 2>&1 && grep -q "resumed from .*step-10" "$W/ec41.log" &&
+  close "$W/moe1/metrics.jsonl" "$W/ec4b/metrics.jsonl" 11
+check "saved with EP 2 on 4 ranks, resumed on 1: one process's losses continue" $?
+# a skewed router: a DeepSeek-V3-style export whose selection bias sends every token to experts 0-3 (rank 0's
+# under EP 2 of 8 experts): nothing is lost (one process's losses and load), and a receive bound below what
+# rank 0 needs stops the run with an error naming the key
+"$TITAN" export "${DS[@]}" --job.dump_folder "$W/ds1" --out "$W/ds_hf" >"$W/ds_export.log" 2>&1 &&
+  python3 - "$W/ds_hf/model.safetensors" <<'PY'
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+found = 0
+for k, v in json.loads(b[8:8 + n]).items():
+    if k.endswith("e_score_correction_bias"):
+        a, z = v["data_offsets"]
+        b[8 + n + a:8 + n + z] = struct.pack("<8f", *([10.0] * 4 + [0.0] * 4))
+        found += 1
+open(sys.argv[1], "wb").write(b)
+sys.exit(0 if found == 3 else 1)
+PY
+check "a DeepSeek-V3-style export with its selection bias skewed to experts 0-3" $?
+SKEW=(--model.hf_assets_path "$W/ds_hf" --checkpoint.initial_load_in_hf true --model.load_balance_coeff 1e-3
+      --training.seq_len 256 --synthetic.train_tokens 200000 --synthetic.val_tokens 8192 --lr_scheduler.warmup_steps 2
+      --training.steps 20 --metrics.log_freq 1 --metrics.peak_tflops 1 --training.mixed_precision_param float32
+      --validation.enable false --generate.max_new_tokens 0 --checkpoint.enable false --comm.timeout_seconds 10)
+"$TITAN" train "${SKEW[@]}" --job.dump_folder "$W/skew1" --training.local_batch_size 4 >"$W/skew1.log" 2>&1 &&
+  mpi 2 train "${SKEW[@]}" --job.dump_folder "$W/skew2" --training.local_batch_size 2 \
+    --parallelism.expert_parallel_degree 2 >"$W/skew2.log" 2>&1 &&
+  close "$W/skew1/metrics.jsonl" "$W/skew2/metrics.jsonl" &&
+  moe_stats "$W/skew1/metrics.jsonl" >"$W/sa" && moe_stats "$W/skew2/metrics.jsonl" >"$W/sb" && cmp -s "$W/sa" "$W/sb" &&
+  [ "$(grep -c '"ep_recv_max_over_mean":2,' "$W/skew2/metrics.jsonl")" -eq 20 ]
+check "a skewed router under EP 2 (rank 0 receives every row, twice the mean): one process's losses and load" $?
+expect "a receive bound the skew exceeds stops the run, naming the key" error "parallelism.expert_receive_factor" \
+  mpi 2 train "${SKEW[@]}" --job.dump_folder "$W/skew3" --training.local_batch_size 2 \
+    --parallelism.expert_parallel_degree 2 --parallelism.expert_receive_factor 1.5
+expect "expert parallelism on a dense model is refused" error "expert_parallel_degree = 2 needs a Mixture-of-Experts" \
+  mpi 2 train "${COMMON[@]}" --job.dump_folder "$W/epd" --parallelism.expert_parallel_degree 2
+expect "an expert degree that does not divide the shard degree is refused" error "must divide data_parallel_shard_degree" \
+  mpi 2 train "${COMMON[@]}" "${MOE[@]}" --job.dump_folder "$W/ep3" --parallelism.expert_parallel_degree 4
 
 # ---- refused before training --------------------------------------------------------
 expect "ranks with different configs are refused" error "differ" \

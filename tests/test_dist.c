@@ -18,7 +18,7 @@ static int rank, world;
 
 static const tt_dtype dtypes[] = {TT_F32, TT_BF16, TT_F64, TT_I32, TT_I64};
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
-static const char *const group_names[] = {"world", "shard", "replicate"};
+static const char *const group_names[] = {"world", "shard", "replicate", "expert", "expert shard"};
 
 /* ---- values ------------------------------------------------------------------------ */
 
@@ -71,10 +71,15 @@ static void fill(void *buf, tt_dtype dt, int w, size_t n, int salt, int exact)
 
 /* The world rank of group rank j of group g on a replicate x shard mesh: the
  * layout dist.h states (rank r is replica r / shard, shard r % shard). */
+static int mesh_ep = 1; /* the current mesh's expert parallel degree */
+
 static int member(tt_group_id g, int shard, int j)
 {
-    if (g == TT_GROUP_SHARD) return rank / shard * shard + j;
-    if (g == TT_GROUP_REPLICATE) return j * shard + rank % shard;
+    const int replica0 = rank / shard * shard, s = rank % shard;
+    if (g == TT_GROUP_SHARD) return replica0 + j;
+    if (g == TT_GROUP_REPLICATE) return j * shard + s;
+    if (g == TT_GROUP_EXPERT) return replica0 + s / mesh_ep * mesh_ep + j;
+    if (g == TT_GROUP_EXPERT_SHARD) return replica0 + s % mesh_ep + j * mesh_ep;
     return j;
 }
 
@@ -285,11 +290,12 @@ static void in_flight(tt_dist *d, int shard)
 
 /* ---- meshes ------------------------------------------------------------------------------- */
 
-static void mesh(tt_dist *d, int replicate, int shard)
+static void mesh(tt_dist *d, int replicate, int shard, int ep)
 {
-    CHECK_MSG(tt_dist_set_mesh(d, replicate, shard) == 0, "rank %d: mesh %d x %d: %s", rank, replicate, shard,
-              tt_last_error());
-    CHECK(tt_dist_set_mesh(d, replicate, shard) == 0); /* again: free */
+    CHECK_MSG(tt_dist_set_mesh(d, replicate, shard, ep) == 0, "rank %d: mesh %d x %d (ep %d): %s", rank, replicate,
+              shard, ep, tt_last_error());
+    CHECK(tt_dist_set_mesh(d, replicate, shard, ep) == 0); /* again: free */
+    mesh_ep = ep;
     CHECK(tt_dist_group_size(d, TT_GROUP_WORLD) == world && tt_dist_group_rank(d, TT_GROUP_WORLD) == rank);
     CHECK_MSG(tt_dist_group_size(d, TT_GROUP_SHARD) == shard && tt_dist_group_rank(d, TT_GROUP_SHARD) == rank % shard,
               "rank %d, mesh %d x %d: shard group %d of %d", rank, replicate, shard,
@@ -298,12 +304,20 @@ static void mesh(tt_dist *d, int replicate, int shard)
                   tt_dist_group_rank(d, TT_GROUP_REPLICATE) == rank / shard,
               "rank %d, mesh %d x %d: replicate group %d of %d", rank, replicate, shard,
               tt_dist_group_rank(d, TT_GROUP_REPLICATE), tt_dist_group_size(d, TT_GROUP_REPLICATE));
+    CHECK_MSG(tt_dist_group_size(d, TT_GROUP_EXPERT) == ep && tt_dist_group_rank(d, TT_GROUP_EXPERT) == rank % shard % ep &&
+                  tt_dist_group_size(d, TT_GROUP_EXPERT_SHARD) == shard / ep &&
+                  tt_dist_group_rank(d, TT_GROUP_EXPERT_SHARD) == rank % shard / ep,
+              "rank %d, mesh %d x %d, ep %d: expert group %d of %d, expert shard group %d of %d", rank, replicate,
+              shard, ep, tt_dist_group_rank(d, TT_GROUP_EXPERT), tt_dist_group_size(d, TT_GROUP_EXPERT),
+              tt_dist_group_rank(d, TT_GROUP_EXPERT_SHARD), tt_dist_group_size(d, TT_GROUP_EXPERT_SHARD));
     int before = th_failed;
-    for (int g = 0; g < TT_GROUP_COUNT; g++) all_kinds(d, (tt_group_id)g, shard);
-    in_flight(d, shard);
+    /* without experts the expert groups are a group of one and the shard group: the first three suffice */
+    for (int g = ep > 1 ? TT_GROUP_EXPERT : 0; g < (ep > 1 ? TT_GROUP_COUNT : TT_GROUP_EXPERT); g++)
+        all_kinds(d, (tt_group_id)g, shard);
+    if (ep == 1) in_flight(d, shard);
     if (rank == 0)
-        printf("  mesh %d x %d: every kind and dtype on the world, shard and replicate groups%s\n", replicate, shard,
-               th_failed == before ? "" : ": FAILED");
+        printf("  mesh %d x %d, ep %d: every kind and dtype on the %s groups%s\n", replicate, shard, ep,
+               ep > 1 ? "expert and expert shard" : "world, shard and replicate", th_failed == before ? "" : ": FAILED");
 }
 
 /* ---- what is refused ------------------------------------------------------------------------ */
@@ -340,8 +354,9 @@ static void refusals(tt_dist *d)
     expect_error(tt_coll_wait(d, NULL), "waiting on no request", "NULL");
     char want[64];
     snprintf(want, sizeof want, "%d process", world);
-    expect_error(tt_dist_set_mesh(d, world + 1, 1), "a mesh larger than the world", want);
-    expect_error(tt_dist_set_mesh(d, 0, world), "a degree of 0", "at least 1");
+    expect_error(tt_dist_set_mesh(d, world + 1, 1, 1), "a mesh larger than the world", want);
+    expect_error(tt_dist_set_mesh(d, 0, world, 1), "a degree of 0", "at least 1");
+    expect_error(tt_dist_set_mesh(d, 1, world, world + 1), "an expert degree that does not divide", "does not divide");
 }
 
 static void check_same(tt_dist *d)
@@ -436,7 +451,9 @@ int main(void)
                tt_dist_uses_mpi(d) ? "MPI" : tt_dist_built_with_mpi() ? "no launcher: one process, MPI untouched"
                                                                        : "a build without MPI");
     for (int replicate = 1; replicate <= world; replicate++)
-        if (world % replicate == 0) mesh(d, replicate, world / replicate);
+        if (world % replicate == 0)
+            for (int ep = 1; ep <= world / replicate; ep++)
+                if (world / replicate % ep == 0) mesh(d, replicate, world / replicate, ep);
     refusals(d);
     check_same(d);
     logging();

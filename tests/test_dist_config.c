@@ -73,14 +73,20 @@ static void setting(void)
     free(text);
 }
 
-/* tensor, pipeline, context and expert parallelism do not exist yet */
+/* tensor, pipeline and context parallelism do not exist yet; expert
+ * parallelism does, with a receive bound of at least 1 */
 static void refused_at_finalize(void)
 {
     static const char *const keys[][2] = {{"parallelism.tensor_parallel_degree", "tensor parallelism"},
                                           {"parallelism.pipeline_parallel_degree", "pipeline parallelism"},
-                                          {"parallelism.context_parallel_degree", "context parallelism"},
-                                          {"parallelism.expert_parallel_degree", "expert parallelism"}};
-    for (size_t i = 0; i < 4; i++) {
+                                          {"parallelism.context_parallel_degree", "context parallelism"}};
+    tt_config e;
+    tt_config_defaults(&e);
+    CHECK(set(&e, "parallelism.expert_parallel_degree", "2") == 0 && tt_config_finalize(&e) == 0);
+    CHECK(set(&e, "parallelism.expert_receive_factor", "0.5") == 0 && tt_config_finalize(&e) != 0 &&
+          HAS("parallelism.expert_receive_factor = 0.5"));
+    CHECK(set(&e, "parallelism.expert_receive_factor", "1.5") == 0 && tt_config_finalize(&e) == 0);
+    for (size_t i = 0; i < 3; i++) {
         tt_config c;
         tt_config_defaults(&c);
         CHECK(set(&c, keys[i][0], "2") == 0); /* the key exists, with TorchTitan's name */
@@ -97,8 +103,8 @@ static void expect_mesh(int replicate, int shard, int world, int want_r, int wan
     tt_config_defaults(&c);
     c.parallelism.data_parallel_replicate_degree = replicate;
     c.parallelism.data_parallel_shard_degree = shard;
-    int r = 0, s = 0;
-    CHECK_MSG(tt_parallel_resolve(&c, world, &r, &s) == 0 && r == want_r && s == want_s,
+    int r = 0, s = 0, e = 0;
+    CHECK_MSG(tt_parallel_resolve(&c, world, &r, &s, &e) == 0 && r == want_r && s == want_s && e == 1,
               "%d x %d on %d: %d x %d (%s)", replicate, shard, world, r, s, tt_last_error());
 }
 
@@ -108,8 +114,8 @@ static void expect_refused(int replicate, int shard, int world, const char *need
     tt_config_defaults(&c);
     c.parallelism.data_parallel_replicate_degree = replicate;
     c.parallelism.data_parallel_shard_degree = shard;
-    int r = -5, s = -5;
-    CHECK_MSG(tt_parallel_resolve(&c, world, &r, &s) != 0 && HAS(needle) && r == -5 && s == -5,
+    int r = -5, s = -5, e = -5;
+    CHECK_MSG(tt_parallel_resolve(&c, world, &r, &s, &e) != 0 && HAS(needle) && r == -5 && s == -5,
               "%d x %d on %d: '%s' lacks '%s'", replicate, shard, world, tt_last_error(), needle);
 }
 
@@ -129,6 +135,15 @@ static void resolve(void)
     expect_refused(2, -1, 1, "does not divide the world");
     expect_refused(65536, 65536, 4, "= 4294967296"); /* no int overflow */
     if (!tt_dist_built_with_mpi()) expect_refused(1, 2, 1, "this build of titan has no MPI");
+    /* the expert degree divides the shard degree */
+    tt_config c;
+    tt_config_defaults(&c);
+    c.parallelism.data_parallel_replicate_degree = 2, c.parallelism.expert_parallel_degree = 2;
+    int r = 0, s = 0, e = 0;
+    CHECK(tt_parallel_resolve(&c, 8, &r, &s, &e) == 0 && r == 2 && s == 4 && e == 2);
+    c.parallelism.expert_parallel_degree = 3;
+    CHECK(tt_parallel_resolve(&c, 8, &r, &s, &e) != 0 &&
+          HAS("parallelism.expert_parallel_degree = 3 must divide data_parallel_shard_degree = 4"));
 }
 
 static void fault(void)

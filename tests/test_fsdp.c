@@ -98,7 +98,7 @@ static void test_model(variant va)
     for (int mode = 0; mode < 3; mode++) { /* FSDP on 4, HSDP 2 x 2, data parallel on 4 */
         const int shards = mode == 2 ? 1 : mode == 1 ? 2 : 4, replicas = 4 / shards;
         tt_sharding sh;
-        CHECK(tt_sharding_init(&sh, m, shards, replicas, shards - 1, 0) == 0);
+        CHECK(tt_sharding_init(&sh, m, shards, replicas, shards - 1, 1, 0) == 0);
         CHECK_MSG(sh.n_buckets == m->n_units, "%s: one bucket a unit by default", name);
         for (int overlap = 0; overlap < 2; overlap++)
             for (int accum = 0; accum < 2; accum++)
@@ -148,7 +148,7 @@ static void test_model(variant va)
     }
     /* a forward-only graph (validation): gathers, nothing reduced */
     tt_sharding sh;
-    CHECK(tt_sharding_init(&sh, m, 2, 1, 0, 0) == 0);
+    CHECK(tt_sharding_init(&sh, m, 2, 1, 0, 1, 0) == 0);
     tt_step_cfg c = {.B = 1, .T = 8, .act_dtype = TT_F32, .sh = &sh, .reshard_after_forward = 1};
     tt_step_graph sg;
     CHECK(tt_build_micro_graph(&sg, m, &c, 0, TT_AC_NONE) == 0);
@@ -160,8 +160,71 @@ static void test_model(variant va)
     tt_model_free(m);
 }
 
+/* Counts how often each element of the flat layout is in a slice. */
+typedef struct {
+    int *seen;
+    int64_t numel;
+    int bad;
+} cover;
+
+static tt_err count_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
+{
+    cover *c = ctx;
+    (void)at;
+    if (flat < 0 || n < 0 || flat + n > c->numel) c->bad++;
+    else
+        for (int64_t i = flat; i < flat + n; i++) c->seen[i]++;
+    return 0;
+}
+
+/* Every element of the model in exactly one slice over the shard group. */
+static void check_cover(const tt_model *m, int shards, int ep, size_t merge, const char *what)
+{
+    cover c = {calloc(m->numel + 1, sizeof(int)), (int64_t)m->numel, 0};
+    int64_t numel = -1;
+    for (int r = 0; r < shards && c.seen; r++) {
+        tt_sharding sh;
+        CHECK_MSG(tt_sharding_init(&sh, m, shards, 1, r, ep, merge) == 0, "%s: %s", what, tt_last_error());
+        CHECK(numel < 0 || numel == sh.numel); /* every rank's shard buffer is the same size */
+        numel = sh.numel;
+        int64_t sum = 0;
+        for (int b = 0; b < sh.n_buckets; b++) {
+            const tt_fsdp_bucket *bk = &sh.buckets[b];
+            const int gs = tt_sharding_group_size(&sh, b);
+            CHECK(bk->padded % gs == 0 && bk->padded >= bk->numel);
+            if (shards > 1) CHECK((bk->padded / gs) % 16 == 0);
+            CHECK(gs == (bk->expert ? shards / ep : shards));
+            sum += bk->padded / gs;
+            tt_sharding_slice_pieces(&sh, b, r, count_piece, &c);
+        }
+        CHECK(sum == sh.numel);
+        if (shards == 1) CHECK(sh.numel == (int64_t)m->numel); /* one shard: the model's own layout */
+        tt_sharding_free(&sh);
+    }
+    int64_t once = 0;
+    for (int64_t i = 0; c.seen && i < c.numel; i++) once += c.seen[i] == 1;
+    CHECK_MSG(c.seen && !c.bad && once == c.numel, "%s: %lld of %lld elements in exactly one slice", what,
+              (long long)once, (long long)c.numel);
+    free(c.seen);
+}
+
+static tt_model *make_moe(int shared)
+{
+    tt_model_cfg c;
+    memset(&c, 0, sizeof c);
+    c.arch = TT_ARCH_LLAMA;
+    c.dim = 32, c.n_layers = 3, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 8;
+    c.ffn_dim = 48, c.vocab_size = 40, c.max_seq_len = 64, c.norm_eps = 1e-5, c.rope.theta = 10000;
+    c.moe.n_experts = 4, c.moe.top_k = 2, c.moe.ffn_dim = 16, c.moe.score_func = TT_SCORE_SOFTMAX;
+    c.moe.route_norm = 1, c.moe.route_scale = 1, c.moe.n_dense_layers = 1, c.moe.sparse_step = 1;
+    if (shared) c.moe.n_shared = 1, c.moe.shared_ffn = 16;
+    return tt_model_new(&c);
+}
+
 /* The layout: buckets of whole units, each slice aligned, every element of
- * the model on exactly one shard rank; merged buckets under a byte size. */
+ * the model on exactly one shard rank; merged buckets under a byte size;
+ * under expert parallelism an MoE block's experts in a bucket of their own,
+ * a rank's experts over the ranks that share its place in the expert group. */
 static void test_sharding(void)
 {
     tt_model *m = make_model(LLAMA);
@@ -169,31 +232,41 @@ static void test_sharding(void)
     for (int shards = 1; shards <= 8; shards *= 2)
         for (int merge = 0; merge < 2; merge++) {
             tt_sharding sh;
-            CHECK(tt_sharding_init(&sh, m, shards, 1, 0, merge ? 100000 : 0) == 0);
+            CHECK(tt_sharding_init(&sh, m, shards, 1, 0, 1, merge ? 100000 : 0) == 0);
             if (merge) CHECK_MSG(sh.n_buckets < m->n_units, "units under 100 kB merge (%d buckets)", sh.n_buckets);
-            int64_t covered = 0, numel = 0;
-            for (int b = 0; b < sh.n_buckets; b++) {
-                const tt_fsdp_bucket *bk = &sh.buckets[b];
-                CHECK(bk->padded % shards == 0 && bk->padded >= bk->numel);
-                if (shards > 1) CHECK((bk->padded / shards) % 16 == 0);
-                CHECK(bk->offset == m->units[bk->first_unit].offset);
-                for (int r = 0; r < shards; r++) {
-                    int64_t lo, hi;
-                    tt_sharding_slice(&sh, b, r, &lo, &hi);
-                    CHECK(lo >= bk->offset && hi <= bk->offset + bk->numel && lo <= hi);
-                    covered += hi - lo;
-                }
-                numel += bk->padded / shards;
-            }
-            CHECK_MSG(covered == (int64_t)m->numel, "%d shards: the slices cover %lld of %zu elements", shards,
-                      (long long)covered, m->numel);
-            CHECK(numel == sh.numel);
-            if (shards == 1) CHECK(sh.numel == (int64_t)m->numel); /* one shard: the model's own layout */
+            for (int b = 0; b < sh.n_buckets; b++) CHECK(sh.buckets[b].offset == m->units[sh.buckets[b].first_unit].offset);
             tt_sharding_free(&sh);
+            char what[64];
+            snprintf(what, sizeof what, "%d shards%s", shards, merge ? ", merged" : "");
+            check_cover(m, shards, 1, merge ? 100000 : 0, what);
         }
     tt_sharding bad;
-    CHECK(tt_sharding_init(&bad, m, 2, 1, 2, 0) != 0 && strstr(tt_last_error(), "shard rank 2"));
+    CHECK(tt_sharding_init(&bad, m, 2, 1, 2, 1, 0) != 0 && strstr(tt_last_error(), "shard rank 2"));
     tt_model_free(m);
+
+    for (int shared = 0; shared < 2; shared++) {
+        tt_model *x = make_moe(shared);
+        CHECK(x != NULL);
+        if (!x) continue;
+        CHECK(x->units[1].n_experts == 0 && x->units[2].n_experts == 4 && x->units[2].n_expert_ranges == 2);
+        static const int meshes[][2] = {{2, 2}, {4, 2}, {4, 4}, {8, 2}, {4, 1}};
+        for (int k = 0; k < 5; k++) {
+            char what[64];
+            snprintf(what, sizeof what, "MoE%s, %d shards, experts over %d", shared ? " + shared" : "", meshes[k][0],
+                     meshes[k][1]);
+            check_cover(x, meshes[k][0], meshes[k][1], shared ? 100000 : 0, what);
+        }
+        tt_sharding sh;
+        CHECK(tt_sharding_init(&sh, x, 4, 1, 3, 2, 0) == 0);
+        int experts = 0;
+        for (int b = 0; b < sh.n_buckets; b++) experts += sh.buckets[b].expert;
+        CHECK_MSG(experts == 2 && sh.n_buckets == x->n_units + 2, "two MoE blocks, each two buckets (%d, %d)", experts,
+                  sh.n_buckets);
+        tt_sharding_free(&sh);
+        CHECK(tt_sharding_init(&sh, x, 4, 1, 0, 3, 0) != 0);             /* 3 does not divide 4 shards */
+        CHECK(tt_sharding_init(&sh, x, 8, 1, 0, 8, 0) != 0 && strstr(tt_last_error(), "does not divide the 4 experts"));
+        tt_model_free(x);
+    }
 }
 
 /* titan plan for a mesh: the state a rank holds is 1/N, sends are counted. */
@@ -215,9 +288,65 @@ static void test_plan(void)
     free(c);
 }
 
+/* Expert parallelism in the step graph of rank 3 of 4 (EP 2: experts 2-3 of
+ * 4, sliced over ranks 1 and 3): each MoE layer exchanges its rows over the
+ * expert group (counts, dispatch and combine forward, the two reverse
+ * exchanges backward), its grouped matmuls read this rank's two experts, its
+ * experts are gathered and reduced over the expert shard group; with the
+ * schedule the dispatch is waited for after the shared experts, without it
+ * every collective right after its start. */
+static void test_expert_parallel(void)
+{
+    tt_model *m = make_moe(1);
+    if (!m) return;
+    tt_sharding sh;
+    CHECK(tt_sharding_init(&sh, m, 4, 1, 3, 2, 0) == 0);
+    for (int overlap = 0; overlap < 2; overlap++) {
+        tt_step_cfg c = {.B = 2, .T = 16, .act_dtype = TT_BF16, .sh = &sh, .reduce_dtype = TT_F32,
+                         .reshard_after_forward = 1, .no_overlap = !overlap};
+        tt_step_graph sg;
+        int rc = tt_build_micro_graph(&sg, m, &c, 1, TT_AC_SELECTIVE);
+        CHECK_MSG(rc == 0, "EP graph: %s", tt_last_error());
+        if (rc) continue;
+        const tt_graph *g = sg.g;
+        int a2a = 0, counts = 0, expert_gathers = 0, expert_reductions = 0, grouped = 0, local = 0, right_after = 0,
+            starts = 0, hidden = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const tt_node *n = g->nodes[i];
+            if (n->op == TT_OP_GROUPED_MATMUL) grouped++, local += n->in[1]->shape[0] == 2;
+            if (!is_comm(n) || n->op == TT_OP_COMM_WAIT) continue;
+            const int grp = TT_ATTRS(n, tt_comm_attrs)->group, w = wait_of(g, i);
+            starts++;
+            right_after += w == i + 1;
+            a2a += n->op == TT_OP_ALL_TO_ALLV && grp == TT_GROUP_EXPERT;
+            counts += n->op == TT_OP_ALL_GATHER && grp == TT_GROUP_EXPERT;
+            expert_gathers += n->op == TT_OP_ALL_GATHER && grp == TT_GROUP_EXPERT_SHARD;
+            expert_reductions += n->op == TT_OP_REDUCE_SCATTER && grp == TT_GROUP_EXPERT_SHARD;
+            if (n->op == TT_OP_ALL_TO_ALLV && strstr(n->scope, "moe") && i < g->n_nodes && w > i) {
+                int shared = 0; /* the shared experts' matmuls between the dispatch and its wait */
+                for (int j = i + 1; j < w; j++) shared += g->nodes[j]->op == TT_OP_MATMUL;
+                hidden += shared > 0;
+            }
+        }
+        CHECK_MSG(a2a == 8 && counts == 2, "EP: %d exchanges (want 2 MoE layers x 4), %d count gathers (want 2)", a2a,
+                  counts);
+        CHECK_MSG(expert_gathers == 4 && expert_reductions == 2,
+                  "EP: experts gathered %d times (forward and backward of 2 layers), reduced %d times over their group",
+                  expert_gathers, expert_reductions);
+        CHECK_MSG(grouped > 0 && local == grouped, "EP: %d of %d grouped matmuls read this rank's 2 experts", local,
+                  grouped);
+        if (overlap) CHECK_MSG(hidden >= 2, "EP: %d exchanges run while the shared experts compute", hidden);
+        else CHECK_MSG(right_after == starts, "EP, no overlap: %d of %d collectives waited right after", right_after, starts);
+        tt_step_graph_free(&sg);
+    }
+    tt_sharding_free(&sh);
+    tt_model_free(m);
+}
+
 int main(void)
 {
     test_sharding();
+    test_expert_parallel();
     for (int va = LLAMA; va <= QWEN; va++) test_model((variant)va);
     test_plan();
     return th_done("test_fsdp");

@@ -106,8 +106,8 @@ static tt_err run_logits(const tt_model *m, const float *w, const int32_t *ids_i
     int64_t n = T;
     tt_exec *e = NULL;
     if (be && tt_model_bind(g, m, vals, units) == 0) {
-        tt_fwd_inputs in = {1, T, tt_graph_input(g, "ids", TT_I32, 1, &n), tt_graph_input(g, "pos", TT_I32, 1, &n),
-                            tt_graph_input(g, "doc", TT_I32, 1, &n), NULL, NULL, NULL, NULL};
+        tt_fwd_inputs in = {.B = 1, .T = T, .ids = tt_graph_input(g, "ids", TT_I32, 1, &n),
+                            .pos = tt_graph_input(g, "pos", TT_I32, 1, &n), .doc = tt_graph_input(g, "doc", TT_I32, 1, &n)};
         tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
         tt_value *logits = h ? tt_linear(g, h, head, NULL) : NULL; // (T, V)
         if (logits && !g->failed) {

@@ -88,14 +88,17 @@ typedef struct tt_training_config {
 } tt_training_config;
 
 /* The device mesh, as TorchTitan names it: replicate x shard ranks (HSDP;
- * FSDP is 1 x world, plain data parallel world x 1). Tensor, pipeline,
- * context and expert parallelism do not exist yet: their degrees must be 1. */
+ * FSDP is 1 x world, plain data parallel world x 1). Expert parallelism
+ * splits each MoE layer's experts over expert_parallel_degree ranks of a
+ * shard group (which it must divide); tensor, pipeline and context
+ * parallelism do not exist yet: their degrees must be 1. */
 typedef struct tt_parallelism_config {
     int data_parallel_replicate_degree;
     int data_parallel_shard_degree; /* -1 = the rest of the world */
     tt_reshard_mode fsdp_reshard_after_forward;
     int64_t fsdp_bucket_bytes; /* 0 = one collective per unit; units smaller than this merge */
     int tensor_parallel_degree, pipeline_parallel_degree, context_parallel_degree, expert_parallel_degree;
+    double expert_receive_factor; /* a rank's token receive buffer: this many times its own tokens (0: worst case) */
 } tt_parallelism_config;
 
 /* Communication between ranks; the fault keys exist for tests only. */

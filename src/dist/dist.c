@@ -75,14 +75,19 @@ int tt_dist_built_with_mpi(void)
 
 /* The three groups of a replicate x shard mesh: rank r is replica r / shard,
  * shard r % shard (dist.h). */
-static void set_groups(tt_dist *d, int replicate, int shard)
+static void set_groups(tt_dist *d, int replicate, int shard, int ep)
 {
-    int r = d->rank;
+    int r = d->rank, s_rank = r % shard, replica0 = r / shard * shard;
     tt_dist_group *w = &d->groups[TT_GROUP_WORLD], *s = &d->groups[TT_GROUP_SHARD],
-                  *p = &d->groups[TT_GROUP_REPLICATE];
+                  *p = &d->groups[TT_GROUP_REPLICATE], *x = &d->groups[TT_GROUP_EXPERT],
+                  *xs = &d->groups[TT_GROUP_EXPERT_SHARD];
     w->size = d->world, w->rank = r, w->first = 0, w->step = 1;
-    s->size = shard, s->rank = r % shard, s->first = r / shard * shard, s->step = 1;
-    p->size = replicate, p->rank = r / shard, p->first = r % shard, p->step = shard;
+    s->size = shard, s->rank = s_rank, s->first = replica0, s->step = 1;
+    p->size = replicate, p->rank = r / shard, p->first = s_rank, p->step = shard;
+    /* ep consecutive ranks of a shard group exchange tokens; the ranks at the
+     * same place in each of those groups shard their experts */
+    x->size = ep, x->rank = s_rank % ep, x->first = replica0 + s_rank / ep * ep, x->step = 1;
+    xs->size = shard / ep, xs->rank = s_rank / ep, xs->first = replica0 + s_rank % ep, xs->step = ep;
 }
 
 static tt_dist *fail_get(void)
@@ -105,7 +110,7 @@ tt_dist *tt_dist_get(void)
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
     d->watched.next = d->watched.prev = &d->watched;
-    set_groups(d, 1, 1);
+    set_groups(d, 1, 1, 1);
     d->replicate = d->shard = 1;
 
     const char *var;
@@ -138,7 +143,7 @@ tt_dist *tt_dist_get(void)
     tt_watch_end(d, &w);
     if (rc) return fail_get();
     d->replicate = d->shard = 0; /* no groups yet: the default mesh makes them */
-    if (tt_dist_set_mesh(d, 1, d->world)) return fail_get();
+    if (tt_dist_set_mesh(d, 1, d->world, 1)) return fail_get();
     state = READY;
     return d;
 }
@@ -214,30 +219,33 @@ int tt_process_world(void)
 
 /* ---- the mesh ---------------------------------------------------------------------- */
 
-tt_err tt_dist_set_mesh(tt_dist *d, int replicate, int shard)
+tt_err tt_dist_set_mesh(tt_dist *d, int replicate, int shard, int ep)
 {
     if (!d) return tt_errorf("tt_dist_set_mesh: no job (tt_dist_get failed)");
     if (replicate < 1 || shard < 1 || (long long)replicate * shard != d->world)
         return tt_errorf("a mesh of %d x %d (replicate x shard) ranks does not fit the job's %d process%s: the "
                          "degrees must be at least 1 and multiply to the world",
                          replicate, shard, d->world, d->world == 1 ? "" : "es");
-    if (replicate == d->replicate && shard == d->shard) return 0;
+    if (ep < 1 || shard % ep)
+        return tt_errorf("an expert parallel degree of %d does not divide the shard degree %d", ep, shard);
+    if (replicate == d->replicate && shard == d->shard && ep == d->ep) return 0;
     if (d->n_pending)
         return tt_errorf("a new mesh (%d x %d) while %d collective%s of the old one %s pending: wait for them first",
                          replicate, shard, d->n_pending, d->n_pending == 1 ? "" : "s",
                          d->n_pending == 1 ? "is" : "are");
-    set_groups(d, replicate, shard);
-    d->replicate = d->shard = 0; /* until the groups exist */
+    set_groups(d, replicate, shard, ep);
+    d->replicate = d->shard = d->ep = 0; /* until the groups exist */
     if (d->mpi) {
         tt_watch w = {0};
         char what[96];
-        snprintf(what, sizeof what, "the groups of the %d x %d mesh (MPI_Comm_split)", replicate, shard);
+        snprintf(what, sizeof what, "the groups of the %d x %d mesh, experts over %d (MPI_Comm_split)", replicate,
+                 shard, ep);
         tt_watch_begin(d, &w, what, NULL);
-        int rc = tt_mpi_make_groups(d, replicate, shard);
+        int rc = tt_mpi_make_groups(d);
         tt_watch_end(d, &w);
         if (rc) return -1;
     }
-    d->replicate = replicate, d->shard = shard;
+    d->replicate = replicate, d->shard = shard, d->ep = ep;
     return 0;
 }
 
@@ -262,7 +270,7 @@ static const char *kind_name(tt_coll_kind k)
 
 static const char *group_name(tt_group_id g)
 {
-    static const char *const names[] = {"world", "shard", "replicate"};
+    static const char *const names[] = {"world", "shard", "replicate", "expert", "expert shard"};
     return (unsigned)g < TT_GROUP_COUNT ? names[g] : "?";
 }
 
@@ -406,6 +414,7 @@ static tt_err coll_start(tt_dist *d, const tt_coll *c, tt_coll_req **req, int in
     if (check_coll(d, c, internal, &esize)) return -1;
     tt_coll_req *r = take_req(d);
     if (!r) return -1;
+    r->expert = c->group == TT_GROUP_EXPERT;
     const tt_dist_group *g = &d->groups[c->group];
     if (g->size == 1) {
         tt_single_run(c, esize);
@@ -437,6 +446,7 @@ tt_err tt_coll_wait(tt_dist *d, tt_coll_req *req)
         else if (spins > 100) sched_yield(); /* ranks may share cores: let the peer run */
     }
     d->wait_seconds += tt_now() - t0;
+    if (req->expert) d->expert_wait_seconds += tt_now() - t0;
     int r = req->failed ? tt_errorf("%s", req->err) : 0;
     put_req(d, req);
     return r;
@@ -554,5 +564,13 @@ double tt_dist_take_wait_seconds(tt_dist *d)
     if (!d) return 0;
     double s = d->wait_seconds;
     d->wait_seconds = 0;
+    return s;
+}
+
+double tt_dist_take_expert_wait_seconds(tt_dist *d)
+{
+    if (!d) return 0;
+    double s = d->expert_wait_seconds;
+    d->expert_wait_seconds = 0;
     return s;
 }

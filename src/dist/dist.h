@@ -16,7 +16,19 @@
 
 #include "core/core.h"
 
-typedef enum { TT_GROUP_WORLD = 0, TT_GROUP_SHARD, TT_GROUP_REPLICATE, TT_GROUP_COUNT } tt_group_id;
+/* Expert parallelism splits each shard group into shard / ep groups of ep
+ * consecutive ranks (TT_GROUP_EXPERT: the ranks that exchange tokens, each
+ * holding 1/ep of every MoE layer's experts); the ranks of a shard group with
+ * the same index in their expert group (TT_GROUP_EXPERT_SHARD: shard / ep of
+ * them, stride ep) shard those experts as FSDP shards the rest. */
+typedef enum {
+    TT_GROUP_WORLD = 0,
+    TT_GROUP_SHARD,
+    TT_GROUP_REPLICATE,
+    TT_GROUP_EXPERT,
+    TT_GROUP_EXPERT_SHARD,
+    TT_GROUP_COUNT
+} tt_group_id;
 typedef enum { TT_REDUCE_SUM = 0, TT_REDUCE_MAX } tt_reduce_op;
 typedef enum {
     TT_COLL_ALL_GATHER = 0, /* recv (group size x count) = each rank's send (count), in group-rank order */
@@ -72,9 +84,10 @@ int tt_dist_world(const tt_dist *d);
 int tt_dist_local_rank(const tt_dist *d);
 int tt_dist_local_size(const tt_dist *d);
 
-/* The mesh: replicate x shard must equal the world; groups are made once per
+/* The mesh: replicate x shard must equal the world, and ep (the expert
+ * parallel degree, 1 for none) must divide shard; groups are made once per
  * mesh (calling again with the same degrees is free). */
-tt_err tt_dist_set_mesh(tt_dist *d, int replicate, int shard);
+tt_err tt_dist_set_mesh(tt_dist *d, int replicate, int shard, int ep);
 int tt_dist_group_size(const tt_dist *d, tt_group_id g);
 int tt_dist_group_rank(const tt_dist *d, tt_group_id g);
 
@@ -102,5 +115,8 @@ void tt_dist_set_timeout(tt_dist *d, double seconds);
 /* Seconds this process has spent blocked in tt_coll_wait and the blocking
  * conveniences since the last call (the per-step log reports it). */
 double tt_dist_take_wait_seconds(tt_dist *d);
+/* Of those, the seconds blocked on collectives of the expert group (the
+ * token exchange of expert parallelism) since the last call. */
+double tt_dist_take_expert_wait_seconds(tt_dist *d);
 
 #endif

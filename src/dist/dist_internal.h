@@ -33,6 +33,7 @@ struct tt_coll_req {
     tt_coll_req *next_all;  /* every request made, freed at finalize */
     int done;             /* complete: the buffers are the caller's again */
     int failed;           /* completed with an error; err says which */
+    int expert;           /* on the expert group: its wait counts as the token exchange's */
     char err[256];
 #ifdef TITAN_HAVE_MPI
     MPI_Request mpi;
@@ -52,9 +53,10 @@ typedef struct {
 struct tt_dist {
     int rank, world, local_rank, local_size;
     int mpi; /* MPI is initialised: launched with more than one process */
-    int replicate, shard; /* the mesh (0 x 0 until the first tt_dist_set_mesh) */
+    int replicate, shard, ep; /* the mesh (0 x 0 x 0 until the first tt_dist_set_mesh) */
     tt_dist_group groups[TT_GROUP_COUNT];
     double wait_seconds;   /* blocked in waits since the last tt_dist_take_wait_seconds */
+    double expert_wait_seconds; /* of which on the expert group (tt_dist_take_expert_wait_seconds) */
     tt_coll_req *free_reqs; /* finished requests, reused so a step allocates nothing */
     int n_pending;
 
@@ -82,9 +84,9 @@ void tt_single_run(const tt_coll *c, size_t elem_size);
 tt_err tt_mpi_init(tt_dist *d);
 /* Collective setup under the watchdog: the world's duplicate, local rank and size. */
 tt_err tt_mpi_setup(tt_dist *d);
-/* The shard and replicate groups of a replicate x shard mesh (MPI_Comm_split),
- * replacing the previous ones. */
-tt_err tt_mpi_make_groups(tt_dist *d, int replicate, int shard);
+/* The communicators of every group but the world, as set_groups laid the
+ * groups out in d->groups (MPI_Comm_split), replacing the previous ones. */
+tt_err tt_mpi_make_groups(tt_dist *d);
 /* Start c on group g; r->mpi is the request. */
 tt_err tt_mpi_start(tt_dist *d, const tt_coll *c, const tt_dist_group *g, tt_coll_req *r);
 /* 1: complete, 0: pending, -1: failed (tt_errorf says why). */

@@ -88,26 +88,21 @@ static void free_comm(MPI_Comm *c)
     *c = MPI_COMM_NULL;
 }
 
-tt_err tt_mpi_make_groups(tt_dist *d, int replicate, int shard)
+tt_err tt_mpi_make_groups(tt_dist *d)
 {
-    (void)replicate;
-    free_comm(&d->groups[TT_GROUP_SHARD].comm);
-    free_comm(&d->groups[TT_GROUP_REPLICATE].comm);
-    /* rank r is replica r / shard, shard r % shard: the shard group holds one
-     * replica's ranks in order, the replicate group one shard index's */
-    MPI_Comm s, r;
-    int rc = MPI_Comm_split(d->world_comm, d->rank / shard, d->rank % shard, &s);
-    if (rc != MPI_SUCCESS) return mpi_fail(rc, "the mesh's shard groups", "MPI_Comm_split");
-    rc = MPI_Comm_split(d->world_comm, d->rank % shard, d->rank / shard, &r);
-    if (rc != MPI_SUCCESS) {
-        MPI_Comm_free(&s);
-        return mpi_fail(rc, "the mesh's replicate groups", "MPI_Comm_split");
+    /* every group but the world: the ranks with the same first world rank
+     * form one group, ordered by their index in it (group rank j is world
+     * rank first + j x step); a group of one runs its collectives as copies
+     * (dist_single.c) and keeps no communicator */
+    for (int g = TT_GROUP_WORLD + 1; g < TT_GROUP_COUNT; g++) {
+        tt_dist_group *grp = &d->groups[g];
+        free_comm(&grp->comm);
+        MPI_Comm c;
+        int rc = MPI_Comm_split(d->world_comm, grp->first, grp->rank, &c);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "the mesh's groups", "MPI_Comm_split");
+        if (grp->size > 1) grp->comm = c;
+        else MPI_Comm_free(&c);
     }
-    /* a group of one runs its collectives as copies (dist_single.c) */
-    if (d->groups[TT_GROUP_SHARD].size > 1) d->groups[TT_GROUP_SHARD].comm = s;
-    else MPI_Comm_free(&s);
-    if (d->groups[TT_GROUP_REPLICATE].size > 1) d->groups[TT_GROUP_REPLICATE].comm = r;
-    else MPI_Comm_free(&r);
     return 0;
 }
 
@@ -209,8 +204,7 @@ _Noreturn void tt_mpi_abort(int status)
 
 void tt_mpi_finalize(tt_dist *d)
 {
-    free_comm(&d->groups[TT_GROUP_SHARD].comm);
-    free_comm(&d->groups[TT_GROUP_REPLICATE].comm);
+    for (int g = TT_GROUP_WORLD + 1; g < TT_GROUP_COUNT; g++) free_comm(&d->groups[g].comm);
     d->groups[TT_GROUP_WORLD].comm = MPI_COMM_NULL;
     free_comm(&d->world_comm);
     if (d->bf16_sum != MPI_OP_NULL) MPI_Op_free(&d->bf16_sum);
@@ -230,9 +224,9 @@ tt_err tt_mpi_setup(tt_dist *d)
     (void)d;
     return tt_errorf("this build of titan has no MPI");
 }
-tt_err tt_mpi_make_groups(tt_dist *d, int replicate, int shard)
+tt_err tt_mpi_make_groups(tt_dist *d)
 {
-    (void)d, (void)replicate, (void)shard;
+    (void)d;
     return tt_errorf("this build of titan has no MPI");
 }
 tt_err tt_mpi_start(tt_dist *d, const tt_coll *c, const tt_dist_group *g, tt_coll_req *r)

@@ -82,7 +82,10 @@ static tt_err declare_moe(tt_model *m, int l, double std, double out_std)
         DECL(2, F, D, TT_INIT_NORMAL, std, 0, "layers.%d.moe.experts.%d.w3.weight", l, x);
     }
     for (int x = 0; x < E; x++) DECL(2, D, F, TT_INIT_NORMAL, out_std, 0, "layers.%d.moe.experts.%d.w2.weight", l, x);
-    for (int i = experts; i < m->n_params; i++) m->params[i].routed = 1;
+    for (int i = experts; i < m->n_params; i++) { /* two ranges of expert blocks: gate/up, then down */
+        m->params[i].routed = 1;
+        m->params[i].expert = i - experts < 2 * E ? (i - experts) / 2 : i - experts - 2 * E;
+    }
     if (Fs) {
         DECL(2, Fs, D, TT_INIT_NORMAL, std, 0, "layers.%d.moe.shared_experts.w1.weight", l);
         DECL(2, Fs, D, TT_INIT_NORMAL, std, 0, "layers.%d.moe.shared_experts.w3.weight", l);
@@ -227,16 +230,80 @@ static tt_value *stacked(tt_graph *g, tt_value *const *b, int i, int64_t n, int6
     return b[i] ? tt_value_view(g, b[i]->base, b[i]->offset, TT_F32, 3, (int64_t[]){n, r, k}) : NULL;
 }
 
+/* The shared experts of one block on h (N, D), gated by Qwen2-MoE's
+ * sigmoid(h . gate) where it has one (a route to one expert with sigmoid
+ * scores); NULL where the block has none. */
+static tt_value *shared_experts(tt_graph *g, tt_value *const *b, const block_layout *bl, tt_value *h)
+{
+    if (bl->sh1 < 0) return NULL;
+    tt_value *sh = tt_linear(g, tt_swiglu(g, tt_linear(g, h, b[bl->sh1], NULL), tt_linear(g, h, b[bl->sh3], NULL)),
+                             b[bl->sh2], NULL); // (N, D)
+    if (bl->sgate < 0) return sh;
+    const tt_moe_attrs ga = {1, 1, TT_SCORE_SIGMOID, 0, 0, 0, 1.0};
+    tt_value *one = NULL, *p1 = NULL, *q1 = NULL, *o1 = NULL;
+    tt_value *s = tt_moe_route(g, tt_matmul_to(g, h, b[bl->sgate], 0, 1, TT_F32), NULL, &ga, &one, NULL);
+    if (tt_moe_sort(g, one, 1, &p1, &q1, &o1)) return NULL;
+    return tt_moe_combine(g, sh, p1, q1, s, 1);
+}
+
+/* Every expert's SwiGLU over its rows xs (M, D) (sorted by expert, off its
+ * offsets) as two grouped matmuls: the experts [first, first + n). */
+static tt_value *expert_mlps(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl, tt_value *xs,
+                             tt_value *off, int first, int n)
+{
+    const int64_t D = m->cfg.dim, F = m->cfg.moe.ffn_dim;
+    tt_value *ab = tt_grouped_matmul(g, xs, stacked(g, b, bl->w13 + 2 * first, n, 2 * F, D), off, 1);   // (M, 2F)
+    return tt_grouped_matmul(g, tt_swiglu_fused(g, ab), stacked(g, b, bl->w2 + first, n, D, F), off, 1); // (M, D)
+}
+
+/* Expert parallelism: the rows xs (N*k, D), sorted by expert (off: (E+1)
+ * offsets), go to the ranks of the expert group that hold their experts and
+ * come back computed, in the same order. Every rank first learns every
+ * rank's offsets (an all-gather of E+1 numbers), which gives each exchange's
+ * counts and the order the received rows are regrouped into by expert; the
+ * rows then travel by all-to-all (in the activation dtype), are regrouped,
+ * run through this rank's experts, put back in arrival order and travel
+ * back. The backward of each exchange is the reverse exchange (autodiff).
+ * The shared experts (*shared) are built while the rows travel, so they
+ * compute then. */
+static tt_value *expert_parallel(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl,
+                                 tt_value *h, tt_value *xs, tt_value *off, const tt_fwd_inputs *in, tt_value **shared)
+{
+    const int E = m->cfg.moe.n_experts, ep = in->ep, El = E / ep;
+    const int64_t D = m->cfg.dim, rows = xs->shape[0];
+    /* the receive buffer: the worst case (every rank's rows all for this rank's experts), or the bound */
+    int64_t recv = (int64_t)ep * rows;
+    if (in->ep_recv_factor > 0 && (int64_t)ceil(in->ep_recv_factor * (double)rows) < recv)
+        recv = (int64_t)ceil(in->ep_recv_factor * (double)rows);
+    char what[48];
+    snprintf(what, sizeof what, "%.36s counts", g->scope);
+    tt_value *offs = tt_all_gather(g, off, NULL, in->ep_group, ep, what);
+    tt_value *offs_all = offs ? tt_comm_wait(g, offs) : NULL; // (ep*(E+1)) i32
+    const tt_moe_ep_attrs pa = {E, ep, in->ep_rank, D, recv};
+    tt_value *cnt[4] = {0}, *loc_off = NULL, *to_src = NULL, *to_exp = NULL;
+    if (!offs_all || tt_moe_ep_plan(g, offs_all, &pa, cnt, &loc_off, &to_src, &to_exp)) return NULL;
+    snprintf(what, sizeof what, "%.34s dispatch", g->scope);
+    tt_value *sent = tt_all_to_allv(g, xs, cnt[0], cnt[1], cnt[2], cnt[3], recv * D, in->ep_group, what);
+    *shared = shared_experts(g, b, bl, h); /* while the rows travel */
+    tt_value *xr = sent ? tt_comm_wait(g, sent) : NULL;                    // (recv, D) by source rank
+    tt_value *xe = tt_row_gather(g, xr, to_src, to_exp);                   // (recv, D) by local expert
+    tt_value *ye = expert_mlps(g, m, b, bl, xe, loc_off, in->ep_rank * El, El);
+    tt_value *yr = tt_row_gather(g, ye, to_exp, to_src);                   // (recv, D) by source rank again
+    snprintf(what, sizeof what, "%.35s combine", g->scope);
+    tt_value *back = tt_all_to_allv(g, yr, cnt[2], cnt[3], cnt[0], cnt[1], rows * D, in->ep_group, what);
+    return back ? tt_comm_wait(g, back) : NULL;                            // (N*k, D) as xs
+}
+
 /* The MoE MLP of one block on h (N, D): route each token to its top-k
  * experts, sort the (token, slot) assignments by expert, run every expert's
- * SwiGLU over its rows as two grouped matmuls, and sum each token's k gated
- * outputs back in slot order; plus the shared experts. */
+ * SwiGLU over its rows as two grouped matmuls (on the ranks that hold them,
+ * under expert parallelism), and sum each token's k gated outputs back in
+ * slot order; plus the shared experts. */
 static tt_value *moe_mlp(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl, tt_value *h,
                          const tt_fwd_inputs *in)
 {
     const tt_moe_cfg *e = &m->cfg.moe;
     const int E = e->n_experts, k = e->top_k;
-    const int64_t D = m->cfg.dim, F = e->ffn_dim;
     const tt_moe_attrs ra = {E, k, e->score_func, e->route_norm, e->n_group, e->topk_group, e->route_scale};
     tt_value *logits = tt_matmul_to(g, h, b[bl->router], 0, 1, TT_F32); // (N, E), scored in fp32
     tt_value *expert = NULL, *perm = NULL, *pos = NULL, *off = NULL, *scores = NULL;
@@ -251,21 +318,13 @@ static tt_value *moe_mlp(tt_graph *g, const tt_model *m, tt_value *const *b, con
     }
     if (tt_moe_sort(g, expert, E, &perm, &pos, &off)) return NULL;
     tt_moe_name_offsets(off);
-    tt_value *xs = tt_moe_permute(g, h, perm, pos, e->score_before ? gate : NULL, k);         // (N*k, D)
-    tt_value *ab = tt_grouped_matmul(g, xs, stacked(g, b, bl->w13, E, 2 * F, D), off, 1);      // (N*k, 2F)
-    tt_value *ys = tt_grouped_matmul(g, tt_swiglu_fused(g, ab), stacked(g, b, bl->w2, E, D, F), off, 1); // (N*k, D)
-    tt_value *y = tt_moe_combine(g, ys, perm, pos, e->score_before ? NULL : gate, k);          // (N, D)
-    if (bl->sh1 < 0) return y;
-    tt_value *sh = tt_linear(g, tt_swiglu(g, tt_linear(g, h, b[bl->sh1], NULL), tt_linear(g, h, b[bl->sh3], NULL)),
-                             b[bl->sh2], NULL); // (N, D)
-    if (bl->sgate >= 0) { /* times sigmoid(h . gate): a route to one expert with sigmoid scores */
-        const tt_moe_attrs ga = {1, 1, TT_SCORE_SIGMOID, 0, 0, 0, 1.0};
-        tt_value *one = NULL, *p1 = NULL, *q1 = NULL, *o1 = NULL;
-        tt_value *s = tt_moe_route(g, tt_matmul_to(g, h, b[bl->sgate], 0, 1, TT_F32), NULL, &ga, &one, NULL);
-        if (tt_moe_sort(g, one, 1, &p1, &q1, &o1)) return NULL;
-        sh = tt_moe_combine(g, sh, p1, q1, s, 1);
-    }
-    return tt_add(g, y, sh);
+    tt_value *xs = tt_moe_permute(g, h, perm, pos, e->score_before ? gate : NULL, k); // (N*k, D)
+    tt_value *sh = NULL;
+    tt_value *ys = in->ep > 1 ? expert_parallel(g, m, b, bl, h, xs, off, in, &sh)     // (N*k, D)
+                              : expert_mlps(g, m, b, bl, xs, off, 0, E);
+    if (in->ep <= 1) sh = shared_experts(g, b, bl, h);
+    tt_value *y = tt_moe_combine(g, ys, perm, pos, e->score_before ? NULL : gate, k); // (N, D)
+    return bl->sh1 < 0 ? y : tt_add(g, y, sh);
 }
 
 /* Grouped-query attention of one block on h (N, D): (N, H*hd) before the output projection */

@@ -125,6 +125,39 @@ static tt_err check_table_size(const tt_arch_impl *impl, tt_model *m)
     return 0;
 }
 
+/* Each unit's routed experts as ranges of expert blocks (tt_unit): a range
+ * starts where the expert index falls back (expert 0 after the last); within
+ * one, every expert's parameters must be consecutive, in expert order and of
+ * one size, which is what lets expert parallelism hand a rank a contiguous
+ * run of experts. Called once the offsets are known. */
+static tt_err lay_out_experts(tt_model *m)
+{
+    for (int i = 0; i < m->n_params; i++) {
+        const tt_param *p = &m->params[i];
+        if (!p->routed) continue;
+        tt_unit *u = &m->units[p->unit];
+        const int E = m->cfg.moe.n_experts;
+        const int start = i == 0 || !m->params[i - 1].routed || m->params[i - 1].unit != p->unit ||
+                          m->params[i - 1].expert > p->expert;
+        if (start) {
+            if (u->n_expert_ranges == TT_MAX_EXPERT_RANGES || p->expert != 0)
+                return tt_errorf("model: the routed experts of %s are not laid out expert after expert ('%s')",
+                                 u->name, p->name);
+            u->n_experts = E;
+            u->expert_offset[u->n_expert_ranges++] = p->offset;
+        }
+        /* the range's extent so far: expert x's block ends where this parameter does */
+        const int r = u->n_expert_ranges - 1;
+        const int64_t end = p->offset + tt_param_numel(p) - u->expert_offset[r];
+        if (p->expert == 0) u->expert_numel[r] = end;
+        else if (end > (int64_t)(p->expert + 1) * u->expert_numel[r] || p->offset < u->expert_offset[r] +
+                                                                              (int64_t)p->expert * u->expert_numel[r])
+            return tt_errorf("model: the routed expert %d of %s differs in size from expert 0 ('%s')", p->expert,
+                             u->name, p->name);
+    }
+    return 0;
+}
+
 /* Params are declared unit by unit, so each unit is one contiguous range of
  * the flat layout: offsets in declaration order. */
 static tt_err lay_out(tt_model *m)
@@ -155,7 +188,7 @@ static tt_err lay_out(tt_model *m)
         else snprintf(x->name, sizeof x->name, "head");
         x->block = u >= 1 && u <= c->n_layers;
     }
-    return 0;
+    return lay_out_experts(m);
 }
 
 tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext)

@@ -111,11 +111,15 @@ typedef struct {
     int no_decay;      /* norms and biases get no weight decay */
     int embedding_only;/* an input lookup table that does no matmul (for FLOPs) */
     int routed;        /* a routed expert's weight: top_k / n_experts of them work per token (for FLOPs) */
+    int expert;        /* the routed expert it belongs to (routed weights only) */
     tt_init_kind init;
     double std;
 } tt_param;
 
 static inline int64_t tt_param_numel(const tt_param *p) { return tt_numel(p->ndim, p->shape); }
+
+/* The most ranges a unit's routed experts span (llama: gate/up, then down). */
+#define TT_MAX_EXPERT_RANGES 2
 
 /* A unit: one contiguous range [offset, offset + numel) of the flat layout. */
 typedef struct {
@@ -123,6 +127,12 @@ typedef struct {
     int block;         /* a transformer block (activation checkpointing works on these) */
     int64_t offset, numel;
     int first_param;   /* the index of its first parameter (blocks differ in parameters: dense, MoE, MLA) */
+    /* An MoE block's routed experts (n_experts > 0): n_expert_ranges ranges
+     * of the flat layout, range r holding n_experts blocks of expert_numel[r]
+     * elements from expert_offset[r], expert after expert. Expert
+     * parallelism gives a rank the same consecutive experts' blocks of each. */
+    int n_experts, n_expert_ranges;
+    int64_t expert_offset[TT_MAX_EXPERT_RANGES], expert_numel[TT_MAX_EXPERT_RANGES];
 } tt_unit;
 
 typedef struct tt_model {
@@ -156,6 +166,11 @@ typedef struct {
     /* training: (1) f32, the weight of this micro-batch's auxiliary losses (1 / micro-batches a step); NULL:
      * none are built. Each is a value named by tt_moe_name_aux_loss, a loss root for the step graph. */
     tt_value *aux_scale;
+    /* expert parallelism (ep > 1): this rank holds experts [ep_rank * E / ep, + E / ep) of each MoE layer and
+     * exchanges token rows with the other ranks of its expert group (ep_group, a tt_group_id of dist.h) by
+     * all-to-all; it receives at most ep_recv_factor x its own rows (0: the worst case, ep x). */
+    int ep, ep_rank, ep_group;
+    double ep_recv_factor;
 } tt_fwd_inputs;
 
 /* Declare a model's parameters and lay them out (no weights are allocated). */

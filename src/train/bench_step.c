@@ -110,7 +110,8 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     tt_err rc = -1;
     if (!q || !m || !ids || !tgt || !pos || !doc || !ops || !scopes ||
         tt_sharding_init(&sh, m, tt_dist_group_size(d, TT_GROUP_SHARD), tt_dist_group_size(d, TT_GROUP_REPLICATE),
-                         tt_dist_group_rank(d, TT_GROUP_SHARD), (size_t)c->parallelism.fsdp_bucket_bytes) ||
+                         tt_dist_group_rank(d, TT_GROUP_SHARD), tt_dist_group_size(d, TT_GROUP_EXPERT),
+                         (size_t)c->parallelism.fsdp_bucket_bytes) ||
         tt_state_init_sharded(&st, m, world > 1 ? &sh : NULL, be, q, 1))
         goto done;
     if (world > 1) { /* the FSDP step of the mesh, as a run builds it */

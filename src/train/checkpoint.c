@@ -45,15 +45,31 @@ static char *meta_text(tt_run *r, const tt_sharding *layout)
     cJSON_AddNumberToObject(jl, "epoch", (double)ls.epoch);
     cJSON_AddNumberToObject(jl, "cursor", (double)ls.cursor);
     cJSON_AddNumberToObject(meta, "training_seed", (double)r->cfg->training.seed);
-    if (layout) { /* each bucket: [offset, numel, padded] in the flat layout */
+    if (layout) { /* each bucket: [offset, numel, padded] in the flat layout, or its pieces */
         cJSON *jo = cJSON_AddObjectToObject(meta, "layout");
         cJSON_AddNumberToObject(jo, "shards", layout->shards);
+        cJSON_AddNumberToObject(jo, "expert_parallel", layout->ep);
         cJSON_AddNumberToObject(jo, "numel", (double)r->model->numel);
         cJSON *jb = cJSON_AddArrayToObject(jo, "buckets");
         for (int b = 0; b < layout->n_buckets; b++) {
             const tt_fsdp_bucket *bk = &layout->buckets[b];
-            const double v[3] = {(double)bk->offset, (double)bk->numel, (double)bk->padded};
-            cJSON_AddItemToArray(jb, cJSON_CreateDoubleArray(v, 3));
+            if (bk->n_segs == 1 && !bk->expert) {
+                const double v[3] = {(double)bk->offset, (double)bk->numel, (double)bk->padded};
+                cJSON_AddItemToArray(jb, cJSON_CreateDoubleArray(v, 3));
+                continue;
+            }
+            /* pieces [flat, n, ep_stride]: an expert bucket's as shard rank 0 holds them, each next place in
+             * the expert group ep_stride further on */
+            cJSON *e = cJSON_CreateObject(), *jp = cJSON_AddArrayToObject(e, "pieces");
+            const int place = layout->shard_rank % layout->ep;
+            for (int k = 0; k < bk->n_segs; k++) {
+                const double v[3] = {(double)(bk->seg[k].flat - place * bk->ep_stride[k]), (double)bk->seg[k].n,
+                                     (double)bk->ep_stride[k]};
+                cJSON_AddItemToArray(jp, cJSON_CreateDoubleArray(v, 3));
+            }
+            cJSON_AddNumberToObject(e, "padded", (double)bk->padded);
+            cJSON_AddBoolToObject(e, "experts", bk->expert);
+            cJSON_AddItemToArray(jb, e);
         }
     }
     char *text = cJSON_PrintUnformatted(meta);
@@ -113,7 +129,7 @@ static int shard_tensors(tt_run *r, ckpt_entry *ent, tt_st_tensor *out)
     const tt_sharding *sh = &r->sh;
     for (int part = 0; part < 3; part++)
         for (int b = 0; b < sh->n_buckets; b++, n++) {
-            const int64_t len = sh->buckets[b].padded / sh->shards;
+            const int64_t len = sh->buckets[b].padded / tt_sharding_group_size(sh, b);
             ent[n] = (ckpt_entry){&r->state, saved_kinds[part], (size_t)sh->shard_offset[b] * sizeof(float), ""};
             snprintf(ent[n].name, sizeof ent[n].name, "%sbucket.%d", tt_state_kind_prefix(saved_kinds[part]), b);
             entry(&out[n], &ent[n], 1, &len);
@@ -253,48 +269,111 @@ static int64_t json_int(const cJSON *j, int64_t lo, int64_t hi, int *ok)
     return (int64_t)j->valuedouble;
 }
 
+/* One bucket of a saved layout: [offset, numel, padded], or {"pieces":
+ * [[flat, n, ep_stride], ...], "padded", "experts"}. */
+static int read_bucket(const cJSON *e, int64_t numel, tt_fsdp_bucket *bk)
+{
+    int ok = 1;
+    memset(bk, 0, sizeof *bk);
+    if (cJSON_IsArray(e)) {
+        ok = cJSON_GetArraySize(e) == 3;
+        const int64_t off = json_int(cJSON_GetArrayItem(e, 0), 0, numel, &ok);
+        const int64_t n = json_int(cJSON_GetArrayItem(e, 1), 0, numel, &ok);
+        bk->padded = json_int(cJSON_GetArrayItem(e, 2), 0, INT64_MAX / 4, &ok);
+        bk->offset = off, bk->numel = n, bk->n_segs = 1, bk->seg[0] = (tt_fsdp_seg){off, n};
+        return ok;
+    }
+    const cJSON *jp = cJSON_GetObjectItem(e, "pieces"), *jx = cJSON_GetObjectItem(e, "experts");
+    const int np = cJSON_IsArray(jp) ? cJSON_GetArraySize(jp) : 0;
+    if (!cJSON_IsObject(e) || np < 1 || np > TT_FSDP_MAX_SEGS || !cJSON_IsBool(jx)) return 0;
+    bk->expert = cJSON_IsTrue(jx);
+    bk->padded = json_int(cJSON_GetObjectItem(e, "padded"), 0, INT64_MAX / 4, &ok);
+    for (int k = 0; k < np && ok; k++) {
+        const cJSON *q = cJSON_GetArrayItem(jp, k);
+        ok = cJSON_IsArray(q) && cJSON_GetArraySize(q) == 3;
+        bk->seg[k].flat = json_int(cJSON_GetArrayItem(q, 0), 0, numel, &ok);
+        bk->seg[k].n = json_int(cJSON_GetArrayItem(q, 1), 0, numel, &ok);
+        bk->ep_stride[k] = json_int(cJSON_GetArrayItem(q, 2), 0, numel, &ok);
+        bk->numel += bk->seg[k].n;
+    }
+    bk->n_segs = np, bk->offset = bk->seg[0].flat;
+    return ok;
+}
+
+static int by_flat(const void *a, const void *b)
+{
+    const int64_t x = ((const tt_fsdp_seg *)a)->flat, y = ((const tt_fsdp_seg *)b)->flat;
+    return x < y ? -1 : x > y;
+}
+
 /* The saved layout, checked against the model before any of it is used:
- * buckets in order, each starting where the last ended, covering every
- * parameter, padded to a multiple of the shard count. */
+ * every bucket padded to a multiple of the ranks that slice it, and the
+ * pieces of all of them (an expert bucket's at every place of the expert
+ * group) covering every parameter exactly once. */
 static tt_err read_layout(const cJSON *jo, const tt_model *m, tt_sharding *out, const char *where)
 {
     memset(out, 0, sizeof *out);
-    const cJSON *jb = cJSON_GetObjectItem(jo, "buckets");
+    const cJSON *jb = cJSON_GetObjectItem(jo, "buckets"), *je = cJSON_GetObjectItem(jo, "expert_parallel");
     int ok = cJSON_IsObject(jo) && cJSON_IsArray(jb);
     const int S = (int)json_int(cJSON_GetObjectItem(jo, "shards"), 1, 1 << 20, &ok);
+    const int ep = je ? (int)json_int(je, 1, 1 << 20, &ok) : 1; /* absent before expert parallelism */
     const int64_t numel = json_int(cJSON_GetObjectItem(jo, "numel"), 0, INT64_MAX / 2, &ok);
     const int nb = ok ? cJSON_GetArraySize(jb) : 0;
-    if (!ok || nb < 1) return tt_errorf("%s/meta.json: 'layout' needs shards >= 1, numel and buckets", where);
+    if (!ok || nb < 1 || S % ep)
+        return tt_errorf("%s/meta.json: 'layout' needs shards >= 1 (a multiple of expert_parallel), numel and "
+                         "buckets", where);
     if (numel != (int64_t)m->numel)
         return tt_errorf("%s/meta.json: the checkpoint holds %lld parameters, the model %zu (was the config changed?)",
                          where, (long long)numel, m->numel);
-    out->shards = S, out->replicas = 1, out->n_buckets = nb;
-    if (!(out->buckets = calloc((size_t)nb, sizeof *out->buckets))) return tt_errorf("out of memory");
+    out->shards = S, out->replicas = 1, out->ep = ep, out->n_buckets = nb;
+    out->buckets = calloc((size_t)nb, sizeof *out->buckets);
+    tt_fsdp_seg *all = calloc((size_t)nb * TT_FSDP_MAX_SEGS * (size_t)ep, sizeof *all);
+    if (!out->buckets || !all) {
+        free(all);
+        tt_sharding_free(out);
+        return tt_errorf("out of memory");
+    }
+    int n = 0;
+    tt_err rc = 0;
+    for (int b = 0; b < nb && !rc; b++) {
+        tt_fsdp_bucket *bk = &out->buckets[b];
+        const int fine = read_bucket(cJSON_GetArrayItem(jb, b), numel, bk);
+        const int g = fine && bk->expert ? S / ep : S;
+        if (!fine || bk->padded < bk->numel || bk->padded % g)
+            rc = tt_errorf("%s/meta.json: layout bucket %d is malformed, or not padded to a multiple of %d shards (the "
+                           "ranks that slice it)", where, b, g);
+        for (int k = 0; k < bk->n_segs && !rc; k++)
+            for (int e = 0; e < (bk->expert ? ep : 1); e++)
+                all[n++] = (tt_fsdp_seg){bk->seg[k].flat + e * bk->ep_stride[k], bk->seg[k].n};
+    }
+    qsort(all, (size_t)n, sizeof *all, by_flat);
     int64_t next = 0;
-    for (int b = 0; b < nb; b++) {
-        const cJSON *e = cJSON_GetArrayItem(jb, b);
-        int fine = cJSON_IsArray(e) && cJSON_GetArraySize(e) == 3;
-        const int64_t off = json_int(cJSON_GetArrayItem(e, 0), 0, numel, &fine);
-        const int64_t n = json_int(cJSON_GetArrayItem(e, 1), 0, numel, &fine);
-        const int64_t pad = json_int(cJSON_GetArrayItem(e, 2), 0, INT64_MAX / 4, &fine);
-        if (!fine || off != next || n > numel - off || pad < n || pad % S) {
-            free(out->buckets);
-            out->buckets = NULL;
-            return tt_errorf("%s/meta.json: layout bucket %d is [%lld, %lld, %lld]: it must start where the last "
-                             "ended (%lld), stay within %lld parameters and be padded to a multiple of %d shards",
-                             where, b, (long long)off, (long long)n, (long long)pad, (long long)next,
-                             (long long)numel, S);
-        }
-        out->buckets[b] = (tt_fsdp_bucket){0, 0, off, n, pad};
-        next = off + n;
+    for (int i = 0; i < n && !rc; i++) {
+        if (all[i].flat != next)
+            rc = tt_errorf("%s/meta.json: the layout's buckets %s element %lld of %lld parameters", where,
+                           all[i].flat > next ? "miss" : "repeat", (long long)(all[i].flat > next ? next : all[i].flat),
+                           (long long)numel);
+        next = all[i].flat + all[i].n;
     }
-    if (next != numel) {
-        free(out->buckets);
-        out->buckets = NULL;
-        return tt_errorf("%s/meta.json: the layout's buckets cover %lld of %lld parameters", where, (long long)next,
-                         (long long)numel);
-    }
-    return 0;
+    if (!rc && next != numel)
+        rc = tt_errorf("%s/meta.json: the layout's buckets cover %lld of %lld parameters", where, (long long)next,
+                       (long long)numel);
+    free(all);
+    if (rc) tt_sharding_free(out);
+    return rc;
+}
+
+/* A piece of a saved slice into the loading rank's state. */
+typedef struct {
+    tt_run *r;
+    tt_state_kind kind;
+    const float *data;
+} load_ctx;
+
+static tt_err load_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
+{
+    const load_ctx *l = ctx;
+    return load_range(l->r, l->kind, l->data + at, flat, n);
 }
 
 static tt_err load_sharded(tt_run *r, tt_ckpt *ck, const cJSON *jo, const char *where)
@@ -314,16 +393,15 @@ static tt_err load_sharded(tt_run *r, tt_ckpt *ck, const cJSON *jo, const char *
             for (int b = 0; b < saved.n_buckets && !rc; b++) {
                 char name[64];
                 snprintf(name, sizeof name, "%sbucket.%d", tt_state_kind_prefix(saved_kinds[part]), b);
-                const tt_fsdp_bucket *bk = &saved.buckets[b];
-                const int64_t len = bk->padded / saved.shards;
-                int64_t lo, hi; /* the saved slice's part of the flat layout (padding left out) */
-                tt_sharding_slice(&saved, b, s, &lo, &hi);
+                const int64_t len = saved.buckets[b].padded / tt_sharding_group_size(&saved, b);
                 const tt_st_tensor *t = tt_st_find(st, name);
+                load_ctx l = {r, saved_kinds[part], t ? t->data : NULL};
+                /* the saved slice's pieces of the flat layout (padding left out) */
                 if (!(rc = check_tensor(t, name, len, 0, NULL, where)))
-                    rc = load_range(r, saved_kinds[part], t->data, lo, hi - lo);
+                    rc = tt_sharding_slice_pieces(&saved, b, s, load_piece, &l);
             }
     }
-    free(saved.buckets);
+    tt_sharding_free(&saved);
     return rc;
 }
 

@@ -188,7 +188,13 @@ static const cfg_key keys[] = {
     INT_("parallelism.context_parallel_degree", parallelism.context_parallel_degree, 1, BIG, 0, "1",
          "context parallelism: not in titan yet, must be 1"),
     INT_("parallelism.expert_parallel_degree", parallelism.expert_parallel_degree, 1, BIG, 0, "1",
-         "expert parallelism: not in titan yet, must be 1"),
+         "split each MoE layer's experts over this many ranks of a shard group, which exchange tokens with "
+         "all-to-all (it must divide data_parallel_shard_degree and the experts; the experts are FSDP-sharded "
+         "over the shard degree / this)"),
+    FLT_("parallelism.expert_receive_factor", parallelism.expert_receive_factor, 0, 1e6, 0, "0",
+         "under expert parallelism, a rank's buffer for the tokens it receives holds this many times its own "
+         "token rows (a step that needs more stops with an error, never drops a token); 0 = the worst case, "
+         "expert_parallel_degree times"),
 
     FLT_("comm.timeout_seconds", comm.timeout_seconds, 0, INFINITY, 0, "60",
          "a collective that does not complete in this many seconds ends the whole job (a dead or hung rank); "
@@ -843,19 +849,24 @@ tt_err tt_config_finalize(tt_config *c)
         return tt_errorf("training.global_batch_size = %d is not a multiple of training.local_batch_size = %d",
                          tr->global_batch_size, tr->local_batch_size);
     if (t.validation.local_batch_size == 0) t.validation.local_batch_size = tr->local_batch_size;
+    if (t.parallelism.expert_parallel_degree > 1 && t.parallelism.expert_receive_factor > 0 &&
+        t.parallelism.expert_receive_factor < 1)
+        return tt_errorf("parallelism.expert_receive_factor = %g: below 1 a rank could not hold even its own tokens "
+                         "(0 = the worst case)",
+                         t.parallelism.expert_receive_factor);
 
-    /* parallelism: data parallelism only, for now (the mesh against the world: tt_parallel_resolve) */
+    /* parallelism: data and expert parallelism (the mesh against the world: tt_parallel_resolve) */
     static const struct { const char *key, *what; size_t off; } missing[] = {
         {"parallelism.tensor_parallel_degree", "tensor", offsetof(tt_config, parallelism.tensor_parallel_degree)},
         {"parallelism.pipeline_parallel_degree", "pipeline", offsetof(tt_config, parallelism.pipeline_parallel_degree)},
         {"parallelism.context_parallel_degree", "context", offsetof(tt_config, parallelism.context_parallel_degree)},
-        {"parallelism.expert_parallel_degree", "expert", offsetof(tt_config, parallelism.expert_parallel_degree)},
     };
     for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
         int deg = *(const int *)((const char *)&t + missing[i].off);
         if (deg != 1)
             return tt_errorf("%s = %d: %s parallelism does not exist in titan yet (set it to 1; titan parallelises "
-                             "over data: parallelism.data_parallel_replicate_degree x data_parallel_shard_degree)",
+                             "over data: parallelism.data_parallel_replicate_degree x data_parallel_shard_degree, "
+                             "and over experts: parallelism.expert_parallel_degree)",
                              missing[i].key, deg, missing[i].what);
     }
 

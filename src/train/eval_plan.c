@@ -37,20 +37,26 @@ tt_err tt_eval(const tt_config *cfg, double *loss, double *ppl, long *tokens)
  * the configured dtype). The graph binds no memory: planning reads shapes and
  * lifetimes, never values. */
 /* Bytes a rank sends for the collectives of g, as ring algorithms send them:
- * gathers (all-gather) and reductions (the rest). */
-static void comm_bytes(const tt_graph *g, const tt_model_plan *p, double *gather, double *reduce)
+ * gathers (all-gather), expert parallelism's exchanges (all-to-all and the
+ * counts before it; the rows of an even routing) and reductions (the rest). */
+static void comm_bytes(const tt_graph *g, tt_model_plan *p)
 {
-    *gather = *reduce = 0;
+    p->gather_bytes = p->reduce_bytes = p->exchange_bytes = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const tt_node *n = g->nodes[i];
         if (!(tt_ops[n->op].flags & TT_OPF_COMM) || n->op == TT_OP_COMM_WAIT) continue;
         const tt_comm_attrs *a = TT_ATTRS(n, tt_comm_attrs);
-        const int gs = a->group == TT_GROUP_SHARD ? p->shards : a->group == TT_GROUP_REPLICATE ? p->replicas
-                                                                                               : p->shards * p->replicas;
+        const int gs = a->group == TT_GROUP_SHARD          ? p->shards
+                       : a->group == TT_GROUP_REPLICATE    ? p->replicas
+                       : a->group == TT_GROUP_EXPERT       ? p->ep
+                       : a->group == TT_GROUP_EXPERT_SHARD ? p->shards / p->ep
+                                                           : p->shards * p->replicas;
         const double share = gs > 1 ? (double)(gs - 1) / gs : 0;
-        if (n->op == TT_OP_ALL_GATHER) *gather += share * (double)tt_value_bytes(n->out[0]);
-        else if (n->op == TT_OP_ALL_REDUCE) *reduce += 2 * share * (double)tt_value_bytes(n->in[0]);
-        else *reduce += share * (double)tt_value_bytes(n->in[0]);
+        if (a->group == TT_GROUP_EXPERT)
+            p->exchange_bytes += share * (double)tt_value_bytes(n->op == TT_OP_ALL_GATHER ? n->out[0] : n->in[0]);
+        else if (n->op == TT_OP_ALL_GATHER) p->gather_bytes += share * (double)tt_value_bytes(n->out[0]);
+        else if (n->op == TT_OP_ALL_REDUCE) p->reduce_bytes += 2 * share * (double)tt_value_bytes(n->in[0]);
+        else p->reduce_bytes += share * (double)tt_value_bytes(n->in[0]);
     }
 }
 
@@ -71,7 +77,7 @@ static tt_err plan_mode(tt_model_plan *p, const tt_model *m, const tt_sharding *
             p->fused = sg.fused;
             p->folded = sg.folded;
         }
-        if (ac == p->ac && sh) comm_bytes(sg.g, p, &p->gather_bytes, &p->reduce_bytes);
+        if (ac == p->ac && sh) comm_bytes(sg.g, p);
         tt_memplan_free(&plan);
     }
     tt_step_graph_free(&sg);
@@ -96,15 +102,22 @@ tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
     p->dtype = tt_config_act_dtype(c);
     p->param_bytes = p->grad_bytes = 4.0 * (double)p->params;
     p->optim_bytes = 2 * p->param_bytes;
-    /* the mesh, without launching it: -1 shards is the rest of a world of one */
+    /* the mesh, without launching it: -1 shards is the rest of the smallest world it fits (one process, or
+     * the expert parallel degree) */
+    p->ep = c->parallelism.expert_parallel_degree;
     p->replicas = c->parallelism.data_parallel_replicate_degree;
-    p->shards = c->parallelism.data_parallel_shard_degree > 0 ? c->parallelism.data_parallel_shard_degree : 1;
+    p->shards = c->parallelism.data_parallel_shard_degree > 0 ? c->parallelism.data_parallel_shard_degree : p->ep;
     const int world = p->replicas * p->shards;
     const int global = c->training.global_batch_size > 0 ? c->training.global_batch_size : p->B * world;
     p->accum = global / (p->B * world) > 0 ? global / (p->B * world) : 1;
     tt_sharding sh = {0};
-    tt_err rc = world > 1 ? tt_sharding_init(&sh, m, p->shards, p->replicas, 0, (size_t)c->parallelism.fsdp_bucket_bytes)
-                          : 0;
+    tt_err rc = p->ep > 1 && (p->shards % p->ep || !p->mc.moe.n_experts || p->mc.moe.n_experts % p->ep)
+                    ? tt_errorf("parallelism.expert_parallel_degree = %d must divide data_parallel_shard_degree = %d "
+                                "and the experts (%d)",
+                                p->ep, p->shards, p->mc.moe.n_experts)
+                    : 0;
+    if (!rc && world > 1)
+        rc = tt_sharding_init(&sh, m, p->shards, p->replicas, 0, p->ep, (size_t)c->parallelism.fsdp_bucket_bytes);
     if (!rc && world > 1) {
         p->n_buckets = sh.n_buckets;
         p->rank_state_bytes = 16.0 * (double)sh.numel; /* fp32 weights, gradients, two moments: each its slices */
@@ -195,7 +208,10 @@ cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
         cJSON_AddNumberToObject(par, "accumulation_steps", p->accum);
         cJSON_AddNumberToObject(par, "rank_state_bytes", p->rank_state_bytes);
         cJSON_AddNumberToObject(par, "rank_total_bytes", p->rank_state_bytes + (double)p->modes[p->ac].arena);
-        cJSON_AddNumberToObject(par, "rank_sent_bytes_per_step", p->accum * p->gather_bytes + p->reduce_bytes);
+        cJSON_AddNumberToObject(par, "expert_parallel", p->ep);
+        cJSON_AddNumberToObject(par, "rank_sent_bytes_per_step",
+                                p->accum * (p->gather_bytes + p->exchange_bytes) + p->reduce_bytes);
+        cJSON_AddNumberToObject(par, "rank_exchange_bytes_per_step", p->accum * p->exchange_bytes);
     }
     cJSON *f = cJSON_AddObjectToObject(o, "fused");
     cJSON_AddNumberToObject(f, "qkv_rope_attention", p->fused.qkv);
@@ -256,9 +272,12 @@ tt_err tt_plan(const tt_config *c, FILE *out)
             gib((double)cur->arena), gib((double)cur->naive), tt_ac_mode_name(p.ac));
     fprintf(out, "  total       %10.3f GiB\n", gib(4 * pb + (double)cur->arena));
     if (p.replicas * p.shards > 1) {
-        const double rank_total = p.rank_state_bytes + (double)cur->arena, sent = p.accum * p.gather_bytes + p.reduce_bytes;
-        fprintf(out, "per rank of %d (%d replicas x %d shards; %d buckets%s):\n", p.replicas * p.shards, p.replicas,
-                p.shards, p.n_buckets, p.accum > 1 ? ", micro-steps accumulating" : "");
+        const double rank_total = p.rank_state_bytes + (double)cur->arena,
+                     sent = p.accum * (p.gather_bytes + p.exchange_bytes) + p.reduce_bytes;
+        char experts[64] = "";
+        if (p.ep > 1) snprintf(experts, sizeof experts, ", experts over %d", p.ep);
+        fprintf(out, "per rank of %d (%d replicas x %d shards%s; %d buckets%s):\n", p.replicas * p.shards, p.replicas,
+                p.shards, experts, p.n_buckets, p.accum > 1 ? ", micro-steps accumulating" : "");
         fprintf(out, "  state       %10.3f GiB (its slices of weights, gradients and moments%s)\n",
                 gib(p.rank_state_bytes), p.full_grad_bytes > 0 ? ", and the full gradients it accumulates" : "");
         fprintf(out, "  activations %10.3f GiB planned arena of the FSDP step graph (gathered weights included)\n",
@@ -267,6 +286,10 @@ tt_err tt_plan(const tt_config *c, FILE *out)
         fprintf(out, "  sends       %10.3f GiB per step: all-gathers %.3f GiB x %d micro-steps, reductions %.3f GiB "
                      "(ring algorithms)\n",
                 gib(sent), gib(p.gather_bytes), p.accum, gib(p.reduce_bytes));
+        if (p.ep > 1)
+            fprintf(out, "  exchanges   %10.3f GiB per step of that: tokens to and from the experts' ranks, %.3f GiB x %d "
+                         "micro-steps (all-to-all, forward and backward, tokens spread evenly over the experts)\n",
+                    gib(p.accum * p.exchange_bytes), gib(p.exchange_bytes), p.accum);
     }
     fprintf(out, "activation checkpointing (planned arena of one micro-step; recomputation is not in MFU):\n");
     for (int k = 0; k < 3; k++)

@@ -46,7 +46,8 @@ static tt_err build_gen(gen_graph *gg, const tt_model *m, tt_train_state *s, int
         gg->ids = tt_graph_input(g, "ids", TT_I32, 1, &n);
         gg->pos = tt_graph_input(g, "pos", TT_I32, 1, &n);
         gg->start = tt_graph_input(g, "start", TT_I32, 1, &one);
-        tt_fwd_inputs in = {1, T, gg->ids, gg->pos, NULL, kv, kv + c->n_layers, gg->start, NULL};
+        tt_fwd_inputs in = {.B = 1, .T = T, .ids = gg->ids, .pos = gg->pos, .cache_k = kv, .cache_v = kv + c->n_layers,
+                             .start = gg->start};
         tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
         gg->logits = tt_linear(g, h, head, NULL);
         tt_graph_mark_output(g, gg->logits);

@@ -214,15 +214,19 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
     else
         snprintf(mfu_s, sizeof mfu_s, "n/a (%s)",
                  f.peak_wrong ? "the peak looks wrong" : "over 100%: full attention counted");
-    char comm[160] = "";
+    char comm[256] = "";
     int at = r->world > 1 ? snprintf(comm, sizeof comm, "comm wait: %.1f%%  ", 100 * r->comm_wait_frac) : 0;
     if (r->has_aux) at += snprintf(comm + at, sizeof comm - (size_t)at, "aux: %.5f  ", r->aux_loss);
     if (r->moe_layers > 0) { /* the worst layer of each: the load's spread, and the bias's */
         double mx = 0, mn = INFINITY, sp = 0;
         for (int i = 0; i < r->moe_layers; i++)
             mx = fmax(mx, r->moe_load_max[i]), mn = fmin(mn, r->moe_load_min[i]), sp = fmax(sp, r->moe_bias_spread[i]);
-        snprintf(comm + at, sizeof comm - (size_t)at, "experts: load %.2f-%.2f of mean, bias spread %.4f  ", mn, mx, sp);
+        at += snprintf(comm + at, sizeof comm - (size_t)at, "experts: load %.2f-%.2f of mean, bias spread %.4f  ", mn,
+                       mx, sp);
     }
+    if (r->ep > 1)
+        snprintf(comm + at, sizeof comm - (size_t)at, "received %.2fx mean, a2a wait %.1f%%  ", r->ep_recv_max_over_mean,
+                 100 * r->ep_wait_frac);
     tt_log("step: %3ld  loss: %7.4f  grad_norm: %7.4f  lr: %.1e  memory: %.2fGiB(rss) %.2fGiB(arena)  "
            "tps: %s  tflops: %.2f  mfu: %s  %seta: %s",
            r->step, r->loss, r->grad_norm, r->lr, (double)r->peak_rss_bytes / GIB, (double)r->arena_bytes / GIB,
@@ -253,6 +257,10 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
             cJSON_AddItemToObject(o, "moe_load_max", cJSON_CreateDoubleArray(r->moe_load_max, r->moe_layers));
             cJSON_AddItemToObject(o, "moe_load_min", cJSON_CreateDoubleArray(r->moe_load_min, r->moe_layers));
             cJSON_AddItemToObject(o, "moe_bias_spread", cJSON_CreateDoubleArray(r->moe_bias_spread, r->moe_layers));
+        }
+        if (r->ep > 1) {
+            cJSON_AddNumberToObject(o, "ep_recv_max_over_mean", r->ep_recv_max_over_mean);
+            cJSON_AddNumberToObject(o, "ep_wait_frac", r->ep_wait_frac);
         }
     }
     if (write_record(m, o)) return -1;

@@ -104,6 +104,10 @@ typedef struct {
     int has_aux;     /* the model has auxiliary losses (MoE): aux_loss is their sum */
     double aux_loss;
     const double *moe_load_max, *moe_load_min, *moe_bias_spread;
+    /* expert parallelism (ep > 1): the most token rows a rank received for its experts over the mean, and the
+     * interval's share this rank spent blocked on the token exchange (part of comm_wait_frac) */
+    int ep;
+    double ep_recv_max_over_mean, ep_wait_frac;
 } tt_metrics_step;
 
 /* dump_folder NULL or "": console only. Otherwise the folder is created if
@@ -130,7 +134,9 @@ tt_err tt_metrics_open_tensorboard(tt_metrics *m, const tt_config *c, const tt_c
  *   step:  10  loss:  3.1234  grad_norm:  1.2345  lr: 3.0e-03  memory: 0.12GiB(rss) 0.05GiB(arena)  tps: 5,123  tflops: 0.04  mfu: 17.10%  eta: 0:03:12
  * (with several ranks, "comm wait: 3.1%" before the ETA: time blocked on
  * collectives, which the overlap of communication with compute did not hide;
- * "comm_wait_frac" in the record) and append the record (and its scalars to the event file). The ETA is
+ * "comm_wait_frac" in the record; under expert parallelism "received 1.20x
+ * mean, a2a wait 1.4%": the most token rows a rank received over the mean,
+ * and the time blocked on the token exchange) and append the record (and its scalars to the event file). The ETA is
  * (total - step) * elapsed / (step - start_step). Where MFU is not stated
  * (tt_mfu_judge) the line says "mfu: n/a (the peak looks wrong)" or "mfu: n/a
  * (over 100%: full attention counted)", and the first such record also logs

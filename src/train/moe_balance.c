@@ -50,9 +50,35 @@ tt_err tt_moe_balance_add(tt_moe_balance *b, tt_step_graph *sg)
     return 0;
 }
 
+/* The token rows this rank received for its experts over the step (its
+ * expert group's counts of them), and the most any rank received over the
+ * mean. */
+static tt_err received(tt_moe_balance *b, tt_dist *d)
+{
+    const size_t ne = (size_t)b->n * (size_t)b->E;
+    double *group = malloc(ne * sizeof *group);
+    if (!group) return tt_errorf("out of memory");
+    memcpy(group, b->counts, ne * sizeof *group);
+    tt_err rc = tt_dist_all_reduce(d, TT_GROUP_EXPERT, group, ne, TT_F64, TT_REDUCE_SUM, "the rows each rank receives");
+    double mine = 0, most, sum;
+    const int El = b->E / b->ep;
+    for (int i = 0; i < b->n && !rc; i++)
+        for (int e = b->place * El; e < (b->place + 1) * El; e++) mine += group[(size_t)i * b->E + e];
+    free(group);
+    most = sum = mine;
+    if (rc || tt_dist_all_reduce(d, TT_GROUP_WORLD, &most, 1, TT_F64, TT_REDUCE_MAX, "the rows ranks receive") ||
+        tt_dist_all_reduce(d, TT_GROUP_WORLD, &sum, 1, TT_F64, TT_REDUCE_SUM, "the rows ranks receive"))
+        return -1;
+    const double mean = sum / tt_dist_world(d);
+    b->recv_rows = mine;
+    b->recv_max_over_mean = mean > 0 ? most / mean : 0;
+    return 0;
+}
+
 tt_err tt_moe_balance_step(tt_moe_balance *b, const tt_model *m, const tt_param_store *params, tt_dist *d)
 {
     const int E = b->E;
+    if (b->n && d && b->ep > 1 && received(b, d)) return tt_error_prefix("moe: ");
     if (b->n && d && tt_dist_all_reduce(d, TT_GROUP_WORLD, b->counts, (size_t)b->n * (size_t)E, TT_F64, TT_REDUCE_SUM,
                                         "the tokens per expert"))
         return tt_error_prefix("moe: ");

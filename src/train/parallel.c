@@ -8,7 +8,7 @@
 
 #include "dist/dist.h"
 
-tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *shard)
+tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *shard, int *ep)
 {
     const tt_parallelism_config *p = &c->parallelism;
     int r = p->data_parallel_replicate_degree, s = p->data_parallel_shard_degree;
@@ -31,7 +31,12 @@ tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *s
                          "but %s: they must be equal (data_parallel_shard_degree = -1 takes the rest)",
                          r, s, (long long)r * s, job);
     }
-    *replicate = r, *shard = s;
+    const int e = p->expert_parallel_degree;
+    if (e < 1 || s % e)
+        return tt_errorf("parallelism.expert_parallel_degree = %d must divide data_parallel_shard_degree = %d (the "
+                         "experts are exchanged within groups of that many ranks of a shard group)",
+                         e, s);
+    *replicate = r, *shard = s, *ep = e;
     return 0;
 }
 
@@ -45,8 +50,8 @@ tt_err tt_parallel_join(const tt_config *c, tt_dist **out)
     tt_dist *d = *out = tt_dist_get();
     if (!d) return -1;
     const int world = tt_dist_world(d);
-    int rep = 1, shard = 1;
-    if (tt_parallel_resolve(c, world, &rep, &shard) || tt_dist_set_mesh(d, rep, shard)) return -1;
+    int rep = 1, shard = 1, ep = 1;
+    if (tt_parallel_resolve(c, world, &rep, &shard, &ep) || tt_dist_set_mesh(d, rep, shard, ep)) return -1;
     if (world == 1) return 0;
     tt_dist_set_timeout(d, c->comm.timeout_seconds);
     char *toml = tt_config_to_toml(c);
@@ -67,4 +72,5 @@ void tt_parallel_step_cfg(const tt_config *c, const tt_sharding *sh, tt_step_cfg
     sc->reduce_dtype = c->training.mixed_precision_reduce == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
     sc->reshard_after_forward = m == TT_RESHARD_NEVER ? 0 : m == TT_RESHARD_ALWAYS ? 2 : 1;
     sc->no_overlap = !c->comm.overlap;
+    sc->ep_recv_factor = c->parallelism.expert_receive_factor;
 }

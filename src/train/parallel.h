@@ -12,10 +12,11 @@
 
 /* The mesh for a world of `world` processes: parallelism.
  * data_parallel_replicate_degree x data_parallel_shard_degree (-1: the world
- * divided by the replicate degree). An error naming the keys and the world
- * when they do not multiply to it (saying so when this build has no MPI and
- * so runs one process). Call after tt_dist_get, before tt_dist_set_mesh. */
-tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *shard);
+ * divided by the replicate degree), and expert_parallel_degree (*ep), which
+ * must divide the shard degree. An error naming the keys and the world when
+ * they do not fit it (saying so when this build has no MPI and so runs one
+ * process). Call after tt_dist_get, before tt_dist_set_mesh. */
+tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *shard, int *ep);
 
 /* Join the job, for a command that trains or evaluates on every rank: the
  * dist layer (*d), the mesh resolved and set, every rank checked to run the

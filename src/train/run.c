@@ -241,9 +241,16 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     if (tt_moe_balance_init(&r->balance, r->model, c->model.load_balance_coeff)) goto fail;
     if (r->world > 1 && check_same_model(r)) goto fail;
     const size_t mem0 = r->be->bytes_in_use();
+    const int ep = tt_dist_group_size(r->dist, TT_GROUP_EXPERT);
+    if (ep > 1 && (!mc.moe.n_experts || mc.moe.n_experts % ep)) {
+        tt_errorf("parallelism.expert_parallel_degree = %d needs a Mixture-of-Experts model whose experts it divides "
+                  "(model.num_experts = %d)", ep, mc.moe.n_experts);
+        goto fail;
+    }
+    r->balance.ep = ep, r->balance.place = tt_dist_group_rank(r->dist, TT_GROUP_EXPERT);
     if (tt_sharding_init(&r->sh, r->model, tt_dist_group_size(r->dist, TT_GROUP_SHARD),
                          tt_dist_group_size(r->dist, TT_GROUP_REPLICATE), tt_dist_group_rank(r->dist, TT_GROUP_SHARD),
-                         (size_t)c->parallelism.fsdp_bucket_bytes) ||
+                         ep, (size_t)c->parallelism.fsdp_bucket_bytes) ||
         tt_state_init_sharded(&r->state, r->model, r->world > 1 ? &r->sh : NULL, r->be, r->q, training))
         goto fail;
     tt_param_store weights = tt_state_store(&r->state, TT_STATE_PARAM);
@@ -348,10 +355,13 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         char moe[320];
         tt_model_moe_describe(&mc, moe, sizeof moe);
         if (moe[0]) tt_log("%s", moe);
+        char experts[64] = "";
+        if (r->sh.ep > 1)
+            snprintf(experts, sizeof experts, ", experts over %d (%d a rank)", r->sh.ep, mc.moe.n_experts / r->sh.ep);
         if (r->world > 1)
-            tt_log("%d ranks: %d replicas x %d shards (%d buckets) | train state %.2f MiB a rank (weights, gradients "
+            tt_log("%d ranks: %d replicas x %d shards%s (%d buckets) | train state %.2f MiB a rank (weights, gradients "
                    "and AdamW moments%s, measured) | %d threads a rank",
-                   r->world, r->sh.replicas, r->sh.shards, r->sh.n_buckets, r->state_bytes / 1048576.0,
+                   r->world, r->sh.replicas, r->sh.shards, experts, r->sh.n_buckets, r->state_bytes / 1048576.0,
                    r->state.grad_full ? ", and the full gradients micro-steps accumulate" : "", tt_num_threads());
         else
             tt_log("train state %.2f MiB (weights, gradients and AdamW moments, measured)", r->state_bytes / 1048576.0);

@@ -96,9 +96,12 @@ typedef struct {
      * optimizer step, counted as ring algorithms send ((n-1)/n of each buffer
      * for an all-gather or reduce-scatter over n ranks, twice that for an
      * all-reduce). The arenas above are then the FSDP step graph's. */
-    int replicas, shards, accum, n_buckets;
+    int replicas, shards, ep, accum, n_buckets;
     double rank_state_bytes, full_grad_bytes;
     double gather_bytes, reduce_bytes; /* per micro-step, and once per optimizer step */
+    /* expert parallelism's token exchanges per micro-step (all-to-all, forward and backward), with the
+     * tokens spread evenly over the experts: (ep - 1) / ep of the rows a rank sends leave it */
+    double exchange_bytes;
 } tt_model_plan;
 tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p);
 /* The plan as the JSON object of plan.json (the run adds its backend and

@@ -164,28 +164,47 @@ tt_err tt_state_upload(tt_train_state *s, tt_state_kind kind, const float *src)
     return tt_backend_write(s->be, s->q, tt_state_mem(s, kind), src, (size_t)s->numel * sizeof(float));
 }
 
+/* Shard rank r's slice of a bucket (at `from`) into its places in the flat layout. */
+typedef struct {
+    float *dst;
+    const float *from;
+} place_ctx;
+
+static tt_err place_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
+{
+    const place_ctx *p = ctx;
+    memcpy(p->dst + flat, p->from + at, (size_t)n * sizeof(float));
+    return 0;
+}
+
 tt_err tt_state_gather(tt_train_state *s, tt_state_kind kind, float *dst)
 {
     if (!tt_state_is_sharded(s))
         return tt_backend_read(s->be, s->q, dst, tt_state_mem(s, kind), s->model->numel * sizeof(float));
     const tt_sharding *sh = s->sh;
     tt_dist *d = tt_dist_get();
-    int64_t most = 0;
+    int64_t most = 0; /* the largest slice */
     for (int b = 0; b < sh->n_buckets; b++)
-        if (sh->buckets[b].padded > most) most = sh->buckets[b].padded;
-    float *full = malloc((size_t)most * sizeof *full), *mine = malloc((size_t)most / (size_t)sh->shards * sizeof *mine);
-    tt_err rc = d && full && mine ? 0 : tt_errorf("out of memory gathering the model (%lld floats)", (long long)most);
-    for (int b = 0; b < sh->n_buckets && !rc; b++) { /* one bucket at a time: the slices in shard-rank order */
-        const tt_fsdp_bucket *bk = &sh->buckets[b];
-        const size_t n = (size_t)(bk->padded / sh->shards);
+        if (sh->buckets[b].padded / tt_sharding_group_size(sh, b) > most)
+            most = sh->buckets[b].padded / tt_sharding_group_size(sh, b);
+    float *all = malloc((size_t)most * (size_t)sh->shards * sizeof *all), *mine = malloc((size_t)most * sizeof *mine);
+    tt_err rc = d && all && mine ? 0 : tt_errorf("out of memory gathering the model (%lld floats)",
+                                                 (long long)most * sh->shards);
+    /* one bucket at a time: every shard rank's slice, each then put where its
+     * pieces belong (an expert bucket's slices hold different experts) */
+    for (int b = 0; b < sh->n_buckets && !rc; b++) {
+        const size_t n = (size_t)(sh->buckets[b].padded / tt_sharding_group_size(sh, b));
         tt_coll_req *req = NULL;
-        tt_coll c = {.kind = TT_COLL_ALL_GATHER, .group = TT_GROUP_SHARD, .send = mine, .recv = full, .count = n,
+        tt_coll c = {.kind = TT_COLL_ALL_GATHER, .group = TT_GROUP_SHARD, .send = mine, .recv = all, .count = n,
                      .dtype = TT_F32, .what = "gathering the model"};
-        if (!(rc = tt_backend_read(s->be, s->q, mine, tt_state_bucket_mem(s, kind, b), n * sizeof(float))) &&
-            !(rc = tt_coll_start(d, &c, &req)) && !(rc = tt_coll_wait(d, req)))
-            memcpy(dst + bk->offset, full, (size_t)bk->numel * sizeof(float));
+        rc = tt_backend_read(s->be, s->q, mine, tt_state_bucket_mem(s, kind, b), n * sizeof(float));
+        if (!rc && !(rc = tt_coll_start(d, &c, &req))) rc = tt_coll_wait(d, req);
+        for (int r = 0; r < sh->shards && !rc; r++) {
+            place_ctx p = {dst, all + (size_t)r * n};
+            rc = tt_sharding_slice_pieces(sh, b, r, place_piece, &p);
+        }
     }
-    free(full);
+    free(all);
     free(mine);
     return rc;
 }

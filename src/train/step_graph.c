@@ -93,7 +93,11 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
     sg->scale = input(g, "loss_scale", TT_F32, 1);
     const int aux = with_grad && m->cfg.moe.n_experts > 0 && (m->cfg.moe.aux_coef > 0 || m->cfg.moe.z_coef > 0);
     if (aux) sg->aux_scale = input(g, "aux_scale", TT_F32, 1);
-    tt_fwd_inputs in = {c->B, c->T, sg->ids, sg->pos, sg->doc, NULL, NULL, NULL, sg->aux_scale};
+    tt_fwd_inputs in = {.B = c->B, .T = c->T, .ids = sg->ids, .pos = sg->pos, .doc = sg->doc, .aux_scale = sg->aux_scale};
+    if (c->sh && c->sh->ep > 1) { /* this rank's experts, and token rows exchanged over its expert group */
+        in.ep = c->sh->ep, in.ep_rank = c->sh->shard_rank % c->sh->ep, in.ep_group = TT_GROUP_EXPERT;
+        in.ep_recv_factor = c->ep_recv_factor;
+    }
     tt_value *head = NULL, *h = rc ? NULL : tt_model_forward(g, m, vals, &in, &head);
     tt_graph_set_scope(g, "loss");
     sg->losses[sg->n_losses++] = tt_ce_linear(g, h, head, sg->targets, sg->scale, -100);
@@ -129,7 +133,7 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
         fc.grads_persistent = c->accumulates && c->sh->shards > 1;
         sg->distributed = 1;
         rc = tt_fsdp(g, n_fwd, sg->units, with_grad ? sg->grad_units : NULL, sg->n_units, &fc, &sg->fsdp);
-        if (!rc && !c->no_overlap) rc = tt_fsdp_schedule(g);
+        if (!rc) rc = c->no_overlap ? tt_fsdp_serialize(g) : tt_fsdp_schedule(g);
     }
     if (rc) tt_step_graph_free(sg);
     return rc;
@@ -187,6 +191,12 @@ static tt_err add_range(void *ctx, int64_t flat_at, int64_t at, int64_t n)
     return 0;
 }
 
+static int by_start(const void *a, const void *b)
+{
+    const int64_t x = (*(const int64_t(*)[2])a)[0], y = (*(const int64_t(*)[2])b)[0];
+    return x < y ? -1 : x > y;
+}
+
 /* The optimizer is one multi-tensor step over the flat buffers: one sum of
  * squares over every gradient, the clipping factor of its norm, one AdamW
  * over every parameter, with weight decay on the element ranges of the
@@ -213,7 +223,13 @@ tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_train_state 
         if (sh) tt_sharding_pieces(sh, sh->shard_rank, a, a + n, add_range, &rs);
         else add_range(&rs, a, a, n);
     }
-    const int nr = rs.n;
+    /* in the order of the shard buffer (under expert parallelism a block's shared experts come before its
+     * routed experts there, after them in the flat layout), adjacent ranges merged: the op walks them in order */
+    qsort(rs.r, (size_t)rs.n, sizeof *rs.r, by_start);
+    int nr = 0;
+    for (int i = 0; i < rs.n; i++)
+        if (nr && rs.r[nr - 1][1] == rs.r[i][0]) rs.r[nr - 1][1] = rs.r[i][1];
+        else rs.r[nr][0] = rs.r[i][0], rs.r[nr][1] = rs.r[i][1], nr++;
     void *dr = NULL;
     tt_value *decay = nr ? tt_graph_const(g, TT_I64, 2, (int64_t[]){nr, 2}, &dr) : NULL;
     if (decay) memcpy(dr, rs.r, (size_t)nr * sizeof *rs.r);

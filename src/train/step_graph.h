@@ -23,8 +23,9 @@ typedef struct {
     int reshard_after_forward; /* tt_fsdp_cfg's */
     int accumulates;           /* micro-steps accumulate gradients: full gradients in the state (sharded) */
     int no_sync;               /* a micro-step before the last of an optimizer step: accumulate, do not reduce */
-    int no_overlap;            /* keep each collective where the FSDP pass put it, waited right after its start
-                                  (to measure what the schedule hides) */
+    int no_overlap;            /* wait for each collective right after its start (to measure what the
+                                  schedule hides) */
+    double ep_recv_factor;     /* expert parallelism (sh->ep > 1): the receive bound (tt_fwd_inputs) */
 } tt_step_cfg;
 
 /* the language-model loss, then up to two auxiliary losses an MoE layer */

@@ -252,13 +252,16 @@ tt_err tt_train(const tt_config *cfg)
         if (!rc && (step % c->metrics.log_freq == 0 || step == steps || step == 1)) {
             double now = tt_now(), tokens = (double)tokens_per_micro * accum * (double)(step - last_logged);
             const double wait = r.world > 1 ? tt_dist_take_wait_seconds(r.dist) : NAN;
+            const double ep_wait = r.world > 1 ? tt_dist_take_expert_wait_seconds(r.dist) : NAN;
             tt_metrics_step ms = {.step = step, .loss = loss, .grad_norm = gnorm, .lr = lr,
                                   .tokens_per_sec = tokens / (now - t_last), .peak_rss_bytes = tt_peak_rss_bytes(),
                                   .arena_bytes = r.arena_bytes, .elapsed_sec = now - t_start,
                                   .flops_per_token_executed = flops_executed / tokens,
                                   .world = r.world, .comm_wait_frac = wait / (now - t_last),
                                   .has_aux = r.train.n_losses > 1, .aux_loss = aux, .moe_layers = r.balance.n, .moe_load_max = r.balance.load_max,
-                                  .moe_load_min = r.balance.load_min, .moe_bias_spread = r.balance.bias_spread};
+                                  .moe_load_min = r.balance.load_min, .moe_bias_spread = r.balance.bias_spread,
+                                  .ep = r.balance.ep, .ep_recv_max_over_mean = r.balance.recv_max_over_mean,
+                                  .ep_wait_frac = ep_wait / (now - t_last)};
             if (tt_metrics_log_step(&r.metrics, &ms)) rc = -1;
             t_last = now;
             last_logged = step;

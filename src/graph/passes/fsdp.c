@@ -43,11 +43,48 @@ static int unit_of_view(const fsdp_ctx *x, const tt_value *v, tt_value *const *r
     return -1;
 }
 
+/* The element of the flat layout where view v of unit u's root starts. */
+static int64_t flat_of(const fsdp_ctx *x, int u, const tt_value *v)
+{
+    return x->c->unit_offset[u] + (int64_t)(tt_value_root_offset((tt_value *)v) / sizeof(float));
+}
+
+/* The bucket of unit u that holds element `flat`, or -1 (under expert
+ * parallelism, another rank's experts). */
+static int bucket_at(const fsdp_ctx *x, int u, int64_t flat)
+{
+    for (int b = x->unit_bucket[u]; b >= 0 && b < x->c->n_buckets; b++) {
+        const tt_fsdp_bucket *bk = &x->c->buckets[b];
+        if (u < bk->first_unit || u >= bk->first_unit + bk->n_units) break;
+        if (tt_fsdp_bucket_pos(bk, flat) >= 0) return b;
+    }
+    return -1;
+}
+
 static int bucket_of_view(const fsdp_ctx *x, const tt_value *v, tt_value *const *roots)
 {
     const int u = unit_of_view(x, v, roots);
-    return u < 0 ? -1 : x->unit_bucket[u];
+    return u < 0 ? -1 : bucket_at(x, u, flat_of(x, u, v));
 }
+
+/* The byte offset in bucket b's gathered buffer of view v of unit u, which
+ * must lie in one piece of the bucket; -1 with an error when it does not. */
+static int64_t view_pos(const fsdp_ctx *x, int b, int u, const tt_value *v)
+{
+    const tt_fsdp_bucket *bk = &x->c->buckets[b];
+    const int64_t f = flat_of(x, u, v), n = (int64_t)(tt_value_bytes(v) / sizeof(float));
+    const int64_t at = tt_fsdp_bucket_pos(bk, f);
+    if (at < 0 || (n > 0 && tt_fsdp_bucket_pos(bk, f + n - 1) != at + n - 1)) {
+        tt_errorf("'%s' (elements %lld..%lld of the layout) is not within one piece of its bucket", v->name,
+                  (long long)f, (long long)(f + n));
+        return -1;
+    }
+    return at * (int64_t)sizeof(float);
+}
+
+/* The size and id of the group that slices bucket b. */
+static int group_size_of(const tt_fsdp_cfg *c, int b) { return c->buckets[b].expert ? c->expert_shards : c->shards; }
+static int group_of(const tt_fsdp_cfg *c, int b) { return c->buckets[b].expert ? TT_GROUP_EXPERT_SHARD : TT_GROUP_SHARD; }
 
 /* Every view takes its root's role again (after roots changed under chains). */
 static void fix_roles(tt_graph *g)
@@ -56,11 +93,21 @@ static void fix_roles(tt_graph *g)
         if (g->values[v]->base) g->values[v]->role = tt_value_root(g->values[v])->role;
 }
 
-/* The byte offset of unit u's start in its bucket's flat buffer. */
-static size_t unit_delta(const fsdp_ctx *x, int u)
+/* Move the direct views of the unit roots (roots[u]) in bucket b onto `onto`,
+ * at their places in the bucket's order; views of views follow their bases. */
+static tt_err move_views(fsdp_ctx *x, int b, tt_value *const *roots, tt_value *onto)
 {
-    const tt_fsdp_bucket *b = &x->c->buckets[x->unit_bucket[u]];
-    return (size_t)(x->c->unit_offset[u] - b->offset) * sizeof(float);
+    tt_graph *g = x->g;
+    for (int v = 0; v < g->n_values; v++) {
+        tt_value *p = g->values[v];
+        const int u = p->base ? unit_of_view(x, p, roots) : -1;
+        if (u < 0 || p->base != roots[u] || bucket_at(x, u, flat_of(x, u, p)) != b) continue;
+        const int64_t at = view_pos(x, b, u, p);
+        if (at < 0) return -1;
+        p->offset = (size_t)at;
+        p->base = onto;
+    }
+    return 0;
 }
 
 /* Output k of n writes the whole of `root` (a state buffer) instead of a new
@@ -85,13 +132,13 @@ static void set_where(tt_graph *g, const tt_node *like, int unit)
 /* A gather of bucket b's parameters before node `at`: the fp32 shard, cast to
  * the parameter dtype, all-gathered over the shard group, waited for, cast
  * back to fp32. Returns the full bucket (fp32 [padded]) readers view. */
-static tt_value *gather(fsdp_ctx *x, tt_value *shard, int at, const char *what)
+static tt_value *gather(fsdp_ctx *x, int b, tt_value *shard, int at, const char *what)
 {
     tt_graph *g = x->g;
     const tt_fsdp_cfg *c = x->c;
     const int first = g->n_nodes;
     tt_value *s = c->param_dtype != TT_F32 ? tt_cast(g, shard, c->param_dtype) : shard;
-    tt_value *y = s ? tt_all_gather(g, s, NULL, TT_GROUP_SHARD, c->shards, what) : NULL;
+    tt_value *y = s ? tt_all_gather(g, s, NULL, group_of(c, b), group_size_of(c, b), what) : NULL;
     tt_value *w = y ? tt_comm_wait(g, y) : NULL;
     tt_value *full = w && c->param_dtype != TT_F32 ? tt_cast(g, w, TT_F32) : w;
     if (!full || anchor_new(x, first, at)) return NULL;
@@ -155,7 +202,7 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
         fwd_first[b] = bwd_first[b] = g_first[b] = n0;
         g_last[b] = -1;
         for (int u = c->buckets[b].first_unit; u < c->buckets[b].first_unit + c->buckets[b].n_units; u++)
-            if (u >= 0 && u < n_units) x.unit_bucket[u] = b;
+            if (u >= 0 && u < n_units && x.unit_bucket[u] < 0) x.unit_bucket[u] = b; /* its first */
     }
     for (int u = 0; u < n_units && !rc; u++)
         if (x.unit_bucket[u] < 0) rc = tt_errorf("FSDP: unit %d is in no bucket", u);
@@ -187,26 +234,31 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
     for (int b = 0; b < nb && !rc && c->shards > 1; b++) {
         const tt_fsdp_bucket *bk = &c->buckets[b];
         if (fwd_first[b] == n0 && bwd_first[b] == n0) continue; /* never read: nothing to gather */
-        const int64_t shard_n = bk->padded / c->shards;
+        const int64_t shard_n = bk->padded / group_size_of(c, b);
         tt_value *shard = tt_value_new(g, TT_ROLE_PARAM, TT_F32, 1, &shard_n);
         if (!shard) {
             rc = -1;
             break;
         }
         shard->unit = bk->first_unit;
-        snprintf(shard->name, sizeof shard->name, "shard.%.80s", units[bk->first_unit]->name);
+        snprintf(shard->name, sizeof shard->name, "%s.%.80s", bk->expert ? "expert_shard" : "shard",
+                 units[bk->first_unit]->name);
         res->param_shard[b] = shard;
+        if (group_size_of(c, b) == 1) { /* a group of one (a rank's own experts): read in place */
+            rc = move_views(&x, b, units, shard);
+            continue;
+        }
         char what[48];
-        snprintf(what, sizeof what, "%.36s params", units[bk->first_unit]->name);
+        snprintf(what, sizeof what, "%.30s %s", units[bk->first_unit]->name, bk->expert ? "experts" : "params");
         const int reshard = c->reshard_after_forward == 2 || (c->reshard_after_forward == 1 && b != last_fwd_bucket);
         tt_value *full_f = NULL, *full_b = NULL;
         if (fwd_first[b] < n0) {
             set_where(g, g->nodes[fwd_first[b]], bk->first_unit);
-            if (!(full_f = gather(&x, shard, fwd_first[b], what))) rc = -1;
+            if (!(full_f = gather(&x, b, shard, fwd_first[b], what))) rc = -1;
         }
         if (!rc && bwd_first[b] < n0 && (reshard || !full_f)) {
             set_where(g, g->nodes[bwd_first[b]], bk->first_unit);
-            if (!(full_b = gather(&x, shard, bwd_first[b], what))) rc = -1;
+            if (!(full_b = gather(&x, b, shard, bwd_first[b], what))) rc = -1;
         }
         res->gathers += (full_f != NULL) + (full_b != NULL);
         if (rc) break;
@@ -222,10 +274,10 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
                 for (int k = 0; k < g->nodes[i]->n_in && !rc; k++) {
                     tt_value *p = g->nodes[i]->in[k];
                     const int u = unit_of_view(&x, p, units);
-                    if (u < 0 || x.unit_bucket[u] != b || p->id >= nv) continue;
+                    if (u < 0 || bucket_at(&x, u, flat_of(&x, u, p)) != b || p->id >= nv) continue;
                     if (!made[p->id]) {
-                        made[p->id] = tt_value_view(g, full_b, tt_value_root_offset(p) + unit_delta(&x, u), p->dtype,
-                                                    p->ndim, p->shape);
+                        const int64_t at = view_pos(&x, b, u, p);
+                        made[p->id] = at < 0 ? NULL : tt_value_view(g, full_b, (size_t)at, p->dtype, p->ndim, p->shape);
                         if (!made[p->id]) rc = -1;
                         else snprintf(made[p->id]->name, sizeof made[p->id]->name, "%s", p->name);
                     }
@@ -233,13 +285,7 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
                 }
             free(made);
         }
-        for (int v = 0; v < g->n_values && !rc; v++) {
-            tt_value *p = g->values[v];
-            const int u = p->base ? unit_of_view(&x, p, units) : -1;
-            if (u < 0 || p->base != units[u] || x.unit_bucket[u] != b) continue;
-            p->offset += unit_delta(&x, u);
-            p->base = full_f ? full_f : full_b;
-        }
+        if (!rc) rc = move_views(&x, b, units, full_f ? full_f : full_b);
     }
 
     /* the gradients: a bucket's gradients in one buffer of its padded
@@ -254,10 +300,11 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
     for (int b = 0; b < nb && !rc && grads; b++) {
         const tt_fsdp_bucket *bk = &c->buckets[b];
         if (g_last[b] < 0) continue;
-        const int64_t shard_n = bk->padded / c->shards;
-        const int u0 = bk->first_unit, dp = c->shards == 1;
+        const int gs = group_size_of(c, b);
+        const int64_t shard_n = bk->padded / gs;
+        const int u0 = bk->first_unit, dp = gs == 1; /* a group of one: the gradients go to the shard itself */
         char what[48];
-        snprintf(what, sizeof what, "%.37s grads", units[u0]->name);
+        snprintf(what, sizeof what, "%.30s %s", units[u0]->name, bk->expert ? "expert grads" : "grads");
         tt_value *shard = tt_value_new(g, TT_ROLE_STATE, TT_F32, 1, &shard_n), *full = shard;
         if (!shard) {
             rc = -1;
@@ -284,20 +331,17 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
             rc = -1;
             break;
         }
-        for (int v = 0; v < g->n_values; v++) { /* the gradient views now view it */
-            tt_value *q = g->values[v];
-            const int u = q->base ? unit_of_view(&x, q, grads) : -1;
-            if (u < 0 || q->base != grads[u] || x.unit_bucket[u] != b) continue;
-            q->offset += unit_delta(&x, u);
-            q->base = full;
+        if (move_views(&x, b, grads, full)) { /* the gradient views now view it */
+            rc = -1;
+            break;
         }
-        if (!c->reduce) continue;
+        if (!c->reduce || (dp && c->replicas == 1)) continue; /* nothing to reduce: the shard is the sum */
         /* the reduction, after the last contribution */
         const int first = g->n_nodes;
         set_where(g, g->nodes[g_last[b]], u0);
         tt_value *t = c->reduce_dtype != TT_F32 ? tt_cast(g, full, c->reduce_dtype) : full;
         if (t && !dp) {
-            tt_value *y = tt_reduce_scatter(g, t, NULL, TT_GROUP_SHARD, c->shards, what);
+            tt_value *y = tt_reduce_scatter(g, t, NULL, group_of(c, b), gs, what);
             t = y ? tt_comm_wait(g, y) : NULL;
         }
         if (t && c->replicas > 1) { /* in place: the sum over the replicas */
@@ -408,6 +452,10 @@ static int set_ordered(tt_node *const *set, int ns, const tt_node *y)
 
 static int is_start(const tt_node *n) { return (tt_ops[n->op].flags & TT_OPF_COMM) && n->op != TT_OP_COMM_WAIT; }
 
+/* Expert parallelism's exchanges (the token counts and rows of an MoE layer,
+ * on the expert group) are the model's, not FSDP's. */
+static int is_exchange(const tt_node *n) { return is_start(n) && TT_ATTRS(n, tt_comm_attrs)->group == TT_GROUP_EXPERT; }
+
 /* Move o[p, p + ns) up to position t (< p), or as near to it as allowed. */
 static void move_up(tt_node **o, int p, int ns, int t, tt_node **tmp)
 {
@@ -485,7 +533,7 @@ tt_err tt_fsdp_schedule(tt_graph *g)
      * the start), so a bucket's weights arrive while the one before computes */
     const tt_node *prev_wait = NULL;
     for (int i = 0; i < n; i++) {
-        if (o[i]->op != TT_OP_ALL_GATHER) continue;
+        if (o[i]->op != TT_OP_ALL_GATHER || is_exchange(o[i])) continue;
         const int f = issue_first(o, n, i), ns = i - f + 1;
         const int t = prev_wait ? pos_of(o, n, prev_wait) + 1 : 0;
         int w = 0;
@@ -501,7 +549,7 @@ tt_err tt_fsdp_schedule(tt_graph *g)
      * gradients travel while the backward of the one before computes */
     int nr = 0;
     for (int i = 0; i < n; i++) {
-        if (!is_start(o[i]) || o[i]->op == TT_OP_ALL_GATHER) continue;
+        if (!is_start(o[i]) || o[i]->op == TT_OP_ALL_GATHER || is_exchange(o[i])) continue;
         int w = 0, nd = done_span(o, n, i, &w);
         if (nd == 0) continue;
         red[nr++] = o[i];
@@ -512,7 +560,31 @@ tt_err tt_fsdp_schedule(tt_graph *g)
         int w = 0, nd = done_span(o, n, s, &w);
         move_down(o, w, nd, pos_of(o, n, red[r + 1]), tmp);
     }
+    /* exchanges: each completed as late as what reads it allows, so the
+     * tokens travel while independent work (an MoE layer's shared experts,
+     * forward and backward) computes */
+    for (int i = n - 1; i >= 0; i--) {
+        if (!is_exchange(o[i])) continue;
+        int w = 0, nd = done_span(o, n, i, &w);
+        if (nd) move_down(o, w, nd, n - 1, tmp);
+    }
     tt_err rc = tt_graph_set_order(g, o);
     free(o), free(tmp), free(red);
     return rc ? tt_error_prefix("FSDP schedule: ") : 0;
+}
+
+tt_err tt_fsdp_serialize(tt_graph *g)
+{
+    const int n = g->n_nodes;
+    tt_node **o = malloc(((size_t)n + 1) * sizeof *o), **tmp = malloc(((size_t)n + 1) * sizeof *tmp);
+    if (!o || !tmp) {
+        free(o), free(tmp);
+        return fail_oom();
+    }
+    memcpy(o, g->nodes, (size_t)n * sizeof *o);
+    for (int i = 0; i < n; i++)
+        if (o[i]->op == TT_OP_COMM_WAIT) move_up(o, i, 1, pos_of(o, n, o[i]->in[0]->producer) + 1, tmp);
+    tt_err rc = tt_graph_set_order(g, o);
+    free(o), free(tmp);
+    return rc ? tt_error_prefix("serializing the collectives: ") : 0;
 }

@@ -9,16 +9,47 @@
 #define TT_FSDP_H
 #include "ops/ops.h"
 
-/* A bucket: the units [first_unit, first_unit + n_units), one contiguous range
- * [offset, offset + numel) of the model's flat layout (elements), padded to
- * `padded` (a multiple of the shard count) so every rank holds padded/shards. */
+/* The most pieces of the flat layout a bucket joins. */
+#define TT_FSDP_MAX_SEGS 2
+
+/* A piece of the model's flat layout: [flat, flat + n) elements. */
+typedef struct {
+    int64_t flat, n;
+} tt_fsdp_seg;
+
+/* A bucket: from the units [first_unit, first_unit + n_units), the pieces
+ * seg[0..n_segs) of the model's flat layout laid end to end (numel elements
+ * in all; one contiguous range starting at `offset` unless expert
+ * parallelism splits an MoE block), padded to `padded` (a multiple of its
+ * group's size) so every rank of the group holds padded / group size.
+ * Under expert parallelism an MoE block is two buckets: the block without
+ * its routed experts, over the shard group, and this rank's experts
+ * (`expert`), over the expert shard group: each next rank of the expert
+ * group holds the pieces ep_stride[k] further on. */
 typedef struct {
     int first_unit, n_units;
     int64_t offset, numel, padded;
+    int n_segs;
+    tt_fsdp_seg seg[TT_FSDP_MAX_SEGS];
+    int expert;
+    int64_t ep_stride[TT_FSDP_MAX_SEGS];
 } tt_fsdp_bucket;
+
+/* Where element `flat` of the layout is in the bucket's own order (its
+ * gathered buffer), or -1 when the bucket does not hold it. */
+static inline int64_t tt_fsdp_bucket_pos(const tt_fsdp_bucket *b, int64_t flat)
+{
+    int64_t at = 0;
+    for (int k = 0; k < b->n_segs; k++) {
+        if (flat >= b->seg[k].flat && flat < b->seg[k].flat + b->seg[k].n) return at + flat - b->seg[k].flat;
+        at += b->seg[k].n;
+    }
+    return -1;
+}
 
 typedef struct {
     int shards, replicas;      /* the shard and replicate groups' sizes (HSDP; shards 1 = data parallel) */
+    int expert_shards;         /* the expert shard group's size (shards / expert parallel degree) */
     int n_buckets;
     const tt_fsdp_bucket *buckets;
     const int64_t *unit_offset; /* per unit: its first element in the flat layout */
@@ -56,7 +87,11 @@ void tt_fsdp_result_free(tt_fsdp_result *r);
  * reader (forward in bucket order, backward in reverse), so unit i+1's
  * weights travel while unit i computes, and each reduction's wait one bucket
  * after its start, so unit i's gradients travel while unit i-1's backward
- * computes. */
+ * computes; an exchange of expert parallelism (on the expert group) is
+ * waited for as late as its readers allow. */
 tt_err tt_fsdp_schedule(tt_graph *g);
+/* The opposite, to measure what the schedule hides (comm.overlap = false):
+ * every collective waited for right after its start. */
+tt_err tt_fsdp_serialize(tt_graph *g);
 
 #endif
