@@ -17,7 +17,8 @@
 #     on 2 ranks resumes on one;
 #   - expert parallelism (EP 2, EP 2 x FSDP 2, EP 4, under HSDP, accumulating,
 #     with a receive bound) gives one process's losses, bias and load; saved
-#     with EP 2 on 4 ranks it resumes with EP 1 on 2 and on 1; a router skewed
+#     with EP 2 on 4 ranks it resumes with EP 1 on 2 and on 1, and with EP 4
+#     on 4 with EP 2 on 2; a router skewed
 #     to one rank's experts loses no token, and a bound it exceeds stops the
 #     run naming the key;
 #   - ranks with different configs, and a mesh that does not fit the world,
@@ -290,6 +291,14 @@ check "saved with EP 2 on 4 ranks, resumed with EP 1 on 2: one process's losses 
   --training.local_batch_size 4 >"$W/ec41.log" 2>&1 && grep -q "resumed from .*step-10" "$W/ec41.log" &&
   close "$W/moe1/metrics.jsonl" "$W/ec4b/metrics.jsonl" 11
 check "saved with EP 2 on 4 ranks, resumed on 1: one process's losses continue" $?
+# and across expert degrees: saved with EP 4 on 4 ranks, resumed with EP 2 on 2
+mpi 4 train "${COMMON[@]}" "${MOE[@]}" "${CK[@]}" --job.dump_folder "$W/ec44" --training.local_batch_size 1 \
+  --parallelism.expert_parallel_degree 4 >"$W/ec44.log" 2>&1
+[ $? -ne 0 ] && [ -f "$W/ec44/checkpoint/step-10/meta.json" ] &&
+  mpi 2 train "${COMMON[@]}" "${MOE[@]}" --checkpoint.enable true --job.dump_folder "$W/ec44" \
+    --training.local_batch_size 2 --parallelism.expert_parallel_degree 2 >"$W/ec442.log" 2>&1 &&
+  grep -q "resumed from .*step-10" "$W/ec442.log" && close "$W/moe1/metrics.jsonl" "$W/ec44/metrics.jsonl" 11
+check "saved with EP 4 on 4 ranks, resumed with EP 2 on 2: one process's losses continue" $?
 # a skewed router: a DeepSeek-V3-style export whose selection bias sends every token to experts 0-3 (rank 0's
 # under EP 2 of 8 experts): nothing is lost (one process's losses and load), and a receive bound below what
 # rank 0 needs stops the run with an error naming the key

@@ -157,9 +157,10 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
                 bf16 ? "bf16 (fp32 master weights)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup,
                 steps, tt_num_threads());
     if (out && world > 1)
-        fprintf(out, "ranks     %d: %d replicas x %d shards, %d buckets, overlap %s; each rank %d x %d tokens of its "
+        fprintf(out, "ranks     %d: %d replicas x %d shards%s, %d buckets, overlap %s; each rank %d x %d tokens of its "
                      "own, figures are the slowest rank's\n",
-                world, sh.replicas, sh.shards, sh.n_buckets, c->comm.overlap ? "on" : "off (comm.overlap false)", B, T);
+                world, sh.replicas, sh.shards, sh.ep > 1 ? " (experts split over the shards)" : "", sh.n_buckets,
+                c->comm.overlap ? "on" : "off (comm.overlap false)", B, T);
     int32_t lo = ids[0], hi = ids[0]; /* what was drawn, so a test sees it */
     for (size_t i = 0; i < n; i++) lo = ids[i] < lo ? ids[i] : lo, hi = ids[i] > hi ? ids[i] : hi;
     if (out)
@@ -213,18 +214,29 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
                 16.0 * (double)st.numel / 1048576.0, world > 1 ? " (this rank's slices)" : "");
     }
     if (profile && world > 1) { /* the collectives, from the per-node timings (the slowest rank's) */
-        double cm[3] = {0, 0, progress}; /* starting them, blocked in their waits, advancing them between nodes */
+        /* starting them, blocked in their waits, advancing them between nodes; then the same two of expert
+         * parallelism's token exchanges (the collectives on the expert group) */
+        double cm[5] = {0, 0, progress, 0, 0};
         for (int k = 0; k < 2; k++) {
             const tt_graph *g = k ? op.g : tr.g;
-            for (int i = 0; i < g->n_nodes; i++)
-                if (tt_ops[g->nodes[i]->op].flags & TT_OPF_COMM) cm[g->nodes[i]->op == TT_OP_COMM_WAIT] += acc[k][i];
+            for (int i = 0; i < g->n_nodes; i++) {
+                const tt_node *nd = g->nodes[i];
+                if (!(tt_ops[nd->op].flags & TT_OPF_COMM)) continue;
+                const int w = nd->op == TT_OP_COMM_WAIT;
+                cm[w] += acc[k][i];
+                if (TT_ATTRS(nd, tt_comm_attrs)->group == TT_GROUP_EXPERT) cm[3 + w] += acc[k][i];
+            }
         }
-        if (rank_max(d, cm, 3)) goto done;
+        if (rank_max(d, cm, 5)) goto done;
         const double all = cm[0] + cm[1] + cm[2];
         if (out)
             fprintf(out, "comm      %.2f ms a step starting collectives, %.2f ms blocked in their waits, %.2f ms "
                          "advancing them between nodes: %.2f ms (%.1f%% of the step)\n",
                     1e3 * cm[0], 1e3 * cm[1], 1e3 * cm[2], 1e3 * all, 100 * all / mean);
+        if (out && sh.ep > 1)
+            fprintf(out, "exchange  %.2f ms a step starting the token exchanges (experts over %d), %.2f ms blocked in "
+                         "their waits\n",
+                    1e3 * cm[3], sh.ep, 1e3 * cm[4]);
     }
     if (profile) {
         int n_ops = 0, n_scopes = 0;

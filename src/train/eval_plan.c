@@ -52,8 +52,9 @@ static void comm_bytes(const tt_graph *g, tt_model_plan *p)
                        : a->group == TT_GROUP_EXPERT_SHARD ? p->shards / p->ep
                                                            : p->shards * p->replicas;
         const double share = gs > 1 ? (double)(gs - 1) / gs : 0;
-        if (a->group == TT_GROUP_EXPERT)
-            p->exchange_bytes += share * (double)tt_value_bytes(n->op == TT_OP_ALL_GATHER ? n->out[0] : n->in[0]);
+        const double in = (double)tt_value_bytes(n->in[0]), out = (double)tt_value_bytes(n->out[0]);
+        if (a->group == TT_GROUP_EXPERT) /* an exchange moves the rank's rows, not its receive buffer's bound */
+            p->exchange_bytes += share * (n->op == TT_OP_ALL_GATHER ? out : in < out ? in : out);
         else if (n->op == TT_OP_ALL_GATHER) p->gather_bytes += share * (double)tt_value_bytes(n->out[0]);
         else if (n->op == TT_OP_ALL_REDUCE) p->reduce_bytes += 2 * share * (double)tt_value_bytes(n->in[0]);
         else p->reduce_bytes += share * (double)tt_value_bytes(n->in[0]);
