@@ -320,7 +320,8 @@ check "a DeepSeek-V3-style export with its selection bias skewed to experts 0-3"
 SKEW=(--model.hf_assets_path "$W/ds_hf" --checkpoint.initial_load_in_hf true --model.load_balance_coeff 1e-3
       --training.seq_len 256 --synthetic.train_tokens 200000 --synthetic.val_tokens 8192 --lr_scheduler.warmup_steps 2
       --training.steps 20 --metrics.log_freq 1 --metrics.peak_tflops 1 --training.mixed_precision_param float32
-      --validation.enable false --generate.max_new_tokens 0 --checkpoint.enable false --comm.timeout_seconds 10)
+      --validation.enable false --generate.max_new_tokens 0 --checkpoint.enable true --checkpoint.interval 20
+      --comm.timeout_seconds 10)
 "$TITAN" train "${SKEW[@]}" --job.dump_folder "$W/skew1" --training.local_batch_size 4 >"$W/skew1.log" 2>&1 &&
   mpi 2 train "${SKEW[@]}" --job.dump_folder "$W/skew2" --training.local_batch_size 2 \
     --parallelism.expert_parallel_degree 2 >"$W/skew2.log" 2>&1 &&
@@ -328,6 +329,21 @@ SKEW=(--model.hf_assets_path "$W/ds_hf" --checkpoint.initial_load_in_hf true --m
   moe_stats "$W/skew1/metrics.jsonl" >"$W/sa" && moe_stats "$W/skew2/metrics.jsonl" >"$W/sb" && cmp -s "$W/sa" "$W/sb" &&
   [ "$(grep -c '"ep_recv_max_over_mean":2,' "$W/skew2/metrics.jsonl")" -eq 20 ]
 check "a skewed router under EP 2 (rank 0 receives every row, twice the mean): one process's losses and load" $?
+# the balancing bias itself, after 20 updates: the EP run's (each rank wrote its pieces) is one process's, bitwise
+"$TITAN" export "${SKEW[@]}" --job.dump_folder "$W/skew1" --out "$W/skew1_hf" >"$W/skew1_export.log" 2>&1 &&
+  "$TITAN" export "${SKEW[@]}" --job.dump_folder "$W/skew2" --out "$W/skew2_hf" >"$W/skew2_export.log" 2>&1 &&
+  python3 - "$W/skew1_hf/model.safetensors" "$W/skew2_hf/model.safetensors" <<'PY'
+import json, struct, sys
+def biases(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    return {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+            for k, v in json.loads(b[8:8 + n]).items() if k.endswith("e_score_correction_bias")}
+a, b = biases(sys.argv[1]), biases(sys.argv[2])
+moved = any(struct.unpack("<8f", v) != tuple([10.0] * 4 + [0.0] * 4) for v in a.values())
+sys.exit(0 if len(a) == 3 and a == b and moved else 1)
+PY
+check "  the balancing bias after 20 steps under EP 2 is one process's, bitwise (and it moved)" $?
 expect "a receive bound the skew exceeds stops the run, naming the key" error "parallelism.expert_receive_factor" \
   mpi 2 train "${SKEW[@]}" --job.dump_folder "$W/skew3" --training.local_batch_size 2 \
     --parallelism.expert_parallel_degree 2 --parallelism.expert_receive_factor 1.5
