@@ -211,20 +211,25 @@ for l in open(sys.argv[1]):
 ' "$1"; }
 "$TITAN" train "${COMMON[@]}" "${MOE[@]}" --job.dump_folder "$W/moe1" --training.local_batch_size 4 >"$W/moe1.log" 2>&1
 check "MoE: one process, batch 4" $?
-for run in "moe_fsdp2 2 --training.local_batch_size 2" \
-           "moe_hsdp2x2 4 --training.local_batch_size 1 --parallelism.data_parallel_replicate_degree 2" \
-           "moe_fsdp2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4"; do
-  set -- $run
-  name=$1 np=$2
-  shift 2
-  mpi "$np" train "${COMMON[@]}" "${MOE[@]}" --job.dump_folder "$W/$name" "$@" >"$W/$name.log" 2>&1
-  check "$name: trains" $?
-  close "$W/moe1/metrics.jsonl" "$W/$name/metrics.jsonl"
-  check "$name: the losses of one process with the whole batch (1e-5)" $?
-  moe_stats "$W/moe1/metrics.jsonl" >"$W/sa" && moe_stats "$W/$name/metrics.jsonl" >"$W/sb" && [ -s "$W/sa" ] &&
-    cmp -s "$W/sa" "$W/sb"
-  check "$name: the balancing bias and the expert load of one process, every step" $?
-done
+# moe_like_one "NAME NP ARGS..." ...: each MoE run on NP ranks gives the one-process run's losses, bias and load
+moe_like_one() {
+  local run name np
+  for run in "$@"; do
+    set -- $run
+    name=$1 np=$2
+    shift 2
+    mpi "$np" train "${COMMON[@]}" "${MOE[@]}" --job.dump_folder "$W/$name" "$@" >"$W/$name.log" 2>&1
+    check "$name: trains" $?
+    close "$W/moe1/metrics.jsonl" "$W/$name/metrics.jsonl"
+    check "$name: the losses of one process with the whole batch (1e-5)" $?
+    moe_stats "$W/moe1/metrics.jsonl" >"$W/sa" && moe_stats "$W/$name/metrics.jsonl" >"$W/sb" && [ -s "$W/sa" ] &&
+      cmp -s "$W/sa" "$W/sb"
+    check "$name: the balancing bias and the expert load of one process, every step" $?
+  done
+}
+moe_like_one "moe_fsdp2 2 --training.local_batch_size 2" \
+             "moe_hsdp2x2 4 --training.local_batch_size 1 --parallelism.data_parallel_replicate_degree 2" \
+             "moe_fsdp2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4"
 # auxiliary losses are per micro-batch: 2 ranks of 1 sequence each equal one process's 2 micro-batches of 1,
 # the loss and the logged aux (each rank's weighed 1 / ranks, as each micro-batch's 1 / micro-batches)
 AUX=(--model.router_aux_loss_coef 0.01 --model.router_z_loss_coef 1e-3 --training.local_batch_size 1)
@@ -258,23 +263,12 @@ check "DeepSeek-V3 style (MLA + MoE) saved on 2 ranks resumes on one with one pr
 # the 2 ranks that share a place), EP 4, EP 2 under HSDP, with accumulation, and EP 4 with its receive buffer at
 # half the worst case (top-2 of 4 experts: an expert gets at most every token, twice the mean, so a rank holding
 # one receives at most twice its own rows)
-for run in "ep2 2 --training.local_batch_size 2 --parallelism.expert_parallel_degree 2" \
-           "ep2_fsdp2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2" \
-           "ep4 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4" \
-           "ep2_hsdp2x2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2 --parallelism.data_parallel_replicate_degree 2" \
-           "ep2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4 --parallelism.expert_parallel_degree 2" \
-           "ep4_bound 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4 --parallelism.expert_receive_factor 2"; do
-  set -- $run
-  name=$1 np=$2
-  shift 2
-  mpi "$np" train "${COMMON[@]}" "${MOE[@]}" --job.dump_folder "$W/$name" "$@" >"$W/$name.log" 2>&1
-  check "$name: trains" $?
-  close "$W/moe1/metrics.jsonl" "$W/$name/metrics.jsonl"
-  check "$name: the losses of one process with the whole batch (1e-5)" $?
-  moe_stats "$W/moe1/metrics.jsonl" >"$W/sa" && moe_stats "$W/$name/metrics.jsonl" >"$W/sb" && [ -s "$W/sa" ] &&
-    cmp -s "$W/sa" "$W/sb"
-  check "$name: the balancing bias and the expert load of one process, every step" $?
-done
+moe_like_one "ep2 2 --training.local_batch_size 2 --parallelism.expert_parallel_degree 2" \
+             "ep2_fsdp2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2" \
+             "ep4 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4" \
+             "ep2_hsdp2x2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2 --parallelism.data_parallel_replicate_degree 2" \
+             "ep2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4 --parallelism.expert_parallel_degree 2" \
+             "ep4_bound 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4 --parallelism.expert_receive_factor 2"
 grep -q "experts over 2 (2 a rank)" "$W/ep2_fsdp2.log" && grep -q "received" "$W/ep2.log"
 check "the log says how the experts are split and what each rank received" $?
 # saved with EP 2 on 4 ranks (each rank's experts sliced over 2), resumed without expert parallelism on 2 and on 1

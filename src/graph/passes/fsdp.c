@@ -149,19 +149,44 @@ static tt_err fail_oom(void) { return tt_errorf("out of memory in the FSDP pass"
 
 static void move_up(tt_node **o, int p, int ns, int t, tt_node **tmp);
 
+/* A working copy of a graph's order (o) and scratch of its size (tmp), for
+ * the passes that move nodes; reorder_end sets the new order (when apply)
+ * and frees both. */
+typedef struct {
+    tt_node **o, **tmp;
+    int n;
+} reorder;
+
+static tt_err reorder_begin(reorder *r, const tt_graph *g)
+{
+    r->n = g->n_nodes;
+    r->o = malloc(((size_t)r->n + 1) * sizeof *r->o);
+    r->tmp = malloc(((size_t)r->n + 1) * sizeof *r->tmp);
+    if (!r->o || !r->tmp) {
+        free(r->o), free(r->tmp);
+        return fail_oom();
+    }
+    memcpy(r->o, g->nodes, (size_t)r->n * sizeof *r->o);
+    return 0;
+}
+
+static tt_err reorder_end(reorder *r, tt_graph *g, int apply)
+{
+    tt_err rc = apply ? tt_graph_set_order(g, r->o) : 0;
+    free(r->o), free(r->tmp);
+    return rc;
+}
+
 /* The accumulations of gradients the fold pass left where autodiff put them,
  * at the end of the graph (norm weights, biases), each moved up to right
  * after what it adds (never into the forward): a bucket's gradients are then
  * complete, and reduced, as soon as its backward ends. */
 static tt_err hoist_accums(tt_graph *g, int n_fwd, tt_value *const *grads, int n_units)
 {
-    const int n = g->n_nodes;
-    tt_node **o = malloc(((size_t)n + 1) * sizeof *o), **tmp = malloc(((size_t)n + 1) * sizeof *tmp);
-    if (!o || !tmp) {
-        free(o), free(tmp);
-        return fail_oom();
-    }
-    memcpy(o, g->nodes, (size_t)n * sizeof *o);
+    reorder r;
+    if (reorder_begin(&r, g)) return -1;
+    tt_node **o = r.o, **tmp = r.tmp;
+    const int n = r.n;
     int moved = 0;
     for (int i = n_fwd; i < n; i++) {
         if (o[i]->op != TT_OP_ACCUM) continue;
@@ -173,9 +198,7 @@ static tt_err hoist_accums(tt_graph *g, int n_fwd, tt_value *const *grads, int n
         move_up(o, i, 1, n_fwd, tmp);
         moved += o[i] != x;
     }
-    tt_err rc = moved ? tt_graph_set_order(g, o) : 0;
-    free(o), free(tmp);
-    return rc;
+    return reorder_end(&r, g, moved);
 }
 
 tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *grads, int n_units,
@@ -520,14 +543,14 @@ static int done_span(tt_node *const *o, int n, int s, int *first)
 
 tt_err tt_fsdp_schedule(tt_graph *g)
 {
-    const int n = g->n_nodes;
-    tt_node **o = malloc(((size_t)n + 1) * sizeof *o), **tmp = malloc(((size_t)n + 1) * sizeof *tmp);
-    tt_node **red = malloc(((size_t)n + 1) * sizeof *red);
-    if (!o || !tmp || !red) {
-        free(o), free(tmp), free(red);
+    reorder ro;
+    if (reorder_begin(&ro, g)) return -1;
+    tt_node **o = ro.o, **tmp = ro.tmp, **red = malloc(((size_t)ro.n + 1) * sizeof *red);
+    const int n = ro.n;
+    if (!red) {
+        reorder_end(&ro, g, 0);
         return fail_oom();
     }
-    memcpy(o, g->nodes, (size_t)n * sizeof *o);
 
     /* gathers: each issued right after the previous one's wait (the first at
      * the start), so a bucket's weights arrive while the one before computes */
@@ -568,23 +591,15 @@ tt_err tt_fsdp_schedule(tt_graph *g)
         int w = 0, nd = done_span(o, n, i, &w);
         if (nd) move_down(o, w, nd, n - 1, tmp);
     }
-    tt_err rc = tt_graph_set_order(g, o);
-    free(o), free(tmp), free(red);
-    return rc ? tt_error_prefix("FSDP schedule: ") : 0;
+    free(red);
+    return reorder_end(&ro, g, 1) ? tt_error_prefix("FSDP schedule: ") : 0;
 }
 
 tt_err tt_fsdp_serialize(tt_graph *g)
 {
-    const int n = g->n_nodes;
-    tt_node **o = malloc(((size_t)n + 1) * sizeof *o), **tmp = malloc(((size_t)n + 1) * sizeof *tmp);
-    if (!o || !tmp) {
-        free(o), free(tmp);
-        return fail_oom();
-    }
-    memcpy(o, g->nodes, (size_t)n * sizeof *o);
-    for (int i = 0; i < n; i++)
-        if (o[i]->op == TT_OP_COMM_WAIT) move_up(o, i, 1, pos_of(o, n, o[i]->in[0]->producer) + 1, tmp);
-    tt_err rc = tt_graph_set_order(g, o);
-    free(o), free(tmp);
-    return rc ? tt_error_prefix("serializing the collectives: ") : 0;
+    reorder r;
+    if (reorder_begin(&r, g)) return -1;
+    for (int i = 0; i < r.n; i++)
+        if (r.o[i]->op == TT_OP_COMM_WAIT) move_up(r.o, i, 1, pos_of(r.o, r.n, r.o[i]->in[0]->producer) + 1, r.tmp);
+    return reorder_end(&r, g, 1) ? tt_error_prefix("serializing the collectives: ") : 0;
 }
