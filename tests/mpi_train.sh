@@ -269,6 +269,15 @@ moe_like_one "ep2 2 --training.local_batch_size 2 --parallelism.expert_parallel_
              "ep2_hsdp2x2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2 --parallelism.data_parallel_replicate_degree 2" \
              "ep2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4 --parallelism.expert_parallel_degree 2" \
              "ep4_bound 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4 --parallelism.expert_receive_factor 2"
+# validation under EP 2 (its forward exchanges too): one process's validation loss
+VAL=(--training.steps 10 --validation.enable true --validation.freq 10 --validation.steps 2)
+"$TITAN" train "${COMMON[@]}" "${MOE[@]}" "${VAL[@]}" --job.dump_folder "$W/epv1" --training.local_batch_size 4 \
+  --validation.local_batch_size 4 >"$W/epv1.log" 2>&1 &&
+  mpi 2 train "${COMMON[@]}" "${MOE[@]}" "${VAL[@]}" --job.dump_folder "$W/epv2" --training.local_batch_size 2 \
+    --validation.local_batch_size 2 --parallelism.expert_parallel_degree 2 >"$W/epv2.log" 2>&1 &&
+  grep "^validation loss" "$W/epv1.log" >"$W/va" && grep "^validation loss" "$W/epv2.log" >"$W/vb" && [ -s "$W/va" ] &&
+  cmp -s "$W/va" "$W/vb"
+check "validation under EP 2: one process's validation loss" $?
 grep -q "experts over 2 (2 a rank)" "$W/ep2_fsdp2.log" && grep -q "received" "$W/ep2.log"
 check "the log says how the experts are split and what each rank received" $?
 # saved with EP 2 on 4 ranks (each rank's experts sliced over 2), resumed without expert parallelism on 2 and on 1
@@ -318,7 +327,8 @@ SKEW=(--model.hf_assets_path "$W/ds_hf" --checkpoint.initial_load_in_hf true --m
       --comm.timeout_seconds 10)
 "$TITAN" train "${SKEW[@]}" --job.dump_folder "$W/skew1" --training.local_batch_size 4 >"$W/skew1.log" 2>&1 &&
   mpi 2 train "${SKEW[@]}" --job.dump_folder "$W/skew2" --training.local_batch_size 2 \
-    --parallelism.expert_parallel_degree 2 >"$W/skew2.log" 2>&1 &&
+    --parallelism.expert_parallel_degree 2 --checkpoint.last_save_in_hf true --generate.max_new_tokens 8 \
+    >"$W/skew2.log" 2>&1 &&
   close "$W/skew1/metrics.jsonl" "$W/skew2/metrics.jsonl" &&
   moe_stats "$W/skew1/metrics.jsonl" >"$W/sa" && moe_stats "$W/skew2/metrics.jsonl" >"$W/sb" && cmp -s "$W/sa" "$W/sb" &&
   [ "$(grep -c '"ep_recv_max_over_mean":2,' "$W/skew2/metrics.jsonl")" -eq 20 ]
@@ -338,6 +348,10 @@ moved = any(struct.unpack("<8f", v) != tuple([10.0] * 4 + [0.0] * 4) for v in a.
 sys.exit(0 if len(a) == 3 and a == b and moved else 1)
 PY
 check "  the balancing bias after 20 steps under EP 2 is one process's, bitwise (and it moved)" $?
+# the export at the end of the EP run (every rank's experts gathered on rank 0) is the one a process makes from
+# its checkpoint, bitwise; and the run's closing sample came from rank 0
+cmp -s "$W/skew2/hf/model.safetensors" "$W/skew2_hf/model.safetensors" && [ "$(grep -c "^sample" "$W/skew2.log")" -eq 1 ]
+check "  its export at the end (experts gathered from both ranks) is the checkpoint's, bitwise, and it sampled" $?
 expect "a receive bound the skew exceeds stops the run, naming the key" error "parallelism.expert_receive_factor" \
   mpi 2 train "${SKEW[@]}" --job.dump_folder "$W/skew3" --training.local_batch_size 2 \
     --parallelism.expert_parallel_degree 2 --parallelism.expert_receive_factor 1.5
