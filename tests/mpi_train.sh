@@ -302,6 +302,18 @@ mpi 4 train "${COMMON[@]}" "${MOE[@]}" "${CK[@]}" --job.dump_folder "$W/ec44" --
     --training.local_batch_size 2 --parallelism.expert_parallel_degree 2 >"$W/ec442.log" 2>&1 &&
   grep -q "resumed from .*step-10" "$W/ec442.log" && close "$W/moe1/metrics.jsonl" "$W/ec44/metrics.jsonl" 11
 check "saved with EP 4 on 4 ranks, resumed with EP 2 on 2: one process's losses continue" $?
+# a layout whose expert pieces do not cover the model exactly once is refused by name
+mkdir -p "$W/badep/checkpoint" && cp -r "$W/ec44/checkpoint/step-10" "$W/badep/checkpoint/" &&
+  python3 - "$W/badep/checkpoint/step-10/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+b = next(b for b in m["layout"]["buckets"] if isinstance(b, dict) and b["experts"])
+b["pieces"][0][2] = 0  # every place's gate/up experts on top of place 0's
+json.dump(m, open(sys.argv[1], "w"))
+PY
+expect "a checkpoint whose expert pieces overlap is refused" error "meta.json: the layout's buckets repeat element" \
+  "$TITAN" train "${COMMON[@]}" "${MOE[@]}" --checkpoint.enable true --job.dump_folder "$W/badep" \
+    --training.local_batch_size 4
 # a skewed router: a DeepSeek-V3-style export whose selection bias sends every token to experts 0-3 (rank 0's
 # under EP 2 of 8 experts): nothing is lost (one process's losses and load), and a receive bound below what
 # rank 0 needs stops the run with an error naming the key
