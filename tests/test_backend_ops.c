@@ -191,6 +191,18 @@ static void case_swiglu(hc *h, const void *p)
     else tt_swiglu(h->g, act_in(h, "a", c->N, c->F, 1.5), act_in(h, "b", c->N, c->F, 1));
     forward_and_backward(h, last(h), 1);
 }
+/* gate and up in one value, computed over the rows a grouped matmul's offsets bound (the rest zero) */
+typedef struct {
+    int N, F, E;
+    const double *offsets; /* E+1 */
+} swiglu_rows_p;
+static void case_swiglu_rows(hc *h, const void *p)
+{
+    const swiglu_rows_p *c = p;
+    tt_value *off = int_in(h, "offsets", c->E + 1, (fill){I_FIXED, 0, 0, 0, 0, c->offsets});
+    tt_swiglu_fused_rows(h->g, act_in(h, "ab", c->N, 2 * c->F, 1.5), off);
+    forward_and_backward(h, last(h), 1);
+}
 static void case_gelu(hc *h, const void *p)
 {
     const row_p *c = p;
@@ -610,6 +622,7 @@ static const gmm_p gm_nt = {37, 23, 19, 4, 1, 0, off_odd}, gm_nn = {37, 23, 19, 
                    gm_down = {1024, 384, 128, 8, 1, 1, off_typ}, gm_tail_nt = {40, 23, 19, 4, 1, 0, off_tail},
                    gm_tail_nn = {40, 23, 19, 4, 0, 0, off_tail}, gm_tail_acc = {40, 23, 19, 4, 1, 1, off_tail},
                    gm_tail_typ = {1024, 128, 768, 8, 1, 1, off_typ_tail};
+static const swiglu_rows_p sw_tail = {40, 19, 4, off_tail}, sw_tail_typ = {1024, 384, 8, off_typ_tail};
 static double gi_odd[2][13], gi_more[2][16], gi_typ[2][1024];
 static const gather_p ga_odd = {13, 11, 19, 11, gi_odd[0], gi_odd[1]},
                       ga_more = {11, 16, 19, 14, gi_more[0], gi_more[1]}, ga_typ = {1024, 1024, 128, 900, gi_typ[0], gi_typ[1]};
@@ -720,6 +733,8 @@ static const test_case cases[] = {
     {"grouped_matmul nn 40 rows of which 29 used", case_grouped_matmul, &gm_tail_nn, 1, 0},
     {"grouped_matmul 29 of 40 rows, weight gradient accumulating", case_grouped_matmul, &gm_tail_acc, 0, 0},
     {"grouped_matmul 900 of 1024 rows x128 -> 768, 8 experts", case_grouped_matmul, &gm_tail_typ, 0, 0},
+    {"swiglu fused gate/up, 29 of 40 rows x(2x19)", case_swiglu_rows, &sw_tail, 1, 0},
+    {"swiglu fused gate/up, 900 of 1024 rows x(2x384)", case_swiglu_rows, &sw_tail_typ, 0, 0},
     {"row_gather 11 of 13 rows, some empty", case_row_gather, &ga_odd, 1, 0},
     {"row_gather 16 slots from 11 rows, a zero tail", case_row_gather, &ga_more, 1, 0},
     {"row_gather 1024x128, 900 received", case_row_gather, &ga_typ, 0, 0},
@@ -1117,6 +1132,57 @@ static tt_err row_gather_run(const tt_backend *be, const int32_t *idx, const int
     return rc;
 }
 
+/* Output y's node writes instead a new graph input of its shape (returned), which the host can fill first. */
+static tt_value *into_input(tt_graph *g, tt_value *y, const char *name)
+{
+    tt_value *v = y ? tt_graph_input(g, name, y->dtype, y->ndim, y->shape) : NULL;
+    if (v) {
+        tt_node *n = y->producer;
+        const int k = y->out_index;
+        y->producer = NULL, n->out[k] = v, v->producer = n, v->out_index = k;
+    }
+    return v;
+}
+
+/* swiglu over the 3 rows of 5 its offsets bound, forward and backward, into outputs that held NaN: the rows
+ * computed as silu(a) b and its gradient, the tail written zero (fresh memory is zero, so the harness's cases
+ * alone would not see a kernel skip it), the input's tail (NaN) never read. */
+static void test_swiglu_tail(void)
+{
+    enum { N = 5, F = 2, used = 3 };
+    for (int bi = 0; bi < 2; bi++) {
+        const tt_backend *be = tt_backend_get(backend_names[bi]);
+        tt_graph *g = tt_graph_new();
+        const int64_t abs_[2] = {N, 2 * F}, ys[2] = {N, F}, ne = 3;
+        tt_value *ab = tt_graph_input(g, "ab", TT_F32, 2, abs_), *dy = tt_graph_input(g, "dy", TT_F32, 2, ys);
+        tt_value *off = tt_graph_input(g, "offsets", TT_I32, 1, &ne);
+        tt_value *y = tt_swiglu_fused_rows(g, ab, off);
+        tt_value *gout[1] = {dy}, *gin[2] = {NULL, NULL}; /* the backward its rule emits */
+        if (y) tt_ops[TT_OP_SWIGLU].backward(g, y->producer, gout, gin);
+        tt_value *dab = gin[0];
+        tt_value *yb = into_input(g, y, "y"), *db = into_input(g, dab, "dab");
+        float abd[N * 2 * F], dyd[N * F], yd[N * F], dd[N * 2 * F];
+        const int32_t od[3] = {0, 1, used};
+        for (int i = 0; i < N * 2 * F; i++) abd[i] = i < used * 2 * F ? (float)(i % 5 - 2) * 0.5f : NAN, dd[i] = NAN;
+        for (int i = 0; i < N * F; i++) dyd[i] = i < used * F ? (float)(i % 3 + 1) : NAN, yd[i] = NAN;
+        const host_val ins[] = {{ab, abd}, {dy, dyd}, {off, (void *)od}, {yb, yd}, {db, dd}};
+        const host_val outs[] = {{yb, yd}, {db, dd}};
+        const tt_err rc = yb && db ? run_one(g, be, ins, 5, outs, 2) : -1;
+        CHECK_MSG(rc == 0, "swiglu over bounded rows on %s: %s", be->name, tt_last_error());
+        for (int r = 0; r < N && !rc; r++)
+            for (int j = 0; j < F; j++) {
+                const double a = abd[r * 2 * F + j], b = abd[r * 2 * F + F + j], s = 1 / (1 + exp(-a));
+                const double want = r < used ? a * s * b : 0, dwa = r < used ? dyd[r * F + j] * b * s * (1 + a * (1 - s)) : 0,
+                             dwb = r < used ? dyd[r * F + j] * a * s : 0;
+                CHECK_MSG(fabs(yd[r * F + j] - want) <= 1e-6 && fabs(dd[r * 2 * F + j] - dwa) <= 1e-5 &&
+                              fabs(dd[r * 2 * F + F + j] - dwb) <= 1e-5,
+                          "swiglu over bounded rows on %s: row %d col %d: y %g (want %g), da %g (%g), db %g (%g)",
+                          be->name, r, j, yd[r * F + j], want, dd[r * 2 * F + j], dwa, dd[r * 2 * F + F + j], dwb);
+            }
+        tt_graph_free(g);
+    }
+}
+
 /* grouped_matmul and its weight gradient on a receive buffer of 5 rows of which 3 arrived (offsets {0, 1, 3}),
  * its tail NaN (what a buffer that nothing wrote may hold): y's tail must be written zero over the NaN it held
  * (fresh memory is zero, so the harness's cases alone would not see a kernel skip it), and neither op may read
@@ -1131,12 +1197,7 @@ static void test_grouped_matmul_tail(void)
         tt_value *x = tt_graph_input(g, "x", TT_F32, 2, xs), *w = tt_graph_input(g, "w", TT_F32, 3, ws);
         tt_value *off = tt_graph_input(g, "offsets", TT_I32, 1, &ne), *b = tt_graph_input(g, "b", TT_F32, 2, ys);
         tt_value *y = tt_grouped_matmul(g, x, w, off, 1), *dw = tt_grouped_matmul_wgrad(g, x, b, off, E, TT_F32);
-        /* y into a value the host fills with NaN first */
-        tt_value *yb = tt_graph_input(g, "y", TT_F32, 2, ys);
-        if (y) {
-            tt_node *n = y->producer;
-            y->producer = NULL, n->out[0] = yb, yb->producer = n, yb->out_index = 0;
-        }
+        tt_value *yb = into_input(g, y, "y"); /* y into a value the host fills with NaN first */
         float xd[M * K], wd[E * Nw * K], bd[M * Nw], yd[M * Nw], dwd[E * K * Nw];
         const int32_t od[E + 1] = {0, 1, used};
         for (int i = 0; i < M * K; i++) xd[i] = i < used * K ? (float)(i % 5 - 2) : NAN;
@@ -1225,6 +1286,7 @@ int main(void)
     test_adamw_hand();
     test_expert_parallel_hand();
     test_grouped_matmul_tail();
+    test_swiglu_tail();
     /* every op ran on every backend that has a kernel for it */
     for (int bi = 0; bi < 2; bi++) {
         const tt_backend *be = tt_backend_get(backend_names[bi]);

@@ -247,13 +247,16 @@ static tt_value *shared_experts(tt_graph *g, tt_value *const *b, const block_lay
 }
 
 /* Every expert's SwiGLU over its rows xs (M, D) (sorted by expert, off its
- * offsets) as two grouped matmuls: the experts [first, first + n). */
+ * offsets) as two grouped matmuls: the experts [first, first + n). In a
+ * buffer planned larger than its rows (expert parallelism's receive buffer:
+ * `tail`), the SwiGLU computes only the rows the offsets cover. */
 static tt_value *expert_mlps(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl, tt_value *xs,
-                             tt_value *off, int first, int n)
+                             tt_value *off, int first, int n, int tail)
 {
     const int64_t D = m->cfg.dim, F = m->cfg.moe.ffn_dim;
-    tt_value *ab = tt_grouped_matmul(g, xs, stacked(g, b, bl->w13 + 2 * first, n, 2 * F, D), off, 1);   // (M, 2F)
-    return tt_grouped_matmul(g, tt_swiglu_fused(g, ab), stacked(g, b, bl->w2 + first, n, D, F), off, 1); // (M, D)
+    tt_value *ab = tt_grouped_matmul(g, xs, stacked(g, b, bl->w13 + 2 * first, n, 2 * F, D), off, 1); // (M, 2F)
+    tt_value *act = tail ? tt_swiglu_fused_rows(g, ab, off) : tt_swiglu_fused(g, ab);                 // (M, F)
+    return tt_grouped_matmul(g, act, stacked(g, b, bl->w2 + first, n, D, F), off, 1);                 // (M, D)
 }
 
 /* Expert parallelism: the rows xs (N*k, D), sorted by expert (off: (E+1)
@@ -287,7 +290,7 @@ static tt_value *expert_parallel(tt_graph *g, const tt_model *m, tt_value *const
     *shared = shared_experts(g, b, bl, h); /* while the rows travel */
     tt_value *xr = sent ? tt_comm_wait(g, sent) : NULL;                    // (recv, D) by source rank
     tt_value *xe = tt_row_gather(g, xr, to_src, to_exp);                   // (recv, D) by local expert
-    tt_value *ye = expert_mlps(g, m, b, bl, xe, loc_off, in->ep_rank * El, El);
+    tt_value *ye = expert_mlps(g, m, b, bl, xe, loc_off, in->ep_rank * El, El, 1);
     tt_value *yr = tt_row_gather(g, ye, to_exp, to_src);                   // (recv, D) by source rank again
     snprintf(what, sizeof what, "%.35s combine", g->scope);
     tt_value *back = tt_all_to_allv(g, yr, cnt[2], cnt[3], cnt[0], cnt[1], rows * D, in->ep_group, what);
@@ -321,7 +324,7 @@ static tt_value *moe_mlp(tt_graph *g, const tt_model *m, tt_value *const *b, con
     tt_value *xs = tt_moe_permute(g, h, perm, pos, e->score_before ? gate : NULL, k); // (N*k, D)
     tt_value *sh = NULL;
     tt_value *ys = in->ep > 1 ? expert_parallel(g, m, b, bl, h, xs, off, in, &sh)     // (N*k, D)
-                              : expert_mlps(g, m, b, bl, xs, off, 0, E);
+                              : expert_mlps(g, m, b, bl, xs, off, 0, E, 0);
     if (in->ep <= 1) sh = shared_experts(g, b, bl, h);
     tt_value *y = tt_moe_combine(g, ys, perm, pos, e->score_before ? NULL : gate, k); // (N, D)
     return bl->sh1 < 0 ? y : tt_add(g, y, sh);

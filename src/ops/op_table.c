@@ -108,9 +108,9 @@ static void bw_attention(tt_graph *g, tt_node *n, tt_value *const *gout, tt_valu
 
 static void bw_swiglu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
-    if (n->n_in == 1) { /* gate and up in one value: one gradient of its shape */
-        tt_value *in[] = {n->in[0], gout[0]};
-        gin[0] = tt_op_emit1(g, TT_OP_SWIGLU_BWD, 2, in, n->in[0], NULL);
+    if (tt_swiglu_is_fused(n)) { /* gate and up in one value: one gradient of its shape (over the same rows) */
+        tt_value *in[] = {n->in[0], gout[0], n->n_in > 1 ? n->in[1] : NULL};
+        gin[0] = tt_op_emit1(g, TT_OP_SWIGLU_BWD, n->n_in > 1 ? 3 : 2, in, n->in[0], NULL);
         return;
     }
     tt_value *in[] = {n->in[0], n->in[1], gout[0]};

@@ -201,11 +201,32 @@ tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b)
     return tt_op_node(g, TT_OP_SWIGLU, 2, in, 1, &y, NULL) ? y : NULL;
 }
 
-tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab)
+tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab) { return tt_swiglu_fused_rows(g, ab, NULL); }
+
+tt_value *tt_swiglu_fused_rows(tt_graph *g, tt_value *ab, tt_value *off)
 {
     NEED(ab && ab->ndim == 2 && cols(ab) % 2 == 0, "swiglu: the fused gate/up value must be (N, 2F)");
-    tt_value *y = tt_op_act(g, ab->dtype, 2, ab->shape[0], cols(ab) / 2, 0);
-    return tt_op_node(g, TT_OP_SWIGLU, 1, &ab, 1, &y, NULL) ? y : NULL;
+    NEED(!off || (off->dtype == TT_I32 && off->ndim == 1 && tt_value_numel(off) >= 1),
+         "swiglu: the rows' bound is a grouped matmul's i32 offsets");
+    tt_value *y = tt_op_act(g, ab->dtype, 2, ab->shape[0], cols(ab) / 2, 0), *in[] = {ab, off};
+    return tt_op_node(g, TT_OP_SWIGLU, off ? 2 : 1, in, 1, &y, NULL) ? y : NULL;
+}
+
+int tt_swiglu_is_fused(const tt_node *n)
+{
+    return n->op == TT_OP_SWIGLU ? n->n_in == 1 || n->in[1]->dtype == TT_I32 : n->n_out == 1;
+}
+
+tt_err tt_swiglu_rows(const tt_node *n, const int32_t *off, int64_t *rows)
+{
+    const int64_t N = n->in[0]->shape[0], k = n->op == TT_OP_SWIGLU ? 1 : 2; /* the offsets' input, if any */
+    *rows = N;
+    if (n->n_in <= k) return 0;
+    const int64_t last = off[tt_value_numel(n->in[k]) - 1];
+    if (last < 0 || last > N) return tt_errorf("swiglu: the offsets bound %lld rows of a buffer of %lld", (long long)last,
+                                               (long long)N);
+    *rows = last;
+    return 0;
 }
 
 tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *pos, tt_value *inv_freq,

@@ -35,8 +35,10 @@ typedef enum {
                              writes k_new/v_new into the caches at rows [start, start+Tq)
                              out: o (B*Tq,H*hdv), lse (B,H,Tq) */
     TT_OP_SWIGLU,         /* in: a, b                               out: silu(a)*b
-                             or in: ab (N, 2F) with a = columns [0, F), b = [F, 2F)   out: (N, F) */
-    TT_OP_SWIGLU_BWD,     /* in: a, b, dy   out: da, db;  or in: ab, dy   out: dab (N, 2F) */
+                             or in: ab (N, 2F) with a = columns [0, F), b = [F, 2F) [, off (E+1) i32]   out: (N, F);
+                             with off, only the rows before off[E] (grouped experts' rows in a larger buffer), the
+                             rest 0 */
+    TT_OP_SWIGLU_BWD,     /* in: a, b, dy   out: da, db;  or in: ab, dy [, off]   out: dab (N, 2F) (rows as above) */
     TT_OP_GELU,           /* in: x                                  out: y */
     TT_OP_GELU_BWD,       /* in: x, dy                              out: dx */
     TT_OP_CE_LINEAR,      /* in: h (N,D), W (V,D), targets (N) i32, scale (1) f32  tt_ce_attrs
@@ -302,6 +304,13 @@ tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value
 tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b);
 /* silu(ab[:, :F]) * ab[:, F:] of one (N, 2F) value: gate and up from one matmul */
 tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab);
+/* The same over the rows before off[E] alone (off: a grouped matmul's (E+1) i32 offsets, its rows in a buffer
+ * planned larger, as expert parallelism's receive buffer is); the rest of the output is zero. */
+tt_value *tt_swiglu_fused_rows(tt_graph *g, tt_value *ab, tt_value *off);
+/* Whether a swiglu node (or its backward) takes gate and up as one (N, 2F) value, and the rows it computes: all N,
+ * or off[E] of its offsets input (off: that input's host copy; an error when it is outside [0, N]). */
+int tt_swiglu_is_fused(const tt_node *n);
+tt_err tt_swiglu_rows(const tt_node *n, const int32_t *off, int64_t *rows);
 /* attention over the column ranges of qkv (N, (H+2Hk)*hd); pos and inv_freq
  * NULL: no RoPE, else RoPE (cos/sin times rope_scale) on q and k inside */
 tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *pos, tt_value *inv_freq,

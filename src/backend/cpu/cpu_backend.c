@@ -249,18 +249,40 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
     return 0;
 }
 
+/* A fused swiglu's rows: those before its offsets' bound computed, the rest of the output (w elements a
+ * row) zeroed */
+static tt_err swiglu_rows(const tt_node *n, void *const *in, void *y, int64_t w, int64_t *rows)
+{
+    const int k = n->op == TT_OP_SWIGLU ? 1 : 2;
+    if (tt_swiglu_rows(n, n->n_in > k ? in[k] : NULL, rows)) return -1;
+    const size_t es = tt_dtype_size(dt0(n));
+    memset((char *)y + (size_t)*rows * (size_t)w * es, 0, (size_t)(nrows(n->in[0]) - *rows) * (size_t)w * es);
+    return 0;
+}
+
 static tt_err k_swiglu(const tt_node *n, void *const *in, void *const *out)
 {
-    if (n->n_in == 1) /* gate and up as the halves of one value */
-        cpu_swiglu_fused_fwd(in[0], out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]) / 2, dt0(n));
-    else cpu_swiglu_fwd(in[0], in[1], out[0], numel0(n), dt0(n));
+    if (!tt_swiglu_is_fused(n)) {
+        cpu_swiglu_fwd(in[0], in[1], out[0], numel0(n), dt0(n));
+        return 0;
+    }
+    const int F = (int)ncols(n->in[0]) / 2; /* gate and up as the halves of one value */
+    int64_t rows;
+    if (swiglu_rows(n, in, out[0], F, &rows)) return -1;
+    cpu_swiglu_fused_fwd(in[0], out[0], (int)rows, F, dt0(n));
     return 0;
 }
 
 static tt_err k_swiglu_bwd(const tt_node *n, void *const *in, void *const *out)
 {
-    if (n->n_in == 2) cpu_swiglu_fused_bwd(in[0], in[1], out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]) / 2, dt0(n));
-    else cpu_swiglu_bwd(in[0], in[1], in[2], out[0], out[1], numel0(n), dt0(n));
+    if (!tt_swiglu_is_fused(n)) {
+        cpu_swiglu_bwd(in[0], in[1], in[2], out[0], out[1], numel0(n), dt0(n));
+        return 0;
+    }
+    const int F = (int)ncols(n->in[0]) / 2;
+    int64_t rows;
+    if (swiglu_rows(n, in, out[0], 2 * F, &rows)) return -1;
+    cpu_swiglu_fused_bwd(in[0], in[1], out[0], (int)rows, F, dt0(n));
     return 0;
 }
 

@@ -249,11 +249,15 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
     return 0;
 }
 
-/* swiglu of one (N, 2F) gate/up value: its halves split out */
+/* swiglu of one (N, 2F) gate/up value: its halves split out; over the rows its offsets bound, the rest zero */
 static tt_err swiglu_fused(const tt_node *n, void *const *in, void *const *out, int bwd)
 {
-    const int N = (int)n->in[0]->shape[0], F = (int)n->in[0]->shape[1] / 2, is64 = is_f64(n);
-    const size_t es = esize(is64), cnt = (size_t)N * F;
+    const int Nb = (int)n->in[0]->shape[0], F = (int)n->in[0]->shape[1] / 2, is64 = is_f64(n), k = bwd ? 2 : 1;
+    int64_t rows;
+    if (tt_swiglu_rows(n, n->n_in > k ? in[k] : NULL, &rows)) return -1;
+    const int N = (int)rows;
+    const size_t es = esize(is64), cnt = (size_t)N * F, w = (size_t)(bwd ? 2 * F : F);
+    memset((char *)out[0] + (size_t)N * w * es, 0, (size_t)(Nb - N) * w * es);
     void *a = cols_get(in[0], N, 2 * F, 0, F, es), *b = cols_get(in[0], N, 2 * F, F, F, es);
     void *da = bwd ? tt_alloc(cnt * es + 1) : NULL, *db = bwd ? tt_alloc(cnt * es + 1) : NULL;
     tt_err rc = 0;
@@ -271,7 +275,7 @@ static tt_err swiglu_fused(const tt_node *n, void *const *in, void *const *out, 
 static tt_err k_swiglu(const tt_node *n, void *const *in, void *const *out)
 {
     const int is64 = is_f64(n);
-    if (n->n_in == 1) return swiglu_fused(n, in, out, 0);
+    if (tt_swiglu_is_fused(n)) return swiglu_fused(n, in, out, 0);
     REF(swiglu_fwd, (const T *)in[0], (const T *)in[1], (T *)out[0], numel0(n));
     return 0;
 }
@@ -279,7 +283,7 @@ static tt_err k_swiglu(const tt_node *n, void *const *in, void *const *out)
 static tt_err k_swiglu_bwd(const tt_node *n, void *const *in, void *const *out)
 {
     const int is64 = is_f64(n);
-    if (n->n_in == 2) return swiglu_fused(n, in, out, 1);
+    if (tt_swiglu_is_fused(n)) return swiglu_fused(n, in, out, 1);
     REF(swiglu_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1], numel0(n));
     return 0;
 }

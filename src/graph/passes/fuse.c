@@ -215,7 +215,7 @@ tt_err tt_fuse(tt_graph *g, tt_fuse_stats *stats)
         tt_node *n = g->nodes[i];
         if (c.dead[i]) continue;
         if (n->op == TT_OP_ATTENTION) rc = fuse_qkv(&c, n, &st);
-        else if (n->op == TT_OP_SWIGLU && n->n_in == 2) rc = fuse_gate_up(&c, n, &st);
+        else if (n->op == TT_OP_SWIGLU && !tt_swiglu_is_fused(n)) rc = fuse_gate_up(&c, n, &st);
         else if (n->op == TT_OP_RMSNORM) rc = fuse_add_norm(&c, n, &st);
     }
     snprintf(g->scope, sizeof g->scope, "%s", saved);
