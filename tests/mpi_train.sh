@@ -20,7 +20,8 @@
 #     with EP 2 on 4 ranks it resumes with EP 1 on 2 and on 1, and with EP 4
 #     on 4 with EP 2 on 2; a router skewed
 #     to one rank's experts loses no token, and a bound it exceeds stops the
-#     run naming the key;
+#     run naming the key; validation, debug mode and the closing export
+#     under EP 2 give one process's;
 #   - ranks with different configs, and a mesh that does not fit the world,
 #     are refused.
 # CMake runs it as `bash mpi_train.sh TITAN SRC MPIEXEC` with the MPI test
@@ -278,6 +279,16 @@ VAL=(--training.steps 10 --validation.enable true --validation.freq 10 --validat
   grep "^validation loss" "$W/epv1.log" >"$W/va" && grep "^validation loss" "$W/epv2.log" >"$W/vb" && [ -s "$W/va" ] &&
   cmp -s "$W/va" "$W/vb"
 check "validation under EP 2: one process's validation loss" $?
+# debug mode under EP 2 (the ref backend, every output checked for NaN/Inf, the receive buffers' unused tails
+# included): one process's debug-mode losses, exactly
+DBG=(--training.steps 3 --training.exec_mode debug)
+"$TITAN" train "${COMMON[@]}" "${MOE[@]}" "${DBG[@]}" --job.dump_folder "$W/epd1" --training.local_batch_size 4 \
+  >"$W/epd1.log" 2>&1 &&
+  mpi 2 train "${COMMON[@]}" "${MOE[@]}" "${DBG[@]}" --job.dump_folder "$W/epd2" --training.local_batch_size 2 \
+    --parallelism.expert_parallel_degree 2 >"$W/epd2.log" 2>&1 &&
+  losses "$W/epd1/metrics.jsonl" >"$W/la" && losses "$W/epd2/metrics.jsonl" >"$W/lb" &&
+  [ "$(wc -l <"$W/la")" -eq 3 ] && cmp -s "$W/la" "$W/lb"
+check "debug mode (ref backend, NaN checks) under EP 2: one process's losses" $?
 grep -q "experts over 2 (2 a rank)" "$W/ep2_fsdp2.log" && grep -q "received" "$W/ep2.log"
 check "the log says how the experts are split and what each rank received" $?
 # saved with EP 2 on 4 ranks (each rank's experts sliced over 2), resumed without expert parallelism on 2 and on 1
