@@ -261,15 +261,18 @@ check "DeepSeek-V3 style (MLA + MoE) saved on 2 ranks resumes on one with one pr
 # ---- expert parallelism ---------------------------------------------------------------
 # each MoE layer's experts split over the ranks of an expert group, tokens exchanged by all-to-all: one process's
 # losses (1e-5), balancing bias and expert load every step; EP 2 alone, EP 2 x FSDP 2 (the experts sharded over
-# the 2 ranks that share a place), EP 4, EP 2 under HSDP, with accumulation, and EP 4 with its receive buffer at
-# half the worst case (top-2 of 4 experts: an expert gets at most every token, twice the mean, so a rank holding
-# one receives at most twice its own rows)
+# the 2 ranks that share a place), EP 4, EP 2 under HSDP, with accumulation, with merged buckets kept gathered,
+# with full activation checkpointing, and EP 4 with its receive buffer at half the worst case (top-2 of 4
+# experts: an expert gets at most every token, twice the mean, so a rank holding one receives at most twice its
+# own rows)
 moe_like_one "ep2 2 --training.local_batch_size 2 --parallelism.expert_parallel_degree 2" \
              "ep2_fsdp2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2" \
              "ep4 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4" \
              "ep2_hsdp2x2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2 --parallelism.data_parallel_replicate_degree 2" \
              "ep2_accum2 2 --training.local_batch_size 1 --training.global_batch_size 4 --parallelism.expert_parallel_degree 2" \
-             "ep4_bound 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4 --parallelism.expert_receive_factor 2"
+             "ep4_bound 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 4 --parallelism.expert_receive_factor 2" \
+             "ep2_fsdp2_merged_kept 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2 --parallelism.fsdp_bucket_bytes 1000000 --parallelism.fsdp_reshard_after_forward never" \
+             "ep2_full_ac 2 --training.local_batch_size 2 --parallelism.expert_parallel_degree 2 --activation_checkpoint.mode full"
 # validation under EP 2 (its forward exchanges too): one process's validation loss
 VAL=(--training.steps 10 --validation.enable true --validation.freq 10 --validation.steps 2)
 "$TITAN" train "${COMMON[@]}" "${MOE[@]}" "${VAL[@]}" --job.dump_folder "$W/epv1" --training.local_batch_size 4 \
