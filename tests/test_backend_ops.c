@@ -241,32 +241,14 @@ static void case_attention(hc *h, const void *p)
     tt_attention(h->g, q, k, v, doc_in(h, c, c->docs), c->B, c->T, c->H, c->Hk, c->hd, c->window);
     forward_and_backward(h, last(h), 1);
 }
-/* the scores scaled by a given factor, not 1 / sqrt(hd) (Multi-head Latent Attention's YaRN scale) */
-static void case_attention_scaled(hc *h, const void *p)
-{
-    const attn_p *c = p;
-    const int N = c->B * c->T;
-    tt_value *q = act_in(h, "q", N, (int64_t)c->H * c->hd, 1), *k = act_in(h, "k", N, (int64_t)c->Hk * c->hd, 1);
-    tt_value *v = act_in(h, "v", N, (int64_t)c->Hk * c->hd, 1);
-    if (c->Tmax) {
-        const int64_t cache[3] = {c->B, c->Tmax, (int64_t)c->Hk * c->hd};
-        tt_value *ck = input(h, "cache_k", h->act, 3, cache, (fill){F_ACT, 1, 0, 0, 0, NULL});
-        tt_value *cv = input(h, "cache_v", h->act, 3, cache, (fill){F_ACT, 1, 0, 0, 0, NULL});
-        tt_value *start = int_in(h, "start", 1, (fill){I_UNI, 0, 0, c->start, c->start + 1, NULL});
-        tt_attention_kv_scaled(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window, 0.61);
-        forward_and_backward(h, last(h), 0);
-        return;
-    }
-    tt_attention_scaled(h->g, q, k, v, doc_in(h, c, c->docs), c->B, c->T, c->H, c->Hk, c->hd, c->window, 0.61);
-    forward_and_backward(h, last(h), 1);
-}
 /* values of another width than queries and keys (Multi-head Latent Attention) */
 typedef struct {
     int B, T, H, Hk, hd, dv, window, Tmax, start;
 } attn_v_p;
-static void case_attention_vw(hc *h, const void *p)
+/* attention (or, with a cache of Tmax positions, attention_kv) with the scores scaled by `scale`, not 1 /
+ * sqrt(hd) (Multi-head Latent Attention's YaRN scale), values c->dv wide */
+static void scaled_attention(hc *h, const attn_v_p *c, int docs, double scale)
 {
-    const attn_v_p *c = p;
     const int N = c->B * c->T;
     tt_value *q = act_in(h, "q", N, (int64_t)c->H * c->hd, 1), *k = act_in(h, "k", N, (int64_t)c->Hk * c->hd, 1);
     tt_value *v = act_in(h, "v", N, (int64_t)c->Hk * c->dv, 1);
@@ -276,14 +258,21 @@ static void case_attention_vw(hc *h, const void *p)
         tt_value *cv = input(h, "cache_v", h->act, 3, (int64_t[]){c->B, c->Tmax, (int64_t)c->Hk * c->dv},
                              (fill){F_ACT, 1, 0, 0, 0, NULL});
         tt_value *start = int_in(h, "start", 1, (fill){I_UNI, 0, 0, c->start, c->start + 1, NULL});
-        tt_attention_kv_scaled(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window, 0.45);
+        tt_attention_kv_scaled(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale);
         forward_and_backward(h, last(h), 0);
         return;
     }
-    tt_value *doc = int_in(h, "doc", (int64_t)N, (fill){I_DOC, 0, 1, c->B, c->T, NULL});
-    tt_attention_scaled(h->g, q, k, v, doc, c->B, c->T, c->H, c->Hk, c->hd, c->window, 0.45);
+    tt_value *doc = int_in(h, "doc", (int64_t)N, (fill){I_DOC, 0, docs ? 1 : 0, c->B, c->T, NULL});
+    tt_attention_scaled(h->g, q, k, v, doc, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale);
     forward_and_backward(h, last(h), 1);
 }
+static void case_attention_scaled(hc *h, const void *p)
+{
+    const attn_p *c = p;
+    const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
+    scaled_attention(h, &v, c->docs, 0.61);
+}
+static void case_attention_vw(hc *h, const void *p) { scaled_attention(h, p, 1, 0.45); }
 static void case_attention_qkv(hc *h, const void *p)
 {
     const attn_p *c = p;

@@ -114,7 +114,7 @@ static void test_bias_balances(void)
     float *w = th_alloc(m->numel, sizeof(float));
     tt_param_store st = tt_model_host_store(w);
     tt_moe_balance bal;
-    CHECK(tt_moe_balance_init(&bal, m, 1e-2) == 0 && bal.n == 2 && bal.bias[0] >= 0);
+    CHECK(tt_moe_balance_init(&bal, m, 1e-2, 1, 0) == 0 && bal.n == 2 && bal.bias[0] >= 0);
 
     tt_graph *g = tt_graph_new();
     tt_value *logits = tt_graph_input(g, "logits", TT_F32, 2, (int64_t[]){N, E});

@@ -61,9 +61,8 @@ static char *meta_text(tt_run *r, const tt_sharding *layout)
             /* pieces [flat, n, ep_stride]: an expert bucket's as shard rank 0 holds them, each next place in
              * the expert group ep_stride further on */
             cJSON *e = cJSON_CreateObject(), *jp = cJSON_AddArrayToObject(e, "pieces");
-            const int place = layout->shard_rank % layout->ep;
             for (int k = 0; k < bk->n_segs; k++) {
-                const double v[3] = {(double)(bk->seg[k].flat - place * bk->ep_stride[k]), (double)bk->seg[k].n,
+                const double v[3] = {(double)(bk->seg[k].flat - layout->place * bk->ep_stride[k]), (double)bk->seg[k].n,
                                      (double)bk->ep_stride[k]};
                 cJSON_AddItemToArray(jp, cJSON_CreateDoubleArray(v, 3));
             }

@@ -112,11 +112,7 @@ tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
     const int global = c->training.global_batch_size > 0 ? c->training.global_batch_size : p->B * world;
     p->accum = global / (p->B * world) > 0 ? global / (p->B * world) : 1;
     tt_sharding sh = {0};
-    tt_err rc = p->ep > 1 && (p->shards % p->ep || !p->mc.moe.n_experts || p->mc.moe.n_experts % p->ep)
-                    ? tt_errorf("parallelism.expert_parallel_degree = %d must divide data_parallel_shard_degree = %d "
-                                "and the experts (%d)",
-                                p->ep, p->shards, p->mc.moe.n_experts)
-                    : 0;
+    tt_err rc = tt_parallel_check_experts(p->ep, p->shards, &p->mc);
     if (!rc && world > 1)
         rc = tt_sharding_init(&sh, m, p->shards, p->replicas, 0, p->ep, (size_t)c->parallelism.fsdp_bucket_bytes);
     if (!rc && world > 1) {

@@ -8,9 +8,10 @@
 
 #include "train/moe_balance.h"
 
-tt_err tt_moe_balance_init(tt_moe_balance *b, const tt_model *m, double coeff)
+tt_err tt_moe_balance_init(tt_moe_balance *b, const tt_model *m, double coeff, int ep, int place)
 {
     memset(b, 0, sizeof *b);
+    b->ep = ep, b->place = place;
     const tt_model_cfg *c = &m->cfg;
     if (c->moe.n_experts <= 0) return 0;
     for (int l = 0; l < c->n_layers; l++) b->n += tt_model_layer_is_moe(c, l);
@@ -20,10 +21,12 @@ tt_err tt_moe_balance_init(tt_moe_balance *b, const tt_model *m, double coeff)
     b->layer = calloc(n, sizeof *b->layer);
     b->bias = calloc(n, sizeof *b->bias);
     b->counts = calloc(ne, sizeof *b->counts);
+    b->group_counts = ep > 1 ? calloc(ne, sizeof *b->group_counts) : NULL;
     b->load_max = calloc(n, sizeof(double));
     b->load_min = calloc(n, sizeof(double));
     b->bias_spread = calloc(n, sizeof(double));
-    if (!b->layer || !b->bias || !b->counts || !b->load_max || !b->load_min || !b->bias_spread) {
+    if (!b->layer || !b->bias || !b->counts || !b->load_max || !b->load_min || !b->bias_spread ||
+        (ep > 1 && !b->group_counts)) {
         tt_moe_balance_free(b);
         return tt_errorf("out of memory for the expert load of %d MoE layers", (int)n);
     }
@@ -51,37 +54,36 @@ tt_err tt_moe_balance_add(tt_moe_balance *b, tt_step_graph *sg)
 }
 
 /* The token rows this rank received for its experts over the step (its
- * expert group's counts of them), and the most any rank received over the
- * mean. */
+ * expert group's counts of them), before the counts are summed over the job. */
 static tt_err received(tt_moe_balance *b, tt_dist *d)
 {
     const size_t ne = (size_t)b->n * (size_t)b->E;
-    double *group = malloc(ne * sizeof *group);
-    if (!group) return tt_errorf("out of memory");
-    memcpy(group, b->counts, ne * sizeof *group);
-    tt_err rc = tt_dist_all_reduce(d, TT_GROUP_EXPERT, group, ne, TT_F64, TT_REDUCE_SUM, "the rows each rank receives");
-    double mine = 0, most, sum;
-    const int El = b->E / b->ep;
-    for (int i = 0; i < b->n && !rc; i++)
-        for (int e = b->place * El; e < (b->place + 1) * El; e++) mine += group[(size_t)i * b->E + e];
-    free(group);
-    most = sum = mine;
-    if (rc || tt_dist_all_reduce(d, TT_GROUP_WORLD, &most, 1, TT_F64, TT_REDUCE_MAX, "the rows ranks receive") ||
-        tt_dist_all_reduce(d, TT_GROUP_WORLD, &sum, 1, TT_F64, TT_REDUCE_SUM, "the rows ranks receive"))
+    memcpy(b->group_counts, b->counts, ne * sizeof *b->counts);
+    if (tt_dist_all_reduce(d, TT_GROUP_EXPERT, b->group_counts, ne, TT_F64, TT_REDUCE_SUM, "the rows each rank receives"))
         return -1;
-    const double mean = sum / tt_dist_world(d);
-    b->recv_rows = mine;
-    b->recv_max_over_mean = mean > 0 ? most / mean : 0;
+    const int El = b->E / b->ep;
+    b->recv_rows = 0;
+    for (int i = 0; i < b->n; i++)
+        for (int e = b->place * El; e < (b->place + 1) * El; e++) b->recv_rows += b->group_counts[(size_t)i * b->E + e];
     return 0;
 }
 
 tt_err tt_moe_balance_step(tt_moe_balance *b, const tt_model *m, const tt_param_store *params, tt_dist *d)
 {
     const int E = b->E;
-    if (b->n && d && b->ep > 1 && received(b, d)) return tt_error_prefix("moe: ");
+    const int ep = b->n && d && b->ep > 1;
+    if (ep && received(b, d)) return tt_error_prefix("moe: ");
     if (b->n && d && tt_dist_all_reduce(d, TT_GROUP_WORLD, b->counts, (size_t)b->n * (size_t)E, TT_F64, TT_REDUCE_SUM,
                                         "the tokens per expert"))
         return tt_error_prefix("moe: ");
+    if (ep) { /* every row a rank sent was received once: the mean over ranks is the job's rows over the world */
+        double most = b->recv_rows, rows = 0;
+        for (size_t i = 0; i < (size_t)b->n * (size_t)E; i++) rows += b->counts[i];
+        if (tt_dist_all_reduce(d, TT_GROUP_WORLD, &most, 1, TT_F64, TT_REDUCE_MAX, "the rows ranks receive"))
+            return tt_error_prefix("moe: ");
+        const double mean = rows / tt_dist_world(d);
+        b->recv_max_over_mean = mean > 0 ? most / mean : 0;
+    }
     float bias[TT_MOE_MAX_EXPERTS];
     double delta[TT_MOE_MAX_EXPERTS];
     for (int i = 0; i < b->n; i++) {
@@ -118,6 +120,7 @@ void tt_moe_balance_free(tt_moe_balance *b)
     free(b->layer);
     free(b->bias);
     free(b->counts);
+    free(b->group_counts);
     free(b->load_max);
     free(b->load_min);
     free(b->bias_spread);

@@ -26,10 +26,12 @@ typedef struct {
      * the most any rank received over the mean */
     int ep, place;
     double recv_rows, recv_max_over_mean;
+    double *group_counts; /* (n, E) ep > 1: the expert group's counts */
 } tt_moe_balance;
 
-/* Nothing to do (n = 0) for a dense model. */
-tt_err tt_moe_balance_init(tt_moe_balance *b, const tt_model *m, double coeff);
+/* Nothing to do (n = 0) for a dense model. ep, place: the expert parallel
+ * degree (1: none) and this rank's place in its expert group. */
+tt_err tt_moe_balance_init(tt_moe_balance *b, const tt_model *m, double coeff, int ep, int place);
 /* After a micro-step: add the tokens per expert it routed (sg's MoE layers, in order). */
 tt_err tt_moe_balance_add(tt_moe_balance *b, tt_step_graph *sg);
 /* After the optimizer step: under expert parallelism the rows each rank

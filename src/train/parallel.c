@@ -32,11 +32,21 @@ tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *s
                          r, s, (long long)r * s, job);
     }
     const int e = p->expert_parallel_degree;
-    if (e < 1 || s % e)
+    if (tt_parallel_check_experts(e, s, NULL)) return -1;
+    *replicate = r, *shard = s, *ep = e;
+    return 0;
+}
+
+tt_err tt_parallel_check_experts(int ep, int shards, const tt_model_cfg *mc)
+{
+    if (ep < 1 || shards % ep)
         return tt_errorf("parallelism.expert_parallel_degree = %d must divide data_parallel_shard_degree = %d (the "
                          "experts are exchanged within groups of that many ranks of a shard group)",
-                         e, s);
-    *replicate = r, *shard = s, *ep = e;
+                         ep, shards);
+    if (mc && ep > 1 && (mc->moe.n_experts <= 0 || mc->moe.n_experts % ep))
+        return tt_errorf("parallelism.expert_parallel_degree = %d needs a Mixture-of-Experts model whose experts it "
+                         "divides (model.num_experts = %d)",
+                         ep, mc->moe.n_experts);
     return 0;
 }
 

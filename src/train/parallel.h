@@ -26,6 +26,11 @@ tt_err tt_parallel_resolve(const tt_config *c, int world, int *replicate, int *s
 struct tt_dist;
 tt_err tt_parallel_join(const tt_config *c, struct tt_dist **d);
 
+/* The expert parallel degree against the shard degree it splits (it must
+ * divide it) and, when mc is given, the model's experts (an MoE model whose
+ * experts it divides): an error naming parallelism.expert_parallel_degree. */
+tt_err tt_parallel_check_experts(int ep, int shards, const tt_model_cfg *mc);
+
 /* A rank's step graph under the mesh sh lays out (sh->shards x
  * sh->replicas > 1): the FSDP keys of c into *sc (sh, reduce dtype,
  * resharding, overlap). */

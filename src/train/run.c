@@ -238,16 +238,13 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/%s", c->job.dump_folder, c->checkpoint.folder);
     if (tt_mkdir_p(c->job.dump_folder)) goto fail;
     if (!(r->model = tt_model_new_ext(&mc, &r->ext))) goto fail;
-    if (tt_moe_balance_init(&r->balance, r->model, c->model.load_balance_coeff)) goto fail;
     if (r->world > 1 && check_same_model(r)) goto fail;
     const size_t mem0 = r->be->bytes_in_use();
     const int ep = tt_dist_group_size(r->dist, TT_GROUP_EXPERT);
-    if (ep > 1 && (!mc.moe.n_experts || mc.moe.n_experts % ep)) {
-        tt_errorf("parallelism.expert_parallel_degree = %d needs a Mixture-of-Experts model whose experts it divides "
-                  "(model.num_experts = %d)", ep, mc.moe.n_experts);
+    if (tt_parallel_check_experts(ep, tt_dist_group_size(r->dist, TT_GROUP_SHARD), &mc) ||
+        tt_moe_balance_init(&r->balance, r->model, c->model.load_balance_coeff, ep,
+                            tt_dist_group_rank(r->dist, TT_GROUP_EXPERT)))
         goto fail;
-    }
-    r->balance.ep = ep, r->balance.place = tt_dist_group_rank(r->dist, TT_GROUP_EXPERT);
     if (tt_sharding_init(&r->sh, r->model, tt_dist_group_size(r->dist, TT_GROUP_SHARD),
                          tt_dist_group_size(r->dist, TT_GROUP_REPLICATE), tt_dist_group_rank(r->dist, TT_GROUP_SHARD),
                          ep, (size_t)c->parallelism.fsdp_bucket_bytes) ||

@@ -55,7 +55,7 @@ tt_err tt_sharding_init(tt_sharding *s, const tt_model *m, int shards, int repli
     if (shards < 1 || replicas < 1 || shard_rank < 0 || shard_rank >= shards || ep < 1 || shards % ep)
         return tt_errorf("sharding: %d shards x %d replicas, shard rank %d, experts over %d", shards, replicas,
                          shard_rank, ep);
-    s->shards = shards, s->replicas = replicas, s->shard_rank = shard_rank, s->ep = ep;
+    s->shards = shards, s->replicas = replicas, s->shard_rank = shard_rank, s->ep = ep, s->place = shard_rank % ep;
     const int nu = m->n_units;
     s->buckets = calloc(2 * (size_t)nu + 1, sizeof *s->buckets);
     s->shard_offset = calloc(2 * (size_t)nu + 1, sizeof *s->shard_offset);
@@ -68,7 +68,7 @@ tt_err tt_sharding_init(tt_sharding *s, const tt_model *m, int shards, int repli
     for (int u = 0; u < nu; u++) {
         s->unit_offset[u] = m->units[u].offset;
         if (ep > 1 && m->units[u].n_experts > 0) {
-            if (split_experts(m, u, ep, shard_rank % ep, &s->buckets[s->n_buckets], &s->buckets[s->n_buckets + 1])) {
+            if (split_experts(m, u, ep, s->place, &s->buckets[s->n_buckets], &s->buckets[s->n_buckets + 1])) {
                 tt_sharding_free(s);
                 return -1;
             }
@@ -116,7 +116,7 @@ tt_err tt_sharding_slice_pieces(const tt_sharding *s, int b, int r, tt_shard_pie
     const tt_fsdp_bucket *bk = &s->buckets[b];
     const int64_t n = bk->padded / tt_sharding_group_size(s, b);
     const int64_t lo = (int64_t)tt_sharding_slice_index(s, b, r) * n, hi = lo + n; /* in the bucket's order */
-    const int place = bk->expert ? r % s->ep - s->shard_rank % s->ep : 0; /* relative to this rank's pieces */
+    const int place = bk->expert ? r % s->ep - s->place : 0; /* relative to this rank's pieces */
     int64_t at = 0; /* the bucket's order at segment k's start */
     for (int k = 0; k < bk->n_segs; k++) {
         const int64_t a = lo > at ? lo : at, z = hi < at + bk->seg[k].n ? hi : at + bk->seg[k].n;

@@ -22,6 +22,7 @@ typedef struct {
     int shards, replicas;  /* the shard group's size and the replicate group's (world = shards x replicas) */
     int shard_rank;        /* this rank's index in its shard group */
     int ep;                /* the expert parallel degree (1: none) */
+    int place;             /* this rank's place in its expert group: shard_rank % ep */
     int n_buckets;
     tt_fsdp_bucket *buckets; /* an expert bucket's pieces are this rank's experts' */
     int64_t *shard_offset; /* per bucket: where its slice starts in a rank's shard buffer */

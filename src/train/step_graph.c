@@ -95,7 +95,7 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
     if (aux) sg->aux_scale = input(g, "aux_scale", TT_F32, 1);
     tt_fwd_inputs in = {.B = c->B, .T = c->T, .ids = sg->ids, .pos = sg->pos, .doc = sg->doc, .aux_scale = sg->aux_scale};
     if (c->sh && c->sh->ep > 1) { /* this rank's experts, and token rows exchanged over its expert group */
-        in.ep = c->sh->ep, in.ep_rank = c->sh->shard_rank % c->sh->ep, in.ep_group = TT_GROUP_EXPERT;
+        in.ep = c->sh->ep, in.ep_rank = c->sh->place, in.ep_group = TT_GROUP_EXPERT;
         in.ep_recv_factor = c->ep_recv_factor;
     }
     tt_value *head = NULL, *h = rc ? NULL : tt_model_forward(g, m, vals, &in, &head);

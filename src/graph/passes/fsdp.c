@@ -130,8 +130,8 @@ static void set_where(tt_graph *g, const tt_node *like, int unit)
 }
 
 /* A gather of bucket b's parameters before node `at`: the fp32 shard, cast to
- * the parameter dtype, all-gathered over the shard group, waited for, cast
- * back to fp32. Returns the full bucket (fp32 [padded]) readers view. */
+ * the parameter dtype, all-gathered over the bucket's group (the shard group,
+ * or an expert bucket's expert shard group), waited for, cast back to fp32. Returns the full bucket (fp32 [padded]) readers view. */
 static tt_value *gather(fsdp_ctx *x, int b, tt_value *shard, int at, const char *what)
 {
     tt_graph *g = x->g;
