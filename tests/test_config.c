@@ -6,7 +6,7 @@
 
 #include "core/core.h"
 #include "harness.h"
-#include "models/flavors.h"
+#include "config/flavors.h"
 #include "titan/config.h"
 
 #define HAS(needle) strstr(tt_last_error(), needle)

@@ -17,7 +17,8 @@
 
 #include "dist/dist.h"
 #include "harness.h"
-#include "train/run.h"
+#include "train/model_plan.h"
+#include "train/step_graph.h"
 #include "train/step_graph.h"
 
 typedef enum { LLAMA, GPT2, QWEN } variant;

@@ -12,7 +12,8 @@
 #include "hf/hf_config.h"
 #include "models/model.h"
 #include "ops/ops.h"
-#include "train/run.h"
+#include "config/resolve.h"
+#include "train/step_graph.h"
 #include "train/step_graph.h"
 
 /* ---- an independent checker of a memory plan ------------------------------------------------- */

@@ -15,7 +15,7 @@
 
 #include "report_fixture.h"
 #include "titan/titan.h"
-#include "train/run.h"
+#include "train/model_plan.h"
 
 /* ---- reading the page back ------------------------------------------------------ */
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "train/sampler.h"
+#include "commands/sampler.h"
 
 #define NDRAW 20000
 

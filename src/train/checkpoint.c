@@ -12,7 +12,7 @@
 
 #include "formats/ckpt_files.h"
 #include "formats/safetensors.h"
-#include "train/run.h"
+#include "train/checkpoint.h"
 
 static const tt_state_kind saved_kinds[3] = {TT_STATE_PARAM, TT_STATE_EXP_AVG, TT_STATE_EXP_AVG_SQ};
 

@@ -1,91 +1,18 @@
 /* run.c — setting a run up (model, optimizer state, data, graphs, metrics,
- * resume) and the checkpoint save/restore of the whole train state. */
+ * resume) and closing it. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config/resolve.h"
 #include "formats/ckpt_files.h"
-#include "formats/safetensors.h"
 #include "hf/hf_model.h"
-#include "data/shard.h"
-#include "tokenizer/tokenizer_byte.h"
+#include "train/checkpoint.h"
+#include "train/model_plan.h"
 #include "train/parallel.h"
 #include "train/run.h"
-
-/* The auxiliary losses of the config, on an MoE model (a Hugging Face one included). */
-static void moe_losses_from_config(const tt_model_config *m, tt_model_cfg *o)
-{
-    if (o->moe.n_experts <= 0) return;
-    o->moe.aux_coef = m->router_aux_loss_coef;
-    o->moe.aux_seq = m->router_aux_loss_seq;
-    o->moe.z_coef = m->router_z_loss_coef;
-}
-
-tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ext *ext, tt_hf_config *hf)
-{
-    const tt_model_config *m = &c->model;
-    memset(o, 0, sizeof *o);
-    if (ext) memset(ext, 0, sizeof *ext);
-    if (m->hf_assets_path[0]) { /* the architecture is the HF folder's config.json */
-        tt_hf_config hc;
-        if (tt_hf_config_read(m->hf_assets_path, &hc)) return tt_error_prefix("model.hf_assets_path: ");
-        tt_hf_detect_layout(m->hf_assets_path, &hc.model, &hc.ext);
-        moe_losses_from_config(m, &hc.model);
-        *o = hc.model;
-        if (ext) *ext = hc.ext;
-        if (hf) *hf = hc;
-        return 0;
-    }
-    o->arch = m->name == TT_MODEL_GPT2 ? TT_ARCH_GPT2 : TT_ARCH_LLAMA;
-    o->dim = m->dim;
-    o->n_layers = m->n_layers;
-    o->n_heads = m->n_heads;
-    o->n_kv_heads = m->n_kv_heads;
-    o->head_dim = m->head_dim;
-    o->ffn_dim = m->ffn_dim;
-    o->vocab_size = m->vocab_size;
-    o->max_seq_len = m->max_seq_len;
-    o->norm_eps = m->norm_eps;
-    o->rope.theta = m->rope_theta;
-    o->rope.llama3 = m->rope_scaling == TT_ROPE_SCALING_LLAMA3;
-    o->rope.factor = m->rope_factor;
-    o->rope.low_freq_factor = m->rope_low_freq_factor;
-    o->rope.high_freq_factor = m->rope_high_freq_factor;
-    o->rope.original_max_pos = m->rope_original_max_position_embeddings;
-    o->tie_embeddings = m->tie_embeddings;
-    o->qkv_bias = m->qkv_bias;
-    o->qk_norm = m->qk_norm;
-    if (m->kv_lora_rank > 0) /* TorchTitan's MLA rotates adjacent pairs (a complex view): interleaved */
-        o->mla = (tt_mla_cfg){.q_lora_rank = m->q_lora_rank, .kv_lora_rank = m->kv_lora_rank,
-                              .qk_nope = m->qk_nope_head_dim, .qk_rope = m->qk_rope_head_dim, .v_head = m->v_head_dim,
-                              .rope_interleave = 1};
-    if (m->num_experts > 0)
-        o->moe = (tt_moe_cfg){.n_experts = m->num_experts, .top_k = m->top_k,
-                              .ffn_dim = m->moe_ffn_dim ? m->moe_ffn_dim : m->ffn_dim,
-                              .n_shared = m->num_shared_experts,
-                              .shared_ffn = m->num_shared_experts * (m->moe_ffn_dim ? m->moe_ffn_dim : m->ffn_dim),
-                              .n_dense_layers = m->n_dense_layers,
-                              .sparse_step = m->decoder_sparse_step,
-                              .score_func = m->score_func == TT_SCORE_FUNC_SIGMOID ? TT_SCORE_SIGMOID : TT_SCORE_SOFTMAX,
-                              .route_norm = m->route_norm, .score_before = m->score_before_experts,
-                              .n_group = m->num_expert_groups, .topk_group = m->num_limited_groups,
-                              .route_scale = m->route_scale, .has_bias = m->load_balance_coeff > 0,
-                              .shared_gate = m->shared_expert_gate};
-    moe_losses_from_config(m, o);
-    return 0;
-}
-
-const tt_backend *tt_config_backend(const tt_config *c)
-{
-    return tt_backend_get(c->training.exec_mode == TT_EXEC_DEBUG ? "ref" : c->training.backend);
-}
-
-tt_dtype tt_config_act_dtype(const tt_config *c)
-{
-    return c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
-}
 
 /* The data: the built-in corpus (generated once into dump_folder/data) or
  * the user's shards. */
@@ -430,51 +357,5 @@ tt_err tt_run_whole_weights(tt_run *r, tt_train_state *gathered, tt_train_state 
             tt_state_free(gathered);
     }
     free(flat);
-    return rc;
-}
-
-/* The Hugging Face export of a run's model: ids of the tokenizer it was
- * trained with, and that tokenizer.json when it came from an HF folder. */
-tt_err tt_run_export_hf(tt_run *r, const char *out_dir)
-{
-    tt_hf_export_opts o = tt_hf_export_defaults();
-    o.max_shard_bytes = (size_t)r->cfg->checkpoint.hf_max_shard_mb * 1000 * 1000;
-    char tok[TT_CONFIG_PATH_MAX + 32];
-    if (r->has_hf) {
-        o.bos_token_id = r->hf.bos_token_id;
-        o.n_eos = r->hf.n_eos;
-        memcpy(o.eos_token_ids, r->hf.eos_token_ids, sizeof o.eos_token_ids);
-        snprintf(tok, sizeof tok, "%s/tokenizer.json", r->cfg->model.hf_assets_path);
-        struct stat st;
-        if (stat(tok, &st) == 0) o.tokenizer_json = tok;
-    } else { /* the byte tokenizer: BOS 256, EOS 257 */
-        o.bos_token_id = 256;
-        o.n_eos = 1;
-        o.eos_token_ids[0] = 257;
-    }
-    tt_train_state gathered, *w;
-    if (tt_run_whole_weights(r, &gathered, &w)) return tt_error_prefix("export to %s: ", out_dir);
-    if (!w) return 0; /* rank 0 writes it */
-    tt_param_store weights = tt_state_store(w, TT_STATE_PARAM);
-    tt_err rc = tt_hf_export(r->model, out_dir, &o, &weights);
-    if (w == &gathered) tt_state_free(&gathered);
-    if (rc) return -1; /* tt_hf_export names the folder */
-    if (!r->has_hf) { /* the byte tokenizer, written as a tokenizer.json transformers reads */
-        char *json = tt_byte_tokenizer_hf_json();
-        snprintf(tok, sizeof tok, "%s/tokenizer.json", out_dir);
-        rc = json ? tt_write_file_atomic(tok, json, strlen(json)) : -1;
-        free(json);
-        if (rc) return tt_error_prefix("export to %s: ", out_dir);
-    }
-    tt_log("exported step %ld as a Hugging Face folder: %s", r->step, out_dir);
-    return 0;
-}
-
-tt_err tt_export(const tt_config *cfg, const char *out_dir)
-{
-    tt_run r;
-    if (tt_run_open(&r, cfg, TT_RUN_MODEL)) return -1;
-    tt_err rc = tt_run_export_hf(&r, out_dir);
-    tt_run_close(&r);
     return rc;
 }

@@ -1,6 +1,8 @@
 /* bench_peak.c — `titan bench peak`: a backend measures its device's peak
  * FLOP/s per dtype now and caches it for MFU. */
-#include "train/run.h"
+#include <stdio.h>
+
+#include "backend/backend.h"
 
 tt_err tt_bench_peak(const char *backend, double seconds, FILE *out)
 {

@@ -15,7 +15,7 @@
 #include "core/core.h"
 #include "formats/safetensors.h"
 #include "formats/toml.h"
-#include "train/svg_plot.h"
+#include "commands/svg_plot.h"
 
 #define MAX_RUNS 10                 /* one colour each; more would not read at a glance */
 #define METRICS_LIMIT (256u << 20)  /* metrics.jsonl: about a million logged steps */

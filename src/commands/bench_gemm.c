@@ -17,7 +17,9 @@
 
 #include <cblas.h>
 
-#include "train/run.h"
+#include "commands/bench_grouped.h"
+#include "config/resolve.h"
+#include "graph/exec.h"
 
 #if __has_include(<oneapi/dnnl/dnnl.h>)
 #include <oneapi/dnnl/dnnl.h>

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "config/resolve.h"
 #include "train/run.h"
 
 /* Random values of dtype dt into a value of the graph. */

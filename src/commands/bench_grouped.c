@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/run.h"
+#include "commands/bench_grouped.h"
+#include "config/resolve.h"
+#include "graph/exec.h"
 
 /* best seconds of one run of e over repetitions filling `seconds` (at least 3, after a warm-up) */
 static double best_time(tt_exec *e, double seconds)

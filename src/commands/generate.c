@@ -3,9 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands/generate.h"
+#include "commands/sampler.h"
 #include "core/core.h"
-#include "train/run.h"
-#include "train/sampler.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_byte.h"
 
 typedef struct {
     tt_graph *g;
@@ -166,8 +168,10 @@ static tt_err check_prompt_ids(const tt_model_cfg *c, const int32_t *ids, size_t
     return 0;
 }
 
-tt_err tt_generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer *tk, const int *stop, int n_stop,
-                        const tt_config *cfg, const char *prompt, FILE *out)
+/* Stream generate.max_new_tokens tokens continuing prompt, stopping at any of
+ * the stop ids, with the weights of the state s. */
+static tt_err generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer *tk, const int *stop, int n_stop,
+                            const tt_config *cfg, const char *prompt, FILE *out)
 {
     const tt_model_cfg *c = &m->cfg;
     const tt_generate_config *gc = &cfg->generate;
@@ -217,12 +221,13 @@ static tt_tokenizer *run_tokenizer(const tt_run *r, int stop[TT_HF_MAX_EOS + 1],
     return tk;
 }
 
-tt_err tt_run_generate(tt_run *r, const char *prompt, FILE *out)
+/* generate_from with the run's model, weights and tokenizer. */
+static tt_err run_generate(tt_run *r, const char *prompt, FILE *out)
 {
     int stop[TT_HF_MAX_EOS + 1], n_stop;
     tt_tokenizer *tk = run_tokenizer(r, stop, &n_stop);
     if (!tk) return -1;
-    tt_err rc = tt_generate_from(r->model, &r->state, tk, stop, n_stop, r->cfg, prompt, out);
+    tt_err rc = generate_from(r->model, &r->state, tk, stop, n_stop, r->cfg, prompt, out);
     tt_tokenizer_free(tk);
     return rc;
 }
@@ -302,7 +307,7 @@ tt_err tt_generate(const tt_config *cfg, const char *prompt, int from_hf, FILE *
 {
     tt_run r;
     if (tt_run_open(&r, cfg, from_hf ? TT_RUN_HF : TT_RUN_MODEL)) return -1;
-    tt_err rc = tt_run_generate(&r, prompt, out);
+    tt_err rc = run_generate(&r, prompt, out);
     tt_run_close(&r);
     return rc;
 }

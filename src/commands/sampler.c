@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "train/sampler.h"
+#include "commands/sampler.h"
 
 struct tt_sample_cand {
     float p; /* unnormalised probability exp((logit - max) / T) */

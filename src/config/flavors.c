@@ -2,7 +2,7 @@
  * (checked against their Hugging Face config.json) and small test shapes. */
 #include <string.h>
 
-#include "models/flavors.h"
+#include "config/flavors.h"
 
 /* Llama 3.1's RoPE scaling as published (factor 8, low 1, high 4, 8192);
  * flavors without scaling carry it too, so rope_scaling = "llama3" alone works. */

@@ -9,7 +9,7 @@
 #include "backend/backend.h"
 #include "core/core.h"
 #include "formats/toml.h"
-#include "models/flavors.h"
+#include "config/flavors.h"
 #include "titan/config.h"
 
 /* ---- the key registry ------------------------------------------------------ */

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/resolve.h"
 #include "dist/dist.h"
 #include "train/parallel.h"
-#include "train/run.h"
+#include "train/metrics.h"
+#include "train/step_graph.h"
 #include "train/trace.h"
 
 typedef struct {

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "train/svg_plot.h"
+#include "commands/svg_plot.h"
 
 #define MAX_TICKS 24
 #define FONT "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"

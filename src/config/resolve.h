@@ -1,0 +1,17 @@
+/* resolve.h — what a config means below it: the model's architecture, the
+ * backend it runs on and its compute dtype. */
+#ifndef TT_CONFIG_RESOLVE_H
+#define TT_CONFIG_RESOLVE_H
+#include "backend/backend.h"
+#include "hf/hf_config.h"
+#include "models/model.h"
+#include "titan/config.h"
+
+/* The model's architecture: from model.hf_assets_path's config.json when
+ * set, else from the model.* keys. ext and hf may be NULL. */
+tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *out, tt_model_ext *ext, tt_hf_config *hf);
+/* The backend a config runs on: ref in debug mode, else training.backend. */
+const tt_backend *tt_config_backend(const tt_config *c);
+/* The compute dtype of a config (training.mixed_precision_param, resolved). */
+tt_dtype tt_config_act_dtype(const tt_config *c);
+#endif

@@ -1,0 +1,9 @@
+/* export.h — a run's model as a Hugging Face folder. */
+#ifndef TT_EXPORT_H
+#define TT_EXPORT_H
+#include "train/run.h"
+
+/* Write the run's model as a Hugging Face folder (tt_hf_export), from rank 0
+ * (every rank calls it: a sharded state is gathered first). */
+tt_err tt_run_export_hf(tt_run *r, const char *out_dir);
+#endif
