@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Two titan binaries' training step side by side: `titan bench step` on a
 # config in one dtype, the binaries alternated (A, B, A, B, ...) ROUNDS times
-# each, and the median tokens/s of each with their ratio. For checking that a
+# each, and the median tokens/s of each with the median of the per-round
+# ratios B/A (each round's pair ran back to back, so its ratio sees the same
+# machine). For checking that a
 # change costs no speed: run it on a quiet machine, nothing else running.
 # Usage: bench/ab_step.sh TITAN_A TITAN_B CONFIG DTYPE [ROUNDS] [STEPS] [WARMUP]
 #   DTYPE: float32 or bfloat16; ROUNDS 5, STEPS 3, WARMUP 1 by default.
@@ -20,4 +22,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 ma=$(printf '%s\n' "${ra[@]}" | median)
 mb=$(printf '%s\n' "${rb[@]}" | median)
-echo "$(basename "$CONFIG" .toml) $DTYPE: A median $ma tok/s [${ra[*]}], B median $mb tok/s [${rb[*]}], B/A $(awk -v a="$ma" -v b="$mb" 'BEGIN { printf "%.3f", b / a }')"
+ratios=()
+for ((r = 0; r < ROUNDS; r++)); do ratios+=("$(awk -v a="${ra[r]}" -v b="${rb[r]}" 'BEGIN { printf "%.4f", b / a }')"); done
+mr=$(printf '%s\n' "${ratios[@]}" | median)
+echo "$(basename "$CONFIG" .toml) $DTYPE: A median $ma tok/s [${ra[*]}], B median $mb tok/s [${rb[*]}], B/A median of rounds $(printf '%.3f' "$mr") [${ratios[*]}]"
