@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "titan/modes.h" /* tt_exec_mode, tt_ac_mode */
 #include "titan/titan.h"
 
 #ifdef __cplusplus
@@ -19,15 +20,13 @@ extern "C" {
 #define TT_CONFIG_NAME_MAX 64     /* capacity of model.flavor */
 #define TT_CONFIG_MAX_KEYS 128    /* capacity of the explicitly-set flags */
 
-/* Enum keys: the C value is the index of the name in the key's allowed list. */
+/* Enum keys: the C value is the index of the name in the key's allowed list (training.exec_mode
+ * and activation_checkpoint.mode: titan/modes.h). */
 typedef enum { TT_MODEL_LLAMA = 0, TT_MODEL_GPT2 } tt_model_name;               /* "llama" "gpt2" */
 typedef enum { TT_ROPE_SCALING_NONE = 0, TT_ROPE_SCALING_LLAMA3 } tt_rope_scaling; /* "none" "llama3" */
 typedef enum { TT_TOKENIZER_BYTE = 0 } tt_tokenizer_kind;                        /* "byte" */
 typedef enum { TT_PARAM_FLOAT32 = 0, TT_PARAM_BFLOAT16 } tt_param_dtype;         /* "float32" "bfloat16" */
-typedef enum { TT_EXEC_GRAPH = 0, TT_EXEC_EAGER, TT_EXEC_DEBUG } tt_exec_mode;   /* "graph" "eager" "debug" */
 typedef enum { TT_OPTIMIZER_ADAMW = 0 } tt_optimizer_name;                       /* "AdamW" */
-/* activation_checkpoint.mode: recompute activations in the backward instead of keeping them */
-typedef enum { TT_AC_NONE = 0, TT_AC_SELECTIVE, TT_AC_FULL } tt_ac_mode;         /* "none" "selective" "full" */
 typedef enum { TT_LR_DECAY_LINEAR = 0, TT_LR_DECAY_SQRT, TT_LR_DECAY_COSINE } tt_decay_type; /* "linear" ... */
 /* parallelism.fsdp_reshard_after_forward: free a unit's gathered weights after its forward */
 typedef enum { TT_RESHARD_DEFAULT = 0, TT_RESHARD_ALWAYS, TT_RESHARD_NEVER } tt_reshard_mode; /* "default" ... */

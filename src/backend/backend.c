@@ -1,21 +1,55 @@
-/* backend.c — looking a backend up by name, and the conveniences over the
- * interface. */
+/* backend.c — the table of backends, looking one up by name, and the
+ * conveniences over the interface. */
 #include <string.h>
 
 #include "backend/backend.h"
 
-extern const tt_backend tt_backend_cpu, tt_backend_ref;
-const char *const tt_backend_names[] = {"cpu", "ref", NULL};
+/* Each implementation exports its constructor beside its tt_backend (at the
+ * bottom of cpu/cpu_backend.c, ref/ref_backend.c). */
+const tt_backend *tt_backend_cpu_make(void);
+const tt_backend *tt_backend_ref_make(void);
+
+/* Every backend this project knows, in the order the names list them. One
+ * without a constructor is known but not compiled into this binary: asking
+ * for it says so instead of calling the name unknown. A new backend is one
+ * row here (under its build option) and its constructor. */
+static const struct {
+    const char *name;
+    const tt_backend *(*make)(void); /* NULL: not built into this binary */
+} registry[] = {
+    {"cpu", tt_backend_cpu_make},
+    {"ref", tt_backend_ref_make},
+    {"cuda", NULL},
+};
+#define N_REGISTRY ((int)(sizeof registry / sizeof registry[0]))
+
+const char *tt_backend_name(int i)
+{
+    for (int k = 0; k < N_REGISTRY; k++)
+        if (registry[k].make && i-- == 0) return registry[k].name;
+    return NULL;
+}
+
+/* "cpu, ref": the backends built into this binary, for the errors */
+static const char *available(void)
+{
+    static char buf[256];
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; tt_backend_name(i) && n < sizeof buf; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", tt_backend_name(i));
+    return buf;
+}
 
 const tt_backend *tt_backend_get(const char *name)
 {
-    if (strcmp(name, "cpu") == 0) return &tt_backend_cpu;
-    if (strcmp(name, "ref") == 0) return &tt_backend_ref;
-    if (strcmp(name, "cuda") == 0) {
-        tt_errorf("backend 'cuda' is not built into this binary (available: cpu, ref)");
+    for (int k = 0; k < N_REGISTRY; k++) {
+        if (strcmp(name, registry[k].name) != 0) continue;
+        if (registry[k].make) return registry[k].make();
+        tt_errorf("backend '%s' is not built into this binary (available: %s)", name, available());
         return NULL;
     }
-    tt_errorf("unknown backend '%s' (available: cpu, ref)", name);
+    tt_errorf("unknown backend '%s' (available: %s)", name, available());
     return NULL;
 }
 

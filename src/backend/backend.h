@@ -69,10 +69,13 @@ typedef struct tt_backend {
     tt_dtype (*default_dtype)(void);
 } tt_backend;
 
-/* "cpu" or "ref"; anything else is an error that names what this build has. */
+/* The backend of that name ("cpu", "ref"), from the table in backend.c; NULL
+ * and an error that names what this build has for any other name (one the
+ * project knows but this binary does not build, such as "cuda", says so). */
 const tt_backend *tt_backend_get(const char *name);
-/* The names of the registered backends, NULL-terminated. */
-extern const char *const tt_backend_names[];
+/* The name of the i-th backend built into this binary (i from 0), NULL past
+ * the last: how the harness and the errors list them. */
+const char *tt_backend_name(int i);
 
 /* ---- conveniences over the interface ---- */
 static inline tt_mem tt_mem_at(tt_mem m, size_t off) { return (tt_mem){m.buf, m.off + off}; }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/dist.h"
 #include "dist/dist_internal.h"
 
 #define DEFAULT_TIMEOUT 60.0 /* comm.timeout_seconds' default, until the run sets its own */

@@ -6,7 +6,7 @@
 
 #include <pthread.h>
 
-#include "dist/dist.h"
+#include "dist/dist_types.h"
 #ifdef TITAN_HAVE_MPI
 #include <mpi.h>
 #endif

@@ -1,5 +1,6 @@
-/* safetensors.h — read (zero-copy, mmap) and write Hugging Face safetensors
- * files, single or sharded with model.safetensors.index.json. */
+/* safetensors.h — read (zero-copy, mmap: safetensors.c) and write
+ * (safetensors_write.c) Hugging Face safetensors files, single or sharded with
+ * model.safetensors.index.json. */
 #ifndef TT_SAFETENSORS_H
 #define TT_SAFETENSORS_H
 
@@ -74,6 +75,9 @@ size_t tt_st_dtype_bits(const char *dtype);
 /* Map to/from the library's dtypes: "F32" <-> TT_F32 etc. */
 int tt_st_dtype_to_tt(const char *dtype, tt_dtype *out); /* -1 + error if no match */
 const char *tt_st_dtype_from_tt(tt_dtype t);            /* "?" if none */
+/* Does tensor t's byte range [begin, end) match its shape x dtype (of bits per
+ * element)? An overflow is an error too; the message names file and tensor. */
+tt_err tt_st_check_size(const char *file, const tt_st_tensor *t, uint64_t begin, uint64_t end, size_t bits);
 
 /* ---- helpers shared with the checkpoint and JSON readers ---------------- */
 /* Offset of the first byte that is not valid UTF-8 (overlongs, surrogates and

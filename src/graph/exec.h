@@ -8,9 +8,9 @@
 #define TT_EXEC_H
 #include "backend/backend.h"
 #include "graph/passes/memplan.h"
-#include "titan/config.h"
+#include "titan/modes.h"
 
-/* tt_exec_mode (config.h, training.exec_mode):
+/* tt_exec_mode (titan/modes.h, training.exec_mode):
  *   TT_EXEC_DEBUG  node by node, one allocation per value, every output checked
  *                  for NaN/Inf (the run uses it with the ref backend)
  *   TT_EXEC_EAGER  node by node, one allocation per value

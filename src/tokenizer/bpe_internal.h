@@ -11,7 +11,10 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "tokenizer/tokenizer.h"
+/* The two public types of tokenizer.h, declared again (C11 allows it) rather than included: tokenizer.c,
+ * the front end over both kinds, includes this header, and this header includes nothing of the front's. */
+typedef struct tt_tokenizer tt_tokenizer;
+typedef struct tt_tok_stream tt_tok_stream;
 
 enum { TOK_BYTE = 1, TOK_BPE = 2 };
 
@@ -245,6 +248,7 @@ typedef struct tok_scratch {
     size_t out_n, out_cap;
 } tok_scratch;
 
+/* bpe_scratch.c */
 tok_scratch *tok_scratch_get(tt_tokenizer *t);
 void tok_scratch_put(tt_tokenizer *t, tok_scratch *sc);
 void tok_scratch_free(tok_scratch *sc);
@@ -276,6 +280,8 @@ int tok_pairs_build(tt_tokenizer *t, const int32_t *triples, size_t n_merges);
 /* ---- JSON loading (tokenizer_bpe.c) and decoding (bpe_decode.c) ---------- */
 tt_tokenizer *tok_bpe_parse(const char *json, size_t len, const char *name);
 void tok_bpe_free(tt_tokenizer *t);
+/* tt_tokenizer_token_id of a tokenizer.json tokenizer: an added token's id, else the vocabulary's, -1 if none */
+int tok_bpe_token_id(const tt_tokenizer *t, const char *token);
 int tok_bpe_encode(tt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids, size_t *n,
                    size_t *cap);
 int tok_dec_check(const tt_tokenizer *t, const char *file); /* refuse decoder chains we cannot stream */

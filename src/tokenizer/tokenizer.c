@@ -79,13 +79,8 @@ int tt_tokenizer_eos_id(const tt_tokenizer *t) { return t->eos; }
 
 int tt_tokenizer_token_id(const tt_tokenizer *t, const char *token)
 {
-    size_t n = strlen(token);
-    if (t->kind == TOK_BYTE) return n == 1 ? (unsigned char)token[0] : -1;
-    for (int i = 0; i < t->n_added; i++) {
-        int32_t id = t->added[i].id;
-        if (t->id_len[id] == n && memcmp(t->id_blob.p + t->id_off[id], token, n) == 0) return id;
-    }
-    return tok_strmap_get(&t->vocab, token, n);
+    if (t->kind == TOK_BYTE) return strlen(token) == 1 ? (unsigned char)token[0] : -1;
+    return tok_bpe_token_id(t, token);
 }
 
 tt_err tt_tokenizer_encode(const tt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids,

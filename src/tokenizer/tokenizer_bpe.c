@@ -724,10 +724,20 @@ fail:
     return -1;
 }
 
+int tok_bpe_token_id(const tt_tokenizer *t, const char *token)
+{
+    size_t n = strlen(token);
+    for (int i = 0; i < t->n_added; i++) {
+        int32_t id = t->added[i].id;
+        if (t->id_len[id] == n && memcmp(t->id_blob.p + t->id_off[id], token, n) == 0) return id;
+    }
+    return tok_strmap_get(&t->vocab, token, n);
+}
+
 static int32_t find_named(const tt_tokenizer *t, const char *const *names)
 {
     for (int i = 0; names[i]; i++) {
-        int id = tt_tokenizer_token_id(t, names[i]);
+        int id = tok_bpe_token_id(t, names[i]);
         if (id >= 0) return id;
     }
     return -1;

@@ -540,7 +540,7 @@ static int cpu_supports(int op, tt_dtype dt)
 /* TorchTitan's mixed precision where the CPU multiplies bf16 pairs natively */
 static tt_dtype cpu_default_dtype(void) { return tt_gemm_has_bf16_dot() ? TT_BF16 : TT_F32; }
 
-const tt_backend tt_backend_cpu = {
+static const tt_backend cpu_backend = {
     .name = "cpu",
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -561,3 +561,6 @@ const tt_backend tt_backend_cpu = {
     .peak = tt_host_peak,
     .default_dtype = cpu_default_dtype,
 };
+
+/* the constructor backend.c's table of backends calls */
+const tt_backend *tt_backend_cpu_make(void) { return &cpu_backend; }

@@ -4,7 +4,7 @@
 #ifndef TT_REMAT_H
 #define TT_REMAT_H
 #include "ops/ops.h"
-#include "titan/config.h"
+#include "titan/modes.h"
 
 typedef struct {
     int blocks;         /* transformer blocks that recompute something */
