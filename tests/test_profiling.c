@@ -13,7 +13,7 @@
 
 #include "formats/safetensors.h"
 #include "harness.h"
-#include "train/run.h"
+#include "train/run_open.h"
 
 static int set(tt_config *c, const char *key, const char *value)
 {

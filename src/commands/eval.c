@@ -2,7 +2,7 @@
  * validation data. */
 #include <math.h>
 
-#include "train/run.h"
+#include "train/run_open.h"
 #include "train/validate.h"
 
 tt_err tt_eval(const tt_config *cfg, double *loss, double *ppl, long *tokens)

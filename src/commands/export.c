@@ -1,5 +1,6 @@
 /* export.c — `titan export`: a checkpoint written as a Hugging Face folder. */
 #include "train/export.h"
+#include "train/run_open.h"
 
 tt_err tt_export(const tt_config *cfg, const char *out_dir)
 {

@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_byte.h"
+#include "train/run_open.h"
 
 typedef struct {
     tt_graph *g;

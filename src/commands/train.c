@@ -6,6 +6,7 @@
 
 #include "commands/generate.h"
 #include "train/export.h"
+#include "train/run_open.h"
 #include "train/loop.h"
 
 tt_err tt_train(const tt_config *cfg)

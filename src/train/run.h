@@ -1,6 +1,6 @@
 /* run.h — one training (or evaluation) run's state: the resolved config, the
  * model, optimizer state, data loaders, step graphs, metrics, and the
- * checkpoint it resumes from or saves to; opening and closing it. */
+ * checkpoint it resumes from or saves to; closing it (run_open.h opens one). */
 #ifndef TT_RUN_H
 #define TT_RUN_H
 #include "data/corpus.h"
@@ -50,13 +50,6 @@ typedef struct {
     char ckpt_dir[4096];
 } tt_run;
 
-typedef enum {
-    TT_RUN_TRAIN, /* train and optimizer graphs; resumes from the latest checkpoint if any */
-    TT_RUN_EVAL,  /* the validation data and eval graph; a checkpoint is required */
-    TT_RUN_MODEL, /* only the model, loaded from a checkpoint (generation, export) */
-    TT_RUN_HF,    /* only the model, with the weights of model.hf_assets_path */
-} tt_run_purpose;
-tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose);
 void tt_run_close(tt_run *r);
 /* The whole model's weights for rank 0 to read (every rank calls it): the
  * run's own state when it is not sharded, else a params-only state made in
