@@ -3,16 +3,12 @@
 #include <string.h>
 
 #include "backend/backend.h"
-
-/* Each implementation exports its constructor beside its tt_backend (at the
- * bottom of cpu/cpu_backend.c, ref/ref_backend.c). */
-const tt_backend *tt_backend_cpu_make(void);
-const tt_backend *tt_backend_ref_make(void);
+#include "backend/registry.h"
 
 /* Every backend this project knows, in the order the names list them. One
  * without a constructor is known but not compiled into this binary: asking
  * for it says so instead of calling the name unknown. A new backend is one
- * row here (under its build option) and its constructor. */
+ * row here (under its build option) and its constructor in registry.h. */
 static const struct {
     const char *name;
     const tt_backend *(*make)(void); /* NULL: not built into this binary */

@@ -9,6 +9,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/simd.h"
 #include "backend/host/host.h"
+#include "backend/registry.h"
 
 static int64_t nrows(const tt_value *v) { return v->ndim == 1 ? 1 : v->shape[0]; }
 static int64_t ncols(const tt_value *v) { return v->shape[v->ndim - 1]; }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend/host/host.h"
+#include "backend/registry.h"
 #include "backend/ref/ref_kernels.h"
 
 /* Call the reference kernel `fn` (f64 or f32) with arguments written in terms of the element type T. */
