@@ -1,12 +1,13 @@
 /* llama.c — Llama 2/3 style decoder (also Mistral, Qwen2 with q/k/v bias,
  * Qwen3 with per-head q/k RMSNorm, SmolLM): RMSNorm, RoPE, GQA, SwiGLU, an
  * optional sliding window per layer; Mixture-of-Experts MLPs (Mixtral,
- * Qwen-MoE, OLMoE, DeepSeek) and DeepSeek's Multi-head Latent Attention; and
- * its Hugging Face tensor names. */
+ * Qwen-MoE, OLMoE, DeepSeek) and DeepSeek's Multi-head Latent Attention
+ * (models/mla.c); and its Hugging Face tensor names. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "models/mla.h"
 #include "models/model.h"
 
 /* Parameter order within a block; the forward reads them by these offsets.
@@ -27,13 +28,13 @@ typedef struct { const char *n; int64_t r, k; tt_init_kind init; double sd; int 
 typedef struct {
     int stride, bo, b1, b2, b3;
     int base;                                      /* the slots above: dense attention and MLP, norms, extras */
-    int mla, qa, qan, qb, kva, kvan, kvb;          /* Multi-head Latent Attention (-1: absent) */
+    int mla;                                       /* the first MLA parameter (-1: absent) */
     int moe, router, bias, w13, w2, sh1, sh3, sh2, sgate; /* -1: absent */
 } block_layout;
 
 static block_layout layout(const tt_model *m, int l)
 {
-    block_layout b = {PER_BLOCK, -1, -1, -1, -1, 0, 0, -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1, -1, -1};
+    block_layout b = {PER_BLOCK, -1, -1, -1, -1, 0, -1, 0, -1, -1, -1, -1, -1, -1, -1, -1};
     if (m->ext.o_bias) b.bo = b.stride++;
     if (m->ext.mlp_bias) {
         b.b1 = b.stride++;
@@ -41,11 +42,8 @@ static block_layout layout(const tt_model *m, int l)
         b.b3 = b.stride++;
     }
     b.base = b.stride;
-    if (m->cfg.mla.kv_lora_rank > 0) { /* the low-rank projections and their norms (wq, wk, wv stay, empty or not) */
-        b.mla = 1;
-        if (m->cfg.mla.q_lora_rank > 0) b.qa = b.stride++, b.qan = b.stride++, b.qb = b.stride++;
-        b.kva = b.stride++, b.kvan = b.stride++, b.kvb = b.stride++;
-    }
+    /* the low-rank projections and their norms (wq, wk, wv stay, empty or not) */
+    if (m->cfg.mla.kv_lora_rank > 0) b.mla = b.stride, b.stride += tt_mla_slots_of(&m->cfg.mla).n;
     const tt_moe_cfg *e = &m->cfg.moe;
     if (!tt_model_layer_is_moe(&m->cfg, l)) return b;
     b.moe = 1;
@@ -94,31 +92,6 @@ static tt_err declare_moe(tt_model *m, int l, double std, double out_std)
     }
 #undef DECL
     return m->n_params - first == layout(m, l).stride - layout(m, l).router ? 0 : tt_errorf("model: MoE layout");
-}
-
-/* The MLA slots of block l: the query's compression (when q_lora_rank), the
- * keys' and values' compression with the shared RoPE key, their norms. */
-static tt_err declare_mla(tt_model *m, int l, double std)
-{
-    const tt_model_cfg *c = &m->cfg;
-    const tt_mla_cfg *a = &c->mla;
-    const int64_t D = c->dim, H = c->n_heads, qk = a->qk_nope + a->qk_rope;
-    const struct { const char *n; int64_t r, k; tt_init_kind init; } s[] = {
-        {"attention.wq_a.weight", a->q_lora_rank, D, TT_INIT_NORMAL},
-        {"attention.q_a_norm.weight", a->q_lora_rank, 0, TT_INIT_ONES},
-        {"attention.wq_b.weight", H * qk, a->q_lora_rank, TT_INIT_NORMAL},
-        {"attention.wkv_a.weight", a->kv_lora_rank + a->qk_rope, D, TT_INIT_NORMAL},
-        {"attention.kv_a_norm.weight", a->kv_lora_rank, 0, TT_INIT_ONES},
-        {"attention.wkv_b.weight", H * (a->qk_nope + a->v_head), a->kv_lora_rank, TT_INIT_NORMAL},
-    };
-    char name[96];
-    for (size_t i = a->q_lora_rank > 0 ? 0 : 3; i < sizeof s / sizeof s[0]; i++) {
-        snprintf(name, sizeof name, "layers.%d.%s", l, s[i].n);
-        if (tt_model_declare(m, l + 1, name, s[i].k ? 2 : 1, (int64_t[]){s[i].r, s[i].k}, s[i].init,
-                             s[i].init == TT_INIT_NORMAL ? std : 0, s[i].init == TT_INIT_ONES))
-            return -1;
-    }
-    return 0;
 }
 
 static tt_err declare(tt_model *m)
@@ -171,7 +144,8 @@ static tt_err declare(tt_model *m)
             s2[1] = p[i].k;
             if (tt_model_declare(m, u, name, p[i].k ? 2 : 1, s2, p[i].init, p[i].sd, p[i].nd)) return -1;
         }
-        if (bl.mla && declare_mla(m, l, std)) return -1;
+        snprintf(name, sizeof name, "layers.%d.attention", l);
+        if (bl.mla >= 0 && tt_mla_declare(m, u, name, std)) return -1;
         if (bl.moe && declare_moe(m, l, std, out_std)) return -1;
     }
     int fu = c->n_layers + 1;
@@ -179,49 +153,6 @@ static tt_err declare(tt_model *m)
     if (!c->tie_embeddings && tt_model_declare(m, fu, "output.weight", 2, (int64_t[]){V, D}, TT_INIT_NORMAL, std, 0))
         return -1;
     return 0;
-}
-
-/* Multi-head Latent Attention of one block on h (N, D): queries and keys of
- * H heads [nope | rope], the RoPE key part shared by every head, values from
- * the same compressed projection, v_head wide (the attention ops take values
- * of their own width); DeepSeek's softmax scale; (N, H*v_head). */
-static tt_value *mla_attention(tt_graph *g, const tt_model *m, tt_value *const *b, const block_layout *bl, tt_value *h,
-                               const tt_fwd_inputs *in, tt_value *inv_freq, double rope_scale, int l)
-{
-    const tt_model_cfg *c = &m->cfg;
-    const tt_mla_cfg *a = &c->mla;
-    const tt_attn_dims ad = tt_model_attn_dims(c);
-    const int H = c->n_heads, dn = a->qk_nope, dr = a->qk_rope, dv = a->v_head, kvr = a->kv_lora_rank;
-    tt_value *q = bl->qa >= 0 ? tt_linear(g, tt_rmsnorm(g, tt_linear(g, h, b[bl->qa], NULL), b[bl->qan], 1e-6), b[bl->qb], NULL)
-                              : tt_linear(g, h, b[WQ], NULL);                      // (N, H*(dn+dr))
-    tt_value *kva = tt_linear(g, h, b[bl->kva], NULL);                             // (N, kvr + dr): latent, then k_pe
-    tt_value *kv = tt_linear(g, tt_rmsnorm(g, tt_head_slice(g, kva, 1, kvr + dr, 0, kvr, 0, 0), b[bl->kvan], 1e-6),
-                             b[bl->kvb], NULL);                                    // (N, H*(dn+dv))
-    /* RoPE on the rope parts, in rotate-half order (interleaved pairs taken apart first) */
-    tt_value *q_pe = tt_rope_scaled(g, tt_head_slice(g, q, H, dn + dr, dn, dr, 0, a->rope_interleave), in->pos, inv_freq,
-                                    H, dr, rope_scale);                            // (N, H*dr)
-    tt_value *k_pe = tt_rope_scaled(g, tt_head_slice(g, kva, 1, kvr + dr, kvr, dr, 0, a->rope_interleave), in->pos,
-                                    inv_freq, 1, dr, rope_scale);                  // (N, dr), every head's
-    tt_value *qf = tt_head_concat(g, tt_head_slice(g, q, H, dn + dr, 0, dn, 0, 0), q_pe, H, 0);   // (N, H*(dn+dr))
-    tt_value *kf = tt_head_concat(g, tt_head_slice(g, kv, H, dn + dv, 0, dn, 0, 0), k_pe, H, 1); // k_pe in every head
-    tt_value *v = tt_head_slice(g, kv, H, dn + dv, dn, dv, 0, 0);                  // (N, H*dv)
-    const int hd = ad.hd; /* the queries' and keys' width in the kernels: qk, or v when wider */
-    const int64_t N = (int64_t)in->B * in->T;
-    if (ad.qk < hd) { /* values wider than queries and keys: pad these (zeros add nothing to a score) */
-        qf = tt_head_concat(g, qf, tt_zeros(g, g->act_dtype, 2, (int64_t[]){N, (int64_t)H * (hd - ad.qk)}), H, 0);
-        kf = tt_head_concat(g, kf, tt_zeros(g, g->act_dtype, 2, (int64_t[]){N, (int64_t)H * (hd - ad.qk)}), H, 0);
-    }
-    /* scores scaled as DeepSeek does: qk^-1/2, times YaRN's mscale(factor, mscale_all_dim)^2 */
-    double scale = 1.0 / sqrt((double)ad.qk);
-    if (m->ext.rope.yarn && m->ext.rope.mscale_all_dim > 0 && c->rope.factor > 1) {
-        const double ms = 0.1 * m->ext.rope.mscale_all_dim * log(c->rope.factor) + 1.0;
-        scale *= ms * ms;
-    }
-    const int window = tt_model_layer_window(c, &m->ext, l);
-    /* values dv wide: the attention ops take them as they are */
-    return in->cache_k ? tt_attention_kv_scaled(g, qf, kf, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H,
-                                                H, hd, window, scale)
-                       : tt_attention_scaled(g, qf, kf, v, in->doc, in->B, in->T, H, H, hd, window, scale); // (N, H*dv)
 }
 
 /* A view of `n` consecutive parameters starting at b[i] as one (n, r, k) value */
@@ -364,8 +295,8 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
         tt_graph_set_unit(g, l + 1);
         tt_graph_set_scope(g, "layers.%d.attention", l);
         tt_value *h = tt_rmsnorm(g, x, b[ATTN_NORM], c->norm_eps);
-        tt_value *a = bl.mla ? mla_attention(g, m, b, &bl, h, in, inv_freq, rope_scale, l)
-                             : gqa_attention(g, m, b, h, in, inv_freq, rope_scale, l);
+        tt_value *a = bl.mla >= 0 ? tt_mla_attention(g, m, b + bl.mla, b[WQ], h, in, inv_freq, rope_scale, l)
+                                  : gqa_attention(g, m, b, h, in, inv_freq, rope_scale, l);
         x = tt_add(g, x, tt_linear(g, a, b[WO], bl.bo >= 0 ? b[bl.bo] : NULL));
         h = tt_rmsnorm(g, x, b[FFN_NORM], c->norm_eps);
         if (bl.moe) {
@@ -433,14 +364,8 @@ static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
     const block_layout bl = layout(m, l);
     const int k = i - block_start(m, l);
     if (bl.moe && k >= bl.router) return hf_moe_slot(m, l, &bl, k, s);
-    if (bl.mla && k >= bl.base) { /* DeepSeek's names */
-        const char *n = k == bl.qa     ? "q_a_proj.weight"
-                        : k == bl.qan  ? "q_a_layernorm.weight"
-                        : k == bl.qb   ? "q_b_proj.weight"
-                        : k == bl.kva  ? "kv_a_proj_with_mqa.weight"
-                        : k == bl.kvan ? "kv_a_layernorm.weight"
-                                       : "kv_b_proj.weight";
-        snprintf(s->name, sizeof s->name, "model.layers.%d.self_attn.%s", l, n);
+    if (bl.mla >= 0 && k >= bl.mla) { /* DeepSeek's names */
+        snprintf(s->name, sizeof s->name, "model.layers.%d.self_attn.%s", l, tt_mla_hf_name(&m->cfg.mla, k - bl.mla));
         return 0;
     }
     static const char *const base[PER_BLOCK] = {
