@@ -344,10 +344,80 @@ static void test_expert_parallel(void)
     tt_model_free(m);
 }
 
+/* The collectives of EP step graphs, in order: each start's op, group, shapes,
+ * scope and name, each wait's, and the count of other nodes since the one
+ * before (where it sits). Expert parallelism moved from the model into a
+ * graph pass (graph/passes/ep.c); the fixture holds what the model-built
+ * exchanges gave (rank 3 of 4, EP 2; with and without the schedule, shared
+ * experts and a receive bound), so the pass must give the same collectives in
+ * the same places. TT_WRITE_FIXTURE=1 rewrites it. */
+#define EP_FIXTURE TITAN_SOURCE_DIR "/tests/fixtures/ep_collectives.txt"
+static void test_ep_collectives(void)
+{
+    static const struct { int shared, overlap; double recv_factor; } cases[] = {
+        {1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {1, 1, 1.25}};
+    size_t cap = 1 << 20, len = 0;
+    char *got = calloc(cap, 1);
+    if (!got) return;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tt_model *m = make_moe(cases[k].shared);
+        tt_sharding sh;
+        CHECK(m && tt_sharding_init(&sh, m, 4, 1, 3, 2, 0) == 0);
+        if (!m) continue;
+        tt_step_cfg c = {.B = 2, .T = 16, .act_dtype = TT_BF16, .sh = &sh, .reduce_dtype = TT_F32,
+                         .reshard_after_forward = 1, .no_overlap = !cases[k].overlap,
+                         .ep_recv_factor = cases[k].recv_factor};
+        tt_step_graph sg;
+        int rc = tt_build_micro_graph(&sg, m, &c, 1, TT_AC_SELECTIVE);
+        CHECK_MSG(rc == 0, "EP graph: %s", tt_last_error());
+        len += (size_t)snprintf(got + len, cap - len, "# shared %d, overlap %d, receive factor %g\n",
+                                cases[k].shared, cases[k].overlap, cases[k].recv_factor);
+        for (int i = 0, since = 0; !rc && i < sg.g->n_nodes; i++) {
+            const tt_node *n = sg.g->nodes[i];
+            if (!is_comm(n)) {
+                since++;
+                continue;
+            }
+            const tt_node *s = n->op == TT_OP_COMM_WAIT ? n->in[0]->producer : n;
+            char a[64], b[64];
+            tt_value_desc(n->in[0], a, sizeof a), tt_value_desc(n->out[0], b, sizeof b);
+            len += (size_t)snprintf(got + len, cap - len, "%d %s %s%s g%d %s -> %s @%s '%s'\n", since,
+                                    tt_op_name(n->op), n == s ? "" : "of ", n == s ? "" : tt_op_name(s->op),
+                                    TT_ATTRS(s, tt_comm_attrs)->group, a, b, n->scope, TT_ATTRS(s, tt_comm_attrs)->what);
+            since = 0;
+        }
+        if (!rc) tt_step_graph_free(&sg);
+        tt_sharding_free(&sh);
+        tt_model_free(m);
+    }
+    if (getenv("TT_WRITE_FIXTURE")) {
+        FILE *f = fopen(EP_FIXTURE, "w");
+        CHECK(f && fwrite(got, 1, len, f) == len);
+        if (f) fclose(f);
+    }
+    FILE *f = fopen(EP_FIXTURE, "r");
+    char *want = calloc(cap, 1);
+    const size_t wl = f && want ? fread(want, 1, cap - 1, f) : 0;
+    if (f) fclose(f);
+    CHECK_MSG(wl > 0, "no fixture %s", EP_FIXTURE);
+    if (wl > 0 && (wl != len || memcmp(want, got, len))) { /* name the first line that differs */
+        size_t i = 0, line = 1;
+        while (i < len && i < wl && want[i] == got[i]) line += want[i++] == '\n';
+        size_t w0 = i, g0 = i;
+        while (w0 > 0 && want[w0 - 1] != '\n') w0--;
+        while (g0 > 0 && got[g0 - 1] != '\n') g0--;
+        CHECK_MSG(0, "EP collectives differ from %s at line %zu:\n  want %.*s\n  got  %.*s", EP_FIXTURE, line,
+                  (int)strcspn(want + w0, "\n"), want + w0, (int)strcspn(got + g0, "\n"), got + g0);
+    }
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     test_sharding();
     test_expert_parallel();
+    test_ep_collectives();
     for (int va = LLAMA; va <= QWEN; va++) test_model((variant)va);
     test_plan();
     return th_done("test_fsdp");

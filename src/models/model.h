@@ -166,11 +166,6 @@ typedef struct {
     /* training: (1) f32, the weight of this micro-batch's auxiliary losses (1 / micro-batches a step); NULL:
      * none are built. Each is a value named by tt_moe_name_aux_loss, a loss root for the step graph. */
     tt_value *aux_scale;
-    /* expert parallelism (ep > 1): this rank holds experts [ep_rank * E / ep, + E / ep) of each MoE layer and
-     * exchanges token rows with the other ranks of its expert group (ep_group, a tt_group_id of dist.h) by
-     * all-to-all; it receives at most ep_recv_factor x its own rows (0: the worst case, ep x). */
-    int ep, ep_rank, ep_group;
-    double ep_recv_factor;
 } tt_fwd_inputs;
 
 /* Declare a model's parameters and lay them out (no weights are allocated). */

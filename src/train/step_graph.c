@@ -6,6 +6,7 @@
 #include "dist/dist.h"
 #include "graph/autodiff.h"
 #include "graph/passes/accum.h"
+#include "graph/passes/ep.h"
 #include "graph/passes/fsdp.h"
 #include "train/step_graph.h"
 
@@ -94,10 +95,6 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
     const int aux = with_grad && m->cfg.moe.n_experts > 0 && (m->cfg.moe.aux_coef > 0 || m->cfg.moe.z_coef > 0);
     if (aux) sg->aux_scale = input(g, "aux_scale", TT_F32, 1);
     tt_fwd_inputs in = {.B = c->B, .T = c->T, .ids = sg->ids, .pos = sg->pos, .doc = sg->doc, .aux_scale = sg->aux_scale};
-    if (c->sh && c->sh->ep > 1) { /* this rank's experts, and token rows exchanged over its expert group */
-        in.ep = c->sh->ep, in.ep_rank = c->sh->place, in.ep_group = TT_GROUP_EXPERT;
-        in.ep_recv_factor = c->ep_recv_factor;
-    }
     tt_value *head = NULL, *h = rc ? NULL : tt_model_forward(g, m, vals, &in, &head);
     tt_graph_set_scope(g, "loss");
     sg->losses[sg->n_losses++] = tt_ce_linear(g, h, head, sg->targets, sg->scale, -100);
@@ -110,6 +107,10 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
     free(vals);
     if (!rc && keep_moe_offsets(sg)) rc = -1;
     if (!rc && g->failed) rc = -1;
+    if (!rc && c->sh && c->sh->ep > 1) { /* this rank's experts, and token rows exchanged over its expert group */
+        const tt_ep_cfg ec = {c->sh->ep, c->sh->place, TT_GROUP_EXPERT, c->ep_recv_factor};
+        rc = tt_ep(g, &ec);
+    }
     if (!rc && !c->no_fuse) rc = tt_fuse(g, &sg->fused);
     int n_fwd = g->n_nodes;
     if (!rc && with_grad) rc = accumulate_grads(sg, m);

@@ -25,7 +25,7 @@ typedef struct {
     int no_sync;               /* a micro-step before the last of an optimizer step: accumulate, do not reduce */
     int no_overlap;            /* wait for each collective right after its start (to measure what the
                                   schedule hides) */
-    double ep_recv_factor;     /* expert parallelism (sh->ep > 1): the receive bound (tt_fwd_inputs) */
+    double ep_recv_factor;     /* expert parallelism (sh->ep > 1): the receive bound (tt_ep_cfg's recv_factor) */
 } tt_step_cfg;
 
 /* the language-model loss, then up to two auxiliary losses an MoE layer */

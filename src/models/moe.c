@@ -1,0 +1,158 @@
+/* moe.c — the Mixture-of-Experts block (see moe.h): its parameters and their
+ * Hugging Face names, and the layer as graph ops. */
+#include <stdio.h>
+#include <string.h>
+
+#include "models/moe.h"
+
+tt_moe_slots tt_moe_slots_of(const tt_moe_cfg *e)
+{
+    tt_moe_slots s = {0, -1, 0, 0, -1, -1, -1, -1, 1};
+    if (e->has_bias) s.bias = s.n++;
+    s.w13 = s.n, s.n += 2 * e->n_experts;
+    s.w2 = s.n, s.n += e->n_experts;
+    const int shared = e->n_shared > 0 && e->shared_ffn > 0;
+    if (shared) s.sh1 = s.n++, s.sh3 = s.n++, s.sh2 = s.n++;
+    if (shared && e->shared_gate) s.sgate = s.n++;
+    return s;
+}
+
+tt_err tt_moe_declare(tt_model *m, int unit, const char *prefix, double std, double out_std)
+{
+    const tt_moe_cfg *e = &m->cfg.moe;
+    const int64_t D = m->cfg.dim, F = e->ffn_dim, E = e->n_experts, Fs = e->n_shared ? e->shared_ffn : 0;
+    const int first = m->n_params;
+    char name[96];
+#define DECL(nd, r, k, init, sd, no_decay, ...)                                                               \
+    do {                                                                                                      \
+        snprintf(name, sizeof name, __VA_ARGS__);                                                             \
+        if (tt_model_declare(m, unit, name, nd, (int64_t[]){r, k}, init, sd, no_decay)) return -1;            \
+    } while (0)
+    DECL(2, E, D, TT_INIT_NORMAL, std, 0, "%s.router.weight", prefix);
+    if (e->has_bias) DECL(1, E, 0, TT_INIT_ZEROS, 0, 1, "%s.expert_bias", prefix);
+    const int experts = m->n_params;
+    for (int x = 0; x < E; x++) {
+        DECL(2, F, D, TT_INIT_NORMAL, std, 0, "%s.experts.%d.w1.weight", prefix, x);
+        DECL(2, F, D, TT_INIT_NORMAL, std, 0, "%s.experts.%d.w3.weight", prefix, x);
+    }
+    for (int x = 0; x < E; x++) DECL(2, D, F, TT_INIT_NORMAL, out_std, 0, "%s.experts.%d.w2.weight", prefix, x);
+    for (int i = experts; i < m->n_params; i++) { /* two ranges of expert blocks: gate/up, then down */
+        m->params[i].routed = 1;
+        m->params[i].expert = i - experts < 2 * E ? (i - experts) / 2 : i - experts - 2 * E;
+    }
+    if (Fs) {
+        DECL(2, Fs, D, TT_INIT_NORMAL, std, 0, "%s.shared_experts.w1.weight", prefix);
+        DECL(2, Fs, D, TT_INIT_NORMAL, std, 0, "%s.shared_experts.w3.weight", prefix);
+        DECL(2, D, Fs, TT_INIT_NORMAL, out_std, 0, "%s.shared_experts.w2.weight", prefix);
+        if (e->shared_gate) DECL(2, 1, D, TT_INIT_NORMAL, std, 0, "%s.shared_expert_gate.weight", prefix);
+    }
+#undef DECL
+    return m->n_params - first == tt_moe_slots_of(e).n ? 0 : tt_errorf("model: MoE layout");
+}
+
+/* A view of `n` consecutive parameters starting at p[i] as one (n, r, k) value */
+static tt_value *stacked(tt_graph *g, tt_value *const *p, int i, int64_t n, int64_t r, int64_t k)
+{
+    return p[i] ? tt_value_view(g, p[i]->base, p[i]->offset, TT_F32, 3, (int64_t[]){n, r, k}) : NULL;
+}
+
+/* The shared experts on h (N, D), gated by Qwen2-MoE's sigmoid(h . gate)
+ * where it has one (a route to one expert with sigmoid scores); NULL where
+ * the block has none. */
+static tt_value *shared_experts(tt_graph *g, const tt_moe_slots *s, tt_value *const *p, tt_value *h)
+{
+    if (s->sh1 < 0) return NULL;
+    tt_value *sh = tt_linear(g, tt_swiglu(g, tt_linear(g, h, p[s->sh1], NULL), tt_linear(g, h, p[s->sh3], NULL)),
+                             p[s->sh2], NULL); // (N, D)
+    if (s->sgate < 0) return sh;
+    const tt_moe_attrs ga = {1, 1, TT_SCORE_SIGMOID, 0, 0, 0, 1.0};
+    tt_value *one = NULL, *p1 = NULL, *q1 = NULL, *o1 = NULL;
+    tt_value *gate = tt_moe_route(g, tt_matmul_to(g, h, p[s->sgate], 0, 1, TT_F32), NULL, &ga, &one, NULL);
+    if (tt_moe_sort(g, one, 1, &p1, &q1, &o1)) return NULL;
+    return tt_moe_combine(g, sh, p1, q1, gate, 1);
+}
+
+/* Every expert's SwiGLU over its rows xs (M, D), sorted by expert with
+ * offsets off, as two grouped matmuls; the SwiGLU between computes the rows
+ * the offsets cover (all of them here; under expert parallelism the receive
+ * buffer is larger than the rows it gets). (M, D). */
+static tt_value *experts(tt_graph *g, const tt_moe_cfg *e, const tt_moe_slots *s, tt_value *const *p, tt_value *xs,
+                         tt_value *off)
+{
+    const int64_t E = e->n_experts, F = e->ffn_dim, D = xs ? xs->shape[1] : 0;
+    tt_value *ab = tt_grouped_matmul(g, xs, stacked(g, p, s->w13, E, 2 * F, D), off, 1); // (M, 2F)
+    tt_value *act = tt_swiglu_fused_rows(g, ab, off);                                   // (M, F)
+    return tt_grouped_matmul(g, act, stacked(g, p, s->w2, E, D, F), off, 1);            // (M, D)
+}
+
+tt_value *tt_moe_layer(tt_graph *g, const tt_moe_cfg *e, tt_value *const *p, tt_value *h, int B, int T,
+                       tt_value *aux_scale)
+{
+    const tt_moe_slots s = tt_moe_slots_of(e);
+    const int E = e->n_experts, k = e->top_k;
+    const tt_moe_attrs ra = {E, k, e->score_func, e->route_norm, e->n_group, e->topk_group, e->route_scale};
+    tt_value *logits = tt_matmul_to(g, h, p[s.router], 0, 1, TT_F32); // (N, E), scored in fp32
+    tt_value *expert = NULL, *perm = NULL, *pos = NULL, *off = NULL, *scores = NULL;
+    tt_value *gate = tt_moe_route(g, logits, s.bias >= 0 ? p[s.bias] : NULL, &ra, &expert, &scores); // (N, k)
+    if (aux_scale && e->aux_coef > 0) { /* load balancing, per batch or per sequence */
+        const tt_moe_aux_attrs aa = {e->aux_seq ? TT_AUX_SEQUENCE : TT_AUX_BALANCE, E, k, B, T, e->aux_coef};
+        tt_moe_name_aux_loss(tt_moe_aux_loss(g, scores, expert, aux_scale, &aa));
+    }
+    if (aux_scale && e->z_coef > 0) {
+        const tt_moe_aux_attrs za = {TT_AUX_Z, E, k, B, T, e->z_coef};
+        tt_moe_name_aux_loss(tt_moe_aux_loss(g, logits, NULL, aux_scale, &za));
+    }
+    if (tt_moe_sort(g, expert, E, &perm, &pos, &off)) return NULL;
+    tt_moe_name_offsets(off);                                                           // (E+1) i32
+    tt_value *xs = tt_moe_permute(g, h, perm, pos, e->score_before ? gate : NULL, k); // (N*k, D)
+    tt_moe_mark_dispatch(xs);
+    tt_value *ys = experts(g, e, &s, p, xs, off);                                     // (N*k, D)
+    tt_moe_mark_combine(ys);
+    /* after the routed experts, so that under expert parallelism they compute while the rows travel */
+    tt_value *sh = shared_experts(g, &s, p, h);
+    tt_value *y = tt_moe_combine(g, ys, perm, pos, e->score_before ? NULL : gate, k); // (N, D)
+    return s.sh1 < 0 ? y : tt_add(g, y, sh);
+}
+
+tt_err tt_moe_hf_slot(const tt_model *m, int l, int k, tt_hf_slot *s)
+{
+    const tt_moe_slots b = tt_moe_slots_of(&m->cfg.moe);
+    const int packed = m->ext.hf_packed_experts, mx = m->ext.hf_mixtral && !packed;
+    const int E = m->cfg.moe.n_experts, F = m->cfg.moe.ffn_dim, D = m->cfg.dim;
+    const char *blk = mx ? "block_sparse_moe" : "mlp";
+    char n[96];
+    if (k == b.router) snprintf(n, sizeof n, "%s.gate.weight", blk);
+    else if (k == b.bias) snprintf(n, sizeof n, "%s.gate.e_score_correction_bias", blk);
+    else if (packed && k >= b.w13 && k < b.w2 + E) { /* gate rows, then up rows, of each expert; then downs */
+        const int up = k < b.w2;
+        snprintf(n, sizeof n, "mlp.experts.%s", up ? "gate_up_proj" : "down_proj");
+        *s = (tt_hf_slot){.part = up ? k - b.w13 : k - b.w2, .n_parts = up ? 2 * E : E, .stacked = 1, .hf_ndim = 3,
+                          .hf_shape = {E, up ? 2 * F : D, up ? D : F}};
+    } else if (k >= b.w13 && k < b.w13 + 2 * E)
+        snprintf(n, sizeof n, "%s.experts.%d.%s.weight", blk, (k - b.w13) / 2,
+                 (k - b.w13) % 2 ? (mx ? "w3" : "up_proj") : (mx ? "w1" : "gate_proj"));
+    else if (k >= b.w2 && k < b.w2 + E)
+        snprintf(n, sizeof n, "%s.experts.%d.%s.weight", blk, k - b.w2, mx ? "w2" : "down_proj");
+    else if (k == b.sh1 || k == b.sh3 || k == b.sh2)
+        snprintf(n, sizeof n, "mlp.shared_expert%s.%s.weight", m->cfg.moe.shared_gate ? "" : "s",
+                 k == b.sh1 ? "gate_proj" : k == b.sh3 ? "up_proj" : "down_proj");
+    else if (k == b.sgate) snprintf(n, sizeof n, "mlp.shared_expert_gate.weight");
+    else return tt_errorf("model: layer %d has no MoE slot %d", l, k);
+    snprintf(s->name, sizeof s->name, "model.layers.%d.%s", l, n);
+    return 0;
+}
+
+/* The marks are value names, as the offsets' and the auxiliary losses' are:
+ * the pass that reads them runs before any other renames a value. */
+#define MOE_DISPATCH_NAME "moe.dispatch"
+#define MOE_COMBINE_NAME "moe.combine"
+void tt_moe_mark_dispatch(tt_value *xs)
+{
+    if (xs) snprintf(xs->name, sizeof xs->name, MOE_DISPATCH_NAME);
+}
+int tt_moe_is_dispatch(const tt_value *v) { return strcmp(v->name, MOE_DISPATCH_NAME) == 0; }
+void tt_moe_mark_combine(tt_value *ys)
+{
+    if (ys) snprintf(ys->name, sizeof ys->name, MOE_COMBINE_NAME);
+}
+int tt_moe_is_combine(const tt_value *v) { return strcmp(v->name, MOE_COMBINE_NAME) == 0; }
