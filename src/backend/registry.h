@@ -3,8 +3,8 @@
  * checks every implementation against the table's type. */
 #ifndef TT_BACKEND_REGISTRY_H
 #define TT_BACKEND_REGISTRY_H
-#include "backend/backend.h"
+struct tt_backend; /* backend.h (not included: backend.c includes this file) */
 
-const tt_backend *tt_backend_cpu_make(void); /* cpu/cpu_backend.c */
-const tt_backend *tt_backend_ref_make(void); /* ref/ref_backend.c */
+const struct tt_backend *tt_backend_cpu_make(void); /* cpu/cpu_backend.c */
+const struct tt_backend *tt_backend_ref_make(void); /* ref/ref_backend.c */
 #endif
