@@ -1,5 +1,6 @@
 /* backend.c — looking a backend up by name, and the conveniences over the
  * interface. */
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/backend.h"
@@ -29,4 +30,15 @@ tt_err tt_backend_write(const tt_backend *be, tt_queue *q, tt_mem dst, const voi
 {
     if (be->upload(q, dst, src, bytes)) return -1;
     return be->finish(q);
+}
+
+tt_err tt_backend_node_error(const tt_node *n)
+{
+    char shapes[512] = "";
+    size_t k = 0;
+    for (int i = 0; i < n->n_in && k < sizeof shapes - 64; i++) {
+        char d[96];
+        k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s%s", i ? ", " : "", tt_value_desc(n->in[i], d, sizeof d));
+    }
+    return tt_error_prefix("%s%s%s (inputs %s): ", n->scope, n->scope[0] ? ": " : "", tt_op_name(n->op), shapes);
 }

@@ -41,6 +41,8 @@ static size_t up(size_t b) { return (b + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 static void exec_release(tt_exec *e)
 {
     if (!e) return;
+    /* work still queued may use the buffers (a run that failed before a read) */
+    if (e->q) e->be->finish(e->q);
     for (int v = 0; e->act && v < e->g->n_values; v++)
         if (e->act[v]) e->be->free(e->act[v]);
     if (e->arena && !e->borrowed) e->be->free(e->arena);
@@ -164,16 +166,7 @@ fail:
     return NULL;
 }
 
-static tt_err node_error(const tt_node *n)
-{
-    char shapes[512] = "";
-    size_t k = 0;
-    for (int i = 0; i < n->n_in && k < sizeof shapes - 64; i++) {
-        char d[96];
-        k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s%s", i ? ", " : "", tt_value_desc(n->in[i], d, sizeof d));
-    }
-    return tt_error_prefix("%s%s%s (inputs %s): ", n->scope, n->scope[0] ? ": " : "", tt_op_name(n->op), shapes);
-}
+static tt_err node_error(const tt_node *n) { return tt_backend_node_error(n); }
 
 /* Debug mode: each value the node wrote, copied back to the host and scanned. */
 static tt_err check_finite(tt_exec *e, const tt_node *n)
@@ -300,7 +293,8 @@ tt_err tt_exec_run(tt_exec *e)
         const double t0 = e->t_start ? tt_now() : 0;
         const int comm = (tt_ops[n->op].flags & TT_OPF_COMM) != 0;
         if (!rc) rc = comm ? run_comm(e, n, e->args, e->args + n->n_in) : e->be->run(e->q, n, e->args, e->args + n->n_in);
-        if (e->t_start) {
+        if (e->t_start) { /* a node's time is its work's: on a queue that runs later, wait for it */
+            if (!rc) rc = e->be->finish(e->q);
             e->t_start[i] = t0;
             e->t_dur[i] = tt_now() - t0;
         }
