@@ -1,5 +1,6 @@
 /* backend.c — the table of backends, looking one up by name, and the
  * conveniences over the interface. */
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/backend.h"

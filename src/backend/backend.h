@@ -37,6 +37,9 @@ typedef struct tt_backend {
     /* ---- the queue: work enqueued on one queue runs in order ---- */
     tt_queue *(*queue_new)(void);
     void (*queue_free)(tt_queue *q);
+    /* Work may run later than the call that enqueues it (a device's stream, the
+     * host queue's asynchronous mode): a kernel's error then surfaces at the
+     * finish or sync that follows it. */
     /* host -> device; returns once src may be reused */
     tt_err (*upload)(tt_queue *q, tt_mem dst, const void *src, size_t bytes);
     /* device -> host; dst holds the bytes once the queue is finished (finish, or an event's sync) */
@@ -82,5 +85,10 @@ static inline tt_mem tt_mem_at(tt_mem m, size_t off) { return (tt_mem){m.buf, m.
 /* upload / download and wait */
 tt_err tt_backend_read(const tt_backend *be, tt_queue *q, void *dst, tt_mem src, size_t bytes);
 tt_err tt_backend_write(const tt_backend *be, tt_queue *q, tt_mem dst, const void *src, size_t bytes);
+/* Prefix the error that node n's kernel set with the node's scope, op and input
+ * shapes; returns -1. The executor names a failing node so, and a queue whose
+ * kernels run later (on a worker, on a device) names it the same way when it
+ * reports the failure at finish or sync. */
+tt_err tt_backend_node_error(const tt_node *n);
 
 #endif

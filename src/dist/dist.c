@@ -275,11 +275,23 @@ static const char *group_name(tt_group_id g)
     return (unsigned)g < TT_GROUP_COUNT ? names[g] : "?";
 }
 
+/* Where a collective's bytes are: host memory (base NULL, at the address) or
+ * a backend buffer (base the buffer, at the offset in it), so one check serves
+ * both without asking a backend for addresses. */
+typedef struct {
+    const void *base;
+    uintptr_t at;
+} loc;
+static loc host_loc(const void *p) { return (loc){NULL, (uintptr_t)p}; }
+static loc mem_loc(tt_mem m) { return (loc){m.buf, m.off}; }
+static int loc_none(loc a) { return a.base ? 0 : !a.at; }
+static int loc_eq(loc a, loc b) { return a.base == b.base && a.at == b.at; }
+static loc loc_add(loc a, size_t bytes) { return (loc){a.base, a.at + bytes}; }
+
 /* Whether [a, a + an) and [b, b + bn) share a byte. */
-static int overlap(const void *a, size_t an, const void *b, size_t bn)
+static int overlap(loc a, size_t an, loc b, size_t bn)
 {
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    return an && bn && x < y + bn && y < x + an;
+    return a.base == b.base && an && bn && a.at < b.at + bn && b.at < a.at + an;
 }
 
 /* The elements [displs[j], + counts[j]) of every group rank j lie in a buffer
@@ -296,8 +308,9 @@ static int v_extent(const size_t *counts, const size_t *displs, int n, size_t *e
 }
 
 /* Everything a collective's description can be wrong in, named; *esize: the
- * element size. internal: the barrier and the raw-bytes broadcast pass. */
-static tt_err check_coll(const tt_dist *d, const tt_coll *c, int internal, size_t *esize)
+ * element size. internal: the barrier and the raw-bytes broadcast pass. send
+ * and recv: where its bytes are (c's host memory, or backend buffers). */
+static tt_err check_coll(const tt_dist *d, const tt_coll *c, int internal, size_t *esize, loc send, loc recv)
 {
     const char *what = c->what && c->what[0] ? c->what : "collective";
     if ((unsigned)c->kind >= (unsigned)TT_COLL_KINDS + (internal ? 1u : 0u))
@@ -326,8 +339,8 @@ static tt_err check_coll(const tt_dist *d, const tt_coll *c, int internal, size_
         return tt_errorf("%s: %s of %zu elements x %d ranks: the size overflows", what, k, c->count, n);
     switch ((int)c->kind) {
     case TT_COLL_ALL_GATHER:
-        if (c->count && (!c->send || !c->recv)) return tt_errorf("%s: %s: no send or recv buffer", what, k);
-        if (c->send != (const char *)c->recv + (size_t)g->rank * bytes && overlap(c->send, bytes, c->recv, total))
+        if (c->count && (loc_none(send) || loc_none(recv))) return tt_errorf("%s: %s: no send or recv buffer", what, k);
+        if (!loc_eq(send, loc_add(recv, (size_t)g->rank * bytes)) && overlap(send, bytes, recv, total))
             return tt_errorf("%s: %s: send overlaps recv without being this rank's part of it (in place, send is "
                              "recv + group rank x count)",
                              what, k);
@@ -335,13 +348,13 @@ static tt_err check_coll(const tt_dist *d, const tt_coll *c, int internal, size_
     case TT_COLL_REDUCE_SCATTER:
     case TT_COLL_ALL_REDUCE: {
         size_t sent = c->kind == TT_COLL_REDUCE_SCATTER ? total : bytes;
-        if (c->count && (!c->send || !c->recv)) return tt_errorf("%s: %s: no send or recv buffer", what, k);
-        if (c->send != c->recv && overlap(c->send, sent, c->recv, bytes))
+        if (c->count && (loc_none(send) || loc_none(recv))) return tt_errorf("%s: %s: no send or recv buffer", what, k);
+        if (!loc_eq(send, recv) && overlap(send, sent, recv, bytes))
             return tt_errorf("%s: %s: send and recv overlap (in place, send is recv)", what, k);
         break;
     }
     case TT_COLL_BROADCAST:
-        if (c->count && !c->recv) return tt_errorf("%s: %s: no buffer", what, k);
+        if (c->count && loc_none(recv)) return tt_errorf("%s: %s: no buffer", what, k);
         if (c->root < 0 || c->root >= n)
             return tt_errorf("%s: %s: root %d is not a rank of the %s group (size %d)", what, k, c->root, gn, n);
         break;
@@ -352,12 +365,12 @@ static tt_err check_coll(const tt_dist *d, const tt_coll *c, int internal, size_
         size_t sext, stot, rext, rtot;
         if (v_extent(c->scounts, c->sdispls, n, &sext, &stot) || v_extent(c->rcounts, c->rdispls, n, &rext, &rtot))
             return tt_errorf("%s: %s: a count or displacement passes MPI's int (%d)", what, k, INT_MAX);
-        if ((stot && !c->send) || (rtot && !c->recv)) return tt_errorf("%s: %s: no send or recv buffer", what, k);
+        if ((stot && loc_none(send)) || (rtot && loc_none(recv))) return tt_errorf("%s: %s: no send or recv buffer", what, k);
         if (n == 1 && c->scounts[0] != c->rcounts[0])
             return tt_errorf("%s: %s: rank 0 sends itself %zu elements but receives %zu", what, k, c->scounts[0],
                              c->rcounts[0]);
         if (sext > SIZE_MAX / *esize || rext > SIZE_MAX / *esize ||
-            overlap(c->send, sext * *esize, c->recv, rext * *esize))
+            overlap(send, sext * *esize, recv, rext * *esize))
             return tt_errorf("%s: %s: send and recv overlap", what, k);
         break;
     }
@@ -383,6 +396,7 @@ static tt_coll_req *take_req(tt_dist *d)
         all_reqs = r;
     }
     r->next_free = NULL;
+    r->how = NULL;
     r->done = r->failed = 0;
     r->err[0] = 0;
     r->watch.next = r->watch.prev = NULL;
@@ -407,32 +421,94 @@ static void complete(tt_dist *d, tt_coll_req *r, int failed)
     }
 }
 
+/* Start c on MPI with request r (which goes back to the pool on an error),
+ * under the watchdog. */
+static tt_err mpi_start(tt_dist *d, const tt_coll *c, const tt_dist_group *g, tt_coll_req *r)
+{
+    if (tt_mpi_start(d, c, g, r)) {
+        put_req(d, r);
+        return -1;
+    }
+    r->how = &tt_mpi_transport;
+    char name[96];
+    if (c->what && c->what[0]) snprintf(name, sizeof name, "%s", c->what);
+    else snprintf(name, sizeof name, "%s on the %s group", kind_name(c->kind), group_name(c->group));
+    tt_watch_begin(d, &r->watch, name, r);
+    d->n_pending++;
+    return 0;
+}
+
 static tt_err coll_start(tt_dist *d, const tt_coll *c, tt_coll_req **req, int internal)
 {
     if (req) *req = NULL;
     if (!d || !c || !req) return tt_errorf("tt_coll_start: %s is NULL", !d ? "the job" : !c ? "the collective" : "req");
     size_t esize = 1;
-    if (check_coll(d, c, internal, &esize)) return -1;
+    if (check_coll(d, c, internal, &esize, host_loc(c->send), host_loc(c->recv))) return -1;
     tt_coll_req *r = take_req(d);
     if (!r) return -1;
     r->expert = c->group == TT_GROUP_EXPERT;
     const tt_dist_group *g = &d->groups[c->group];
     if (g->size == 1) {
         tt_single_run(c, esize);
-        r->done = 1;
-    } else {
-        if (tt_mpi_start(d, c, g, r)) {
-            put_req(d, r);
-            return -1;
-        }
-        char name[96];
-        if (c->what && c->what[0]) snprintf(name, sizeof name, "%s", c->what);
-        else snprintf(name, sizeof name, "%s on the %s group", kind_name(c->kind), group_name(c->group));
-        tt_watch_begin(d, &r->watch, name, r);
-        d->n_pending++;
+        r->done = 1, r->how = &tt_single_transport;
+    } else if (mpi_start(d, c, g, r)) {
+        return -1;
     }
     *req = r;
     return 0;
+}
+
+tt_err tt_coll_start_bufs(tt_dist *d, const tt_coll *c, const tt_coll_bufs *b, tt_coll_req **req)
+{
+    if (req) *req = NULL;
+    if (!d || !c || !b || !req) {
+        if (b && b->ready) b->be->sync(b->ready);
+        return tt_errorf("tt_coll_start_bufs: %s is NULL", !d ? "the job" : !c ? "the collective" : !b ? "b" : "req");
+    }
+    size_t esize = 1;
+    const tt_dist_group *g = (unsigned)c->group < TT_GROUP_COUNT ? &d->groups[c->group] : NULL;
+    tt_coll mc = *c; /* with MPI: its bytes at their host addresses */
+    tt_coll_req *r = NULL;
+    tt_err rc = check_coll(d, c, 0, &esize, mem_loc(b->send), mem_loc(b->recv));
+    if (!rc && g->size > 1) {
+        void *send = NULL, *recv = NULL;
+        if (tt_mpi_transport.host_memory && ((b->send.buf && tt_mpi_host_addr(b->be, b->send, &send)) ||
+                               (b->recv.buf && tt_mpi_host_addr(b->be, b->recv, &recv))))
+            rc = tt_error_prefix("%s: ", c->what && c->what[0] ? c->what : kind_name(c->kind));
+        mc.send = send, mc.recv = recv;
+    }
+    if (!rc && !(r = take_req(d))) rc = -1;
+    if (rc) { /* ready is consumed either way */
+        if (b->ready) b->be->sync(b->ready);
+        return -1;
+    }
+    r->expert = c->group == TT_GROUP_EXPERT;
+    if (g->size == 1) {
+        r->done = 1, r->how = &tt_single_transport;
+        if (tt_single_run_bufs(c, esize, b)) {
+            put_req(d, r);
+            return -1;
+        }
+    } else {
+        /* MPI reads the send buffer from the host: its producers must be done */
+        if (b->be->sync(b->ready)) {
+            put_req(d, r);
+            return -1;
+        }
+        if (mpi_start(d, &mc, g, r)) return -1;
+    }
+    *req = r;
+    return 0;
+}
+
+tt_err tt_coll_wait_bufs(tt_dist *d, tt_coll_req *req, const tt_backend *be, tt_queue *q)
+{
+    /* both transports here complete on the host: the group of one's copies are
+     * already in the queue before the readers; MPI's transfer is complete when
+     * tt_coll_wait returns, before the caller enqueues the readers. A device
+     * transport would make q wait on the transfer's event here (be->wait). */
+    (void)be, (void)q;
+    return tt_coll_wait(d, req);
 }
 
 tt_err tt_coll_start(tt_dist *d, const tt_coll *c, tt_coll_req **req) { return coll_start(d, c, req, 0); }

@@ -3,10 +3,11 @@
  * srun), one process otherwise. A device mesh splits the world into
  * replicate x shard groups as TorchTitan's data_parallel_replicate_degree x
  * data_parallel_shard_degree: rank r is replica r / shard, shard r % shard.
- * Collectives run on host memory the caller resolves (the executor asks the
- * backend for the host address of its buffers), asynchronously: a started
- * collective advances when the caller drives progress between kernels and
- * completes on a wait. A watchdog ends the whole job (MPI_Abort) when a
+ * Collectives run asynchronously: a started collective advances when the
+ * caller drives progress between kernels and completes on a wait. The graph's
+ * collectives run on backend buffers, ordered by the backend's queue
+ * (tt_coll_start_bufs); the blocking conveniences and tt_coll_start take host
+ * memory. A watchdog ends the whole job (MPI_Abort) when a
  * collective does not complete within the timeout, so a dead or hung rank
  * never hangs the others. */
 #ifndef TT_DIST_H
@@ -14,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "backend/backend.h"
 #include "core/core.h"
 #include "dist/dist_types.h" /* the groups, the collectives' kinds, tt_coll */
 
@@ -50,6 +52,13 @@ int tt_dist_group_rank(const tt_dist *d, tt_group_id g);
 tt_err tt_coll_start(tt_dist *d, const tt_coll *c, tt_coll_req **req);
 /* Wait for it (under the watchdog) and free req. */
 tt_err tt_coll_wait(tt_dist *d, tt_coll_req *req);
+/* Start c with its bytes at b->send and b->recv (c->send and c->recv unused);
+ * the buffers must stay untouched by the queue's other work until the wait. */
+tt_err tt_coll_start_bufs(tt_dist *d, const tt_coll *c, const tt_coll_bufs *b, tt_coll_req **req);
+/* Order the readers of req's result (enqueued on q after this returns) after
+ * the transfer, and free req. */
+tt_err tt_coll_wait_bufs(tt_dist *d, tt_coll_req *req, const tt_backend *be, tt_queue *q);
+
 /* Advance every started collective without blocking; the executor calls it
  * between kernels so transfers move while the next kernel is prepared. */
 void tt_dist_progress(tt_dist *d);

@@ -17,6 +17,17 @@
 #define TT_COLL_BARRIER ((tt_coll_kind)TT_COLL_KINDS)
 #define TT_DIST_BYTES ((tt_dtype)TT_DTYPE_COUNT)
 
+/* What a way of running collectives needs of the backend's memory. MPI moves
+ * host memory (host_memory = 1): only its implementation turns a backend
+ * buffer into a host address (tt_mpi_host_addr), and the host orders its
+ * transfers with the queue by waiting (dist.h). A group of one copies on the
+ * queue and needs nothing (0). A device transport (NCCL) would say 0 too. */
+typedef struct {
+    const char *name;
+    int host_memory;
+} tt_dist_transport;
+extern const tt_dist_transport tt_mpi_transport, tt_single_transport;
+
 /* Something the watchdog times: a started collective (req set) or a blocking
  * MPI call (req NULL, on the caller's stack). Linked into tt_dist.watched by
  * the main thread, under tt_dist.mu; the watchdog only reads the list. */
@@ -34,6 +45,7 @@ struct tt_coll_req {
     int done;             /* complete: the buffers are the caller's again */
     int failed;           /* completed with an error; err says which */
     int expert;           /* on the expert group: its wait counts as the token exchange's */
+    const tt_dist_transport *how; /* how it runs: what its wait must do */
     char err[256];
 #ifdef TITAN_HAVE_MPI
     MPI_Request mpi;
@@ -77,6 +89,8 @@ struct tt_dist {
 /* Run c as the one member of its group (the copies a collective of one
  * process is); c has passed check_coll. */
 void tt_single_run(const tt_coll *c, size_t elem_size);
+/* The same on backend buffers: copies enqueued on b->q. */
+tt_err tt_single_run_bufs(const tt_coll *c, size_t elem_size, const tt_coll_bufs *b);
 
 /* ---- dist_mpi.c: MPI (stubs that fail in a build without it) ----------------- */
 /* MPI_Init_thread (FUNNELED), world rank and size, the bf16 ops; no
@@ -87,6 +101,9 @@ tt_err tt_mpi_setup(tt_dist *d);
 /* The communicators of every group but the world, as set_groups laid the
  * groups out in d->groups (MPI_Comm_split), replacing the previous ones. */
 tt_err tt_mpi_make_groups(tt_dist *d);
+/* The host address of backend memory m, for MPI: an error naming the backend
+ * when its memory is not host memory. The one place in src/dist/ that asks. */
+tt_err tt_mpi_host_addr(const tt_backend *be, tt_mem m, void **out);
 /* Start c on group g; r->mpi is the request. */
 tt_err tt_mpi_start(tt_dist *d, const tt_coll *c, const tt_dist_group *g, tt_coll_req *r);
 /* 1: complete, 0: pending, -1: failed (tt_errorf says why). */

@@ -11,6 +11,9 @@
 
 #include "dist/dist_internal.h"
 
+/* MPI moves host memory: a backend's buffers reach it through their host addresses */
+const tt_dist_transport tt_mpi_transport = {"MPI", 1};
+
 #ifdef TITAN_HAVE_MPI
 
 /* tt_errorf with MPI's own words for rc. */
@@ -138,6 +141,16 @@ static tt_err alltoallv_ints(tt_coll_req *r, const tt_coll *c, int n)
     return 0;
 }
 
+tt_err tt_mpi_host_addr(const tt_backend *be, tt_mem m, void **out)
+{
+    /* the one place the dist layer asks a backend for a host address */
+    if (!(*out = be->host_ptr ? be->host_ptr(m) : NULL))
+        return tt_errorf("backend %s: its memory is not host memory, and collectives over MPI move host memory "
+                         "(a device backend needs a device transport, such as NCCL)",
+                         be->name);
+    return 0;
+}
+
 tt_err tt_mpi_start(tt_dist *d, const tt_coll *c, const tt_dist_group *g, tt_coll_req *r)
 {
     MPI_Datatype type = mpi_type(c->dtype);
@@ -213,6 +226,13 @@ void tt_mpi_finalize(tt_dist *d)
 }
 
 #else /* a build without MPI */
+
+tt_err tt_mpi_host_addr(const tt_backend *be, tt_mem m, void **out)
+{
+    (void)be, (void)m;
+    *out = NULL;
+    return tt_errorf("this build of titan has no MPI");
+}
 
 tt_err tt_mpi_init(tt_dist *d)
 {

@@ -1,11 +1,13 @@
 /* dist_types.h — the words of dist.h's API: the mesh's groups, the kinds of
- * collective and the description of one (tt_coll). Apart from dist.h so that
+ * collective, the description of one (tt_coll) and its backend buffers
+ * (tt_coll_bufs). Apart from dist.h so that
  * dist_internal.h, which dist.c includes, needs only these and not dist.h. */
 #ifndef TT_DIST_TYPES_H
 #define TT_DIST_TYPES_H
 
 #include <stddef.h>
 
+#include "backend/backend.h"
 #include "core/core.h"
 
 /* Expert parallelism splits each shard group into shard / ep groups of ep
@@ -54,5 +56,27 @@ typedef struct {
     const size_t *scounts, *sdispls, *rcounts, *rdispls; /* all_to_allv, one per group rank */
     const char *what;      /* names it in errors and in the watchdog's message ("layers.3 all_gather") */
 } tt_coll;
+
+/* ---- collectives on backend buffers ----
+ * Ordered by the backend's queue: the caller records `ready` on q after the
+ * collective's producers; the collective waits on it before it touches a byte;
+ * the readers of its result are enqueued after tt_coll_wait_bufs returns.
+ * How each step is kept depends on the transport (dist_internal.h):
+ *   - a group of one process: the collective is a be->copy enqueued on q (any
+ *     backend's memory);
+ *   - MPI: host-reachable memory only (the transport says so, and a backend
+ *     whose buffers have no host address is refused, naming it): the host
+ *     syncs `ready` before MPI reads the send buffer, and blocks in the wait
+ *     until the transfer has completed, so the readers, enqueued after it,
+ *     see the result;
+ *   - a device transport (NCCL, later) would instead make its stream wait on
+ *     `ready` and the queue wait on its completion event, the host blocking in
+ *     neither. */
+typedef struct {
+    const tt_backend *be;
+    tt_queue *q;
+    tt_event *ready;  /* recorded on q after the producers; the collective consumes it (syncs or waits on it) */
+    tt_mem send, recv;
+} tt_coll_bufs;
 
 #endif

@@ -41,6 +41,8 @@ static size_t up(size_t b) { return (b + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 static void exec_release(tt_exec *e)
 {
     if (!e) return;
+    /* work still queued may use the buffers (a run that failed before a read) */
+    if (e->q) e->be->finish(e->q);
     for (int v = 0; e->act && v < e->g->n_values; v++)
         if (e->act[v]) e->be->free(e->act[v]);
     if (e->arena && !e->borrowed) e->be->free(e->arena);
@@ -164,16 +166,7 @@ fail:
     return NULL;
 }
 
-static tt_err node_error(const tt_node *n)
-{
-    char shapes[512] = "";
-    size_t k = 0;
-    for (int i = 0; i < n->n_in && k < sizeof shapes - 64; i++) {
-        char d[96];
-        k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s%s", i ? ", " : "", tt_value_desc(n->in[i], d, sizeof d));
-    }
-    return tt_error_prefix("%s%s%s (inputs %s): ", n->scope, n->scope[0] ? ": " : "", tt_op_name(n->op), shapes);
-}
+static tt_err node_error(const tt_node *n) { return tt_backend_node_error(n); }
 
 /* Debug mode: each value the node wrote, copied back to the host and scanned. */
 static tt_err check_finite(tt_exec *e, const tt_node *n)
@@ -210,51 +203,63 @@ static tt_err check_finite(tt_exec *e, const tt_node *n)
     return 0;
 }
 
-/* A collective: its start on the dist layer (over the host addresses the
- * backend gives for its buffers), or its wait. */
+/* A collective: its start on the dist layer, or its wait. The start records
+ * an event after its producers, which the collective waits on before it
+ * touches a byte; its wait orders the readers (enqueued after it) after the
+ * transfer (dist.h says how each transport keeps both). */
 static tt_err run_comm(tt_exec *e, const tt_node *n, const tt_mem *in, const tt_mem *out)
 {
     tt_dist *d = tt_dist_get();
     if (!d) return -1;
+    const tt_backend *be = e->be;
     if (n->op == TT_OP_COMM_WAIT) {
         const tt_node *s = n->in[0]->producer;
         tt_coll_req *r = s ? e->req[s->id] : NULL;
         if (!r) return tt_errorf("the wait of a collective that was not started");
         e->req[s->id] = NULL;
         e->pending--;
-        return tt_coll_wait(d, r);
+        return tt_coll_wait_bufs(d, r, be, e->q);
     }
     const tt_comm_attrs *a = TT_ATTRS(n, tt_comm_attrs);
-    void *x = e->be->host_ptr(in[0]), *y = e->be->host_ptr(out[0]);
-    if (!x || !y) return tt_errorf("backend %s: collectives over MPI need host memory", e->be->name);
-    tt_coll c = {.group = (tt_group_id)a->group, .op = (tt_reduce_op)a->reduce, .root = a->root, .send = x,
-                 .recv = y, .dtype = n->in[0]->dtype, .what = a->what[0] ? a->what : tt_op_name(n->op)};
+    tt_coll c = {.group = (tt_group_id)a->group, .op = (tt_reduce_op)a->reduce, .root = a->root,
+                 .dtype = n->in[0]->dtype, .what = a->what[0] ? a->what : tt_op_name(n->op)};
     size_t *counts = NULL;
     tt_err rc = 0;
     switch (n->op) {
     case TT_OP_ALL_GATHER: c.kind = TT_COLL_ALL_GATHER, c.count = (size_t)tt_value_numel(n->in[0]); break;
     case TT_OP_REDUCE_SCATTER: c.kind = TT_COLL_REDUCE_SCATTER, c.count = (size_t)tt_value_numel(n->out[0]); break;
     case TT_OP_ALL_REDUCE: c.kind = TT_COLL_ALL_REDUCE, c.count = (size_t)tt_value_numel(n->in[0]); break;
-    case TT_OP_BROADCAST: /* every rank's x into y, then the root's y everywhere */
+    case TT_OP_BROADCAST: /* every rank's x into y (a copy on the queue), then the root's y everywhere */
         c.kind = TT_COLL_BROADCAST, c.count = (size_t)tt_value_numel(n->in[0]);
-        if (x != y) memcpy(y, x, tt_value_bytes(n->in[0]));
+        if ((in[0].buf != out[0].buf || in[0].off != out[0].off) &&
+            be->copy(e->q, out[0], in[0], tt_value_bytes(n->in[0])))
+            return -1;
         break;
-    case TT_OP_ALL_TO_ALLV: { /* the counts and displacements, read on the host */
+    case TT_OP_ALL_TO_ALLV: { /* the counts and displacements, downloaded and waited for: the host posts them */
         const size_t gs = (size_t)tt_value_numel(n->in[1]);
-        if (!(counts = malloc(4 * gs * sizeof *counts))) return tt_errorf("out of memory");
-        for (int k = 0; k < 4 && !rc; k++) {
-            const int64_t *v = e->be->host_ptr(in[1 + k]);
-            for (size_t i = 0; v && i < gs && !rc; i++)
-                if (v[i] < 0) rc = tt_errorf("all_to_allv: a negative count or displacement (%lld)", (long long)v[i]);
-                else counts[k * gs + i] = (size_t)v[i];
+        int64_t *v = malloc(4 * gs * sizeof *v);
+        if (!v || !(counts = malloc(4 * gs * sizeof *counts))) {
+            free(v);
+            return tt_errorf("out of memory");
         }
+        for (int k = 0; k < 4 && !rc; k++) rc = be->download(e->q, v + k * gs, in[1 + k], gs * sizeof *v);
+        tt_event *got = rc ? NULL : be->record(e->q);
+        if (!rc) rc = got ? be->sync(got) : -1;
+        for (size_t i = 0; i < 4 * gs && !rc; i++)
+            if (v[i] < 0) rc = tt_errorf("all_to_allv: a negative count or displacement (%lld)", (long long)v[i]);
+            else counts[i] = (size_t)v[i];
+        free(v);
         c.kind = TT_COLL_ALL_TO_ALLV, c.scounts = counts, c.sdispls = counts + gs, c.rcounts = counts + 2 * gs;
         c.rdispls = counts + 3 * gs;
         break;
     }
     default: return tt_errorf("%s is no collective", tt_op_name(n->op));
     }
-    if (!rc && !(rc = tt_coll_start(d, &c, &e->req[n->id]))) e->pending++;
+    if (!rc) {
+        tt_coll_bufs b = {.be = be, .q = e->q, .ready = be->record(e->q), .send = in[0], .recv = out[0]};
+        if (!b.ready) rc = -1;
+        else if (!(rc = tt_coll_start_bufs(d, &c, &b, &e->req[n->id]))) e->pending++;
+    }
     free(counts); /* the dist layer keeps its own copy while the transfer is in flight */
     return rc;
 }
@@ -288,7 +293,8 @@ tt_err tt_exec_run(tt_exec *e)
         const double t0 = e->t_start ? tt_now() : 0;
         const int comm = (tt_ops[n->op].flags & TT_OPF_COMM) != 0;
         if (!rc) rc = comm ? run_comm(e, n, e->args, e->args + n->n_in) : e->be->run(e->q, n, e->args, e->args + n->n_in);
-        if (e->t_start) {
+        if (e->t_start) { /* a node's time is its work's: on a queue that runs later, wait for it */
+            if (!rc) rc = e->be->finish(e->q);
             e->t_start[i] = t0;
             e->t_dur[i] = tt_now() - t0;
         }

@@ -44,8 +44,8 @@ size_t tt_exec_arena_bytes(const tt_exec *e);
 double tt_exec_flops(const tt_exec *e);
 /* Profiling: when set, each run writes every node's start time (seconds,
  * tt_now()) and duration into start[node id] and dur[node id]; NULL stops.
- * The times are the host's: exact for the host backends, whose queue runs
- * each node as it is enqueued. */
+ * The times are the host's: while timing, the executor waits for each node's
+ * work (a finish after it), so they are exact on any queue. */
 void tt_exec_set_timing(tt_exec *e, double *start, double *dur);
 /* While timing: the seconds spent between nodes advancing collectives in
  * flight (not in any node's duration) since the last call. */
