@@ -91,16 +91,16 @@ static void forward_and_backward(hc *h, tt_node *n, unsigned mask)
     if (!n || h->g->failed) return;
     h->fwd = n;
     for (int k = 0; k < n->n_out; k++) tt_graph_mark_output(h->g, n->out[k]);
-    if (!tt_ops[n->op].backward || (!mask && !(tt_ops[n->op].flags & TT_OPF_LOSS))) return;
+    if (!tt_ops[n->op]->backward || (!mask && !(tt_ops[n->op]->flags & TT_OPF_LOSS))) return;
     tt_value *gout[8] = {0};
-    if (tt_ops[n->op].flags & TT_OPF_LOSS) gout[0] = &tt_loss_seed;
+    if (tt_ops[n->op]->flags & TT_OPF_LOSS) gout[0] = &tt_loss_seed;
     else
         for (int k = 0; k < n->n_out; k++)
             if ((mask >> k) & 1) {
                 const tt_value *o = n->out[k];
                 gout[k] = h->dy[k] = input(h, "dy", o->dtype, o->ndim, o->shape, (fill){F_ACT, 1, 0, 0, 0, NULL});
             }
-    tt_ops[n->op].backward(h->g, n, gout, h->gin);
+    tt_ops[n->op]->backward(h->g, n, gout, h->gin);
     for (int k = 0; k < n->n_in; k++)
         if (h->gin[k]) tt_graph_mark_output(h->g, h->gin[k]);
     for (int k = 0; k < n->n_out; k++) tt_graph_mark_output(h->g, n->out[k]); /* a loss op added outputs */
@@ -856,7 +856,7 @@ static int is_result(const tt_graph *g, const tt_value *v)
     for (int i = 0; i < g->n_nodes; i++) { /* written in place */
         const tt_node *n = g->nodes[i];
         for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] == v && ((tt_ops[n->op].writes_ins >> k) & 1)) return 1;
+            if (n->in[k] == v && ((tt_ops[n->op]->writes_ins >> k) & 1)) return 1;
     }
     return 0;
 }
@@ -980,7 +980,7 @@ static void check_fd(const test_case *tc, const hc *twin, double **d, const resu
                     return;
                 }
                 L[sgn] = 0;
-                if (tt_ops[n->op].flags & TT_OPF_LOSS) L[sgn] = r.val[n->out[0]->id][0];
+                if (tt_ops[n->op]->flags & TT_OPF_LOSS) L[sgn] = r.val[n->out[0]->id][0];
                 else
                     for (int k = 0; k < n->n_out; k++) {
                         if (!dy[k] || !r.val[n->out[k]->id]) continue;
@@ -1147,7 +1147,7 @@ static void test_swiglu_tail(void)
         tt_value *off = tt_graph_input(g, "offsets", TT_I32, 1, &ne);
         tt_value *y = tt_swiglu_fused_rows(g, ab, off);
         tt_value *gout[1] = {dy}, *gin[2] = {NULL, NULL}; /* the backward its rule emits */
-        if (y) tt_ops[TT_OP_SWIGLU].backward(g, y->producer, gout, gin);
+        if (y) tt_ops[TT_OP_SWIGLU]->backward(g, y->producer, gout, gin);
         tt_value *dab = gin[0];
         tt_value *yb = into_input(g, y, "y"), *db = into_input(g, dab, "dab");
         float abd[N * 2 * F], dyd[N * F], yd[N * F], dd[N * 2 * F];
@@ -1280,7 +1280,7 @@ int main(void)
     for (int bi = 0; bi < 2; bi++) {
         const tt_backend *be = tt_backend_get(backend_names[bi]);
         for (int op = 0; op < TT_OP_COUNT; op++) {
-            if (tt_ops[op].flags & TT_OPF_COMM) continue; /* collectives run on the dist layer: test_comm_ops */
+            if (tt_ops[op]->flags & TT_OPF_COMM) continue; /* collectives run on the dist layer: test_comm_ops */
             const int has = be->supports(op, TT_F32) || be->supports(op, TT_BF16);
             CHECK_MSG(!has || ran[bi][op] > 0, "op %s never ran on backend %s: add a case", tt_op_name(op), be->name);
             CHECK_MSG(has, "backend %s has no kernel for op %s", be->name, tt_op_name(op));

@@ -1,7 +1,9 @@
-/* ops.h — the op table and the builder functions model code calls. An op is
- * declared once here: its id, its attribute struct, its flags (the facts the
- * passes and the executor need), its builder (shape inference), its FLOP
- * count and its backward rule. Backends register kernels against the ids.
+/* ops.h — the builder functions model code calls, the ops' attribute structs
+ * and the op table. The ops are listed once, in op_list.h (id, name, attribute
+ * size); each op family's file (matmul.c, attention.c, norms.c, moe.c, ...)
+ * holds its builders (shape inference), FLOP counts, backward rules and its
+ * ops' definitions (the flags the passes and the executor read). Backends
+ * register kernels against the ids, their tables expanded from the same list.
  *
  * Activations are 2-D: (N, D) with N = B*T tokens. Attention-family ops
  * carry B and T as attributes. */
@@ -114,13 +116,13 @@ enum {
     TT_OPF_COMM = 1u << 3,      /* a collective: the executor starts it on the dist layer (no backend kernel) */
 };
 
+/* An op's facts, defined beside its builder in its family's file (tt_op_def_<name>); its name and attribute size are
+ * the list's (op_list.h) */
 typedef struct tt_op_def {
-    const char *name;
     unsigned flags;          /* TT_OPF_* */
     unsigned acc_outs;       /* bit k: output k may be accumulated into (node->accumulate) */
     unsigned writes_ins;     /* bit k: the op writes input k in place (accumulators, optimizer state, KV cache) */
     unsigned neg_inf_outs;   /* bit k: output k may hold -inf legitimately (attention's logsumexp) */
-    size_t attrs_size;       /* the size of its attribute struct (0: none) */
     /* FLOPs of one run of the node (multiply-add = 2) */
     double (*flops)(const tt_node *n);
     /* Emit the nodes of the backward: gout[i] is the gradient of output i
@@ -128,7 +130,8 @@ typedef struct tt_op_def {
     void (*backward)(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin);
 } tt_op_def;
 
-extern const tt_op_def tt_ops[TT_OP_COUNT];
+/* Every op's definition by id (op_table.c): tt_ops[op]->flags */
+extern const tt_op_def *const tt_ops[TT_OP_COUNT];
 const char *tt_op_name(int op);
 
 /* The gradient seed of a loss root: autodiff passes it as gout for the loss

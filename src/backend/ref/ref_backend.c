@@ -620,7 +620,7 @@ static tt_err run_widened(const tt_node *n, void **in, void **out)
         if (!tmp[k]) continue;
         const int is_in = k < n->n_in;
         const tt_value *v = is_in ? n->in[k] : n->out[k - n->n_in];
-        if (!rc && (!is_in || ((tt_ops[n->op].writes_ins >> k) & 1)))
+        if (!rc && (!is_in || ((tt_ops[n->op]->writes_ins >> k) & 1)))
             narrow(is_in ? in[k] : out[k - n->n_in], tmp[k], (size_t)tt_value_numel(v));
         tt_free(tmp[k]);
     }
