@@ -37,16 +37,16 @@ static void forward_and_backward(hc *h, tt_node *n, unsigned mask)
     if (!n || h->g->failed) return;
     h->fwd = n;
     for (int k = 0; k < n->n_out; k++) tt_graph_mark_output(h->g, n->out[k]);
-    if (!tt_ops[n->op].backward || (!mask && !(tt_ops[n->op].flags & TT_OPF_LOSS))) return;
+    if (!tt_ops[n->op]->backward || (!mask && !(tt_ops[n->op]->flags & TT_OPF_LOSS))) return;
     tt_value *gout[8] = {0};
-    if (tt_ops[n->op].flags & TT_OPF_LOSS) gout[0] = &tt_loss_seed;
+    if (tt_ops[n->op]->flags & TT_OPF_LOSS) gout[0] = &tt_loss_seed;
     else
         for (int k = 0; k < n->n_out; k++)
             if ((mask >> k) & 1) {
                 const tt_value *o = n->out[k];
                 gout[k] = h->dy[k] = input(h, "dy", o->dtype, o->ndim, o->shape, (fill){F_ACT, 1, 0, 0, 0, NULL});
             }
-    tt_ops[n->op].backward(h->g, n, gout, h->gin);
+    tt_ops[n->op]->backward(h->g, n, gout, h->gin);
     for (int k = 0; k < n->n_in; k++)
         if (h->gin[k]) tt_graph_mark_output(h->g, h->gin[k]);
     for (int k = 0; k < n->n_out; k++) tt_graph_mark_output(h->g, n->out[k]); /* a loss op added outputs */

@@ -125,7 +125,7 @@ void test_swiglu_tail(void)
         tt_value *off = tt_graph_input(g, "offsets", TT_I32, 1, &ne);
         tt_value *y = tt_swiglu_fused_rows(g, ab, off);
         tt_value *gout[1] = {dy}, *gin[2] = {NULL, NULL}; /* the backward its rule emits */
-        if (y) tt_ops[TT_OP_SWIGLU].backward(g, y->producer, gout, gin);
+        if (y) tt_ops[TT_OP_SWIGLU]->backward(g, y->producer, gout, gin);
         tt_value *dab = gin[0];
         tt_value *yb = into_input(g, y, "y"), *db = into_input(g, dab, "dab");
         float abd[N * 2 * F], dyd[N * F], yd[N * F], dd[N * 2 * F];

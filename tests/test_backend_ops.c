@@ -142,7 +142,7 @@ static int is_result(const tt_graph *g, const tt_value *v)
     for (int i = 0; i < g->n_nodes; i++) { /* written in place */
         const tt_node *n = g->nodes[i];
         for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] == v && ((tt_ops[n->op].writes_ins >> k) & 1)) return 1;
+            if (n->in[k] == v && ((tt_ops[n->op]->writes_ins >> k) & 1)) return 1;
     }
     return 0;
 }
@@ -267,7 +267,7 @@ static void check_fd(const test_case *tc, const hc *twin, double **d, const resu
                     return;
                 }
                 L[sgn] = 0;
-                if (tt_ops[n->op].flags & TT_OPF_LOSS) L[sgn] = r.val[n->out[0]->id][0];
+                if (tt_ops[n->op]->flags & TT_OPF_LOSS) L[sgn] = r.val[n->out[0]->id][0];
                 else
                     for (int k = 0; k < n->n_out; k++) {
                         if (!dy[k] || !r.val[n->out[k]->id]) continue;
@@ -337,7 +337,7 @@ int main(void)
         const tt_backend *be = tt_backend_get(tt_backend_name(bi));
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", bi ? ", " : "", be->name);
         for (int op = 0; op < TT_OP_COUNT; op++) {
-            if (tt_ops[op].flags & TT_OPF_COMM) continue; /* collectives run on the dist layer: test_comm_ops */
+            if (tt_ops[op]->flags & TT_OPF_COMM) continue; /* collectives run on the dist layer: test_comm_ops */
             const int has = be->supports(op, TT_F32) || be->supports(op, TT_BF16);
             CHECK_MSG(!has || ran[bi][op] > 0, "op %s never ran on backend %s: add a case", tt_op_name(op), be->name);
             CHECK_MSG(has, "backend %s has no kernel for op %s", be->name, tt_op_name(op));

@@ -36,7 +36,7 @@ static tt_model *make_model(variant va)
     return tt_model_new(&c);
 }
 
-static int is_comm(const tt_node *n) { return (tt_ops[n->op].flags & TT_OPF_COMM) != 0; }
+static int is_comm(const tt_node *n) { return (tt_ops[n->op]->flags & TT_OPF_COMM) != 0; }
 
 /* The position of the wait of the collective started at node s. */
 static int wait_of(const tt_graph *g, int s)

@@ -1,14 +1,17 @@
 /* test_graph.c — autodiff against finite differences on a composite f64
  * graph (run on the reference kernels, the ref backend), with one loss root
- * and with two (a main loss and a weighted auxiliary one), and the three
- * execution modes agreeing on a model's loss and gradients. */
+ * and with two (a main loss and a weighted auxiliary one), the three
+ * execution modes agreeing on a model's loss and gradients, and the op table
+ * agreeing with the op list. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "graph/autodiff.h"
 #include "graph/exec.h"
 #include "harness.h"
 #include "models/model.h"
+#include "ops/ops.h"
 
 static double *rand_buf(tt_rng *r, size_t n, double scale)
 {
@@ -240,8 +243,29 @@ static void test_flops_per_token(void)
     CHECK_NEAR(tt_model_flops_per_token(&c, 1024), 6.0 * (double)mm + 12.0 * 12 * 768 * 1024, 1);
 }
 
+/* The build makes every listed op have a definition; what it cannot see is a
+ * definition's COMM flag against the list's TT_COMM mark, which the executor
+ * and the passes read as one fact. */
+static void test_op_list(void)
+{
+    static const int comm[TT_OP_COUNT] = {
+#define TT_OP(ID, name, attrs_bytes) [TT_OP_##ID] = 0,
+#define TT_COMM(ID, name, attrs_bytes) [TT_OP_##ID] = 1,
+#include "ops/op_list.h"
+#undef TT_OP
+#undef TT_COMM
+    };
+    for (int op = 0; op < TT_OP_COUNT; op++) {
+        CHECK_MSG(tt_ops[op] && tt_ops[op]->flops, "op %s has no definition or no FLOP count", tt_op_name(op));
+        CHECK_MSG(((tt_ops[op]->flags & TT_OPF_COMM) != 0) == comm[op], "op %s: the COMM flag and the list disagree",
+                  tt_op_name(op));
+        for (int o = 0; o < op; o++) CHECK_MSG(strcmp(tt_op_name(op), tt_op_name(o)), "two ops named %s", tt_op_name(op));
+    }
+}
+
 int main(void)
 {
+    test_op_list();
     test_flops_per_token();
     test_autodiff_fd();
     test_two_losses();

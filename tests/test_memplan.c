@@ -35,7 +35,7 @@ static void live_compute(const tt_graph *g, liveness *L)
     for (int v = 0; v < nv; v++) L->first[v] = L->last[v] = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         const tt_node *n = g->nodes[i];
-        const unsigned writes_ins = tt_ops[n->op].writes_ins;
+        const unsigned writes_ins = tt_ops[n->op]->writes_ins;
         for (int k = 0; k < n->n_in; k++) { /* reads happen before the node's writes */
             const tt_value *r = tt_value_root(n->in[k]);
             if (r->role != TT_ROLE_ACT) continue;

@@ -168,7 +168,7 @@ static void check_saved(const remat_graph *r, const tt_model *m, tt_ac_mode ac, 
                     if (g->nodes[j]->in[q] == x && block_of(g, g->nodes[j]) != blk) leaves = 1;
             /* selective keeps what the op table says (matmuls, attention, the MoE router, sort and grouped
              * matmuls) */
-            int kept = leaves || (ac == TT_AC_SELECTIVE && (tt_ops[p->op].flags & TT_OPF_KEEP_SELECTIVE)) ||
+            int kept = leaves || (ac == TT_AC_SELECTIVE && (tt_ops[p->op]->flags & TT_OPF_KEEP_SELECTIVE)) ||
                        ac == TT_AC_NONE;
             if (!kept) {
                 if (bad < 3)

@@ -223,7 +223,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
             const tt_graph *g = k ? op.g : tr.g;
             for (int i = 0; i < g->n_nodes; i++) {
                 const tt_node *nd = g->nodes[i];
-                if (!(tt_ops[nd->op].flags & TT_OPF_COMM)) continue;
+                if (!(tt_ops[nd->op]->flags & TT_OPF_COMM)) continue;
                 const int w = nd->op == TT_OP_COMM_WAIT;
                 cm[w] += acc[k][i];
                 if (TT_ATTRS(nd, tt_comm_attrs)->group == TT_GROUP_EXPERT) cm[3 + w] += acc[k][i];
@@ -254,7 +254,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
                 for (int j = 0; j < 2; j++) {
                     if (!b[j]) continue;
                     b[j]->sec += acc[k][i];
-                    b[j]->flops += tt_ops[nd->op].flops(nd);
+                    b[j]->flops += tt_ops[nd->op]->flops(nd);
                     b[j]->bytes += node_bytes(nd);
                     b[j]->calls++;
                 }

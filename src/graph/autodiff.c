@@ -24,7 +24,7 @@ tt_err tt_autodiff(tt_graph *g, int n_loss, tt_value *const *losses, int n, tt_v
     }
     for (int k = 0; k < n_loss; k++) {
         const tt_value *l = losses[k];
-        if (!l || !l->producer || !(tt_ops[l->producer->op].flags & TT_OPF_LOSS) || l->out_index != 0 ||
+        if (!l || !l->producer || !(tt_ops[l->producer->op]->flags & TT_OPF_LOSS) || l->out_index != 0 ||
             tt_value_numel(l) != 1 || grad[l->id]) {
             free(grad), free(gout), free(gin);
             return tt_errorf("autodiff: loss %d is not the scalar loss output of a loss op (or is given twice)", k);
@@ -41,7 +41,7 @@ tt_err tt_autodiff(tt_graph *g, int n_loss, tt_value *const *losses, int n, tt_v
         for (int o = 0; o < nd->n_out; o++)
             if ((gout[o] = nd->out[o]->id < cap ? grad[nd->out[o]->id] : NULL)) any = 1;
         if (!any || nd->n_in == 0) continue; /* a node with no inputs (zeros) passes its gradient to nothing */
-        if (!tt_ops[nd->op].backward) {
+        if (!tt_ops[nd->op]->backward) {
             tt_graph_fail(g, "op %s has no backward rule", tt_op_name(nd->op));
             break;
         }
@@ -49,7 +49,7 @@ tt_err tt_autodiff(tt_graph *g, int n_loss, tt_value *const *losses, int n, tt_v
         snprintf(g->scope, sizeof g->scope, "%s", nd->scope);
         tt_graph_set_unit(g, nd->unit);
         memset(gin, 0, ((size_t)max_in + 1) * sizeof *gin);
-        tt_ops[nd->op].backward(g, nd, gout, gin);
+        tt_ops[nd->op]->backward(g, nd, gout, gin);
         for (int i = 0; i < nd->n_in && !g->failed; i++) {
             tt_value *x = nd->in[i];
             if (!gin[i] || x->role == TT_ROLE_INPUT || x->role == TT_ROLE_CONST) continue;

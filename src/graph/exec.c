@@ -106,8 +106,8 @@ tt_exec *tt_exec_new_sharing(tt_graph *g, const tt_backend *be, tt_queue *q, tt_
     for (int i = 0; i < g->n_nodes; i++) {
         const tt_node *n = g->nodes[i];
         if (n->n_in + n->n_out > e->max_args) e->max_args = n->n_in + n->n_out;
-        e->flops += tt_ops[n->op].flops(n);
-        if (!(tt_ops[n->op].flags & TT_OPF_COMM) && !be->supports(n->op, tt_node_dtype(n))) {
+        e->flops += tt_ops[n->op]->flops(n);
+        if (!(tt_ops[n->op]->flags & TT_OPF_COMM) && !be->supports(n->op, tt_node_dtype(n))) {
             tt_errorf("backend %s has no kernel for %s in %s (%s)", be->name, tt_op_name(n->op),
                       tt_dtype_name(tt_node_dtype(n)), n->scope[0] ? n->scope : "no scope");
             goto fail;
@@ -171,7 +171,7 @@ static tt_err node_error(const tt_node *n) { return tt_backend_node_error(n); }
 /* Debug mode: each value the node wrote, copied back to the host and scanned. */
 static tt_err check_finite(tt_exec *e, const tt_node *n)
 {
-    const unsigned writes = tt_ops[n->op].writes_ins;
+    const unsigned writes = tt_ops[n->op]->writes_ins;
     for (int k = 0; k < n->n_out + n->n_in; k++) {
         const int o = k < n->n_out ? k : -1;
         if (o < 0 && !((writes >> (k - n->n_out)) & 1)) continue;
@@ -186,7 +186,7 @@ static tt_err check_finite(tt_exec *e, const tt_node *n)
         }
         if (tt_backend_read(e->be, e->q, e->check, value_mem(e, v), bytes)) return -1;
         const int64_t cnt = tt_value_numel(v);
-        const int neg_inf_ok = o >= 0 && ((tt_ops[n->op].neg_inf_outs >> o) & 1);
+        const int neg_inf_ok = o >= 0 && ((tt_ops[n->op]->neg_inf_outs >> o) & 1);
         for (int64_t i = 0; i < cnt; i++) {
             const double x = v->dtype == TT_F32   ? ((const float *)e->check)[i]
                              : v->dtype == TT_F64 ? ((const double *)e->check)[i]
@@ -291,7 +291,7 @@ tt_err tt_exec_run(tt_exec *e)
             if (!(e->args[n->n_in + k] = value_mem(e, n->out[k])).buf)
                 rc = tt_errorf("output %d has no memory", k);
         const double t0 = e->t_start ? tt_now() : 0;
-        const int comm = (tt_ops[n->op].flags & TT_OPF_COMM) != 0;
+        const int comm = (tt_ops[n->op]->flags & TT_OPF_COMM) != 0;
         if (!rc) rc = comm ? run_comm(e, n, e->args, e->args + n->n_in) : e->be->run(e->q, n, e->args, e->args + n->n_in);
         if (e->t_start) { /* a node's time is its work's: on a queue that runs later, wait for it */
             if (!rc) rc = e->be->finish(e->q);

@@ -1,7 +1,9 @@
-/* ops.h — the op table and the builder functions model code calls. An op is
- * declared once here: its id, its attribute struct, its flags (the facts the
- * passes and the executor need), its builder (shape inference), its FLOP
- * count and its backward rule. Backends register kernels against the ids.
+/* ops.h — the builder functions model code calls, the ops' attribute structs
+ * and the op table. The ops are listed once, in op_list.h (id, name, attribute
+ * size); each op family's file (matmul.c, attention.c, norms.c, moe.c, ...)
+ * holds its builders (shape inference), FLOP counts, backward rules and its
+ * ops' definitions (the flags the passes and the executor read). Backends
+ * register kernels against the ids, their tables expanded from the same list.
  *
  * Activations are 2-D: (N, D) with N = B*T tokens. Attention-family ops
  * carry B and T as attributes. */
@@ -12,119 +14,13 @@
 
 #include "ir/graph.h"
 
+/* The op ids, from the list (its comments say what each op takes and makes) */
 typedef enum {
-    TT_OP_EMBEDDING,      /* in: ids (N) i32, table (V,D)          out: (N,D) */
-    TT_OP_EMBEDDING_BWD,  /* in: ids, dout (N,D)                    out: dtable (V,D) (accumulable) */
-    TT_OP_MATMUL,         /* in: A, B   tt_matmul_attrs   out: C (M,N) (accumulable). Products in bf16
-                             (fp32 sums) when A or B is bf16; C fp32 or bf16 */
-    TT_OP_BIAS_ADD,       /* in: x (N,D), b (D)                     out: y */
-    TT_OP_BIAS_GRAD,      /* in: dy (N,D)                           out: db (D) */
-    TT_OP_ADD,            /* in: a, b (same shape)                  out: y */
-    TT_OP_RMSNORM,        /* in: x (N,D), w (G)  tt_norm_attrs: normalise each run of G features
-                             (G = D: whole rows; G = head_dim: per head)   out: y, rstd (N*D/G) */
-    TT_OP_RMSNORM_BWD,    /* in: x, w, rstd, dy [, dres: a gradient added to dx]   out: dx, dw */
-    TT_OP_LAYERNORM,      /* in: x, w, b  tt_norm_attrs             out: y, mean (N), rstd (N) */
-    TT_OP_LAYERNORM_BWD,  /* in: x, w, mean, rstd, dy               out: dx, dw, db */
-    TT_OP_ROPE,           /* in: x (N,H*hd), pos (N) i32, inv_freq (hd/2)  tt_rope_attrs   out: y */
-    TT_OP_ATTENTION,      /* in: q (N,H*hd), k (N,Hk*hd), v (N,Hk*hdv), doc (N) i32  tt_attn_attrs (hdv: 0 = hd)
-                             out: o (N,H*hdv), lse (B,H,T) (-inf for a row that sees no key) */
-    TT_OP_ATTENTION_BWD,  /* in: q, k, v, doc, o, lse, do           out: dq, dk, dv */
-    TT_OP_ATTENTION_KV,   /* generation: in: q (B*Tq,H*hd), k_new (B*Tq,Hk*hd), v_new (B*Tq,Hk*hdv),
-                             cache_k (B,Tmax,Hk*hd), cache_v (B,Tmax,Hk*hdv) state, start (1) i32 input
-                             tt_attn_attrs (T = Tq, Tmax)
-                             writes k_new/v_new into the caches at rows [start, start+Tq)
-                             out: o (B*Tq,H*hdv), lse (B,H,Tq) */
-    TT_OP_SWIGLU,         /* in: a, b                               out: silu(a)*b
-                             or in: ab (N, 2F) with a = columns [0, F), b = [F, 2F) [, off (E+1) i32]   out: (N, F);
-                             with off, only the rows before off[E] (grouped experts' rows in a larger buffer), the
-                             rest 0 */
-    TT_OP_SWIGLU_BWD,     /* in: a, b, dy   out: da, db;  or in: ab, dy [, off]   out: dab (N, 2F) (rows as above) */
-    TT_OP_GELU,           /* in: x                                  out: y */
-    TT_OP_GELU_BWD,       /* in: x, dy                              out: dx */
-    TT_OP_CE_LINEAR,      /* in: h (N,D), W (V,D), targets (N) i32, scale (1) f32  tt_ce_attrs
-                             out: loss (1) = scale * sum of token losses; as a loss root also
-                             dh (N,D) and dW (V,D) (accumulable) from the same chunk loop */
-    TT_OP_ACCUM,          /* in: acc (state), g        acc += g (in place)   out: none */
-    TT_OP_SUMSQ,          /* in: g [, prev (1)]        out: (1) f32 = prev + sum of squares of g */
-    TT_OP_ATTENTION_QKV,  /* attention on one qkv buffer (N, (H+2Hk)*hd): q, k, v its column ranges,
-                             RoPE applied to q and k inside when pos is given.
-                             in: qkv, doc [, pos (N) i32, inv_freq (hd/2)]
-                             tt_attn_attrs (rope_scale: the cos/sin scale)   out: o (N,H*hd), lse */
-    TT_OP_ATTENTION_QKV_BWD, /* in: qkv, doc, o, lse, do [, pos, inv_freq]   out: dqkv */
-    TT_OP_ADD_RMSNORM,    /* the residual add and the norm after it: in: x, d, w  tt_norm_attrs
-                             out: y = x + d, h = rmsnorm(y) w, rstd (N) */
-    TT_OP_ADAMW,          /* in: p, g, m, v, clip (1) f32, hp (2) f64 input = [lr, step]
-                             [, decay (S, 2) i64 const: weight decay only inside these element
-                             ranges, sorted]   tt_adamw_attrs
-                             g is multiplied by clip, then p, m, v are updated in place and g is
-                             zeroed for the next accumulation.  out: none. One node may update
-                             every parameter of a model through its flat buffers. */
-    TT_OP_CLIP_COEF,      /* in: sumsq (1) f32   tt_clip_attrs   out: coef (1) f32: the factor that
-                             brings the global gradient norm sqrt(sumsq) down to max_norm
-                             (tt_clip_coef), 1 when max_norm <= 0 or the norm is below it */
-    TT_OP_CAST,           /* in: x   out: y, x's values in y's dtype (f32 <-> bf16, rounded to nearest even) */
-    TT_OP_ZERO,           /* in: none   out: y, all zeros (a gradient buffer made anew each micro-step) */
-    /* Per-head column moves (tt_head_attrs): x (N, H*w) is H heads of w columns a row. */
-    TT_OP_HEAD_SLICE,     /* in: x   out: (N, H*cw): columns [c0, c0+cw) of every head; with deinterleave in the
-                             order c0, c0+2, ..., c0+1, c0+3, ... (interleaved RoPE pairs as rotate-half ones); with
-                             sum_heads (N, cw), their sum over the heads */
-    TT_OP_HEAD_PLACE,     /* the slice's transpose: in: y (N, H*cw), or (N, cw) with sum_heads (every head the same)
-                             out: (N, H*w), y in those columns, zeros elsewhere */
-    TT_OP_HEAD_CONCAT,    /* in: a (N, H*wa), b (N, H*wb), or (N, wb) with bcast (every head the same)
-                             out: (N, H*(wa+wb)): each head's a columns, then its b columns */
-    /* Mixture-of-Experts (tt_moe_attrs). N tokens, E experts, k slots a token; a (token, slot) pair is
-     * the assignment a = t*k + s, and M = N*k assignments are sorted by expert into rows r. Dropless: every
-     * assignment gets a row. */
-    TT_OP_MOE_ROUTE,      /* in: logits (N,E) [, bias (E) f32: added to the scores for selection only]
-                             out: weight (N,k) (logits' dtype), expert (N,k) i32, scores (N,E) (logits' dtype)
-                             scores = softmax or sigmoid of the logits; the k experts of the highest scores
-                             (+ bias), within the best topk_group of n_group groups when n_group > 1, in
-                             descending order, ties to the lower expert; weight = route_scale * score, over
-                             the sum of the k scores (+1e-20) when route_norm */
-    TT_OP_MOE_ROUTE_BWD,  /* in: scores, expert, dweight [, dscores: a gradient of the scores too]   out: dlogits (N,E) */
-    TT_OP_MOE_AUX_LOSS,   /* tt_moe_aux_attrs: a load-balancing loss of one MoE layer, scale (1) f32 times coef times
-                             balance (Switch, Mixtral): E sum_e f_e P_e, f_e = the tokens routed to e over N, P_e = the
-                               mean over tokens of its normalised score s_te / sum_j s_tj
-                             sequence (DeepSeek-V3): the mean over the B sequences of sum_e f'_e P'_e, f'_e = E / (k T)
-                               times the sequence's tokens routed to e, P'_e the sequence's mean normalised score
-                               (both in: scores (N,E), expert (N,k) i32, scale)
-                             z (router z-loss): the mean over tokens of logsumexp(logits)^2   (in: logits (N,E), scale)
-                             out: loss (1); as a loss root also the gradient of input 0 (N,E) */
-    TT_OP_MOE_SORT,       /* in: expert (N,k) i32   out: perm (M) i32: the assignment of each row; pos (M) i32:
-                             the row of each assignment; offsets (E+1) i32: expert e's rows are
-                             [offsets[e], offsets[e+1]). A stable sort: rows of one expert in assignment order */
-    TT_OP_MOE_PERMUTE,    /* in: x (N,D), perm, pos [, weight (N,k)]   out: xs (M,D), xs[r] = x[perm[r]/k]
-                             (times weight[perm[r]]: the gate applied to the experts' input) */
-    TT_OP_MOE_COMBINE,    /* in: ys (M,D), perm, pos [, weight (N,k)]   out: y (N,D), y[t] = the sum over s = 0..k-1,
-                             in that order, of ys[pos[t*k+s]] (times weight[t,s]): a gather, no atomics */
-    TT_OP_MOE_ROWDOT,     /* in: a (N,D), b (M,D), pos   out: (N,k): dot(a[t], b[pos[t*k+s]]) (the weights' gradient) */
-    TT_OP_GROUPED_MATMUL, /* in: x (M,K), w, offsets (E+1) i32   tt_matmul_attrs (tb)   out: y (M,Nw): the rows of
-                             expert e times its matrix: w (E,Nw,K) and y = x w[e]^T when tb, else w (E,K,Nw) and
-                             y = x w[e]. Products in bf16 (fp32 sums) when x or w is bf16, as matmul. offsets[E] may
-                             be below M (a receive buffer planned at a bound): rows [offsets[E], M) of y are zero */
-    TT_OP_GROUPED_MATMUL_WGRAD, /* in: a (M,P), b (M,Q), offsets   out: dw (E,P,Q) (accumulable): dw[e] = the
-                             transpose of expert e's rows of a, times its rows of b (0 for an expert with none);
-                             rows [offsets[E], M) are not read */
-    /* Expert parallelism: the experts split over the ep ranks of a group, tokens exchanged with all_to_allv. */
-    TT_OP_ROW_GATHER,     /* in: x (M,D), idx (R) i32, inv (M) i32   out: y (R,D): y[i] = x[idx[i]], a zero row where
-                             idx[i] = -1. idx and inv are each other's partial inverse (inv[idx[i]] = i where
-                             idx[i] >= 0, idx[inv[j]] = j where inv[j] >= 0), so the backward is again a gather:
-                             dx = row_gather(dy, inv, idx) */
-    TT_OP_MOE_EP_PLAN,    /* tt_moe_ep_attrs   in: offs_all (ep*(E+1)) i32: the moe_sort offsets of every group rank,
-                             in group-rank order
-                             out: scounts, sdispls, rcounts, rdispls (ep) i64, in elements (all_to_allv's);
-                             loc_off (El+1) i32; to_src, to_exp (recv_rows) i32 (see tt_moe_ep_plan) */
-    /* Collectives (tt_comm_attrs): the executor runs them on the dist layer, not a backend kernel. A start
-     * node writes its output asynchronously (into a view of the output's root); the wait node for it
-     * (TT_OP_COMM_WAIT) makes that output valid, and every reader reads after the wait. */
-    TT_OP_ALL_GATHER,     /* in: x (n)            out: y (group x n): every rank's x in group-rank order */
-    TT_OP_REDUCE_SCATTER, /* in: x (group x n)    out: y (n): this rank's n of the sum over the group */
-    TT_OP_ALL_REDUCE,     /* in: x (n)            out: y (n): the sum (or max) over the group */
-    TT_OP_BROADCAST,      /* in: x (n)            out: y (n): the root's x on every rank */
-    TT_OP_ALL_TO_ALLV,    /* in: x, scounts, sdispls, rcounts, rdispls (group) i64   out: y (zero where nothing lands):
-                             rank i's x [sdispls[j], + scounts[j]) lands in rank j's y at rdispls[i] (elements) */
-    TT_OP_COMM_WAIT,      /* in: the start node's output, then its inputs (kept alive until the transfer ends)
-                             out: a view of the start's output root: what the readers read */
+#define TT_OP(ID, name, attrs_bytes) TT_OP_##ID,
+#define TT_COMM(ID, name, attrs_bytes) TT_OP_##ID,
+#include "ops/op_list.h"
+#undef TT_OP
+#undef TT_COMM
     TT_OP_COUNT
 } tt_op_id;
 
@@ -220,13 +116,13 @@ enum {
     TT_OPF_COMM = 1u << 3,      /* a collective: the executor starts it on the dist layer (no backend kernel) */
 };
 
+/* An op's facts, defined beside its builder in its family's file (tt_op_def_<name>); its name and attribute size are
+ * the list's (op_list.h) */
 typedef struct tt_op_def {
-    const char *name;
     unsigned flags;          /* TT_OPF_* */
     unsigned acc_outs;       /* bit k: output k may be accumulated into (node->accumulate) */
     unsigned writes_ins;     /* bit k: the op writes input k in place (accumulators, optimizer state, KV cache) */
     unsigned neg_inf_outs;   /* bit k: output k may hold -inf legitimately (attention's logsumexp) */
-    size_t attrs_size;       /* the size of its attribute struct (0: none) */
     /* FLOPs of one run of the node (multiply-add = 2) */
     double (*flops)(const tt_node *n);
     /* Emit the nodes of the backward: gout[i] is the gradient of output i
@@ -234,7 +130,8 @@ typedef struct tt_op_def {
     void (*backward)(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin);
 } tt_op_def;
 
-extern const tt_op_def tt_ops[TT_OP_COUNT];
+/* Every op's definition by id (op_table.c): tt_ops[op]->flags */
+extern const tt_op_def *const tt_ops[TT_OP_COUNT];
 const char *tt_op_name(int op);
 
 /* The gradient seed of a loss root: autodiff passes it as gout for the loss

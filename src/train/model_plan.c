@@ -22,7 +22,7 @@ static void comm_bytes(const tt_graph *g, tt_model_plan *p)
     p->gather_bytes = p->reduce_bytes = p->exchange_bytes = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const tt_node *n = g->nodes[i];
-        if (!(tt_ops[n->op].flags & TT_OPF_COMM) || n->op == TT_OP_COMM_WAIT) continue;
+        if (!(tt_ops[n->op]->flags & TT_OPF_COMM) || n->op == TT_OP_COMM_WAIT) continue;
         const tt_comm_attrs *a = TT_ATTRS(n, tt_comm_attrs);
         const int gs = a->group == TT_GROUP_SHARD          ? p->shards
                        : a->group == TT_GROUP_REPLICATE    ? p->replicas

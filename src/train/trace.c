@@ -36,7 +36,7 @@ static tt_err add_part(cJSON *events, const tt_trace_part *p, double t0)
             k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s%s", j ? ", " : "",
                                   tt_value_desc(nd->in[j], d, sizeof d));
         cJSON_AddStringToObject(args, "inputs", shapes);
-        cJSON_AddNumberToObject(args, "gflop", tt_ops[nd->op].flops(nd) / 1e9);
+        cJSON_AddNumberToObject(args, "gflop", tt_ops[nd->op]->flops(nd) / 1e9);
     }
     return 0;
 }

@@ -14,7 +14,7 @@ static int foldable(const tt_value *g, const tt_value *acc, const int *readers, 
     if (!p || readers[g->id] != 1 || g->dtype != acc->dtype || g->is_output) return 0;
     if (p->op == TT_OP_ADD && depth == 0) /* the two halves of a fan-in (tied embeddings) */
         return p->in[0] != p->in[1] && foldable(p->in[0], acc, readers, 1) && foldable(p->in[1], acc, readers, 1);
-    return (tt_ops[p->op].acc_outs >> g->out_index) & 1;
+    return (tt_ops[p->op]->acc_outs >> g->out_index) & 1;
 }
 
 static void fold(tt_value *g, tt_value *acc, char *dead)

@@ -447,7 +447,7 @@ static access access_of(const tt_node *n, int k)
 {
     tt_value *v = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
     const size_t lo = tt_value_root_offset(v);
-    const int write = k >= n->n_in || (k < 32 && (tt_ops[n->op].writes_ins >> k & 1));
+    const int write = k >= n->n_in || (k < 32 && (tt_ops[n->op]->writes_ins >> k & 1));
     return (access){tt_value_root(v), lo, lo + tt_value_bytes(v), write};
 }
 
@@ -473,7 +473,7 @@ static int set_ordered(tt_node *const *set, int ns, const tt_node *y)
     return 0;
 }
 
-static int is_start(const tt_node *n) { return (tt_ops[n->op].flags & TT_OPF_COMM) && n->op != TT_OP_COMM_WAIT; }
+static int is_start(const tt_node *n) { return (tt_ops[n->op]->flags & TT_OPF_COMM) && n->op != TT_OP_COMM_WAIT; }
 
 /* Expert parallelism's exchanges (the token counts and rows of an MoE layer,
  * on the expert group) are the model's, not FSDP's. */

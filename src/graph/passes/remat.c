@@ -25,7 +25,7 @@ static int block_of(const tt_graph *g, const tt_node *n)
  * pure stay saved. */
 static int recomputable(int op, tt_ac_mode mode)
 {
-    const unsigned f = tt_ops[op].flags;
+    const unsigned f = tt_ops[op]->flags;
     return (f & TT_OPF_PURE) && (mode == TT_AC_FULL || !(f & TT_OPF_KEEP_SELECTIVE));
 }
 
@@ -68,7 +68,7 @@ tt_err tt_remat(tt_graph *g, int n_fwd, tt_ac_mode mode, tt_remat_stats *stats)
         return tt_errorf("remat: unknown activation checkpointing mode %d", (int)mode);
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i]->id != i) return tt_errorf("remat: node ids are not positions (node %d has id %d)", i, g->nodes[i]->id);
-        st.graph_flops += tt_ops[g->nodes[i]->op].flops(g->nodes[i]);
+        st.graph_flops += tt_ops[g->nodes[i]->op]->flops(g->nodes[i]);
     }
     if (stats) stats->graph_flops = st.graph_flops;
     if (mode == TT_AC_NONE) return 0;
@@ -155,7 +155,7 @@ tt_err tt_remat(tt_graph *g, int n_fwd, tt_ac_mode mode, tt_remat_stats *stats)
             for (int k = 0; k < n->n_out; k++)
                 if (s.remat[n->out[k]->id]) s.map[n->out[k]->id] = c->out[k];
             st.nodes++;
-            st.flops += tt_ops[c->op].flops(c);
+            st.flops += tt_ops[c->op]->flops(c);
         }
         s.end[b] = g->n_nodes;
         st.blocks++;

@@ -1,14 +1,12 @@
-/* moe_ops.c — the Mixture-of-Experts op builders: routing, the sort of
- * (token, slot) assignments by expert, the permutation of rows into expert
- * order and the combine back, the grouped matmul of all experts, and what
- * expert parallelism adds: the plan of the token exchange and the row gather
- * that regroups the received rows. Their backward rules are in op_table.c
- * with every other op's. */
+/* moe.c — the Mixture-of-Experts ops: routing, the sort of (token, slot)
+ * assignments by expert, the permutation of rows into expert order and the
+ * combine back, the grouped matmul of all experts, the auxiliary losses, and
+ * what expert parallelism adds: the plan of the token exchange and the row
+ * gather that regroups the received rows. */
 #include <stdint.h>
 #include <string.h>
 
 #include "ops/ops_internal.h"
-
 
 /* Rows past offsets[E] are allowed: under expert parallelism x is a receive
  * buffer sized at a bound, of which the first offsets[E] rows arrived. */
@@ -139,8 +137,6 @@ tt_value *tt_grouped_matmul_wgrad(tt_graph *g, tt_value *a, tt_value *b, tt_valu
     return tt_op_node(g, TT_OP_GROUPED_MATMUL_WGRAD, 3, in, 1, &y, NULL) ? y : NULL;
 }
 
-/* ---- expert parallelism ------------------------------------------------------ */
-
 tt_err tt_row_gather_check(const int32_t *idx, int64_t R, const int32_t *inv, int64_t M)
 {
     /* both directions: a gather whose inv were not its inverse would get a wrong gradient, silently */
@@ -218,3 +214,82 @@ tt_err tt_moe_ep_plan(tt_graph *g, tt_value *offs_all, const tt_moe_ep_attrs *a,
     *loc_off = out[4], *to_src = out[5], *to_exp = out[6];
     return 0;
 }
+
+/* every row times its expert's matrix: the FLOPs of the active experts only */
+static double fl_grouped(const tt_node *n)
+{
+    return 2.0 * numel(n->out[0]) * (double)n->in[0]->shape[1];
+}
+
+static double fl_wgrad(const tt_node *n) { return 2.0 * numel(n->out[0]) / n->out[0]->shape[0] * n_rows(n->in[0]); }
+
+static void bw_moe_route(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    if (!gout[0]) {
+        tt_graph_fail(g, "moe_route: differentiated without its gate weights");
+        return;
+    }
+    /* the scores' own gradient (an auxiliary loss reads them) joins the weights' before the softmax or sigmoid */
+    tt_value *in[] = {n->out[2], n->out[1], gout[0], gout[2]};
+    gin[0] = tt_op_emit1(g, TT_OP_MOE_ROUTE_BWD, gout[2] ? 4 : 3, in, n->in[0], n->attrs);
+}
+
+static void bw_moe_aux(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    /* as ce_linear: the loss node computes its input's gradient itself */
+    if (gout[0] != &tt_loss_seed) {
+        tt_graph_fail(g, "moe_aux_loss: only differentiable as a loss itself");
+        return;
+    }
+    if (n->n_out == 1 && tt_node_add_output(g, n, tt_value_new(g, TT_ROLE_ACT, n->in[0]->dtype, 2, n->in[0]->shape))) return;
+    gin[0] = n->out[1];
+}
+
+/* permute and combine are each other's transpose: the rows' gradient of one
+ * is the other applied to the upstream gradient, and the gate weights'
+ * gradient a dot product of the rows a weight multiplied */
+static void bw_moe_reorder(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    const int k = TT_ATTRS(n, tt_moe_attrs)->k, permute = n->op == TT_OP_MOE_PERMUTE;
+    tt_value *w = n->n_in > 3 ? n->in[3] : NULL;
+    gin[0] = permute ? tt_moe_combine(g, gout[0], n->in[1], n->in[2], w, k)
+                     : tt_moe_permute(g, gout[0], n->in[1], n->in[2], w, k);
+    if (w) gin[3] = permute ? tt_moe_rowdot(g, n->in[0], gout[0], n->in[2], k, w->dtype)
+                            : tt_moe_rowdot(g, gout[0], n->in[0], n->in[2], k, w->dtype);
+}
+
+static void bw_grouped_matmul(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *x = n->in[0], *w = n->in[1], *off = n->in[2];
+    const int tb = TT_ATTRS(n, tt_matmul_attrs)->tb, E = (int)w->shape[0];
+    gin[0] = tt_grouped_matmul(g, gout[0], w, off, !tb);
+    gin[1] = tb ? tt_grouped_matmul_wgrad(g, gout[0], x, off, E, w->dtype)
+                : tt_grouped_matmul_wgrad(g, x, gout[0], off, E, w->dtype);
+}
+
+/* idx and inv are each other's partial inverse: the gather's transpose is the gather by inv */
+static void bw_row_gather(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    gin[0] = tt_row_gather(g, gout[0], n->in[2], n->in[1]);
+}
+
+/* the ops' facts: flags, accumulable outputs, inputs written in place, FLOPs, backward rule */
+const tt_op_def tt_op_def_moe_route = {
+    .flags = TT_OPF_PURE | TT_OPF_KEEP_SELECTIVE,
+    .flops = fl_in0,
+    .backward = bw_moe_route,
+};
+const tt_op_def tt_op_def_moe_route_bwd = {.flops = fl_in0};
+const tt_op_def tt_op_def_moe_aux_loss = {.flags = TT_OPF_LOSS, .flops = fl_in0, .backward = bw_moe_aux};
+const tt_op_def tt_op_def_moe_sort = {.flags = TT_OPF_PURE | TT_OPF_KEEP_SELECTIVE, .flops = fl_zero};
+const tt_op_def tt_op_def_moe_permute = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_moe_reorder};
+const tt_op_def tt_op_def_moe_combine = {.flags = TT_OPF_PURE, .flops = fl_in0, .backward = bw_moe_reorder};
+const tt_op_def tt_op_def_moe_rowdot = {.flops = fl_zero};
+const tt_op_def tt_op_def_grouped_matmul = {
+    .flags = TT_OPF_PURE | TT_OPF_KEEP_SELECTIVE,
+    .flops = fl_grouped,
+    .backward = bw_grouped_matmul,
+};
+const tt_op_def tt_op_def_grouped_matmul_wgrad = {.acc_outs = 1, .flops = fl_wgrad};
+const tt_op_def tt_op_def_row_gather = {.flags = TT_OPF_PURE, .flops = fl_zero, .backward = bw_row_gather};
+const tt_op_def tt_op_def_moe_ep_plan = {.flags = TT_OPF_PURE | TT_OPF_KEEP_SELECTIVE, .flops = fl_zero};

@@ -1,10 +1,9 @@
-/* head_ops.c — per-head column moves: a value (N, H*w) read as H heads of w
+/* heads.c — per-head column moves: a value (N, H*w) read as H heads of w
  * columns a row. Multi-head Latent Attention builds its queries and keys
  * from parts of different widths (a RoPE part shared by every head), and
- * these ops take such parts out of a head, put them back, and join two. */
+ * these ops take such parts out of a head, put them back, and join two;
+ * each one's backward is another's transpose. */
 #include "ops/ops_internal.h"
-
-
 
 /* slice (place = 0) or its transpose (place = 1) */
 static tt_value *move(tt_graph *g, tt_value *x, const tt_head_attrs *a, int place)
@@ -39,3 +38,27 @@ tt_value *tt_head_concat(tt_graph *g, tt_value *a, tt_value *b, int H, int b_bca
     tt_value *in[] = {a, b};
     return tt_op_node(g, TT_OP_HEAD_CONCAT, 2, in, 1, &y, &at) ? y : NULL;
 }
+
+static void bw_head_slice(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    gin[0] = tt_head_place(g, gout[0], TT_ATTRS(n, tt_head_attrs));
+}
+
+static void bw_head_place(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    const tt_head_attrs *a = TT_ATTRS(n, tt_head_attrs);
+    gin[0] = tt_head_slice(g, gout[0], a->H, a->w, a->c0, a->cw, a->sum_heads, a->deinterleave);
+}
+
+static void bw_head_concat(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    const tt_head_attrs *a = TT_ATTRS(n, tt_head_attrs);
+    const int w = a->wa + a->wb;
+    gin[0] = tt_head_slice(g, gout[0], a->H, w, 0, a->wa, 0, 0);
+    gin[1] = tt_head_slice(g, gout[0], a->H, w, a->wa, a->wb, a->bcast, 0); /* a shared b: the heads' sum */
+}
+
+/* the ops' facts: flags, accumulable outputs, inputs written in place, FLOPs, backward rule */
+const tt_op_def tt_op_def_head_slice = {.flags = TT_OPF_PURE, .flops = fl_zero, .backward = bw_head_slice};
+const tt_op_def tt_op_def_head_place = {.flags = TT_OPF_PURE, .flops = fl_zero, .backward = bw_head_place};
+const tt_op_def tt_op_def_head_concat = {.flags = TT_OPF_PURE, .flops = fl_zero, .backward = bw_head_concat};

@@ -1,0 +1,103 @@
+/* elementwise.c — the ops that work element by element: the residual add,
+ * SwiGLU and GELU with their backwards, cast, and a value of zeros. */
+#include "ops/ops_internal.h"
+
+tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
+{
+    NEED(a && b && same_shape(a, b) && a->dtype == b->dtype, "add: shapes differ");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape);
+    tt_value *in[] = {a, b};
+    return tt_op_node(g, TT_OP_ADD, 2, in, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b)
+{
+    NEED(a && b && same_shape(a, b), "swiglu: gate and up shapes differ");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape);
+    tt_value *in[] = {a, b};
+    return tt_op_node(g, TT_OP_SWIGLU, 2, in, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab) { return tt_swiglu_fused_rows(g, ab, NULL); }
+
+tt_value *tt_swiglu_fused_rows(tt_graph *g, tt_value *ab, tt_value *off)
+{
+    NEED(ab && ab->ndim == 2 && cols(ab) % 2 == 0, "swiglu: the fused gate/up value must be (N, 2F)");
+    NEED(!off || (off->dtype == TT_I32 && off->ndim == 1 && tt_value_numel(off) >= 1),
+         "swiglu: the rows' bound is a grouped matmul's i32 offsets");
+    tt_value *y = tt_op_act(g, ab->dtype, 2, ab->shape[0], cols(ab) / 2, 0), *in[] = {ab, off};
+    return tt_op_node(g, TT_OP_SWIGLU, off ? 2 : 1, in, 1, &y, NULL) ? y : NULL;
+}
+
+int tt_swiglu_is_fused(const tt_node *n)
+{
+    return n->op == TT_OP_SWIGLU ? n->n_in == 1 || n->in[1]->dtype == TT_I32 : n->n_out == 1;
+}
+
+tt_err tt_swiglu_rows(const tt_node *n, const int32_t *off, int64_t *rows)
+{
+    const int64_t N = n->in[0]->shape[0], k = n->op == TT_OP_SWIGLU ? 1 : 2; /* the offsets' input, if any */
+    *rows = N;
+    if (n->n_in <= k) return 0;
+    const int64_t last = off[tt_value_numel(n->in[k]) - 1];
+    if (last < 0 || last > N) return tt_errorf("swiglu: the offsets bound %lld rows of a buffer of %lld", (long long)last,
+                                               (long long)N);
+    *rows = last;
+    return 0;
+}
+
+tt_value *tt_gelu(tt_graph *g, tt_value *x)
+{
+    NEED(x, "gelu: no input");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, x->dtype, x->ndim, x->shape);
+    return tt_op_node(g, TT_OP_GELU, 1, &x, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to)
+{
+    NEED(x && (x->dtype == TT_F64 ? to == TT_F64 : (x->dtype == TT_F32 || x->dtype == TT_BF16) && (to == TT_F32 || to == TT_BF16)),
+         "cast: from and to f32 or bf16 (f64 stays f64)");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, to, x->ndim, x->shape);
+    return tt_op_node(g, TT_OP_CAST, 1, &x, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape)
+{
+    NEED(dt == TT_F32 || dt == TT_BF16 || dt == TT_F64, "zeros: a float dtype");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, dt, ndim, shape);
+    return tt_op_node(g, TT_OP_ZERO, 0, NULL, 1, &y, NULL) ? y : NULL;
+}
+
+static void bw_add(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    (void)g;
+    (void)n;
+    gin[0] = gin[1] = gout[0];
+}
+
+static void bw_swiglu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    if (tt_swiglu_is_fused(n)) { /* gate and up in one value: one gradient of its shape (over the same rows) */
+        tt_value *in[] = {n->in[0], gout[0], n->n_in > 1 ? n->in[1] : NULL};
+        gin[0] = tt_op_emit1(g, TT_OP_SWIGLU_BWD, n->n_in > 1 ? 3 : 2, in, n->in[0], NULL);
+        return;
+    }
+    tt_value *in[] = {n->in[0], n->in[1], gout[0]};
+    tt_value *like[] = {n->in[0], n->in[1]};
+    tt_op_emitn(g, TT_OP_SWIGLU_BWD, 3, in, 2, like, gin, NULL);
+}
+
+static void bw_gelu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], gout[0]};
+    gin[0] = tt_op_emit1(g, TT_OP_GELU_BWD, 2, in, n->in[0], NULL);
+}
+
+/* the ops' facts: flags, accumulable outputs, inputs written in place, FLOPs, backward rule */
+const tt_op_def tt_op_def_add = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_add};
+const tt_op_def tt_op_def_swiglu = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_swiglu};
+const tt_op_def tt_op_def_swiglu_bwd = {.flops = fl_in0};
+const tt_op_def tt_op_def_gelu = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_gelu};
+const tt_op_def tt_op_def_gelu_bwd = {.flops = fl_in0};
+const tt_op_def tt_op_def_cast = {.flags = TT_OPF_PURE, .flops = fl_zero};
+const tt_op_def tt_op_def_zero = {.flops = fl_zero};
