@@ -1,4 +1,5 @@
 /* harness.c — the shared pieces of the test harness. */
+#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -155,3 +156,26 @@ void th_train_graph_free(th_train_graph *t)
     free(t->units);
     tt_graph_free(t->g);
 }
+
+int th_write_file(const char *root, const char *rel, const char *text)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", root, rel) >= sizeof path) return -1;
+    for (char *s = strchr(path + strlen(root) + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = 0;
+        mkdir(path, 0755);
+        *s = '/';
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+void th_rm_tree(const char *root) { nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }

@@ -43,6 +43,11 @@ int32_t *th_doc_ids(tt_rng *r, int B, int T);
 /* The whole file at path in a NUL-terminated buffer (free() it), its size in
  * *len unless len is NULL; NULL (and *len 0) when it cannot be read. */
 char *th_read_file(const char *path, size_t *len);
+/* Write text to root/rel, making rel's folders; 0 on success. Tests that
+ * build a synthetic source tree share it. */
+int th_write_file(const char *root, const char *rel, const char *text);
+/* Remove the folder root and everything in it. */
+void th_rm_tree(const char *root);
 /* Path to ../shared beside the source tree, or NULL if absent. */
 const char *th_shared_dir(void);
 

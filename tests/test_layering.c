@@ -502,27 +502,6 @@ static void add_objects(lc_objects *o, const char *dir, const char *rel, int *fa
 
 /* ---- synthetic trees ------------------------------------------------------------------------ */
 
-static int write_file(const char *root, const char *rel, const char *text)
-{
-    char path[PATH_MAX];
-    if (!path_join(path, sizeof path, root, rel)) return -1;
-    for (char *s = strchr(path + strlen(root) + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = 0;
-        mkdir(path, 0755);
-        *s = '/';
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
-
 static const struct {
     const char *file, *text;
     const char *tag; /* the rule it must break, NULL: allowed */
@@ -666,7 +645,7 @@ static void synthetic(void)
         return;
     }
     for (size_t i = 0; i < N_CASES; i++)
-        CHECK_MSG(write_file(root, cases[i].file, cases[i].text) == 0, "cannot write %s", cases[i].file);
+        CHECK_MSG(th_write_file(root, cases[i].file, cases[i].text) == 0, "cannot write %s", cases[i].file);
     char gen[PATH_MAX];
     snprintf(gen, sizeof gen, "%s/generated", root);
     static checker c;
@@ -701,7 +680,7 @@ static void synthetic(void)
            c.files, c.includes, c.violations, expected, inc.bad + inc.allowed, inc.allowed);
     lg_free(c.inc);
     c.inc = NULL;
-    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    th_rm_tree(root);
 
     /* the call graph's circles, from nm's text of made-up objects */
     lc_objects *o = lc_new();

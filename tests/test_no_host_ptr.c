@@ -153,27 +153,6 @@ static void scan_tree(scan *c, const char *root)
 
 /* ---- a synthetic tree: every forbidden form is found, the allowed place and comments are not ---- */
 
-static int write_file(const char *root, const char *rel, const char *text)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    for (char *s = strchr(path + strlen(root) + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = 0;
-        mkdir(path, 0755);
-        *s = '/';
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
-
 static const struct {
     const char *file, *text;
     int hits; /* forbidden uses it holds */
@@ -201,7 +180,7 @@ static void synthetic(void)
     }
     int expected = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        CHECK_MSG(write_file(root, cases[i].file, cases[i].text) == 0, "cannot write %s", cases[i].file);
+        CHECK_MSG(th_write_file(root, cases[i].file, cases[i].text) == 0, "cannot write %s", cases[i].file);
         expected += cases[i].hits;
     }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) { /* each file alone */
@@ -220,7 +199,7 @@ static void synthetic(void)
               c.files, c.hits, expected);
     printf("  synthetic tree: %d files, %d forbidden uses found (%d expected)\n", c.files, c.hits, expected);
     scan_free(&c);
-    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    th_rm_tree(root);
 }
 
 int main(void)
