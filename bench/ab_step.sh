@@ -7,12 +7,15 @@
 # change costs no speed: run it on a quiet machine, nothing else running.
 # Usage: bench/ab_step.sh TITAN_A TITAN_B CONFIG DTYPE [ROUNDS] [STEPS] [WARMUP]
 #   DTYPE: float32 or bfloat16; ROUNDS 5, STEPS 3, WARMUP 1 by default.
+#   LAUNCH (environment): a launcher to run each binary under, e.g.
+#   LAUNCH="mpirun --oversubscribe -np 2"; EXTRA (environment): more
+#   arguments for bench step, e.g. EXTRA="--parallelism.expert_parallel_degree 2".
 set -eu
 A=$1 B=$2 CONFIG=$3 DTYPE=$4 ROUNDS=${5:-5} STEPS=${6:-3} WARMUP=${7:-1}
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 tps() { # tokens/s of one run of binary $1
-  "$1" bench step --config "$CONFIG" --steps "$STEPS" --warmup "$WARMUP" \
-    --training.mixed_precision_param "$DTYPE" | sed -n 's/^tokens\/s *\([0-9.]*\).*/\1/p'
+  ${LAUNCH:-} "$1" bench step --config "$CONFIG" --steps "$STEPS" --warmup "$WARMUP" \
+    --training.mixed_precision_param "$DTYPE" ${EXTRA:-} | sed -n 's/^tokens\/s *\([0-9.]*\).*/\1/p'
 }
 ra=() rb=()
 for ((r = 1; r <= ROUNDS; r++)); do
