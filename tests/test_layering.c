@@ -454,7 +454,7 @@ static void on_circle(void *ctx, const lg_circle *c)
     if (r->real) CHECK_MSG(why != NULL, "%s circle between %d files: %s\n    one cycle: %s", r->kind, c->n, members,
                            c->cycle);
     if (!r->real && r->n_recs < (int)(sizeof r->recs / sizeof r->recs[0]))
-        snprintf(r->recs[r->n_recs++], sizeof r->recs[0], "%s%s", why ? "allowed: " : "", members);
+        snprintf(r->recs[r->n_recs++], sizeof r->recs[0], "%s%.500s", why ? "allowed: " : "", members);
 }
 
 /* The circles found against the ones expected (each once, and no other). */
