@@ -149,6 +149,12 @@ static void case_swiglu_rows(hc *h, const void *p)
     tt_swiglu_fused_rows(h->g, act_in(h, "ab", c->N, 2 * c->F, 1.5), off);
     forward_and_backward(h, last(h), 1);
 }
+static void case_scale(hc *h, const void *p)
+{
+    const row_p *c = p;
+    tt_scale(h->g, act_in(h, "x", c->N, c->D, 1.5), -2.5);
+    forward_and_backward(h, last(h), 1);
+}
 static void case_gelu(hc *h, const void *p)
 {
     const row_p *c = p;
@@ -246,6 +252,7 @@ static void case_attention_kv(hc *h, const void *p)
 
 typedef struct {
     int N, D, V, acc;
+    int frozen; /* ce_linear: the head is a frozen weight (LoRA's base): dh alone */
 } emb_p;
 static void case_embedding(hc *h, const void *p)
 {
@@ -262,8 +269,10 @@ static void case_ce_linear(hc *h, const void *p)
     tt_value *hh = act_in(h, "h", c->N, c->D, 1), *W = w_in(h, "W", 2, c->V, c->D, 0.5);
     tt_value *t = int_in(h, "targets", c->N, (fill){I_TGT, 0, 0, c->V, 0, NULL});
     tt_value *scale = input(h, "scale", h->w, 1, (int64_t[]){1}, (fill){F_W, 0, 0.37, 0, 0, NULL});
+    if (W && c->frozen) W->role = TT_ROLE_FROZEN; /* filled as an input all the same */
     tt_ce_linear(h->g, hh, W, t, scale, -100);
     tt_node *n = last(h);
+    if (n && c->frozen && n->n_out != 1) tt_graph_fail(h->g, "ce_linear: outputs before its backward");
     forward_and_backward(h, n, 1);
     if (c->acc && n && n->n_out == 3) accumulate_into(h, n, 2); /* dW into the head's accumulator */
 }
@@ -519,8 +528,9 @@ static const attn_p at_gqa = {2, 13, 4, 2, 8, 0, 1, 0, 0, 0}, at_win = {1, 17, 3
                     qkv_rope = {2, 13, 4, 2, 8, 0, 1, 1, 0, 0}, qkv_plain = {1, 11, 2, 2, 16, 4, 1, 0, 0, 0},
                     qkv_typ = {2, 256, 4, 4, 32, 0, 0, 1, 0, 0}, kv_prefill = {1, 5, 4, 2, 8, 0, 0, 0, 16, 0},
                     kv_decode = {2, 1, 4, 2, 16, 3, 0, 0, 12, 7};
-static const emb_p emb_odd = {37, 19, 23, 0}, emb_acc = {29, 11, 13, 1}, emb_typ = {512, 128, 258, 1},
-                   ce_odd = {13, 11, 17, 0}, ce_acc = {9, 7, 5, 1}, ce_typ = {512, 128, 258, 1};
+static const emb_p emb_odd = {37, 19, 23, 0, 0}, emb_acc = {29, 11, 13, 1, 0}, emb_typ = {512, 128, 258, 1, 0},
+                   ce_odd = {13, 11, 17, 0, 0}, ce_acc = {9, 7, 5, 1, 0}, ce_typ = {512, 128, 258, 1, 0},
+                   ce_frozen = {13, 11, 17, 0, 1};
 static const opt_p acc_odd = {104, 0, 0}, sq_odd = {1001, 0, 0}, sq_chain = {37, 1, 0}, clip_no = {1, 0, 1.0},
                    clip_yes = {1, 1, 1.0}, clip_off = {1, 1, 0.0}, adam_all = {777, 0, 0}, adam_decay = {1000, 1, 0},
                    adam_typ = {100003, 1, 0};
@@ -586,6 +596,8 @@ const test_case op_cases[] = {
     {"swiglu 512x384", case_swiglu, &row_typ, 0, 0},
     {"swiglu fused gate/up 37x(2x19)", case_swiglu, &row_fused, 1, 0},
     {"swiglu fused gate/up 512x(2x384)", case_swiglu, &row_fused_typ, 0, 0},
+    {"scale 37x19 by -2.5", case_scale, &row_odd, 1, 0},
+    {"scale 512x128 by -2.5", case_scale, &row_typ, 0, 0},
     {"gelu 37x19", case_gelu, &row_odd, 1, 0},
     {"gelu 512x384", case_gelu, &row_typ, 0, 0},
     {"rope 2x7 tokens, 3 heads of 8, scale 0.75", case_rope, &rope_odd, 1, 0},
@@ -611,6 +623,7 @@ const test_case op_cases[] = {
     {"embedding 512 ids, 258x128 table", case_embedding, &emb_typ, 0, 0},
     {"ce_linear 13x11, vocabulary 17", case_ce_linear, &ce_odd, 1, 0},
     {"ce_linear, dW into an accumulator", case_ce_linear, &ce_acc, 0, 0},
+    {"ce_linear 13x11, vocabulary 17, frozen head (dh alone)", case_ce_linear, &ce_frozen, 1, 0},
     {"ce_linear 512x128, vocabulary 258", case_ce_linear, &ce_typ, 0, 0},
     {"accum 13x8", case_accum, &acc_odd, 0, 0},
     {"sumsq 1001", case_sumsq, &sq_odd, 0, 0},

@@ -1,9 +1,47 @@
 /* autodiff.c — walks the forward nodes in reverse, asks each op's backward
- * rule to emit its gradient nodes, and sums gradients that fan in. */
+ * rule to emit its gradient nodes, and sums gradients that fan in. Only what
+ * a requested gradient needs is kept: a node none of whose inputs depends on
+ * a wrt value emits nothing, and backward nodes whose outputs nothing reads
+ * (a frozen weight's gradient, LoRA's base) are removed. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/autodiff.h"
+
+/* Removes the backward nodes (from n_fwd on) whose outputs no kept node reads,
+ * no gradient of grads[] is, and the host does not read: a backward rule
+ * emits every input's gradient, and those of values autodiff drops (frozen
+ * weights, inputs) would otherwise run for nothing. */
+static tt_err prune(tt_graph *g, int n_fwd, int n, tt_value *const *grads)
+{
+    char *live = calloc((size_t)g->n_values + 1, 1);
+    char *keep = calloc((size_t)g->n_nodes + 1, 1);
+    tt_node **order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
+    tt_err rc = live && keep && order ? 0 : tt_errorf("out of memory in autodiff");
+    for (int i = 0; i < n && !rc; i++)
+        if (grads[i]) live[grads[i]->id] = live[tt_value_root(grads[i])->id] = 1;
+    int k = 0, cut = 0;
+    for (int i = g->n_nodes - 1; i >= 0 && !rc; i--) {
+        const tt_node *nd = g->nodes[i];
+        int kept = i < n_fwd || tt_ops[nd->op]->writes_ins || (tt_ops[nd->op]->flags & TT_OPF_COMM);
+        for (int o = 0; o < nd->n_out && !kept; o++)
+            kept = nd->out[o]->is_output || live[nd->out[o]->id] || live[tt_value_root(nd->out[o])->id];
+        if (!kept) {
+            cut++;
+            continue;
+        }
+        keep[i] = 1;
+        if (i >= n_fwd)
+            for (int j = 0; j < nd->n_in; j++) live[nd->in[j]->id] = live[tt_value_root(nd->in[j])->id] = 1;
+    }
+    for (int i = 0; i < g->n_nodes && !rc; i++)
+        if (keep[i]) order[k++] = g->nodes[i];
+    if (!rc && cut) rc = tt_graph_set_nodes(g, order, k);
+    free(live);
+    free(keep);
+    free(order);
+    return rc;
+}
 
 tt_err tt_autodiff(tt_graph *g, int n_loss, tt_value *const *losses, int n, tt_value *const *wrt, tt_value **grads)
 {
@@ -31,6 +69,19 @@ tt_err tt_autodiff(tt_graph *g, int n_loss, tt_value *const *losses, int n, tt_v
         }
         grad[l->id] = &tt_loss_seed;
     }
+    /* which values depend on a wrt value (a view depends through its root) */
+    char *needs = calloc((size_t)g->n_values + 1, 1);
+    if (!needs) {
+        free(grad), free(gout), free(gin);
+        return tt_errorf("out of memory in autodiff");
+    }
+    for (int i = 0; i < n; i++) needs[wrt[i]->id] = needs[tt_value_root(wrt[i])->id] = 1;
+    for (int i = 0; i < n_fwd; i++) {
+        const tt_node *nd = g->nodes[i];
+        int any = 0;
+        for (int k = 0; k < nd->n_in && !any; k++) any = needs[nd->in[k]->id] || needs[tt_value_root(nd->in[k])->id];
+        for (int o = 0; o < nd->n_out && any; o++) needs[nd->out[o]->id] = 1;
+    }
     char saved_scope[sizeof g->scope];
     snprintf(saved_scope, sizeof saved_scope, "%s", g->scope);
     const int saved_unit = g->unit;
@@ -40,7 +91,9 @@ tt_err tt_autodiff(tt_graph *g, int n_loss, tt_value *const *losses, int n, tt_v
         int any = 0;
         for (int o = 0; o < nd->n_out; o++)
             if ((gout[o] = nd->out[o]->id < cap ? grad[nd->out[o]->id] : NULL)) any = 1;
-        if (!any || nd->n_in == 0) continue; /* a node with no inputs (zeros) passes its gradient to nothing */
+        int feeds = 0; /* some input depends on a wrt value */
+        for (int k = 0; k < nd->n_in && !feeds; k++) feeds = needs[nd->in[k]->id] || needs[tt_value_root(nd->in[k])->id];
+        if (!any || !feeds) continue; /* (a node with no inputs, zeros, passes its gradient to nothing) */
         if (!tt_ops[nd->op]->backward) {
             tt_graph_fail(g, "op %s has no backward rule", tt_op_name(nd->op));
             break;
@@ -52,7 +105,7 @@ tt_err tt_autodiff(tt_graph *g, int n_loss, tt_value *const *losses, int n, tt_v
         tt_ops[nd->op]->backward(g, nd, gout, gin);
         for (int i = 0; i < nd->n_in && !g->failed; i++) {
             tt_value *x = nd->in[i];
-            if (!gin[i] || x->role == TT_ROLE_INPUT || x->role == TT_ROLE_CONST) continue;
+            if (!gin[i] || x->role == TT_ROLE_INPUT || x->role == TT_ROLE_CONST || x->role == TT_ROLE_FROZEN) continue;
             if (x->id >= cap) continue;
             grad[x->id] = grad[x->id] ? tt_add(g, grad[x->id], gin[i]) : gin[i];
         }
@@ -68,11 +121,12 @@ tt_err tt_autodiff(tt_graph *g, int n_loss, tt_value *const *losses, int n, tt_v
             cap = ncap;
         }
     }
+    free(needs);
     snprintf(g->scope, sizeof g->scope, "%s", saved_scope);
     tt_graph_set_unit(g, saved_unit);
     for (int i = 0; i < n; i++) grads[i] = wrt[i]->id < cap ? grad[wrt[i]->id] : NULL;
     free(grad);
     free(gout);
     free(gin);
-    return g->failed ? -1 : 0;
+    return g->failed ? -1 : prune(g, n_fwd, n, grads);
 }

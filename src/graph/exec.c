@@ -139,7 +139,7 @@ tt_exec *tt_exec_new_sharing(tt_graph *g, const tt_backend *be, tt_queue *q, tt_
         }
     for (int i = 0; i < g->n_values; i++) {
         const tt_value *v = g->values[i];
-        const int unused = !touched[i] && (v->role == TT_ROLE_PARAM || v->role == TT_ROLE_STATE);
+        const int unused = !touched[i] && (v->role == TT_ROLE_PARAM || v->role == TT_ROLE_STATE || v->role == TT_ROLE_FROZEN);
         e->owned_off[i] = SIZE_MAX;
         if (v->base || v->role == TT_ROLE_ACT || v->mem.buf || unused) continue;
         e->owned_off[i] = owned;

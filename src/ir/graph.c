@@ -292,8 +292,8 @@ tt_err tt_graph_set_order(tt_graph *g, tt_node *const *order)
 
 const char *tt_role_name(tt_role r)
 {
-    static const char *names[] = {"activation", "param", "state", "input", "const"};
-    return (unsigned)r < 5 ? names[r] : "?";
+    static const char *names[] = {"activation", "param", "state", "input", "const", "frozen"};
+    return (unsigned)r < sizeof names / sizeof *names ? names[r] : "?";
 }
 
 const char *tt_value_desc(const tt_value *v, char *buf, size_t n)

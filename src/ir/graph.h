@@ -16,6 +16,7 @@ typedef enum {
     TT_ROLE_STATE,   /* persistent non-weight: grad accumulators, moments, KV cache */
     TT_ROLE_INPUT,   /* written by the host before each run: token ids, targets, scalars */
     TT_ROLE_CONST,   /* computed once at build time on the host (RoPE tables), uploaded once */
+    TT_ROLE_FROZEN,  /* persistent weight that is not trained (LoRA's base): no gradient, no optimizer state */
 } tt_role;
 
 /* A backend buffer: opaque to everything above the backend, which only ever

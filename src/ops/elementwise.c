@@ -1,5 +1,5 @@
 /* elementwise.c — the ops that work element by element: the residual add,
- * SwiGLU and GELU with their backwards, cast, and a value of zeros. */
+ * SwiGLU and GELU with their backwards, cast, scale, and a value of zeros. */
 #include "ops/ops_internal.h"
 
 tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
@@ -68,6 +68,19 @@ tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape)
     return tt_op_node(g, TT_OP_ZERO, 0, NULL, 1, &y, NULL) ? y : NULL;
 }
 
+tt_value *tt_scale(tt_graph *g, tt_value *x, double s)
+{
+    NEED(x && tt_op_is_float(x->dtype) && isfinite(s), "scale: a float value and a finite factor");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, x->dtype, x->ndim, x->shape);
+    const tt_scale_attrs a = {s};
+    return tt_op_node(g, TT_OP_SCALE, 1, &x, 1, &y, &a) ? y : NULL;
+}
+
+static void bw_scale(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    gin[0] = tt_scale(g, gout[0], TT_ATTRS(n, tt_scale_attrs)->s);
+}
+
 static void bw_add(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
     (void)g;
@@ -101,3 +114,4 @@ const tt_op_def tt_op_def_gelu = {.flags = TT_OPF_PURE, .flops = fl_out, .backwa
 const tt_op_def tt_op_def_gelu_bwd = {.flops = fl_in0};
 const tt_op_def tt_op_def_cast = {.flags = TT_OPF_PURE, .flops = fl_zero};
 const tt_op_def tt_op_def_zero = {.flops = fl_zero};
+const tt_op_def tt_op_def_scale = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_scale};

@@ -27,12 +27,14 @@ static void bw_ce(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin
         tt_graph_fail(g, "cross-entropy: only differentiable as the loss itself");
         return;
     }
+    /* a frozen head (LoRA) gets no dW: the op then makes dh alone */
+    const int dw = n->in[1]->role != TT_ROLE_FROZEN;
     if (n->n_out == 1 &&
         (tt_node_add_output(g, n, tt_value_new(g, TT_ROLE_ACT, n->in[0]->dtype, n->in[0]->ndim, n->in[0]->shape)) ||
-         tt_node_add_output(g, n, tt_value_new(g, TT_ROLE_ACT, n->in[1]->dtype, n->in[1]->ndim, n->in[1]->shape))))
+         (dw && tt_node_add_output(g, n, tt_value_new(g, TT_ROLE_ACT, n->in[1]->dtype, n->in[1]->ndim, n->in[1]->shape)))))
         return;
     gin[0] = n->out[1];
-    gin[1] = n->out[2];
+    gin[1] = n->n_out > 2 ? n->out[2] : NULL;
 }
 
 /* the op's facts: flags, accumulable outputs, FLOPs, backward rule */

@@ -85,6 +85,8 @@ TT_OP(CLIP_COEF, clip_coef, sizeof(tt_clip_attrs))
 TT_OP(CAST, cast, 0)
 /* in: none   out: y, all zeros (a gradient buffer made anew each micro-step) */
 TT_OP(ZERO, zero, 0)
+/* in: x   tt_scale_attrs   out: y = s x (LoRA's alpha / r on its adapter's output) */
+TT_OP(SCALE, scale, sizeof(tt_scale_attrs))
 
 /* Per-head column moves (tt_head_attrs): x (N, H*w) is H heads of w columns a row. */
 /* in: x   out: (N, H*cw): columns [c0, c0+cw) of every head; with deinterleave in the

@@ -70,6 +70,10 @@ typedef struct {
     double max_norm; /* <= 0: no clipping */
 } tt_clip_attrs;
 
+typedef struct {
+    double s;
+} tt_scale_attrs;
+
 typedef enum { TT_SCORE_SOFTMAX = 0, TT_SCORE_SIGMOID } tt_score_func;
 
 typedef enum { TT_AUX_BALANCE = 0, TT_AUX_SEQUENCE, TT_AUX_Z } tt_aux_kind;
@@ -225,6 +229,8 @@ tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev);
 tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to);
 /* A value of zeros, made by a node */
 tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape);
+/* y = s x, in x's dtype (products in fp32, bf16 rounded once) */
+tt_value *tt_scale(tt_graph *g, tt_value *x, double s);
 /* Mixture-of-Experts: the route of each token, the sort of its assignments
  * by expert, the rows in expert order and back, and the experts' matmuls.
  * route returns the weights and sets *expert, *scores (either may be NULL to

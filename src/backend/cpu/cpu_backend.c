@@ -302,12 +302,13 @@ static tt_err k_gelu_bwd(const tt_node *n, void *const *in, void *const *out)
 static tt_err k_ce_linear(const tt_node *n, void *const *in, void *const *out)
 {
     const int N = (int)nrows(n->in[0]), D = (int)ncols(n->in[0]), V = (int)n->in[1]->shape[0];
-    const int ign = TT_ATTRS(n, tt_ce_attrs)->ignore_index, grads = n->n_out == 3;
+    /* outputs: the loss; dh with the backward; dW too unless the head is frozen */
+    const int ign = TT_ATTRS(n, tt_ce_attrs)->ignore_index, dh = n->n_out >= 2, dw = n->n_out == 3;
     if (tt_check_ids(in[2], N, V, ign, "target")) return -1;
-    if (grads && !(n->accumulate & 4)) memset(out[2], 0, tt_value_bytes(n->out[2])); /* the kernel adds into dW */
+    if (dw && !(n->accumulate & 4)) memset(out[2], 0, tt_value_bytes(n->out[2])); /* the kernel adds into dW */
     double loss;
-    if (cpu_ce_linear(in[0], in[1], in[2], N, D, V, ign, *(const float *)in[3], grads ? out[1] : NULL,
-                      grads ? out[2] : NULL, dt0(n), &loss))
+    if (cpu_ce_linear(in[0], in[1], in[2], N, D, V, ign, *(const float *)in[3], dh ? out[1] : NULL,
+                      dw ? out[2] : NULL, dt0(n), &loss))
         return -1;
     *(float *)out[0] = (float)loss;
     return 0;
@@ -344,6 +345,12 @@ static tt_err k_cast(const tt_node *n, void *const *in, void *const *out)
     if (n->in[0]->dtype == n->out[0]->dtype) memmove(out[0], in[0], tt_value_bytes(n->in[0]));
     else if (n->out[0]->dtype == TT_F32) tt_cpu_to_f32(out[0], in[0], n->in[0]->dtype, cnt);
     else tt_cpu_from_f32(out[0], n->out[0]->dtype, in[0], cnt);
+    return 0;
+}
+
+static tt_err k_scale(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_scale(in[0], out[0], numel0(n), (float)TT_ATTRS(n, tt_scale_attrs)->s, dt0(n));
     return 0;
 }
 

@@ -67,6 +67,17 @@ void cpu_add(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
     FOR_CHUNKS(n, PICK(add_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m));
 }
 
+TT_INLINE void scale_body(const void *x, void *y, size_t n, float s, int bf)
+{
+    for (size_t i = 0; i < n; i++) tt_st(y, i, s * tt_ld(x, i, bf), bf);
+}
+TWO_DTYPES(scale_body, (const void *x, void *y, size_t n, float s), x, y, n, s)
+
+void cpu_scale(const void *x, void *y, size_t n, float s, tt_dtype dt)
+{
+    FOR_CHUNKS(n, PICK(scale_body, dt)(at(x, i, dt), atw(y, i, dt), m, s));
+}
+
 TT_INLINE void accum_body(float *acc, const void *g, size_t n, int bf)
 {
     for (size_t i = 0; i < n; i++) acc[i] += tt_ld(g, i, bf);

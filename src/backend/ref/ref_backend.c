@@ -306,10 +306,11 @@ static tt_err k_gelu_bwd(const tt_node *n, void *const *in, void *const *out)
 static tt_err k_ce_linear(const tt_node *n, void *const *in, void *const *out)
 {
     const int N = (int)nrows(n->in[0]), D = (int)ncols(n->in[0]), V = (int)n->in[1]->shape[0], is64 = is_f64(n);
-    const int ign = TT_ATTRS(n, tt_ce_attrs)->ignore_index, grads = n->n_out == 3;
+    /* outputs: the loss; dh with the backward; dW too unless the head is frozen */
+    const int ign = TT_ATTRS(n, tt_ce_attrs)->ignore_index, dw = n->n_out == 3;
     if (tt_check_ids(in[2], N, V, ign, "target")) return -1;
-    if (grads && !(n->accumulate & 4)) memset(out[2], 0, (size_t)tt_value_numel(n->out[2]) * esize(is64));
-    void *dh = grads ? out[1] : NULL, *dW = grads ? out[2] : NULL;
+    if (dw && !(n->accumulate & 4)) memset(out[2], 0, (size_t)tt_value_numel(n->out[2]) * esize(is64));
+    void *dh = n->n_out >= 2 ? out[1] : NULL, *dW = dw ? out[2] : NULL;
     const double scale = is64 ? *(const double *)in[3] : *(const float *)in[3];
     const double loss = is64 ? ref_ce_linear_f64(in[0], in[1], in[2], N, D, V, ign, scale, dh, dW)
                              : ref_ce_linear_f32(in[0], in[1], in[2], N, D, V, ign, scale, dh, dW);
@@ -362,6 +363,13 @@ static tt_err k_adamw(const tt_node *n, void *const *in, void *const *out)
 static tt_err k_cast(const tt_node *n, void *const *in, void *const *out)
 {
     memcpy(out[0], in[0], numel0(n) * esize(n->in[0]->dtype == TT_F64));
+    return 0;
+}
+
+static tt_err k_scale(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(scale, (const T *)in[0], (T *)out[0], numel0(n), TT_ATTRS(n, tt_scale_attrs)->s);
     return 0;
 }
 

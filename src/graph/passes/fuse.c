@@ -17,12 +17,14 @@ typedef struct {
 } fuse_ctx;
 
 static tt_node *producer(const tt_value *v, int op) { return v && v->producer && v->producer->op == op ? v->producer : NULL; }
+/* a weight: trained, or frozen (LoRA's base) */
+static int weight(const tt_value *v) { return v->role == TT_ROLE_PARAM || v->role == TT_ROLE_FROZEN; }
 static int only_reader(const fuse_ctx *c, const tt_value *v) { return c->readers[v->id] == 1; }
 
 /* b starts where a ends: two parameter views of one unit, back to back */
 static int adjacent(const tt_value *a, const tt_value *b)
 {
-    return a->role == TT_ROLE_PARAM && b->role == TT_ROLE_PARAM && a->dtype == b->dtype && a->base && a->base == b->base &&
+    return weight(a) && a->role == b->role && a->dtype == b->dtype && a->base && a->base == b->base &&
            a->offset + tt_value_bytes(a) == b->offset;
 }
 
@@ -44,7 +46,7 @@ static tt_node *linear_of(const fuse_ctx *c, const tt_value *y)
 {
     tt_node *m = producer(y, TT_OP_MATMUL);
     if (!m || TT_ATTRS(m, tt_matmul_attrs)->ta != 0 || TT_ATTRS(m, tt_matmul_attrs)->tb != 1 ||
-        m->in[1]->role != TT_ROLE_PARAM || !only_reader(c, y))
+        !weight(m->in[1]) || !only_reader(c, y))
         return NULL;
     return m;
 }
@@ -86,7 +88,7 @@ static int peel(const fuse_ctx *c, tt_value *x, int want_rope, proj *p)
         x = p->rope->in[0];
     }
     if ((p->bias = producer(x, TT_OP_BIAS_ADD))) {
-        if (!only_reader(c, x) || p->bias->in[1]->role != TT_ROLE_PARAM) return 0;
+        if (!only_reader(c, x) || !weight(p->bias->in[1])) return 0;
         x = p->bias->in[0];
     }
     return (p->mm = linear_of(c, x)) != NULL;
