@@ -130,27 +130,34 @@ static tt_err lay_out_experts(tt_model *m)
 }
 
 /* Params are declared unit by unit, so each unit is one contiguous range of
- * the flat layout: offsets in declaration order. */
-static tt_err lay_out(tt_model *m)
+ * the flat layout: offsets in declaration order. n_units: as many units as
+ * the parameters name, or (LoRA's adapters) the base's count, some of them
+ * possibly empty. */
+static tt_err lay_out(tt_model *m, int n_units)
 {
     const tt_model_cfg *c = &m->cfg;
-    m->n_units = m->n_params ? m->params[m->n_params - 1].unit + 1 : 0;
+    m->n_units = n_units ? n_units : m->n_params ? m->params[m->n_params - 1].unit + 1 : 0;
     if (!(m->units = calloc((size_t)m->n_units + 1, sizeof *m->units))) return tt_errorf("out of memory");
     size_t off = 0;
-    for (int i = 0; i < m->n_params; i++) {
-        tt_param *p = &m->params[i];
-        tt_unit *u = &m->units[p->unit];
-        if (i == 0 || m->params[i - 1].unit != p->unit) u->first_param = i, u->offset = (int64_t)off;
-        p->offset = (int64_t)off;
-        /* the layout's floats are addressed in bytes: keep 4 * numel in range */
-        const int64_t n = tt_param_numel(p);
-        if (n < 0 || (uint64_t)n > (uint64_t)(INT64_MAX / 4) - off)
-            return tt_errorf("model: parameter '%s' (%lld x %lld) takes the layout past %lld elements", p->name,
-                             (long long)p->shape[0], (long long)(p->ndim > 1 ? p->shape[1] : 1),
-                             (long long)(INT64_MAX / 4));
-        off += (size_t)n;
+    int i = 0;
+    for (int k = 0; k < m->n_units; k++) {
+        tt_unit *u = &m->units[k];
+        u->first_param = i, u->offset = (int64_t)off;
+        for (; i < m->n_params && m->params[i].unit == k; i++) {
+            tt_param *p = &m->params[i];
+            p->offset = (int64_t)off;
+            /* the layout's floats are addressed in bytes: keep 4 * numel in range */
+            const int64_t n = tt_param_numel(p);
+            if (n < 0 || (uint64_t)n > (uint64_t)(INT64_MAX / 4) - off)
+                return tt_errorf("model: parameter '%s' (%lld x %lld) takes the layout past %lld elements", p->name,
+                                 (long long)p->shape[0], (long long)(p->ndim > 1 ? p->shape[1] : 1),
+                                 (long long)(INT64_MAX / 4));
+            off += (size_t)n;
+        }
         u->numel = (int64_t)off - u->offset;
     }
+    if (i < m->n_params)
+        return tt_errorf("model: parameter '%s' is in unit %d of %d", m->params[i].name, m->params[i].unit, m->n_units);
     m->numel = off;
     for (int u = 0; u < m->n_units; u++) {
         tt_unit *x = &m->units[u];
@@ -177,7 +184,23 @@ tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext)
     }
     m->cfg = *cfg;
     if (ext) m->ext = *ext;
-    if (check_table_size(impl, m) || impl->declare(m) || lay_out(m)) {
+    if (check_table_size(impl, m) || impl->declare(m) || lay_out(m, 0)) {
+        tt_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+tt_model *tt_model_new_declared(const tt_model *like, tt_err (*declare)(tt_model *m, void *ctx), void *ctx)
+{
+    tt_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        tt_errorf("out of memory");
+        return NULL;
+    }
+    m->cfg = like->cfg;
+    m->ext = like->ext;
+    if (declare(m, ctx) || lay_out(m, like->n_units)) {
         tt_model_free(m);
         return NULL;
     }
@@ -198,7 +221,10 @@ void tt_model_init_param(const tt_model *m, int i, uint64_t seed, float *w)
     const int64_t n = tt_param_numel(p);
     tt_rng r = {tt_hash64(seed, (uint64_t)i), 0}; /* one stream per parameter */
     for (int64_t k = 0; k < n; k++)
-        w[k] = p->init == TT_INIT_ONES ? 1.0f : p->init == TT_INIT_ZEROS ? 0.0f : (float)(p->std * tt_rng_normal(&r));
+        w[k] = p->init == TT_INIT_ONES    ? 1.0f
+               : p->init == TT_INIT_ZEROS ? 0.0f
+               : p->init == TT_INIT_UNIFORM ? (float)(p->std * (2.0 * tt_rng_uniform(&r) - 1.0))
+                                            : (float)(p->std * tt_rng_normal(&r));
 }
 
 /* The largest parameter's element count: a staging buffer for one at a time. */

@@ -100,7 +100,8 @@ typedef struct {
 /* The sliding window of layer l: 0 (none) or c->window. x may be NULL. */
 int tt_model_layer_window(const tt_model_cfg *c, const tt_model_ext *x, int layer);
 
-typedef enum { TT_INIT_NORMAL, TT_INIT_ONES, TT_INIT_ZEROS } tt_init_kind;
+/* TT_INIT_UNIFORM: uniform in [-std, std) (LoRA's A, Kaiming-uniform as PEFT draws it) */
+typedef enum { TT_INIT_NORMAL, TT_INIT_ONES, TT_INIT_ZEROS, TT_INIT_UNIFORM } tt_init_kind;
 
 typedef struct {
     char name[96];
@@ -173,6 +174,9 @@ tt_model *tt_model_new(const tt_model_cfg *cfg);
 /* The same with the Hugging Face extras (ext may be NULL). */
 tt_model *tt_model_new_ext(const tt_model_cfg *cfg, const tt_model_ext *ext);
 void tt_model_free(tt_model *m);
+/* A model with like's config and units whose parameters declare() declares (tt_model_declare, in unit order; a
+ * unit may get none): LoRA's adapters. Its architecture's forward and names are not its own: never build it. */
+tt_model *tt_model_new_declared(const tt_model *like, tt_err (*declare)(tt_model *m, void *ctx), void *ctx);
 /* The initial values of parameter i (normal, ones or zeros), one RNG stream
  * per parameter from seed: dst receives its numel floats. */
 void tt_model_init_param(const tt_model *m, int i, uint64_t seed, float *dst);

@@ -8,6 +8,7 @@
 #include "graph/passes/accum.h"
 #include "graph/passes/ep.h"
 #include "graph/passes/fsdp.h"
+#include "graph/passes/lora.h"
 #include "train/step_graph.h"
 
 static tt_value *input(tt_graph *g, const char *name, tt_dtype dt, int64_t n)
@@ -36,6 +37,7 @@ static tt_err accumulate_grads(tt_step_graph *sg, const tt_model *m)
     tt_graph_set_scope(g, "grad_accum");
     for (int k = 0; k < m->n_units && !rc; k++) {
         const int64_t n = m->units[k].numel;
+        if (!n) continue; /* (LoRA: a unit without adapters) */
         if (!(sg->grad_units[k] = tt_value_new(g, TT_ROLE_STATE, TT_F32, 1, &n))) rc = -1;
         else {
             sg->grad_units[k]->unit = k;
@@ -54,6 +56,31 @@ static tt_err accumulate_grads(tt_step_graph *sg, const tt_model *m)
     free(wrt);
     free(grads);
     return rc || g->failed ? -1 : 0;
+}
+
+const tt_model *tt_step_trained_model(const tt_model *m, const tt_step_cfg *c)
+{
+    return c->lora ? c->lora->adapters : m;
+}
+
+/* LoRA: every target's base weight by (unit, bytes) with its adapter's values, for the pass */
+static tt_err apply_lora(tt_step_graph *sg, const tt_model *m, const tt_step_cfg *c, tt_value *const *avals)
+{
+    const tt_lora *l = c->lora;
+    const tt_frozen_layout *fl = &c->frozen->layout;
+    tt_lora_site *sites = calloc((size_t)l->n_targets + 1, sizeof *sites);
+    if (!sites) return tt_errorf("out of memory");
+    for (int t = 0; t < l->n_targets; t++) {
+        const tt_lora_target *x = &l->targets[t];
+        const int i = x->base;
+        sites[t] = (tt_lora_site){m->params[i].unit, fl->offset[i],
+                                  (size_t)tt_param_numel(&m->params[i]) * tt_dtype_size(fl->dtype[i]), avals[x->a],
+                                  avals[x->b], x->module};
+    }
+    const tt_lora_pass_cfg lc = {l->n_targets, sites, l->scale, l->dropout, NULL};
+    tt_err rc = tt_lora_pass(sg->g, &lc, &sg->lora_applied);
+    free(sites);
+    return rc;
 }
 
 /* The tokens per expert of every MoE layer stay readable after a run. */
@@ -75,18 +102,23 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
 {
     memset(sg, 0, sizeof *sg);
     tt_graph *g = sg->g = tt_graph_new();
+    const tt_model *tm = tt_step_trained_model(m, c);
     tt_value **vals = calloc((size_t)m->n_params + 1, sizeof *vals);
+    tt_value **avals = c->lora ? calloc((size_t)tm->n_params + 1, sizeof *avals) : NULL;
     sg->n_units = m->n_units;
     sg->units = calloc((size_t)m->n_units + 1, sizeof *sg->units);
     sg->grad_units = calloc((size_t)m->n_units + 1, sizeof *sg->grad_units);
-    if (!g || !vals || !sg->units || !sg->grad_units) {
+    if (c->lora) sg->adapter_units = calloc((size_t)m->n_units + 1, sizeof *sg->adapter_units);
+    if (!g || !vals || !sg->units || !sg->grad_units || (c->lora && (!avals || !sg->adapter_units))) {
         free(vals);
+        free(avals);
         tt_step_graph_free(sg);
         return tt_errorf("out of memory building the step graph");
     }
     const int64_t n = (int64_t)c->B * c->T;
     g->act_dtype = c->act_dtype;
-    tt_err rc = tt_model_bind(g, m, vals, sg->units);
+    tt_err rc = c->lora ? tt_lora_bind(g, m, &c->frozen->layout, c->lora, vals, sg->units, avals, sg->adapter_units)
+                        : tt_model_bind(g, m, vals, sg->units);
     sg->ids = input(g, "ids", TT_I32, n);
     sg->pos = input(g, "pos", TT_I32, n);
     sg->doc = input(g, "doc", TT_I32, n);
@@ -112,8 +144,10 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
         rc = tt_ep(g, &ec);
     }
     if (!rc && !c->no_fuse) rc = tt_fuse(g, &sg->fused);
+    if (!rc && c->lora) rc = apply_lora(sg, m, c, avals);
+    free(avals);
     int n_fwd = g->n_nodes;
-    if (!rc && with_grad) rc = accumulate_grads(sg, m);
+    if (!rc && with_grad) rc = accumulate_grads(sg, tm);
     if (!rc && with_grad && !c->no_fuse) rc = tt_fold_accum(g, &sg->folded);
     sg->ac = with_grad ? ac : TT_AC_NONE;
     if (!rc) {
@@ -152,7 +186,13 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_train_state 
         }
         if (!tt_state_is_sharded(s))
             for (int k = 0; k < sg->n_units; k++) tt_value_bind(sg->units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
-    } else
+    } else if (c->lora) /* the base's roots on the frozen buffer; the adapters' on the state */
+        for (int k = 0; k < sg->n_units; k++) {
+            if (sg->units[k]) tt_value_bind(sg->units[k], tt_frozen_unit_mem(c->frozen, k));
+            if (sg->adapter_units[k]) tt_value_bind(sg->adapter_units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
+            if (sg->grad_units[k]) tt_value_bind(sg->grad_units[k], tt_state_unit_mem(s, TT_STATE_GRAD, k));
+        }
+    else
         for (int k = 0; k < sg->n_units; k++) {
             tt_value_bind(sg->units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
             if (sg->grad_units[k]) tt_value_bind(sg->grad_units[k], tt_state_unit_mem(s, TT_STATE_GRAD, k));
@@ -311,6 +351,7 @@ void tt_step_graph_free(tt_step_graph *sg)
     tt_fsdp_result_free(&sg->fsdp);
     free(sg->units);
     free(sg->grad_units);
+    free(sg->adapter_units);
     free(sg->moe_offsets);
     memset(sg, 0, sizeof *sg);
 }

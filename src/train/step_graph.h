@@ -8,6 +8,7 @@
 #include "graph/exec.h"
 #include "graph/passes/fuse.h"
 #include "graph/passes/remat.h"
+#include "train/frozen.h"
 #include "train/state.h"
 
 /* The shape of a micro-step graph. */
@@ -26,6 +27,10 @@ typedef struct {
     int no_overlap;            /* wait for each collective right after its start (to measure what the
                                   schedule hides) */
     double ep_recv_factor;     /* expert parallelism (sh->ep > 1): the receive bound (tt_ep_cfg's recv_factor) */
+    /* LoRA (lora non-NULL): the model's weights are frozen, kept as frozen->layout says (in frozen's buffer once
+     * bound), and what trains, and what the state holds, is lora->adapters */
+    const tt_lora *lora;
+    const tt_frozen_base *frozen;
 } tt_step_cfg;
 
 /* the language-model loss, then up to two auxiliary losses an MoE layer */
@@ -46,6 +51,9 @@ typedef struct {
     tt_value **moe_offsets;
     int n_moe;
     tt_value **units, **grad_units; /* per model unit: the param root and the gradient accumulator root */
+    tt_value **adapter_units;       /* LoRA: per unit, the adapters' root (NULL where a unit has none); units are
+                                       then the frozen base's roots and grad_units the adapters' gradients' */
+    int lora_applied;               /* LoRA: the matmuls that got adapters */
     int n_units;
     tt_fsdp_result fsdp;    /* per bucket: the shard roots the FSDP pass made (when c->sh spans ranks) */
     int distributed;        /* the FSDP pass ran: bind per bucket */
@@ -61,6 +69,8 @@ typedef struct {
     double max_norm; /* gradient clipping by global norm; <= 0: none */
 } tt_adamw_cfg;
 
+/* The model whose parameters a state for c trains: the model, or LoRA's adapters */
+const tt_model *tt_step_trained_model(const tt_model *m, const tt_step_cfg *c);
 /* The micro-step graph with its passes applied and no memory behind it
  * (titan plan measures its memory plan): with_grad: forward + backward +
  * accumulation into the gradient buffers; else forward and loss only.

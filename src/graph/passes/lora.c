@@ -1,0 +1,132 @@
+/* lora.c — the LoRA pass (see lora.h). Each rewritten matmul gets its
+ * adapters' nodes right after it, and every later reader of its output reads
+ * the sum instead. A fused weight (q/k/v, gate/up) is a run of parameters
+ * back to back: its output's columns are theirs in the same order, so each
+ * adapted part's term fills its columns and the parts left alone get zeros. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/passes/lora.h"
+
+/* The low-rank term of one site on x (N, in): s is applied once for all parts, by the caller. (N, out) */
+static tt_value *low_rank(tt_graph *g, const tt_lora_pass_cfg *c, const tt_lora_site *s, tt_value *x, int k)
+{
+    (void)k;
+    if (c->dropout > 0) return tt_graph_fail(g, "lora: dropout on '%s' has no op yet", s->module);
+    tt_value *u = tt_matmul(g, x, s->A, 0, 1); // (N, r)
+    return tt_matmul(g, u, s->B, 0, 1);          // (N, out)
+}
+
+/* The sites inside a weight's bytes, in order, with the rows (output columns) of every part between them.
+ * Returns the number of adapted parts; -1 when a site straddles the weight's edge (a fused weight that
+ * takes part of an adapted one: refused, never computed wrong). */
+static int parts_of(const tt_lora_pass_cfg *c, int unit, size_t off, size_t bytes, const tt_lora_site **hit, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_sites; i++) {
+        const tt_lora_site *s = &c->sites[i];
+        if (s->unit != unit || s->offset + s->bytes <= off || s->offset >= off + bytes) continue;
+        if (s->offset < off || s->offset + s->bytes > off + bytes || n == cap) return -1;
+        hit[n++] = s;
+    }
+    /* in byte order */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && hit[j]->offset < hit[j - 1]->offset; j--) {
+            const tt_lora_site *t = hit[j];
+            hit[j] = hit[j - 1];
+            hit[j - 1] = t;
+        }
+    return n;
+}
+
+/* zeros (N, cols) in y's dtype for a part with no adapter */
+static tt_value *gap(tt_graph *g, const tt_value *y, int64_t cols)
+{
+    return tt_zeros(g, y->dtype, 2, (int64_t[]){y->shape[0], cols});
+}
+
+/* The term of every part of a weight (N, out) in column order: adapted parts and zeros between them. */
+static tt_value *term(tt_graph *g, const tt_lora_pass_cfg *c, tt_node *mm, const tt_lora_site *const *hit, int n)
+{
+    tt_value *x = mm->in[0], *w = mm->in[1], *y = mm->out[0], *acc = NULL;
+    const size_t row = (size_t)w->shape[1] * tt_dtype_size(w->dtype), off = tt_value_root_offset(w);
+    size_t at = off;
+    for (int k = 0; k <= n && !g->failed; k++) {
+        const size_t end = k < n ? hit[k]->offset : off + tt_value_bytes(w);
+        tt_value *piece = NULL;
+        if (end > at) piece = gap(g, y, (int64_t)((end - at) / row)); /* an unadapted part */
+        if (piece) acc = acc ? tt_head_concat(g, acc, piece, 1, 0) : piece;
+        if (k == n) break;
+        tt_value *d = low_rank(g, c, hit[k], x, k);
+        if (d && d->dtype != y->dtype) d = tt_cast(g, d, y->dtype);
+        acc = acc ? tt_head_concat(g, acc, d, 1, 0) : d;
+        at = hit[k]->offset + hit[k]->bytes;
+    }
+    return acc ? tt_scale(g, acc, c->scale) : NULL;
+}
+
+tt_err tt_lora_pass(tt_graph *g, const tt_lora_pass_cfg *c, int *applied)
+{
+    if (g->failed) return -1;
+    const int n0 = g->n_nodes;
+    int *found = calloc((size_t)c->n_sites + 1, sizeof *found);
+    int *first = malloc(((size_t)n0 + 1) * sizeof *first), *last = malloc(((size_t)n0 + 1) * sizeof *last);
+    const tt_lora_site **hit = malloc(((size_t)c->n_sites + 1) * sizeof *hit);
+    tt_node **order = NULL;
+    tt_err rc = found && first && last && hit ? 0 : tt_errorf("out of memory in the LoRA pass");
+    int done = 0;
+    for (int i = 0; i < n0 && !rc; i++) {
+        tt_node *mm = g->nodes[i];
+        first[i] = last[i] = g->n_nodes;
+        if (mm->op != TT_OP_MATMUL || TT_ATTRS(mm, tt_matmul_attrs)->ta || !TT_ATTRS(mm, tt_matmul_attrs)->tb ||
+            mm->in[1]->role != TT_ROLE_FROZEN)
+            continue;
+        tt_value *w = mm->in[1];
+        const int n = parts_of(c, tt_value_root(w)->unit, tt_value_root_offset(w), tt_value_bytes(w), hit, c->n_sites);
+        if (n < 0) {
+            rc = tt_errorf("lora: the weight '%s' takes only part of an adapted layer", w->name);
+            break;
+        }
+        if (!n) continue;
+        tt_graph_set_scope(g, "%s.lora", mm->scope);
+        tt_graph_set_unit(g, mm->unit);
+        tt_value *y = mm->out[0], *t = term(g, c, mm, hit, n), *sum = t ? tt_add(g, y, t) : NULL;
+        if (!sum) {
+            rc = -1;
+            break;
+        }
+        last[i] = g->n_nodes;
+        /* every other reader of y reads the sum (the new nodes read y itself) */
+        for (int j = i + 1; j < g->n_nodes; j++) {
+            if (j >= first[i] && j < last[i]) continue;
+            tt_node *r = g->nodes[j];
+            for (int k = 0; k < r->n_in; k++)
+                if (r->in[k] == y) r->in[k] = sum;
+        }
+        if (y->is_output) tt_graph_fail(g, "lora: '%s' is a graph output", y->name);
+        for (int k = 0; k < n; k++) found[hit[k] - c->sites]++;
+        done++;
+    }
+    tt_graph_set_unit(g, -1);
+    for (int s = 0; s < c->n_sites && !rc; s++)
+        if (found[s] != 1)
+            rc = tt_errorf("lora: '%s' is %s", c->sites[s].module,
+                           found[s] ? "read by several linear layers" : "not read as a linear layer's weight (x W^T)");
+    if (!rc && !(order = malloc(((size_t)g->n_nodes + 1) * sizeof *order))) rc = tt_errorf("out of memory");
+    if (!rc && done) { /* each matmul's new nodes right after it */
+        int k = 0;
+        for (int i = 0; i < n0; i++) {
+            order[k++] = g->nodes[i];
+            for (int j = first[i]; j < last[i]; j++) order[k++] = g->nodes[j];
+        }
+        rc = tt_graph_set_order(g, order);
+    }
+    if (!rc && g->failed) rc = -1;
+    free(found);
+    free(first);
+    free(last);
+    free(hit);
+    free(order);
+    if (!rc && applied) *applied = done;
+    return rc;
+}
