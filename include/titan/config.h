@@ -156,6 +156,16 @@ typedef struct tt_activation_checkpoint_config {
     tt_ac_mode mode;
 } tt_activation_checkpoint_config;
 
+/* LoRA (PEFT's names): rank > 0 trains low-rank adapters on a frozen base instead of the weights. */
+typedef struct tt_lora_config {
+    int rank;                                   /* 0 = off */
+    double alpha, dropout;
+    bool use_rslora;                            /* scale by alpha / sqrt(rank), not alpha / rank */
+    char target_modules[TT_CONFIG_PATH_MAX];    /* comma-separated PEFT module names, or "all-linear" */
+    char adapter_path[TT_CONFIG_PATH_MAX];      /* a PEFT adapter folder to start from ("" = new adapters) */
+    int base_dtype;                             /* 0 float32, 1 bfloat16: the frozen base's linear weights */
+} tt_lora_config;
+
 typedef struct tt_metrics_config {
     int log_freq;
     double peak_tflops; /* 0 = the value measured (and cached) by `titan bench peak` */
@@ -194,6 +204,7 @@ typedef struct tt_config {
     tt_validation_config validation;
     tt_checkpoint_config checkpoint;
     tt_activation_checkpoint_config activation_checkpoint;
+    tt_lora_config lora;
     tt_metrics_config metrics;
     tt_profiling_config profiling;
     tt_generate_config generate;

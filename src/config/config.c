@@ -22,7 +22,8 @@ enum {
     FLAVOR = 4,   /* model shape key: the flavor supplies it unless set explicitly */
     NEG1 = 8,     /* -1 is also allowed (a special meaning, see help) */
     OPTIONAL = 16, /* may be unset (TorchTitan's None); has_off names the flag */
-    HARDWARE = 32  /* unset, the default depends on the machine (the help says how); dflt is the fallback */
+    HARDWARE = 32, /* unset, the default depends on the machine (the help says how); dflt is the fallback */
+    LIST = 64      /* a string key that a TOML array of strings may set: its items, comma-separated */
 };
 
 typedef struct {
@@ -45,6 +46,7 @@ typedef struct {
 #define FLT_(k, f, lo, hi, fl, d, h) {k, K_FLOAT, AT(f), lo, hi, fl, NULL, d, h, 0}
 #define BOOL_(k, f, fl, d, h) {k, K_BOOL, AT(f), 0, 1, fl, NULL, d, h, 0}
 #define STR_(k, f, d, h) {k, K_STRING, AT(f), 0, 0, 0, NULL, d, h, 0}
+#define LIST_(k, f, d, h) {k, K_STRING, AT(f), 0, 0, LIST, NULL, d, h, 0}
 #define ENUM_(k, f, ch, fl, d, h) {k, K_ENUM, AT(f), 0, 0, fl, ch, d, h, 0}
 
 static const char *const model_names[] = {"llama", "gpt2", NULL};
@@ -256,6 +258,22 @@ static const cfg_key keys[] = {
           "recompute activations in the backward: none, selective (keep matmul and attention outputs), "
           "full (keep each block's input)"),
 
+    INT_("lora.rank", lora.rank, 0, 1 << 16, 0, "0",
+         "LoRA: train adapters of this rank on a frozen base (PEFT's r); 0 = off, train the weights"),
+    FLT_("lora.alpha", lora.alpha, -1e9, 1e9, 0, "16", "LoRA: the adapters' output is scaled by alpha / rank"),
+    FLT_("lora.dropout", lora.dropout, 0, 1, HI_OPEN, "0", "LoRA: dropout on each adapter's input"),
+    BOOL_("lora.use_rslora", lora.use_rslora, 0, "false", "LoRA: scale by alpha / sqrt(rank) (rsLoRA)"),
+    LIST_("lora.target_modules", lora.target_modules, "all-linear",
+         "LoRA: the linear layers that get adapters, PEFT's module names (q_proj, k_proj, v_proj, o_proj, "
+         "gate_proj, up_proj, down_proj, ...), a TOML array or comma-separated; all-linear = every linear layer "
+         "of the blocks"),
+    STR_("lora.adapter_path", lora.adapter_path, "",
+         "LoRA: a PEFT adapter folder (adapter_config.json, adapter_model.safetensors) to start from, or to "
+         "evaluate and generate with; \"\" = new adapters"),
+    ENUM_("lora.base_dtype", lora.base_dtype, param_dtypes, 0, "bfloat16",
+          "LoRA: the dtype the frozen base's linear weights are kept in (bfloat16 halves them; needs "
+          "training.mixed_precision_param bfloat16)"),
+
     INT_("metrics.log_freq", metrics.log_freq, 1, BIG, 0, "10", "log metrics every this many steps"),
     FLT_("metrics.peak_tflops", metrics.peak_tflops, 0, INFINITY, 0, "0",
          "peak TFLOP/s for MFU; 0 = measured by `titan bench peak`"),
@@ -463,6 +481,9 @@ static int store(tt_config *c, int ki, const tt_toml_value *v, const char *where
     case K_FLOAT: type_ok = v->type == TT_TOML_INT || v->type == TT_TOML_FLOAT; break;
     case K_BOOL: type_ok = v->type == TT_TOML_BOOL; break;
     case K_STRING:
+        type_ok = v->type == TT_TOML_STRING || (v->type == TT_TOML_ARRAY && k->flags & LIST &&
+                                                (!v->n_items || v->items[0].type == TT_TOML_STRING));
+        break;
     case K_ENUM: type_ok = v->type == TT_TOML_STRING; break;
     }
     if (!type_ok) {
@@ -488,6 +509,20 @@ static int store(tt_config *c, int ki, const tt_toml_value *v, const char *where
         else *(double *)p = x;
     } else if (k->type == K_BOOL) {
         *(bool *)p = v->b;
+    } else if (k->type == K_STRING && v->type == TT_TOML_ARRAY) { /* a list key: its items, comma-separated */
+        size_t n = 0;
+        for (size_t i = 0; i < v->n_items; i++) {
+            const size_t len = strlen(v->items[i].str);
+            if (strchr(v->items[i].str, ',') || !len)
+                return tt_errorf("%s: %s: item %zu ('%.64s') is empty or holds a comma", where, k->key, i + 1,
+                                 v->items[i].str);
+            if (n + len + 1 >= k->size)
+                return tt_errorf("%s: %s: value too long (at most %zu bytes in all)", where, k->key, k->size - 1);
+            memcpy((char *)p + n, v->items[i].str, len);
+            n += len;
+            ((char *)p)[n++] = ',';
+        }
+        ((char *)p)[n ? n - 1 : 0] = 0;
     } else if (k->type == K_STRING) {
         size_t n = strlen(v->str);
         if (n >= k->size) return tt_errorf("%s: %s: value too long (%zu bytes, at most %zu)", where, k->key, n, k->size - 1);

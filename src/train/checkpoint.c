@@ -45,11 +45,20 @@ static char *meta_text(tt_run *r, const tt_sharding *layout)
     cJSON_AddNumberToObject(jl, "epoch", (double)ls.epoch);
     cJSON_AddNumberToObject(jl, "cursor", (double)ls.cursor);
     cJSON_AddNumberToObject(meta, "training_seed", (double)r->cfg->training.seed);
+    if (r->has_lora) { /* the adapters only: the base they adapt, and a hash of its weights, to refuse another */
+        cJSON *jl = cJSON_AddObjectToObject(meta, "lora");
+        char hash[20];
+        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->base_hash);
+        cJSON_AddStringToObject(jl, "base", r->cfg->model.hf_assets_path);
+        cJSON_AddStringToObject(jl, "base_hash", hash);
+        cJSON_AddNumberToObject(jl, "rank", r->lora.rank);
+        cJSON_AddNumberToObject(jl, "targets", r->lora.n_targets);
+    }
     if (layout) { /* each bucket: [offset, numel, padded] in the flat layout, or its pieces */
         cJSON *jo = cJSON_AddObjectToObject(meta, "layout");
         cJSON_AddNumberToObject(jo, "shards", layout->shards);
         cJSON_AddNumberToObject(jo, "expert_parallel", layout->ep);
-        cJSON_AddNumberToObject(jo, "numel", (double)r->model->numel);
+        cJSON_AddNumberToObject(jo, "numel", (double)tt_run_trained(r)->numel);
         cJSON *jb = cJSON_AddArrayToObject(jo, "buckets");
         for (int b = 0; b < layout->n_buckets; b++) {
             const tt_fsdp_bucket *bk = &layout->buckets[b];
@@ -110,7 +119,7 @@ static void entry(tt_st_tensor *t, ckpt_entry *e, int ndim, const int64_t *shape
 static int whole_tensors(tt_run *r, ckpt_entry *ent, tt_st_tensor *out)
 {
     int n = 0;
-    const tt_model *m = r->model;
+    const tt_model *m = tt_run_trained(r);
     for (int part = 0; part < 3; part++)
         for (int i = 0; i < m->n_params; i++, n++) {
             const tt_param *p = &m->params[i];
@@ -193,7 +202,7 @@ static tt_err save_sharded(tt_run *r, const char *meta)
 
 static tt_err save_whole(tt_run *r, const char *meta)
 {
-    const int nt = 3 * r->model->n_params;
+    const int nt = 3 * tt_run_trained(r)->n_params;
     tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
     ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
     tt_err rc = ts && ent ? 0 : tt_errorf("out of memory");
@@ -244,7 +253,7 @@ static tt_err check_tensor(const tt_st_tensor *t, const char *name, int64_t nume
 
 static tt_err load_whole(tt_run *r, const tt_safetensors *st, const char *where)
 {
-    const tt_model *m = r->model;
+    const tt_model *m = tt_run_trained(r);
     tt_err rc = 0;
     for (int part = 0; part < 3 && !rc; part++)
         for (int i = 0; i < m->n_params && !rc; i++) {
@@ -378,7 +387,7 @@ static tt_err load_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
 static tt_err load_sharded(tt_run *r, tt_ckpt *ck, const cJSON *jo, const char *where)
 {
     tt_sharding saved;
-    if (read_layout(jo, r->model, &saved, where)) return -1;
+    if (read_layout(jo, tt_run_trained(r), &saved, where)) return -1;
     tt_err rc = 0;
     for (int s = 0; s < saved.shards && !rc; s++) {
         char file[48];
@@ -404,12 +413,32 @@ static tt_err load_sharded(tt_run *r, tt_ckpt *ck, const cJSON *jo, const char *
     return rc;
 }
 
+/* A LoRA checkpoint holds adapters for one base: resuming needs LoRA on a base of the same weights. */
+static tt_err check_lora(const tt_run *r, const cJSON *meta, const char *where)
+{
+    const cJSON *jl = cJSON_GetObjectItem(meta, "lora"), *jh = jl ? cJSON_GetObjectItem(jl, "base_hash") : NULL;
+    const cJSON *jb = jl ? cJSON_GetObjectItem(jl, "base") : NULL;
+    if (!jl != !r->has_lora)
+        return tt_errorf("%s holds %s, and this run %s (lora.rank)", where, jl ? "LoRA adapters" : "a model's weights",
+                         r->has_lora ? "trains adapters" : "trains the weights");
+    if (!jl) return 0;
+    char hash[20];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->base_hash);
+    if (!cJSON_IsString(jh) || strcmp(jh->valuestring, hash))
+        return tt_errorf("%s: its adapters were trained on another base (%s, weights hash %s), not on this run's "
+                         "(%s, hash %s)",
+                         where, cJSON_IsString(jb) ? jb->valuestring : "?", cJSON_IsString(jh) ? jh->valuestring : "?",
+                         r->cfg->model.hf_assets_path[0] ? r->cfg->model.hf_assets_path : "random", hash);
+    return 0;
+}
+
 static tt_err load_from(tt_run *r, tt_ckpt *ck, const char *where)
 {
     cJSON *meta = cJSON_Parse(tt_ckpt_meta_json(ck));
     const cJSON *jo = cJSON_GetObjectItem(meta, "layout");
     const tt_safetensors *whole = tt_ckpt_tensors(ck);
-    tt_err rc = whole ? load_whole(r, whole, where)
+    tt_err rc = check_lora(r, meta, where) ? -1
+                : whole                    ? load_whole(r, whole, where)
                 : jo  ? load_sharded(r, ck, jo, where)
                       : tt_errorf("%s: neither state.safetensors nor a 'layout' of shards", where);
     cJSON *js = cJSON_GetObjectItem(meta, "step"), *jd = cJSON_GetObjectItem(meta, "data");

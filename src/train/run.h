@@ -28,7 +28,13 @@ typedef struct {
     int has_hf;
     const tt_backend *be; /* training.backend, or ref in debug mode */
     tt_queue *q;          /* every graph and copy of the run, in order */
-    tt_train_state state; /* weights (and for training gradients and moments) in the backend's memory */
+    tt_train_state state; /* weights (and for training gradients and moments) in the backend's memory; under
+                             LoRA the adapters' */
+    /* LoRA (cfg lora.rank > 0): the adapters, and the frozen base they adapt with a hash of its weights */
+    int has_lora;
+    tt_lora lora;
+    tt_frozen_base frozen;
+    uint64_t base_hash;
     double state_bytes;   /* its backend memory on the rank that holds the most, measured */
     tt_lr_sched sched;
     tt_exec_mode mode;
@@ -51,9 +57,12 @@ typedef struct {
 } tt_run;
 
 void tt_run_close(tt_run *r);
+/* The model whose parameters the run's state holds and trains: the model, or LoRA's adapters */
+const tt_model *tt_run_trained(const tt_run *r);
 /* The whole model's weights for rank 0 to read (every rank calls it): the
  * run's own state when it is not sharded, else a params-only state made in
- * *gathered from every rank's slices (free it with tt_state_free when *whole
- * is gathered). *whole is NULL on the other ranks. */
+ * *gathered from every rank's slices, or under LoRA the base with its
+ * adapters merged (free it with tt_state_free when *whole is gathered).
+ * *whole is NULL on the other ranks. */
 tt_err tt_run_whole_weights(tt_run *r, tt_train_state *gathered, tt_train_state **whole);
 #endif

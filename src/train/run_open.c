@@ -122,6 +122,65 @@ static tt_err check_same_model(tt_run *r)
     return rc;
 }
 
+/* The [lora] keys as a spec: lora.target_modules is comma-separated names, or all-linear. */
+static tt_err lora_spec(const tt_lora_config *lc, tt_lora_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->rank = lc->rank, s->alpha = lc->alpha, s->dropout = lc->dropout, s->use_rslora = lc->use_rslora;
+    const char *p = lc->target_modules;
+    while (*p) {
+        while (*p == ' ' || *p == ',') p++;
+        size_t n = strcspn(p, ",");
+        while (n && p[n - 1] == ' ') n--;
+        if (!n) break;
+        if (n == 10 && !strncmp(p, "all-linear", 10)) s->all_linear = 1;
+        else if (s->n_targets == TT_LORA_MAX_TARGETS || n >= sizeof s->targets[0])
+            return tt_errorf("lora.target_modules: more than %d names, or a name of %zu characters", TT_LORA_MAX_TARGETS, n);
+        else memcpy(s->targets[s->n_targets++], p, n);
+        p += n;
+        while (*p && *p != ',') p++;
+    }
+    if (s->all_linear && s->n_targets)
+        return tt_errorf("lora.target_modules: all-linear stands alone (got it with %d names)", s->n_targets);
+    return 0;
+}
+
+/* LoRA: the adapters and their state, the frozen base (its linear weights in lora.base_dtype) with its weights
+ * from the Hugging Face folder (or the seed), and the hash a checkpoint keeps of them. */
+static tt_err open_lora(tt_run *r, int training)
+{
+    const tt_config *c = r->cfg;
+    tt_lora_spec spec;
+    const tt_dtype bdt = c->lora.base_dtype ? TT_BF16 : TT_F32;
+    if (r->world > 1)
+        return tt_errorf("lora.rank = %d: LoRA runs in one process for now (this job has %d ranks)", c->lora.rank,
+                         r->world);
+    if (bdt == TT_BF16 && tt_config_act_dtype(c) != TT_BF16)
+        return tt_errorf("lora.base_dtype = bfloat16 needs bf16 compute (training.mixed_precision_param = bfloat16), "
+                         "or set lora.base_dtype = float32");
+    if (c->lora.adapter_path[0])
+        return tt_errorf("lora.adapter_path = %s: reading PEFT adapters is not built yet", c->lora.adapter_path);
+    if (lora_spec(&c->lora, &spec) || tt_lora_new(r->model, &spec, &r->lora)) return -1;
+    r->has_lora = 1;
+    if (tt_frozen_init(&r->frozen, r->model, bdt, r->be, r->q) ||
+        tt_state_init(&r->state, r->lora.adapters, r->be, r->q, training))
+        return -1;
+    tt_param_store base = tt_frozen_store(&r->frozen), ad = tt_state_store(&r->state, TT_STATE_PARAM);
+    if (tt_model_init_weights(r->model, (uint64_t)c->training.seed, &base) ||
+        tt_model_init_weights(r->lora.adapters, (uint64_t)c->training.seed + 1, &ad))
+        return -1;
+    const char *dir = c->checkpoint.initial_load_path[0] ? c->checkpoint.initial_load_path : c->model.hf_assets_path;
+    if (dir[0] && tt_hf_load_weights(r->model, dir, &base)) return -1;
+    if (tt_frozen_hash(&r->frozen, &r->base_hash)) return -1;
+    r->step_cfg.lora = &r->lora;
+    r->step_cfg.frozen = &r->frozen;
+    if (training)
+        tt_log("LoRA: rank %d, scale %g, %d linear layers adapted (%zu adapter parameters), base %s%s in %s", r->lora.rank,
+               r->lora.scale, r->lora.n_targets, r->lora.adapters->numel, dir[0] ? dir : "from the seed",
+               dir[0] ? "" : " (no model.hf_assets_path)", bdt == TT_BF16 ? "bf16 (linear weights)" : "fp32");
+    return 0;
+}
+
 /* The job (parallel.h); commands that load a model whole run in one process. */
 static tt_err open_job(tt_run *r, tt_run_purpose purpose)
 {
@@ -169,23 +228,26 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     if (r->world > 1 && check_same_model(r)) goto fail;
     const size_t mem0 = r->be->bytes_in_use();
     const int ep = tt_dist_group_size(r->dist, TT_GROUP_EXPERT);
+    r->step_cfg = (tt_step_cfg){.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
+    /* the balancing bias is the base's: frozen under LoRA */
     if (tt_parallel_check_experts(ep, tt_dist_group_size(r->dist, TT_GROUP_SHARD), &mc) ||
-        tt_moe_balance_init(&r->balance, r->model, c->model.load_balance_coeff, ep,
+        tt_moe_balance_init(&r->balance, r->model, c->lora.rank > 0 ? 0 : c->model.load_balance_coeff, ep,
                             tt_dist_group_rank(r->dist, TT_GROUP_EXPERT)))
         goto fail;
     if (tt_sharding_init(&r->sh, r->model, tt_dist_group_size(r->dist, TT_GROUP_SHARD),
                          tt_dist_group_size(r->dist, TT_GROUP_REPLICATE), tt_dist_group_rank(r->dist, TT_GROUP_SHARD),
-                         ep, (size_t)c->parallelism.fsdp_bucket_bytes) ||
-        tt_state_init_sharded(&r->state, r->model, r->world > 1 ? &r->sh : NULL, r->be, r->q, training))
+                         ep, (size_t)c->parallelism.fsdp_bucket_bytes))
+        goto fail;
+    if (c->lora.rank > 0 ? open_lora(r, training)
+                         : tt_state_init_sharded(&r->state, r->model, r->world > 1 ? &r->sh : NULL, r->be, r->q, training))
         goto fail;
     tt_param_store weights = tt_state_store(&r->state, TT_STATE_PARAM);
-    if (tt_model_init_weights(r->model, (uint64_t)c->training.seed, &weights)) goto fail;
+    if (!r->has_lora && tt_model_init_weights(r->model, (uint64_t)c->training.seed, &weights)) goto fail;
     if (purpose != TT_RUN_MODEL && purpose != TT_RUN_HF && open_data(r, training)) goto fail;
     if ((r->train_loader && check_vocab(r, r->train_loader)) || (r->val_loader && check_vocab(r, r->val_loader)))
         goto fail;
 
     /* graphs */
-    r->step_cfg = (tt_step_cfg){.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
     if (r->world > 1) {
         tt_parallel_step_cfg(c, &r->sh, &r->step_cfg);
     }
@@ -208,7 +270,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         r->state_bytes = (double)held;
         if (tt_build_micro_step(&r->train, r->model, &r->state, &r->step_cfg, 1, r->mode, c->activation_checkpoint.mode,
                                 NULL) ||
-            tt_build_optim_step(&r->optim, r->model, &r->state, &ac, r->mode))
+            tt_build_optim_step(&r->optim, tt_run_trained(r), &r->state, &ac, r->mode))
             goto fail;
         if (r->step_cfg.accumulates) {
             tt_step_cfg ns = r->step_cfg;
@@ -233,7 +295,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     }
 
     if (tt_run_restore(r, !training && purpose != TT_RUN_HF)) goto fail;
-    if (r->step == 0 && (c->checkpoint.initial_load_in_hf || purpose == TT_RUN_HF)) {
+    if (r->step == 0 && !r->has_lora && (c->checkpoint.initial_load_in_hf || purpose == TT_RUN_HF)) {
         /* a fresh run starts from Hugging Face weights */
         const char *dir = c->checkpoint.initial_load_path[0] ? c->checkpoint.initial_load_path : c->model.hf_assets_path;
         if (!dir[0]) {
