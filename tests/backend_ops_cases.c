@@ -162,6 +162,22 @@ static void case_gelu(hc *h, const void *p)
     forward_and_backward(h, last(h), 1);
 }
 
+/* dropout: the rng input [seed, counter] the host writes; the backward is the same mask on dy */
+typedef struct {
+    int N, D;
+    double p;
+    uint64_t site;
+    const double *rng; /* seed, counter */
+} dropout_p;
+static void case_dropout(hc *h, const void *p)
+{
+    const dropout_p *c = p;
+    tt_value *x = act_in(h, "x", c->N, c->D, 1);
+    tt_value *rng = input(h, "rng", TT_I64, 1, (int64_t[]){2}, (fill){I_FIXED, 0, 0, 0, 0, c->rng});
+    tt_dropout(h->g, x, rng, c->p, c->site);
+    forward_and_backward(h, last(h), 1);
+}
+
 typedef struct {
     int B, T, H, hd;
     double scale;
@@ -522,6 +538,9 @@ static const mm_p mm_nn = {37, 19, 23, 0, 0, 0}, mm_nt = {37, 19, 23, 0, 1, 0}, 
                   mm_fwd = {512, 384, 128, 0, 1, 0}, mm_dx = {512, 128, 384, 0, 0, 0}, mm_dw = {384, 128, 512, 1, 0, 1};
 static const row_p row_odd = {37, 19, 19, 0}, row_typ = {512, 128, 384, 0}, row_group = {37, 64, 0, 16},
                    row_fused = {37, 0, 19, 1}, row_fused_typ = {512, 0, 384, 1};
+static const double rng_a[2] = {1234, 7}, rng_b[2] = {20250101, 123456};
+static const dropout_p do_odd = {37, 19, 0.1, 3, rng_a}, do_half = {37, 19, 0.5, 0, rng_b},
+                       do_typ = {512, 128, 0.05, 17, rng_a}, do_high = {512, 384, 0.9, 2, rng_b};
 static const rope_p rope_odd = {2, 7, 3, 8, 0.75}, rope_typ = {2, 256, 4, 32, 1.0};
 static const attn_p at_gqa = {2, 13, 4, 2, 8, 0, 1, 0, 0, 0}, at_win = {1, 17, 3, 1, 16, 5, 1, 0, 0, 0},
                     at_plain = {1, 9, 1, 1, 6, 0, 0, 0, 0, 0}, at_typ = {2, 256, 4, 4, 32, 0, 0, 0, 0, 0},
@@ -637,6 +656,10 @@ const test_case op_cases[] = {
     {"cast 37x19", case_cast, &row_odd, 0, 0},
     {"cast 512x128", case_cast, &row_typ, 0, 0},
     {"zero 37x19", case_zero, &row_odd, 0, 0},
+    {"dropout 37x19, p 0.1", case_dropout, &do_odd, 1, 0},
+    {"dropout 37x19, p 0.5, site 0", case_dropout, &do_half, 1, 0},
+    {"dropout 512x128, p 0.05", case_dropout, &do_typ, 0, 0},
+    {"dropout 512x384, p 0.9", case_dropout, &do_high, 0, 0},
     {"moe_route softmax top-2 of 8, normalised", case_moe_route, &rt_softmax, 1, 0},
     {"moe_route sigmoid top-3 of 8, bias, scale 2.5", case_moe_route, &rt_sigmoid, 1, 0},
     {"moe_route sigmoid top-4 of 16 in 2 of 4 groups, bias", case_moe_route, &rt_groups, 1, 0},

@@ -48,7 +48,20 @@ float tt_f16_to_f32(uint16_t h);
  * Every draw is a pure function of (seed, counter), so a stream is the same on
  * every backend and rank count, and saving {seed, counter} saves the state. */
 typedef struct { uint64_t seed, counter; } tt_rng;
-uint64_t tt_hash64(uint64_t seed, uint64_t counter);
+/* splitmix64's finaliser */
+static inline uint64_t tt_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* The draw at `counter` of the stream `seed`: the finaliser applied twice over the pair, cheap, well mixed and
+ * stateless, which is what makes the stream reproducible anywhere. Inline so that a kernel drawing once an element
+ * (dropout's mask) hoists the seed's half out of its loop. */
+static inline uint64_t tt_hash64(uint64_t seed, uint64_t counter)
+{
+    return tt_mix64(tt_mix64(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull + 0x632be59bd9b4e019ull));
+}
 uint64_t tt_rng_u64(tt_rng *r);
 double tt_rng_uniform(tt_rng *r);                 /* [0, 1) */
 double tt_rng_normal(tt_rng *r);                  /* N(0, 1), Box-Muller */

@@ -1,21 +1,7 @@
-/* rng.c — counter-based random numbers: each draw hashes (seed, counter). */
+/* rng.c — counter-based random numbers: each draw hashes (seed, counter) (tt_hash64, inline in core.h). */
 #include <math.h>
 
 #include "core.h"
-
-/* splitmix64's finaliser applied twice over the pair: cheap, well mixed, and
- * stateless, which is what makes the stream reproducible anywhere. */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-uint64_t tt_hash64(uint64_t seed, uint64_t counter)
-{
-    return mix64(mix64(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull + 0x632be59bd9b4e019ull));
-}
 
 uint64_t tt_rng_u64(tt_rng *r) { return tt_hash64(r->seed, r->counter++); }
 

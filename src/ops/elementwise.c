@@ -1,5 +1,5 @@
 /* elementwise.c — the ops that work element by element: the residual add,
- * SwiGLU and GELU with their backwards, cast, scale, and a value of zeros. */
+ * SwiGLU and GELU with their backwards, cast, scale, a value of zeros, and dropout. */
 #include "ops/ops_internal.h"
 
 tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
@@ -81,6 +81,17 @@ static void bw_scale(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **
     gin[0] = tt_scale(g, gout[0], TT_ATTRS(n, tt_scale_attrs)->s);
 }
 
+tt_value *tt_dropout(tt_graph *g, tt_value *x, tt_value *rng, double p, uint64_t site)
+{
+    NEED(x && tt_op_is_float(x->dtype), "dropout: x must be an f32, bf16 or f64 value");
+    NEED(p >= 0 && p < 1, "dropout: p = %g is outside [0, 1)", p);
+    if (p == 0) return x; /* the identity */
+    NEED(rng && rng->dtype == TT_I64 && tt_value_numel(rng) == 2, "dropout: rng must be an i64 (2) value [seed, counter]");
+    const tt_dropout_attrs a = {.p = p, .site = site};
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, x->dtype, x->ndim, x->shape), *in[] = {x, rng};
+    return tt_op_node(g, TT_OP_DROPOUT, 2, in, 1, &y, &a) ? y : NULL;
+}
+
 static void bw_add(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
     (void)g;
@@ -106,6 +117,13 @@ static void bw_gelu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **g
     gin[0] = tt_op_emit1(g, TT_OP_GELU_BWD, 2, in, n->in[0], NULL);
 }
 
+/* the same mask on the gradient: the same rng value and site; rng has no gradient */
+static void bw_dropout(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    const tt_dropout_attrs *a = TT_ATTRS(n, tt_dropout_attrs);
+    gin[0] = tt_dropout(g, gout[0], n->in[1], a->p, a->site);
+}
+
 /* the ops' facts: flags, accumulable outputs, inputs written in place, FLOPs, backward rule */
 const tt_op_def tt_op_def_add = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_add};
 const tt_op_def tt_op_def_swiglu = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_swiglu};
@@ -115,3 +133,4 @@ const tt_op_def tt_op_def_gelu_bwd = {.flops = fl_in0};
 const tt_op_def tt_op_def_cast = {.flags = TT_OPF_PURE, .flops = fl_zero};
 const tt_op_def tt_op_def_zero = {.flops = fl_zero};
 const tt_op_def tt_op_def_scale = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_scale};
+const tt_op_def tt_op_def_dropout = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_dropout};

@@ -87,6 +87,10 @@ TT_OP(CAST, cast, 0)
 TT_OP(ZERO, zero, 0)
 /* in: x   tt_scale_attrs   out: y = s x (LoRA's alpha / r on its adapter's output) */
 TT_OP(SCALE, scale, sizeof(tt_scale_attrs))
+/* in: x, rng (2) i64 input = [seed, counter]   tt_dropout_attrs (p, site)
+   out: y = x * keep / (1 - p), keep drawn from (seed, counter, site, element) (ops/dropout.h);
+   its backward is the same op on dy (the same mask) */
+TT_OP(DROPOUT, dropout, sizeof(tt_dropout_attrs))
 
 /* Per-head column moves (tt_head_attrs): x (N, H*w) is H heads of w columns a row. */
 /* in: x   out: (N, H*cw): columns [c0, c0+cw) of every head; with deinterleave in the

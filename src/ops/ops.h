@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "ir/graph.h"
+#include "ops/dropout.h"
 
 /* The op ids, from the list (its comments say what each op takes and makes) */
 typedef enum {
@@ -73,6 +74,11 @@ typedef struct {
 typedef struct {
     double s;
 } tt_scale_attrs;
+
+typedef struct {
+    double p;      /* the probability of dropping an element, in (0, 1) */
+    uint64_t site; /* the call site's constant: different sites draw different masks */
+} tt_dropout_attrs;
 
 typedef enum { TT_SCORE_SOFTMAX = 0, TT_SCORE_SIGMOID } tt_score_func;
 
@@ -231,6 +237,13 @@ tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to);
 tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape);
 /* y = s x, in x's dtype (products in fp32, bf16 rounded once) */
 tt_value *tt_scale(tt_graph *g, tt_value *x, double s);
+/* Dropout: y = x * keep / (1 - p), x any float value, keep(i) = u(i) >= p with u(i) in [0, 1) drawn from
+ * (seed, counter, site, i) (ops/dropout.h: the same bits on every backend). rng: an i64 (2) value [seed, counter]
+ * the host writes before each run (the trainer: training.seed and the micro-step, so a resumed run draws the same
+ * masks); site: a constant of the call site, so that two adapters draw different masks. p = 0 is the identity:
+ * x itself, no node, rng unused (may be NULL); p outside [0, 1) is refused. Pure (activation checkpointing may
+ * recompute it); its backward is the same op on dy with the same rng and site: the same mask. */
+tt_value *tt_dropout(tt_graph *g, tt_value *x, tt_value *rng, double p, uint64_t site);
 /* Mixture-of-Experts: the route of each token, the sort of its assignments
  * by expert, the rows in expert order and back, and the experts' matmuls.
  * route returns the weights and sets *expert, *scores (either may be NULL to

@@ -1,5 +1,5 @@
-/* kernels.c — the CPU kernels for the elementwise, bias, embedding and
- * normalisation ops, in both activation dtypes. Each kernel's arithmetic is
+/* kernels.c — the CPU kernels for the elementwise (dropout among them), bias,
+ * embedding and normalisation ops, in both activation dtypes. Each kernel's arithmetic is
  * written once, in fp32, as a body that takes the dtype as a constant `bf`
  * (simd.h's tt_ld / tt_st); TWO_DTYPES makes its fp32 and bf16 instances,
  * each compiled for AVX-512, AVX2 and baseline x86-64 (TT_CLONES). The
@@ -14,6 +14,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/simd.h"
+#include "ops/dropout.h"
 
 /* Columns per block in the column-parallel reductions over rows. */
 #define COLS 64
@@ -190,6 +191,22 @@ void cpu_gelu_fwd(const void *x, void *y, size_t n, tt_dtype dt)
 void cpu_gelu_bwd(const void *x, const void *dy, void *dx, size_t n, tt_dtype dt)
 {
     FOR_CHUNKS(n, PICK(gelu_bwd_body, dt)(at(x, i, dt), at(dy, i, dt), atw(dx, i, dt), m));
+}
+
+/* elements [i0, i0 + n): the mask is drawn by the element's index in the whole value, so any split over
+ * threads gives the same bits (ops/dropout.h) */
+TT_INLINE void dropout_body(const void *x, void *y, size_t i0, size_t n, uint64_t key, uint32_t threshold, float scale,
+                            int bf)
+{
+    for (size_t i = 0; i < n; i++)
+        tt_st(y, i, tt_ld(x, i, bf) * (tt_dropout_keep(key, i0 + i, threshold) ? scale : 0.0f), bf);
+}
+TWO_DTYPES(dropout_body, (const void *x, void *y, size_t i0, size_t n, uint64_t key, uint32_t threshold, float scale),
+           x, y, i0, n, key, threshold, scale)
+
+void cpu_dropout(const void *x, void *y, size_t n, uint64_t key, uint32_t threshold, float scale, tt_dtype dt)
+{
+    FOR_CHUNKS(n, PICK(dropout_body, dt)(at(x, i, dt), atw(y, i, dt), i, m, key, threshold, scale));
 }
 
 /* ---- bias --------------------------------------------------------------- */

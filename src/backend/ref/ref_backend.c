@@ -303,6 +303,16 @@ static tt_err k_gelu_bwd(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+static tt_err k_dropout(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_dropout_attrs *a = TT_ATTRS(n, tt_dropout_attrs);
+    const int64_t *rng = in[1]; /* seed, counter */
+    const int is64 = is_f64(n);
+    REF(dropout, (const T *)in[0], (T *)out[0], numel0(n), tt_dropout_key((uint64_t)rng[0], (uint64_t)rng[1], a->site),
+        a->p);
+    return 0;
+}
+
 static tt_err k_ce_linear(const tt_node *n, void *const *in, void *const *out)
 {
     const int N = (int)nrows(n->in[0]), D = (int)ncols(n->in[0]), V = (int)n->in[1]->shape[0], is64 = is_f64(n);

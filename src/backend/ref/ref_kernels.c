@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend/ref/ref_kernels.h"
+#include "core/core.h"
 
 #define T float
 #define S f32

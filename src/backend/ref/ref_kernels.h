@@ -78,6 +78,9 @@
     /* GELU, tanh approximation (GPT-2's gelu_new) */                                            \
     void ref_gelu_fwd_##S(const T *x, T *y, size_t n);                                           \
     void ref_gelu_bwd_##S(const T *x, const T *dy, T *dx, size_t n);                             \
+    /* dropout, by its definition: y = x * keep / (1 - p) with keep = u(i) >= p,                \
+     * u(i) = (tt_hash64(key, i) >> 40) * 2^-24 and key = tt_dropout_key (ops/dropout.h) */       \
+    void ref_dropout_##S(const T *x, T *y, size_t n, uint64_t key, double p);                    \
     /* Fused linear + cross-entropy. h (N,D), W (V,D), targets (N). logits = h W^T, never       \
      * held whole: the vocabulary (or the rows) are processed in chunks. Returns               \
      * scale * sum over rows with targets[n] != ignore_index of (logsumexp - logit[target]).   \
