@@ -215,7 +215,8 @@ static tt_err read_targets(const cJSON *j, const char *what, tt_peft_config *o)
         for (int i = 0; i < o->n_targets && !dup; i++) dup = !strcmp(o->targets[i], s);
         if (dup) continue; /* PEFT keeps a set */
         if (o->n_targets == TT_PEFT_MAX_TARGETS)
-            return tt_errorf("%s: field 'target_modules' has more than %d names (titan's TT_PEFT_MAX_TARGETS)",
+            return tt_errorf("%s: field 'target_modules' has more than %d names (titan's TT_PEFT_MAX_TARGETS; "
+                             "PEFT saves an \"all-linear\" adapter with every adapted module's full name)",
                              what, TT_PEFT_MAX_TARGETS);
         snprintf(o->targets[o->n_targets++], sizeof o->targets[0], "%s", s);
     }
@@ -283,7 +284,8 @@ tt_err tt_peft_config_parse(const char *json, size_t len, const char *what, tt_p
     memset(out, 0, sizeof *out);
     if (!what) what = CONFIG_FILE;
     if (!json) return tt_errorf("%s: no text", what);
-    if (memchr(json, 0, len)) return tt_errorf("%s: has a NUL byte at %zu", what, (size_t)((const char *)memchr(json, 0, len) - json));
+    const char *nul = memchr(json, 0, len);
+    if (nul) return tt_errorf("%s: has a NUL byte at %zu", what, (size_t)(nul - json));
     size_t bad = tt_utf8_invalid_at(json, len);
     if (bad < len) return tt_errorf("%s: not valid UTF-8 at byte %zu", what, bad);
     char *text = malloc(len + 1);
@@ -316,49 +318,10 @@ tt_err tt_peft_config_read(const char *dir, tt_peft_config *out)
 }
 
 /* ---- writing ------------------------------------------------------------- */
-typedef struct { char *p; size_t n, cap; int oom; } text_buf;
-
-static void put(text_buf *t, const char *s, size_t n)
-{
-    if (t->oom) return;
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 2048;
-        while (cap < t->n + n + 1) cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (!p) {
-            t->oom = 1;
-            return;
-        }
-        t->p = p;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->n, s, n);
-    t->p[t->n += n] = 0;
-}
-static void puts_(text_buf *t, const char *s) { put(t, s, strlen(s)); }
-
-/* A JSON string; the text is valid UTF-8 (checked), written as it is. */
-static void put_string(text_buf *t, const char *s)
-{
-    puts_(t, "\"");
-    for (; *s; s++) {
-        char e[8];
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') snprintf(e, sizeof e, "\\%c", c);
-        else if (c == '\n') snprintf(e, sizeof e, "\\n");
-        else if (c < 0x20) snprintf(e, sizeof e, "\\u%04x", c);
-        else {
-            put(t, s, 1);
-            continue;
-        }
-        puts_(t, e);
-    }
-    puts_(t, "\"");
-}
-
-/* The shortest decimal that reads back as exactly x (Python writes floats so); whole numbers as Python
- * writes them: an int (lora_alpha's type) as 32, a float (lora_dropout's) as 0.0. */
-static void put_number(text_buf *t, double x, int as_float)
+/* A number as Python writes it: the shortest decimal that reads back as exactly x; a whole number as an
+ * int (lora_alpha's type) is 32, as a float (lora_dropout's) 0.0. Raw text: cJSON's own printing keeps 15
+ * digits whenever they read back within an epsilon, which is another number. */
+static cJSON *number(double x, int as_float)
 {
     char buf[40];
     if (x == floor(x) && fabs(x) < 1e15) snprintf(buf, sizeof buf, as_float ? "%.1f" : "%.0f", x);
@@ -367,32 +330,26 @@ static void put_number(text_buf *t, double x, int as_float)
             snprintf(buf, sizeof buf, "%.*g", prec, x);
             if (strtod(buf, NULL) == x) break;
         }
-    puts_(t, buf);
+    return cJSON_CreateRaw(buf);
 }
 
-static void put_own(text_buf *t, const char *name, const tt_peft_config *c)
+static cJSON *own_value(const char *name, const tt_peft_config *c)
 {
-    char buf[16];
-    if (!strcmp(name, "r")) {
-        snprintf(buf, sizeof buf, "%d", c->r);
-        puts_(t, buf);
-    } else if (!strcmp(name, "lora_alpha")) put_number(t, c->alpha, 0);
-    else if (!strcmp(name, "lora_dropout")) put_number(t, c->dropout, 1);
-    else if (!strcmp(name, "use_rslora")) puts_(t, c->use_rslora ? "true" : "false");
-    else if (!strcmp(name, "fan_in_fan_out")) puts_(t, c->fan_in_fan_out ? "true" : "false");
-    else if (!strcmp(name, "base_model_name_or_path")) {
-        if (c->base_model[0]) put_string(t, c->base_model);
-        else puts_(t, "null");
-    } else if (c->all_linear) put_string(t, "all-linear"); /* target_modules */
-    else {
-        puts_(t, "[\n");
-        for (int i = 0; i < c->n_targets; i++) {
-            puts_(t, "    ");
-            put_string(t, c->targets[i]);
-            puts_(t, i + 1 < c->n_targets ? ",\n" : "\n");
+    if (!strcmp(name, "r")) return cJSON_CreateNumber(c->r);
+    if (!strcmp(name, "lora_alpha")) return number(c->alpha, 0);
+    if (!strcmp(name, "lora_dropout")) return number(c->dropout, 1);
+    if (!strcmp(name, "use_rslora")) return cJSON_CreateBool(c->use_rslora);
+    if (!strcmp(name, "fan_in_fan_out")) return cJSON_CreateBool(c->fan_in_fan_out);
+    if (!strcmp(name, "base_model_name_or_path"))
+        return c->base_model[0] ? cJSON_CreateString(c->base_model) : cJSON_CreateNull();
+    if (c->all_linear) return cJSON_CreateString("all-linear"); /* target_modules */
+    cJSON *list = cJSON_CreateArray();
+    for (int i = 0; list && i < c->n_targets; i++)
+        if (!cJSON_AddItemToArray(list, cJSON_CreateString(c->targets[i]))) {
+            cJSON_Delete(list);
+            return NULL;
         }
-        puts_(t, "  ]");
-    }
+    return list;
 }
 
 /* c is a config parse could have returned: what parse refuses, write refuses too. */
@@ -422,26 +379,17 @@ static tt_err check_config(const tt_peft_config *c)
 static char *to_json(const tt_peft_config *c)
 {
     if (check_config(c)) return NULL;
-    text_buf t = {0};
-    puts_(&t, "{");
-    int first = 1;
-    for (int i = 0; i < N_FIELDS; i++) {
+    cJSON *j = cJSON_CreateObject();
+    int ok = j != NULL;
+    for (int i = 0; ok && i < N_FIELDS; i++) { /* in the table's order: sorted, as PEFT writes */
         const peft_field *f = &fields[i];
         if (f->rule != R_OWN && !f->write) continue;
-        puts_(&t, first ? "\n  " : ",\n  ");
-        first = 0;
-        put_string(&t, f->name);
-        puts_(&t, ": ");
-        if (f->write) puts_(&t, f->write);
-        else put_own(&t, f->name, c);
+        ok = cJSON_AddItemToObject(j, f->name, f->write ? cJSON_CreateRaw(f->write) : own_value(f->name, c));
     }
-    puts_(&t, "\n}");
-    if (t.oom) {
-        free(t.p);
-        tt_errorf("out of memory");
-        return NULL;
-    }
-    return t.p;
+    char *text = ok ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    if (!text) tt_errorf("out of memory");
+    return text;
 }
 
 char *tt_peft_config_to_json(const tt_peft_config *c)

@@ -29,7 +29,7 @@ tt_err tt_peft_config_read(const char *dir, tt_peft_config *out);
 /* The same from bytes (need not be NUL-terminated); `what` names the source in errors. */
 tt_err tt_peft_config_parse(const char *json, size_t len, const char *what, tt_peft_config *out);
 
-/* adapter_config.json text (malloc'd, free() it) as PEFT writes it (keys sorted, two-space indent):
+/* adapter_config.json text (malloc'd, free() it) with the keys PEFT writes, sorted as it sorts them:
  * peft_type LORA, task_type CAUSAL_LM, c's fields and every other field PEFT 0.17 writes at its default,
  * so that every PEFT since 0.17 loads it without a warning. NULL + error when c is not a config
  * tt_peft_config_parse could return. */
