@@ -1,7 +1,7 @@
 /* hf_model.c — Hugging Face folders in and out: tensors are matched to titan
  * parameters through the architecture's name map (tt_model_hf_slot), with
- * GPT-2's Conv1D transposes and fused q/k/v split or re-fused, and every
- * dtype converted to the fp32 master copy. */
+ * GPT-2's Conv1D transposes and fused q/k/v split or re-fused, every dtype
+ * converted to the fp32 master copy on the way in, and fp32 or bf16 out. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
