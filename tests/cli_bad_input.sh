@@ -16,6 +16,9 @@ expect "wrong type" error "training.steps" "$TITAN" train --training.steps ten
 expect "out of range" error "optimizer.lr" "$TITAN" train --optimizer.lr -1
 expect "bad enum" error "decay_type.*(linear|cosine)" "$TITAN" train --lr_scheduler.decay_type cubic
 expect "missing config file" error "nope.toml" "$TITAN" train --config "$W/nope.toml"
+expect "export: bad --dtype" error "checkpoint.export_dtype.*float8.*bfloat16" "$TITAN" export --out "$W/x" --dtype float8
+expect "export: bad checkpoint.export_dtype" error "checkpoint.export_dtype.*fp8" "$TITAN" export --out "$W/x" \
+  --checkpoint.export_dtype fp8
 expect "bench gemm: bad shape" error "12x34xq.*MxNxK" "$TITAN" bench gemm 12x34xq
 expect "bench gemm: bad op" error "12x34x5:nx.*op" "$TITAN" bench gemm 12x34x5:nx
 expect "bench gemm: bad dtype" error "dtype is f32, bf16 or both" "$TITAN" bench gemm --dtype f16

@@ -6,7 +6,9 @@
 # `titan prepare --hf` tokenizes a small English corpus,
 # `titan train` starts from the HF weights and fine-tunes for 20 steps (the
 # loss falls), writes <dump>/hf at the end, and `titan generate --hf` runs on
-# it. Where python3 can import transformers, torch and tokenizers,
+# it. Llama's run is also exported in bf16 (titan export --dtype, the
+# checkpoint.export_dtype key at the end of training, auto on a source folder
+# that says bfloat16), and titan generates from that folder. Where python3 can import transformers, torch and tokenizers,
 # tests/hf_finetune_check.py then loads the export in transformers: trained
 # weights, titan's validation loss and greedy text reproduced, and titan's
 # token ids equal to tokenizers'. Without them only that part is skipped.
@@ -83,6 +85,8 @@ printf '%s\n' "{\"text\": \"$PROMPT\"}" '{"text": "Hello"}' '{"text": "  two lea
 [ "$(wc -l <"$W/corpus.jsonl")" -eq 300 ]
 check "corpus written (300 lines)" $?
 
+# st_dtypes FILE: the dtypes of a safetensors file's tensors, sorted, one of each (from its JSON header)
+st_dtypes() { head -c 65536 "$1" | grep -a -o '"dtype":"[A-Z0-9]*"' | sed 's/.*:"\(.*\)"/\1/' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 # metric FILE STEP KEY: the value of KEY in the metrics.jsonl line of that step
 metric() { sed -n "s/^{\"step\":$2,\"$3\":\([-0-9.eE+]*\)[,}].*/\1/p" "$1" | head -n 1; }
 
@@ -126,12 +130,18 @@ for m in "${MODELS[@]}"; do
   [ -n "$v20" ] && awk -v a="$l1" -v v="$v20" 'BEGIN { exit !(v < 0.8 * a) }'
   check "$m: validation loss at step 20 below 0.8 x the first training loss" $?
 
-  # the same fine-tune in bf16 mixed precision: the loss falls as far
+  # the same fine-tune in bf16 mixed precision: the loss falls as far (Llama's ends with a bf16 export)
+  BF16_EXPORT=()
+  [ "$m" = llama ] && BF16_EXPORT=(--checkpoint.last_save_in_hf true --checkpoint.export_dtype bfloat16)
   "$TITAN" train --model.hf_assets_path "$F" --checkpoint.initial_load_in_hf true \
     --training.dataset_path "$D/data/train.bin" --training.steps 20 --training.seq_len 64 \
     --training.local_batch_size 8 --optimizer.lr 1e-2 --lr_scheduler.warmup_steps 2 --checkpoint.enable false \
     --training.mixed_precision_param bfloat16 --job.dump_folder "$D/run_bf16" --metrics.log_freq 1 \
-    --metrics.peak_tflops 1 >"$D/train_bf16.log" 2>&1
+    --metrics.peak_tflops 1 "${BF16_EXPORT[@]}" >"$D/train_bf16.log" 2>&1
+  if [ "$m" = llama ]; then
+    [ "$(st_dtypes "$D/run_bf16/hf/model.safetensors")" = BF16 ] && grep -q '"bfloat16"' "$D/run_bf16/hf/config.json"
+    check "$m: checkpoint.last_save_in_hf with checkpoint.export_dtype bfloat16 writes BF16 weights" $?
+  fi
   b1=$(metric "$D/run_bf16/metrics.jsonl" 1 loss) b20=$(metric "$D/run_bf16/metrics.jsonl" 20 loss)
   echo "     $m: bf16 loss step 1 ${b1:-?}, step 20 ${b20:-?}"
   [ -n "$b1" ] && [ -n "$b20" ] && [ -n "$l1" ] && [ -n "$l20" ] &&
@@ -152,6 +162,32 @@ for m in "${MODELS[@]}"; do
     cmp -s "$D/export/model.safetensors" "$H/model.safetensors" && cmp -s "$D/export/config.json" "$H/config.json"
   check "$m: titan export of the last checkpoint equals <dump>/hf" $?
   grep error "$D/export.log"
+  [ "$(st_dtypes "$H/model.safetensors")" = F32 ] && grep -q '"torch_dtype":.*"float32"' "$H/config.json"
+  check "$m: an fp32 source exports F32 weights (checkpoint.export_dtype auto)" $?
+  if [ "$m" = llama ]; then
+    # --dtype bfloat16: BF16 weights in half the bytes, config.json says so, and titan loads the folder back
+    "$TITAN" export --model.hf_assets_path "$F" --job.dump_folder "$D/run" --dtype bfloat16 --out "$D/export_bf16" \
+      >"$D/export_bf16.log" 2>&1 && [ "$(st_dtypes "$D/export_bf16/model.safetensors")" = BF16 ] &&
+      grep -q '"torch_dtype":.*"bfloat16"' "$D/export_bf16/config.json" &&
+      [ "$(stat -c %s "$D/export_bf16/model.safetensors")" -lt "$(($(stat -c %s "$H/model.safetensors") * 6 / 10))" ] &&
+      grep -q "(bf16 weights)" "$D/export_bf16.log"
+    check "$m: titan export --dtype bfloat16 writes BF16 weights and says bfloat16" $?
+    out=$("$TITAN" generate --hf "$D/export_bf16" --generate.max_new_tokens 10 "Hello" 2>"$D/gen_bf16.err")
+    [ $? -eq 0 ] && [ "${out#Hello}" != "$out" ]
+    check "$m: titan generate --hf on the bf16 export" $?
+    # auto follows a source folder that says bfloat16; checkpoint.export_dtype float32 overrides it
+    mkdir -p "$D/src_bf16" && cp "$F"/*.json "$F/model.safetensors" "$D/src_bf16/" &&
+      sed -i 's/"dtype": "float32"/"dtype": "bfloat16"/' "$D/src_bf16/config.json" &&
+      "$TITAN" export --model.hf_assets_path "$D/src_bf16" --job.dump_folder "$D/run" --out "$D/export_auto" \
+        >"$D/export_auto.log" 2>&1 && cmp -s "$D/export_auto/model.safetensors" "$D/export_bf16/model.safetensors"
+    check "$m: export of a run from a bfloat16 folder is bf16 by default" $?
+    "$TITAN" export --model.hf_assets_path "$D/src_bf16" --job.dump_folder "$D/run" --out "$D/export_f32" \
+      --checkpoint.export_dtype float32 >"$D/export_f32.log" 2>&1 &&
+      cmp -s "$D/export_f32/model.safetensors" "$H/model.safetensors"
+    check "$m: checkpoint.export_dtype float32 overrides the bfloat16 source" $?
+    expect "$m: titan export --dtype float8 is refused, naming the key" error "checkpoint.export_dtype.*float8" \
+      "$TITAN" export --model.hf_assets_path "$F" --job.dump_folder "$D/run" --dtype float8 --out "$D/export_f8"
+  fi
 
   out=$("$TITAN" generate --hf "$H" --generate.max_new_tokens 10 "Hello" 2>"$D/gen.err")
   rc=$?

@@ -67,10 +67,14 @@ static const char *command_help(const char *cmd)
                "  between) and prints the text of each, special tokens included unless --no-special.\n"
                "  An id outside the vocabulary, or text that is not UTF-8, stops with the file and line.\n";
     if (!strcmp(cmd, "export"))
-        return "titan export [--config FILE] [--checkpoint step-N|PATH] --out DIR [--checkpoint.hf_max_shard_mb MB]\n"
+        return "titan export [--config FILE] [--checkpoint step-N|PATH] --out DIR [--dtype float32|bfloat16|auto]\n"
+               "             [--checkpoint.hf_max_shard_mb MB]\n"
                "  Writes a checkpoint (default: the newest of job.dump_folder) as a Hugging Face folder:\n"
                "  config.json, model.safetensors (sharded past checkpoint.hf_max_shard_mb),\n"
-               "  generation_config.json and tokenizer.json, which transformers loads.\n";
+               "  generation_config.json and tokenizer.json, which transformers loads.\n"
+               "  --dtype sets checkpoint.export_dtype, the dtype of the weights written: bfloat16 rounds\n"
+               "  each fp32 weight to nearest even; auto (the default) is model.hf_assets_path's dtype\n"
+               "  when that is bfloat16, else float32.\n";
     if (!strcmp(cmd, "report"))
         return "titan report RUN_DIR [RUN_DIR...] [--out FILE.html]\n"
                "  Writes one self-contained HTML page (no scripts, nothing fetched; default\n"
@@ -425,9 +429,9 @@ static int run_command(int argc, char **argv)
     if (!strcmp(cmd, "report")) return cmd_report(sub_argc, sub_argv);
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(sub_argc, sub_argv);
 
-    /* --hf (generate), --checkpoint (generate, export), --out (export) and --json (plan) are
-     * command flags, not config keys */
-    const char *hf = NULL, *ckpt = NULL, *out_dir = NULL;
+    /* --hf (generate), --checkpoint (generate, export), --out and --dtype (export) and --json
+     * (plan) are command flags, not config keys (--dtype sets checkpoint.export_dtype) */
+    const char *hf = NULL, *ckpt = NULL, *out_dir = NULL, *dtype = NULL;
     char **args = calloc((size_t)sub_argc + 1, sizeof *args);
     int n_args = 0, is_gen = !strcmp(cmd, "generate"), is_export = !strcmp(cmd, "export"), json = 0;
     if (!args) return fail(cmd);
@@ -438,7 +442,8 @@ static int run_command(int argc, char **argv)
         }
         const char **slot = is_gen && !strcmp(sub_argv[i], "--hf") ? &hf
                           : (is_gen || is_export) && !strcmp(sub_argv[i], "--checkpoint") ? &ckpt
-                          : is_export && !strcmp(sub_argv[i], "--out") ? &out_dir : NULL;
+                          : is_export && !strcmp(sub_argv[i], "--out") ? &out_dir
+                          : is_export && !strcmp(sub_argv[i], "--dtype") ? &dtype : NULL;
         if (!slot) {
             args[n_args++] = sub_argv[i];
         } else if (i + 1 < sub_argc) {
@@ -454,7 +459,8 @@ static int run_command(int argc, char **argv)
     int n_rest = 0, rc = 0;
     if (!c || !rest) return fail(cmd);
     if (load_config(c, n_args, args, &n_rest, is_gen ? rest : NULL) ||
-        (hf && tt_config_set(c, "model.hf_assets_path", hf, "--hf")) || (ckpt && select_checkpoint(c, ckpt))) {
+        (hf && tt_config_set(c, "model.hf_assets_path", hf, "--hf")) || (ckpt && select_checkpoint(c, ckpt)) ||
+        (dtype && tt_config_set(c, "checkpoint.export_dtype", dtype, "--dtype"))) {
         rc = fail(cmd);
     } else if (!strcmp(cmd, "train")) {
         catch_stop_signals();

@@ -33,6 +33,8 @@ typedef enum { TT_RESHARD_DEFAULT = 0, TT_RESHARD_ALWAYS, TT_RESHARD_NEVER } tt_
 typedef enum { TT_FAULT_EXIT = 0, TT_FAULT_HANG, TT_FAULT_NAN } tt_fault_kind;   /* "exit" "hang" "nan" */
 /* model.score_func: how the router turns logits into scores */
 typedef enum { TT_SCORE_FUNC_SOFTMAX = 0, TT_SCORE_FUNC_SIGMOID } tt_score_func_name; /* "softmax" "sigmoid" */
+/* checkpoint.export_dtype: the dtype of a Hugging Face export's weights; auto (also "") = the source folder's */
+typedef enum { TT_EXPORT_DTYPE_AUTO = 0, TT_EXPORT_DTYPE_FLOAT32, TT_EXPORT_DTYPE_BFLOAT16 } tt_export_dtype; /* "auto" ... */
 
 typedef struct tt_job_config {
     char dump_folder[TT_CONFIG_PATH_MAX]; /* checkpoints, logs and metrics go under it */
@@ -146,6 +148,7 @@ typedef struct tt_checkpoint_config {
     char initial_load_path[TT_CONFIG_PATH_MAX]; /* "" = model.hf_assets_path */
     bool last_save_in_hf;      /* also export <dump_folder>/hf at the end */
     int hf_max_shard_mb;       /* 0 = one model.safetensors */
+    tt_export_dtype export_dtype; /* auto: model.hf_assets_path's dtype when bfloat16, else float32 */
 } tt_checkpoint_config;
 
 /* TorchTitan's activation checkpointing: "full" keeps only each transformer

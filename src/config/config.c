@@ -60,6 +60,7 @@ static const char *const ac_modes[] = {"none", "selective", "full", NULL};
 static const char *const reshard_modes[] = {"default", "always", "never", NULL};
 static const char *const fault_kinds[] = {"exit", "hang", "nan", NULL};
 static const char *const score_funcs[] = {"softmax", "sigmoid", NULL};
+static const char *const export_dtypes[] = {"auto", "float32", "bfloat16", NULL}; /* "" also means auto */
 
 /* The byte tokenizer: 256 byte values plus BOS and EOS. */
 #define BYTE_TOKENIZER_VOCAB 258
@@ -253,6 +254,11 @@ static const cfg_key keys[] = {
           "at the end of training also write the model as a Hugging Face folder, <dump_folder>/hf"),
     INT_("checkpoint.hf_max_shard_mb", checkpoint.hf_max_shard_mb, 0, BIG, 0, "5000",
          "Hugging Face export: split model.safetensors into shards of at most this many MB; 0 = one file"),
+    ENUM_("checkpoint.export_dtype", checkpoint.export_dtype, export_dtypes, 0, "auto",
+          "dtype of the weights a Hugging Face export writes (checkpoint.last_save_in_hf, titan export --dtype): "
+          "float32, bfloat16 (each fp32 weight rounded to nearest even), or auto (also \"\"): the dtype of "
+          "model.hf_assets_path's weights (its config.json's torch_dtype / dtype, else its safetensors) when that "
+          "is bfloat16, else float32"),
 
     ENUM_("activation_checkpoint.mode", activation_checkpoint.mode, ac_modes, 0, "none",
           "recompute activations in the backward: none, selective (keep matmul and attention outputs), "
@@ -303,7 +309,7 @@ _Static_assert(N_KEYS <= TT_CONFIG_MAX_KEYS, "raise TT_CONFIG_MAX_KEYS");
 /* enum fields are written through int pointers */
 _Static_assert(sizeof(tt_model_name) == sizeof(int) && sizeof(tt_decay_type) == sizeof(int) &&
                    sizeof(tt_ac_mode) == sizeof(int) && sizeof(tt_reshard_mode) == sizeof(int) &&
-                   sizeof(tt_fault_kind) == sizeof(int),
+                   sizeof(tt_fault_kind) == sizeof(int) && sizeof(tt_export_dtype) == sizeof(int),
                "enum size");
 
 static int find_key(const char *key)
@@ -531,6 +537,7 @@ static int store(tt_config *c, int ki, const tt_toml_value *v, const char *where
         int i;
         for (i = 0; k->choices[i]; i++)
             if (!strcmp(k->choices[i], v->str)) break;
+        if (!v->str[0] && !strcmp(k->choices[0], "auto")) i = 0; /* TorchTitan leaves such keys empty for "decide" */
         if (!k->choices[i]) {
             format_choices(k, buf, sizeof buf);
             return tt_errorf("%s: %s: unknown value '%.64s' (allowed: %s)", where, k->key, v->str, buf);

@@ -845,7 +845,8 @@ char *tt_hf_config_to_json(const tt_hf_config *c)
     if (c->bos_token_id >= 0) cJSON_AddNumberToObject(j, "bos_token_id", c->bos_token_id);
     if (c->n_eos == 1) cJSON_AddNumberToObject(j, "eos_token_id", c->eos_token_ids[0]);
     else if (c->n_eos > 1) cJSON_AddItemToObject(j, "eos_token_id", cJSON_CreateIntArray(c->eos_token_ids, c->n_eos));
-    cJSON_AddStringToObject(j, "torch_dtype", "float32");
+    /* the dtype export writes the weights in: bfloat16, or (anything else) float32 */
+    cJSON_AddStringToObject(j, "torch_dtype", strcmp(c->torch_dtype, "bfloat16") ? "float32" : "bfloat16");
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
     if (!text) tt_errorf("out of memory writing config.json");

@@ -43,7 +43,7 @@ tt_err tt_hf_config_read(const char *dir, tt_hf_config *out);
 tt_err tt_hf_config_parse(const char *json, size_t len, const char *path, tt_hf_config *out);
 
 /* config.json text (malloc'd, free() it) for c->family with the class's own
- * keys, torch_dtype "float32"; NULL + error when the family cannot express
+ * keys, torch_dtype "bfloat16" when c->torch_dtype says so, else "float32"; NULL + error when the family cannot express
  * the model. c->family TT_HF_AUTO picks one with tt_hf_family_for. */
 char *tt_hf_config_to_json(const tt_hf_config *c);
 

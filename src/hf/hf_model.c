@@ -1,7 +1,7 @@
 /* hf_model.c — Hugging Face folders in and out: tensors are matched to titan
  * parameters through the architecture's name map (tt_model_hf_slot), with
- * GPT-2's Conv1D transposes and fused q/k/v split or re-fused, and every
- * dtype converted to the fp32 master copy. */
+ * GPT-2's Conv1D transposes and fused q/k/v split or re-fused, every dtype
+ * converted to the fp32 master copy on the way in, and fp32 or bf16 out. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +282,23 @@ void tt_hf_detect_layout(const char *dir, const tt_model_cfg *c, tt_model_ext *x
     tt_st_close(st);
 }
 
+tt_dtype tt_hf_weights_dtype(const char *dir, const char *torch_dtype)
+{
+    static const struct { const char *torch, *st; tt_dtype t; } known[] = {
+        {"float32", "F32", TT_F32}, {"bfloat16", "BF16", TT_BF16}, {"float16", "F16", TT_F16}};
+    for (size_t k = 0; torch_dtype && k < sizeof known / sizeof known[0]; k++)
+        if (!strcmp(torch_dtype, known[k].torch)) return known[k].t;
+    tt_safetensors *st = tt_st_open_dir(dir);
+    if (!st) return TT_F32; /* no weights to look at */
+    tt_dtype t = TT_F32;
+    int found = 0;
+    for (int i = 0; i < tt_st_count(st) && !found; i++)
+        for (size_t k = 0; k < sizeof known / sizeof known[0] && !found; k++)
+            if ((found = !strcmp(tt_st_get(st, i)->dtype, known[k].st))) t = known[k].t;
+    tt_st_close(st);
+    return t;
+}
+
 tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out, float **weights)
 {
     tt_hf_config c;
@@ -311,6 +328,7 @@ tt_hf_export_opts tt_hf_export_defaults(void)
     memset(&o, 0, sizeof o);
     o.family = TT_HF_AUTO;
     o.bos_token_id = -1;
+    o.dtype = TT_F32;
     return o;
 }
 
@@ -348,13 +366,16 @@ static tt_err copy_file(const char *src, const char *dir, const char *name)
 }
 
 /* One HF tensor being assembled: straight from a parameter (fetched from the
- * store as the writer reaches it), or (transposed or fused) into its own buffer. */
+ * store as the writer reaches it), or (transposed or fused) into its own
+ * buffer. A bf16 export reads the fp32 values (into the shared stage when
+ * they come from the store) and rounds them into the writer's buffer. */
 typedef struct {
     tt_st_tensor t;
-    float *buf;
+    float *buf;   /* (numel) fp32, in the HF layout; NULL: the parameter itself */
     const tt_param_store *src;
     const tt_model *m;
     int param;
+    float *stage; /* bf16 from a parameter: its fp32 values go here first */
 } out_tensor;
 
 static tt_err fetch_param(void *ctx, void *dst, size_t bytes)
@@ -364,13 +385,32 @@ static tt_err fetch_param(void *ctx, void *dst, size_t bytes)
     return ot->src->read(ot->src->ctx, ot->m, ot->param, dst);
 }
 
+static tt_err fetch_bf16(void *ctx, void *dst, size_t bytes)
+{
+    const out_tensor *ot = ctx;
+    const float *v = ot->buf;
+    if (!v) {
+        if (ot->src->read(ot->src->ctx, ot->m, ot->param, ot->stage)) return -1;
+        v = ot->stage;
+    }
+    uint16_t *h = dst;
+    size_t n = bytes / sizeof *h;
+    #pragma omp parallel for schedule(static) if (n > (1u << 16))
+    for (size_t k = 0; k < n; k++) h[k] = tt_f32_to_bf16(v[k]);
+    return 0;
+}
+
 tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts *o, const tt_param_store *src)
 {
     tt_hf_export_opts def = tt_hf_export_defaults();
     if (!o) o = &def;
     if (o->n_eos < 0 || o->n_eos > TT_HF_MAX_EOS) return tt_errorf("export: n_eos must be 0..%d", TT_HF_MAX_EOS);
+    if (o->dtype != TT_F32 && o->dtype != TT_BF16)
+        return tt_errorf("export to %s: weights are written as f32 or bf16, not %s", dir, tt_dtype_name(o->dtype));
+    const int bf16 = o->dtype == TT_BF16;
     tt_hf_config c;
     memset(&c, 0, sizeof c);
+    snprintf(c.torch_dtype, sizeof c.torch_dtype, "%s", bf16 ? "bfloat16" : "float32");
     c.model = m->cfg;
     c.ext = m->ext;
     c.family = o->family == TT_HF_AUTO ? tt_hf_family_for(&m->cfg, &m->ext) : o->family;
@@ -405,21 +445,22 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
             n_out++;
             snprintf(names[k], sizeof names[k], "%s", s.name);
             ot->t.name = names[k];
-            snprintf(ot->t.dtype, sizeof ot->t.dtype, "F32");
+            snprintf(ot->t.dtype, sizeof ot->t.dtype, "%s", bf16 ? "BF16" : "F32");
             ot->t.ndim = nd;
             memcpy(ot->t.shape, sh, sizeof sh);
-            ot->t.nbytes = (size_t)tt_numel(nd, sh) * sizeof(float);
+            size_t numel = (size_t)tt_numel(nd, sh);
+            ot->t.nbytes = numel * (bf16 ? sizeof(uint16_t) : sizeof(float));
+            ot->t.fetch = bf16 ? fetch_bf16 : fetch_param;
+            ot->t.fetch_ctx = ot;
             if (!s.transpose && s.n_parts == 1) { /* same layout: fetched when written */
-                ot->src = src, ot->m = m, ot->param = i;
-                ot->t.fetch = fetch_param;
-                ot->t.fetch_ctx = ot;
+                ot->src = src, ot->m = m, ot->param = i, ot->stage = stage;
                 continue;
             }
-            if (!(ot->buf = tt_alloc(ot->t.nbytes))) {
+            if (!(ot->buf = tt_alloc(numel * sizeof(float)))) {
                 rc = -1;
                 break;
             }
-            ot->t.data = ot->buf;
+            if (!bf16) ot->t.data = ot->buf, ot->t.fetch = NULL; /* written as it is */
         }
         int fits = ot->buf && ot->t.ndim == nd;
         for (int d = 0; d < nd && fits; d++) fits = ot->t.shape[d] == sh[d];

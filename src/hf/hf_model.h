@@ -19,6 +19,12 @@
 void tt_hf_detect_layout(const char *dir, const tt_model_cfg *c, tt_model_ext *x);
 tt_model *tt_hf_load(const char *dir, tt_hf_config *cfg_out, float **weights);
 
+/* The dtype a folder keeps its weights in: torch_dtype (its config.json's
+ * torch_dtype or dtype, as tt_hf_config_read gives it; may be NULL) when that
+ * is float32, bfloat16 or float16, else the dtype of the first F32, BF16 or
+ * F16 tensor of its safetensors; TT_F32 when neither tells. */
+tt_dtype tt_hf_weights_dtype(const char *dir, const char *torch_dtype);
+
 /* Load the weights of the folder into an existing model (for example one
  * built from a titan recipe). The folder's config.json, when present, must
  * describe the same math (sizes, norm epsilon, RoPE, windows, tied head,
@@ -35,14 +41,16 @@ typedef struct {
     int n_eos;                 /* eos ids (0 = none) */
     int eos_token_ids[TT_HF_MAX_EOS];
     const char *tokenizer_json;/* a tokenizer.json to copy into the folder, or NULL */
+    tt_dtype dtype;            /* of the weights written: TT_F32, or TT_BF16 (each rounded to nearest even) */
 } tt_hf_export_opts;
 
-/* Options with no bos/eos, one file, family chosen from the model. */
+/* Options with no bos/eos, one file, fp32, family chosen from the model. */
 tt_hf_export_opts tt_hf_export_defaults(void);
 
-/* Write <dir>/model.safetensors (fp32; sharded past max_shard_bytes) of the
- * weights in src, generation_config.json, tokenizer.json (copied when given)
- * and, last, config.json. Creates dir if needed. */
+/* Write <dir>/model.safetensors (in o->dtype; sharded past max_shard_bytes) of
+ * the weights in src, generation_config.json, tokenizer.json (copied when
+ * given) and, last, config.json (its torch_dtype naming o->dtype). Creates dir
+ * if needed. */
 tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts *o, const tt_param_store *src);
 
 #endif

@@ -9,12 +9,25 @@
 #include "tokenizer/tokenizer_byte.h"
 #include "train/export.h"
 
+tt_dtype tt_run_export_dtype(const tt_run *r)
+{
+    switch (r->cfg->checkpoint.export_dtype) {
+    case TT_EXPORT_DTYPE_FLOAT32: return TT_F32;
+    case TT_EXPORT_DTYPE_BFLOAT16: return TT_BF16;
+    case TT_EXPORT_DTYPE_AUTO: break;
+    }
+    if (!r->has_hf) return TT_F32;
+    /* an F16 source is written in fp32: fp16's range would clip what training made */
+    return tt_hf_weights_dtype(r->cfg->model.hf_assets_path, r->hf.torch_dtype) == TT_BF16 ? TT_BF16 : TT_F32;
+}
+
 /* The Hugging Face export of a run's model: ids of the tokenizer it was
  * trained with, and that tokenizer.json when it came from an HF folder. */
 tt_err tt_run_export_hf(tt_run *r, const char *out_dir)
 {
     tt_hf_export_opts o = tt_hf_export_defaults();
     o.max_shard_bytes = (size_t)r->cfg->checkpoint.hf_max_shard_mb * 1000 * 1000;
+    o.dtype = tt_run_export_dtype(r);
     char tok[TT_CONFIG_PATH_MAX + 32];
     if (r->has_hf) {
         o.bos_token_id = r->hf.bos_token_id;
@@ -42,6 +55,6 @@ tt_err tt_run_export_hf(tt_run *r, const char *out_dir)
         free(json);
         if (rc) return tt_error_prefix("export to %s: ", out_dir);
     }
-    tt_log("exported step %ld as a Hugging Face folder: %s", r->step, out_dir);
+    tt_log("exported step %ld as a Hugging Face folder (%s weights): %s", r->step, tt_dtype_name(o.dtype), out_dir);
     return 0;
 }
