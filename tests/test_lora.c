@@ -8,13 +8,23 @@
  * nothing (the error lists what exists), a routed expert (refused). Each on
  * the dense llama block (q/k/v and gate/up fused), Qwen2's (q/k/v biases,
  * tied head) and an MoE block with a shared expert (attention and shared
- * expert adapted). */
+ * expert adapted). And against PEFT (tests/fixtures/lora, made by
+ * tools/gen_lora_fixtures.py): for each tiny Hugging Face model and its PEFT
+ * adapter (B non-zero), titan's loss, adapter gradients and gradient norm
+ * equal PEFT's, its merge equals merge_and_unload (fp32 within 1e-6, bf16 bit
+ * for bit), and the adapter written back in PEFT's format reads back the
+ * same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "formats/safetensors.h"
 #include "graph/exec.h"
 #include "harness.h"
+#include "hf/hf_model.h"
+#include "hf/peft.h"
+#include "hf/peft_adapter.h"
 #include "models/lora.h"
 #include "train/step_graph.h"
 
@@ -71,16 +81,17 @@ typedef struct {
     tt_frozen_base fb;
     tt_train_state st;
     tt_step_graph sg;
-    int ok;
+    int ok, B, T;
 } run;
 
-static int open_run(run *r, const tt_model *m, const tt_lora *l, tt_dtype base_dt, tt_dtype act, const float *w,
-                    const float *aw)
+static int open_run_bt(run *r, const tt_model *m, const tt_lora *l, tt_dtype base_dt, tt_dtype act, const float *w,
+                       const float *aw, int b, int t)
 {
     memset(r, 0, sizeof *r);
     r->be = tt_backend_get("cpu");
     r->q = r->be->queue_new();
-    tt_step_cfg cfg = {.B = B, .T = T, .act_dtype = act, .lora = l, .frozen = l ? &r->fb : NULL};
+    r->B = b, r->T = t;
+    tt_step_cfg cfg = {.B = b, .T = t, .act_dtype = act, .lora = l, .frozen = l ? &r->fb : NULL};
     int rc = l ? tt_frozen_init(&r->fb, m, base_dt, r->be, r->q) : 0;
     if (!rc) rc = tt_state_init(&r->st, l ? l->adapters : m, r->be, r->q, 1);
     if (!rc && l) {
@@ -93,14 +104,23 @@ static int open_run(run *r, const tt_model *m, const tt_lora *l, tt_dtype base_d
     return r->ok = rc == 0;
 }
 
-static double run_loss(run *r, const batch *b)
+static int open_run(run *r, const tt_model *m, const tt_lora *l, tt_dtype base_dt, tt_dtype act, const float *w,
+                    const float *aw)
+{
+    return open_run_bt(r, m, l, base_dt, act, w, aw, B, T);
+}
+
+/* the mean loss of one step on ids and targets (B*T each) */
+static double run_loss_of(run *r, const int32_t *ids, const int32_t *tg, const int32_t *pos, const int32_t *doc)
 {
     double loss = NAN;
-    CHECK_MSG(tt_step_set_batch(&r->sg, b->ids, b->tg, b->pos, b->doc, 1.0f / (B * T), 1.0f) == 0 &&
+    CHECK_MSG(tt_step_set_batch(&r->sg, ids, tg, pos, doc, 1.0f / (float)(r->B * r->T), 1.0f) == 0 &&
                   tt_exec_run(r->sg.exec) == 0 && tt_step_loss(&r->sg, &loss) == 0,
               "%s", tt_last_error());
     return loss;
 }
+
+static double run_loss(run *r, const batch *b) { return run_loss_of(r, b->ids, b->tg, b->pos, b->doc); }
 
 static void close_run(run *r)
 {
@@ -266,6 +286,123 @@ static void check_errors(void)
     tt_model_free(m);
 }
 
+/* a tensor of the reference file as fp32 (F32 or BF16), n elements expected */
+static const tt_st_tensor *ref_tensor(const tt_safetensors *st, const char *name, size_t n, const char *dt)
+{
+    const tt_st_tensor *t = tt_st_find(st, name);
+    CHECK_MSG(t && !strcmp(t->dtype, dt) && t->nbytes == n * tt_st_dtype_bits(dt) / 8, "reference tensor '%s'", name);
+    return t && !strcmp(t->dtype, dt) && t->nbytes == n * tt_st_dtype_bits(dt) / 8 ? t : NULL;
+}
+
+static void check_peft(const char *name)
+{
+    char base_dir[512], adapter_dir[512], ref_path[512], tmp[] = "/tmp/titan_lora_peft.XXXXXX";
+    snprintf(base_dir, sizeof base_dir, "%s/tests/fixtures/hf/%s", TITAN_SOURCE_DIR, name);
+    snprintf(adapter_dir, sizeof adapter_dir, "%s/tests/fixtures/lora/%s", TITAN_SOURCE_DIR, name);
+    snprintf(ref_path, sizeof ref_path, "%s/tests/fixtures/lora/%s.ref.safetensors", TITAN_SOURCE_DIR, name);
+    tt_hf_config hc;
+    float *w = NULL;
+    tt_model *m = tt_hf_load(base_dir, &hc, &w);
+    tt_safetensors *ref = tt_st_open(ref_path);
+    tt_lora_spec spec;
+    tt_lora l;
+    memset(&l, 0, sizeof l);
+    int rc = !m || !ref || tt_peft_adapter_spec(adapter_dir, &spec) || tt_lora_new(m, &spec, &l);
+    CHECK_MSG(!rc, "%s: %s", name, tt_last_error());
+    float *aw = rc ? NULL : th_alloc(l.adapters->numel, sizeof(float));
+    tt_param_store as = tt_model_host_store(aw);
+    if (!rc) CHECK_MSG(!(rc = tt_peft_adapter_load(adapter_dir, &l, &as)), "%s: %s", name, tt_last_error());
+    const tt_st_tensor *ids = rc ? NULL : ref_tensor(ref, "input_ids", 16, "I32");
+    const tt_st_tensor *lab = rc ? NULL : ref_tensor(ref, "labels", 16, "I32");
+    const tt_st_tensor *rl = rc ? NULL : ref_tensor(ref, "loss", 1, "F32");
+    const tt_st_tensor *rn = rc ? NULL : ref_tensor(ref, "grad_norm", 1, "F32");
+    run r;
+    if (ids && lab && rl && rn && open_run_bt(&r, m, &l, TT_F32, TT_F32, w, aw, 2, 8)) {
+        int32_t pos[16], doc[16];
+        for (int i = 0; i < 16; i++) pos[i] = i % 8, doc[i] = i / 8;
+        const double loss = run_loss_of(&r, ids->data, lab->data, pos, doc);
+        const float want = *(const float *)rl->data, want_norm = *(const float *)rn->data;
+        CHECK_MSG(fabs(loss - want) <= 1e-5 * fabs(want), "%s: loss %.8g, PEFT's %.8g", name, loss, want);
+        float *grad = th_alloc(l.adapters->numel, sizeof(float));
+        CHECK(tt_state_download(&r.st, TT_STATE_GRAD, grad) == 0);
+        double sumsq = 0;
+        for (size_t k = 0; k < l.adapters->numel; k++) sumsq += (double)grad[k] * grad[k];
+        CHECK_MSG(fabs(sqrt(sumsq) - want_norm) <= 1e-5 * want_norm, "%s: gradient norm %.8g, PEFT's %.8g", name,
+                  sqrt(sumsq), want_norm);
+        for (int t = 0; t < l.n_targets; t++) /* every A and B, by PEFT's name */
+            for (int half = 0; half < 2; half++) {
+                const tt_param *p = &l.adapters->params[half ? l.targets[t].b : l.targets[t].a];
+                char tn[320] = "grad.";
+                tt_peft_tensor_name(l.targets[t].module, half, tn + 5, sizeof tn - 5);
+                const tt_st_tensor *g = ref_tensor(ref, tn, (size_t)tt_param_numel(p), "F32");
+                double err = 0, mag = 0;
+                for (int64_t k = 0; g && k < tt_param_numel(p); k++) {
+                    const double x = ((const float *)g->data)[k];
+                    err = fmax(err, fabs(x - grad[p->offset + k]));
+                    mag = fmax(mag, fabs(x));
+                }
+                CHECK_MSG(g && err <= 1e-4 * mag + 1e-9, "%s: %s off PEFT's by %g (largest %g)", name, tn, err, mag);
+            }
+        free(grad);
+    }
+    close_run(&r);
+    /* the merge, fp32 and bf16, against merge_and_unload's */
+    for (int t = 0; t < l.n_targets && !rc; t++) {
+        const tt_lora_target *x = &l.targets[t];
+        const tt_param *p = &m->params[x->base];
+        const size_t n = (size_t)tt_param_numel(p);
+        float *wm = th_alloc(n, sizeof(float)), *wb = th_alloc(n, sizeof(float));
+        for (size_t k = 0; k < n; k++) wb[k] = tt_bf16_to_f32(tt_f32_to_bf16(w[p->offset + (int64_t)k]));
+        memcpy(wm, w + p->offset, n * sizeof(float));
+        const float *A = aw + l.adapters->params[x->a].offset, *Bm = aw + l.adapters->params[x->b].offset;
+        tt_lora_merge(wm, A, Bm, p->shape[0], p->shape[1], l.rank, l.scale);
+        tt_lora_merge(wb, A, Bm, p->shape[0], p->shape[1], l.rank, l.scale);
+        char tn[300];
+        snprintf(tn, sizeof tn, "merged.%s.weight", x->module);
+        const tt_st_tensor *f = ref_tensor(ref, tn, n, "F32");
+        snprintf(tn, sizeof tn, "merged_bf16.%s.weight", x->module);
+        const tt_st_tensor *h = ref_tensor(ref, tn, n, "BF16");
+        double err = 0;
+        size_t differ = 0;
+        for (size_t k = 0; f && h && k < n; k++) {
+            err = fmax(err, fabs(((const float *)f->data)[k] - wm[k]));
+            uint16_t hb;
+            memcpy(&hb, (const char *)h->data + 2 * k, 2);
+            differ += hb != tt_f32_to_bf16(wb[k]);
+        }
+        CHECK_MSG(err <= 1e-6, "%s: merged %s off PEFT's by %g", name, x->module, err);
+        CHECK_MSG(differ == 0, "%s: bf16 merge of %s: %zu of %zu values differ from PEFT's", name, x->module, differ, n);
+        free(wm);
+        free(wb);
+    }
+    /* written in PEFT's format and read back: the same values */
+    if (!rc && mkdtemp(tmp)) {
+        CHECK_MSG(tt_peft_adapter_save(tmp, m, &l, &spec, base_dir, &as) == 0, "%s", tt_last_error());
+        tt_lora_spec s2;
+        tt_lora l2;
+        CHECK_MSG(tt_peft_adapter_spec(tmp, &s2) == 0 && s2.rank == spec.rank && s2.alpha == spec.alpha &&
+                      s2.use_rslora == spec.use_rslora && tt_lora_new(m, &s2, &l2) == 0,
+                  "%s", tt_last_error());
+        float *back = th_alloc(l.adapters->numel, sizeof(float));
+        tt_param_store bs = tt_model_host_store(back);
+        CHECK_MSG(l2.n_targets == l.n_targets && tt_peft_adapter_load(tmp, &l2, &bs) == 0, "%s", tt_last_error());
+        CHECK(!memcmp(back, aw, l.adapters->numel * sizeof(float)));
+        free(back);
+        tt_lora_free(&l2);
+        char path[600];
+        snprintf(path, sizeof path, "%s/adapter_model.safetensors", tmp);
+        remove(path);
+        snprintf(path, sizeof path, "%s/adapter_config.json", tmp);
+        remove(path);
+        rmdir(tmp);
+    }
+    free(aw);
+    free(w);
+    tt_lora_free(&l);
+    tt_st_close(ref);
+    tt_model_free(m);
+}
+
 int main(void)
 {
     static const char *const peft[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
@@ -277,5 +414,7 @@ int main(void)
     check_variant(QWEN2, NULL, 0); /* all-linear */
     check_variant(MOE, moe, 7);
     check_errors();
+    static const char *const peft_models[] = {"llama", "qwen2", "qwen3", "mistral", "qwen3_moe"};
+    for (size_t k = 0; k < sizeof peft_models / sizeof *peft_models; k++) check_peft(peft_models[k]);
     return th_done("test_lora");
 }

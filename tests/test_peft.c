@@ -228,6 +228,15 @@ static void test_accepted(void)
     CHECK_MSG(variant("target_modules", list, &c) == 0 && c.n_targets == TT_PEFT_MAX_TARGETS &&
                   strlen(c.targets[31]) == 63,
               "%s", tt_last_error());
+    /* PEFT's all-linear as full names, past the limit: the set of their last names */
+    char full[80 * 48 + 8] = "[";
+    for (int l = 0; l < 40; l++)
+        snprintf(full + strlen(full), sizeof full - strlen(full), "%s\"model.layers.%d.self_attn.%s_proj\"",
+                 l ? "," : "", l / 2, l % 2 ? "q" : "v");
+    strcat(full, "]");
+    CHECK_MSG(variant("target_modules", full, &c) == 0 && c.n_targets == 2 && !strcmp(c.targets[0], "v_proj") &&
+                  !strcmp(c.targets[1], "q_proj"),
+              "%s", tt_last_error());
 }
 
 /* What is not a config at all. */

@@ -68,13 +68,16 @@ static const char *command_help(const char *cmd)
                "  An id outside the vocabulary, or text that is not UTF-8, stops with the file and line.\n";
     if (!strcmp(cmd, "export"))
         return "titan export [--config FILE] [--checkpoint step-N|PATH] --out DIR [--dtype float32|bfloat16|auto]\n"
-               "             [--checkpoint.hf_max_shard_mb MB]\n"
+               "             [--peft | --merge] [--checkpoint.hf_max_shard_mb MB]\n"
                "  Writes a checkpoint (default: the newest of job.dump_folder) as a Hugging Face folder:\n"
                "  config.json, model.safetensors (sharded past checkpoint.hf_max_shard_mb),\n"
                "  generation_config.json and tokenizer.json, which transformers loads.\n"
                "  --dtype sets checkpoint.export_dtype, the dtype of the weights written: bfloat16 rounds\n"
                "  each fp32 weight to nearest even; auto (the default) is model.hf_assets_path's dtype\n"
-               "  when that is bfloat16, else float32.\n";
+               "  when that is bfloat16, else float32.\n"
+               "  A LoRA run's checkpoint (lora.rank > 0) is exported with --peft, its adapters as a PEFT\n"
+               "  adapter folder (adapter_config.json, adapter_model.safetensors) that PeftModel loads, or\n"
+               "  with --merge, the model with each adapter merged into its weight (W + alpha/r B A).\n";
     if (!strcmp(cmd, "report"))
         return "titan report RUN_DIR [RUN_DIR...] [--out FILE.html]\n"
                "  Writes one self-contained HTML page (no scripts, nothing fetched; default\n"
@@ -433,11 +436,15 @@ static int run_command(int argc, char **argv)
      * (plan) are command flags, not config keys (--dtype sets checkpoint.export_dtype) */
     const char *hf = NULL, *ckpt = NULL, *out_dir = NULL, *dtype = NULL;
     char **args = calloc((size_t)sub_argc + 1, sizeof *args);
-    int n_args = 0, is_gen = !strcmp(cmd, "generate"), is_export = !strcmp(cmd, "export"), json = 0;
+    int n_args = 0, is_gen = !strcmp(cmd, "generate"), is_export = !strcmp(cmd, "export"), json = 0, peft = 0, merge = 0;
     if (!args) return fail(cmd);
     for (int i = 0; i < sub_argc; i++) {
         if (!strcmp(cmd, "plan") && !strcmp(sub_argv[i], "--json")) {
             json = 1;
+            continue;
+        }
+        if (is_export && (!strcmp(sub_argv[i], "--peft") || !strcmp(sub_argv[i], "--merge"))) {
+            *(sub_argv[i][2] == 'p' ? &peft : &merge) = 1;
             continue;
         }
         const char **slot = is_gen && !strcmp(sub_argv[i], "--hf") ? &hf
@@ -477,10 +484,13 @@ static int run_command(int argc, char **argv)
             rc = fail(cmd);
         }
     } else if (is_export) {
-        if (!out_dir) {
+        if (peft && merge) {
+            fprintf(stderr, "titan export: --peft and --merge are two exports: give one\n");
+            rc = 2;
+        } else if (!out_dir) {
             fprintf(stderr, "titan export: --out DIR is required\n");
             rc = 2;
-        } else if (tt_export(c, out_dir)) {
+        } else if (tt_export(c, peft ? TT_EXPORT_PEFT : merge ? TT_EXPORT_MERGED : TT_EXPORT_HF, out_dir)) {
             rc = fail(cmd);
         }
     } else if (!strcmp(cmd, "plan")) {

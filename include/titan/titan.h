@@ -34,10 +34,16 @@ tt_err tt_eval(const struct tt_config *cfg, double *loss, double *ppl, long *tok
  * checkpoint.load_step) checkpoint, or with from_hf from the weights of
  * model.hf_assets_path. */
 tt_err tt_generate(const struct tt_config *cfg, const char *prompt, int from_hf, FILE *out);
+/* What tt_export writes: the model as a Hugging Face folder; a LoRA run's
+ * adapters as a PEFT adapter folder; or a LoRA run's model with its adapters
+ * merged, as a Hugging Face folder. */
+typedef enum { TT_EXPORT_HF = 0, TT_EXPORT_PEFT, TT_EXPORT_MERGED } tt_export_kind;
 /* Write the newest (or checkpoint.load_step) checkpoint as a Hugging Face
  * folder: config.json, model.safetensors (sharded past
- * checkpoint.hf_max_shard_mb), generation_config.json, tokenizer.json. */
-tt_err tt_export(const struct tt_config *cfg, const char *out_dir);
+ * checkpoint.hf_max_shard_mb), generation_config.json, tokenizer.json; or, of
+ * a LoRA run, its adapters (adapter_config.json, adapter_model.safetensors) or
+ * the merged model. A LoRA run's plain export is refused, naming the two. */
+tt_err tt_export(const struct tt_config *cfg, tt_export_kind kind, const char *out_dir);
 /* Measure the peak FLOP/s of a backend's device (fp32, bf16) for about
  * `seconds` and cache it: MFU is computed against it. */
 tt_err tt_bench_peak(const char *backend, double seconds, FILE *out);

@@ -21,7 +21,7 @@ tt_err tt_train(const tt_config *cfg)
     if (!rc && res.completed && c->checkpoint.last_save_in_hf) {
         char dir[TT_CONFIG_PATH_MAX + 8];
         snprintf(dir, sizeof dir, "%s/hf", c->job.dump_folder);
-        rc = tt_run_export_hf(&r, dir);
+        rc = r.has_lora ? tt_run_export_peft(&r, dir) : tt_run_export_hf(&r, dir); /* LoRA: its adapter */
     }
     /* the closing sample fits itself to the model, and never fails a run that trained */
     if (!rc && res.completed && c->generate.max_new_tokens > 0 && tt_run_sample(&r, stdout))

@@ -276,9 +276,9 @@ static const cfg_key keys[] = {
     STR_("lora.adapter_path", lora.adapter_path, "",
          "LoRA: a PEFT adapter folder (adapter_config.json, adapter_model.safetensors) to start from, or to "
          "evaluate and generate with; \"\" = new adapters"),
-    ENUM_("lora.base_dtype", lora.base_dtype, param_dtypes, 0, "bfloat16",
-          "LoRA: the dtype the frozen base's linear weights are kept in (bfloat16 halves them; needs "
-          "training.mixed_precision_param bfloat16)"),
+    ENUM_("lora.base_dtype", lora.base_dtype, param_dtypes, 0, "float32",
+          "LoRA: the dtype the frozen base's linear weights are kept in (bfloat16 halves them, and needs bf16 "
+          "compute); unset: the compute dtype's (training.mixed_precision_param)"),
 
     INT_("metrics.log_freq", metrics.log_freq, 1, BIG, 0, "10", "log metrics every this many steps"),
     FLT_("metrics.peak_tflops", metrics.peak_tflops, 0, INFINITY, 0, "0",

@@ -78,3 +78,11 @@ tt_dtype tt_config_act_dtype(const tt_config *c)
 {
     return c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
 }
+
+int tt_config_lora_on(const tt_config *c) { return c->lora.rank > 0 || c->lora.adapter_path[0]; }
+
+tt_dtype tt_config_lora_base_dtype(const tt_config *c)
+{
+    if (!tt_config_is_set(c, "lora.base_dtype")) return tt_config_act_dtype(c);
+    return c->lora.base_dtype ? TT_BF16 : TT_F32;
+}

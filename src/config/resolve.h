@@ -14,4 +14,8 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *out, tt_model_
 const tt_backend *tt_config_backend(const tt_config *c);
 /* The compute dtype of a config (training.mixed_precision_param, resolved). */
 tt_dtype tt_config_act_dtype(const tt_config *c);
+/* Whether a config trains LoRA adapters (lora.rank > 0, or lora.adapter_path set) */
+int tt_config_lora_on(const tt_config *c);
+/* The dtype of a LoRA run's frozen linear weights: lora.base_dtype when set, else the compute dtype */
+tt_dtype tt_config_lora_base_dtype(const tt_config *c);
 #endif

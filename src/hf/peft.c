@@ -166,6 +166,26 @@ static tt_err read_bool(const cJSON *j, const char *what, const char *key, int *
     return 0;
 }
 
+/* A list longer than TT_PEFT_MAX_TARGETS: PEFT saves an "all-linear" adapter with every adapted module's full name
+ * (224 for an 8B Llama). Kept as the set of their last names ("q_proj", ...): the adapter's tensors say which modules
+ * it adapts, so the list only names kinds. (Called with a list already checked name by name.) */
+static tt_err last_names(const cJSON *v, const char *what, tt_peft_config *o)
+{
+    o->n_targets = 0;
+    for (const cJSON *t = v->child; t; t = t->next) {
+        const char *dot = strrchr(t->valuestring, '.'), *s = dot ? dot + 1 : t->valuestring;
+        int dup = 0;
+        for (int i = 0; i < o->n_targets && !dup; i++) dup = !strcmp(o->targets[i], s);
+        if (dup) continue;
+        if (!s[0] || o->n_targets == TT_PEFT_MAX_TARGETS)
+            return tt_errorf("%s: field 'target_modules' has more than %d names, and more than %d kinds of module "
+                             "by their last names (titan's TT_PEFT_MAX_TARGETS)",
+                             what, TT_PEFT_MAX_TARGETS, TT_PEFT_MAX_TARGETS);
+        snprintf(o->targets[o->n_targets++], sizeof o->targets[0], "%s", s);
+    }
+    return 0;
+}
+
 /* One of PEFT's names for the initialisation; those that change the base or freeze B are refused. */
 static tt_err read_init(const cJSON *j, const char *what)
 {
@@ -214,10 +234,7 @@ static tt_err read_targets(const cJSON *j, const char *what, tt_peft_config *o)
         int dup = 0;
         for (int i = 0; i < o->n_targets && !dup; i++) dup = !strcmp(o->targets[i], s);
         if (dup) continue; /* PEFT keeps a set */
-        if (o->n_targets == TT_PEFT_MAX_TARGETS)
-            return tt_errorf("%s: field 'target_modules' has more than %d names (titan's TT_PEFT_MAX_TARGETS; "
-                             "PEFT saves an \"all-linear\" adapter with every adapted module's full name)",
-                             what, TT_PEFT_MAX_TARGETS);
+        if (o->n_targets == TT_PEFT_MAX_TARGETS) return last_names(v, what, o);
         snprintf(o->targets[o->n_targets++], sizeof o->targets[0], "%s", s);
     }
     return 0;

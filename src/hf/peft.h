@@ -18,7 +18,9 @@ typedef struct {
     int fan_in_fan_out;
     int all_linear;        /* target_modules was the string "all-linear" (n_targets is then 0) */
     int n_targets;         /* otherwise the list, in file order, duplicates dropped; a single string other
-                              than "all-linear" is a regex to PEFT and refused */
+                              than "all-linear" is a regex to PEFT and refused. A list of more than
+                              TT_PEFT_MAX_TARGETS names (PEFT saves "all-linear" as every module's full name)
+                              is kept as the set of their last names */
     char targets[TT_PEFT_MAX_TARGETS][64];
     char base_model[1024]; /* base_model_name_or_path ("" when null/absent) */
 } tt_peft_config;

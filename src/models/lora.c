@@ -261,11 +261,14 @@ tt_err tt_lora_bind(tt_graph *g, const tt_model *base, const tt_frozen_layout *f
 
 void tt_lora_merge(float *W, const float *A, const float *B, int64_t out, int64_t in, int r, double scale)
 {
-    /* as PEFT: delta = (B A) scale, then W + delta */
+    /* as PEFT in fp32: delta = (B A) scale, the product's sums in fp32 (fused multiply-adds in k's order, as a
+     * GEMM's), then W + delta: a bf16 base merged this way and rounded is PEFT's bf16 merge bit for bit */
+    const float s = (float)scale;
     for (int64_t o = 0; o < out; o++)
         for (int64_t i = 0; i < in; i++) {
-            double d = 0;
-            for (int k = 0; k < r; k++) d += (double)B[o * r + k] * A[(int64_t)k * in + i];
-            W[o * in + i] += (float)((float)d * scale);
+            float d = 0;
+            for (int k = 0; k < r; k++) d = fmaf(B[o * r + k], A[(int64_t)k * in + i], d);
+            const float delta = d * s; /* rounded apart from the sum below (no contraction into one fma) */
+            W[o * in + i] += delta;
         }
 }

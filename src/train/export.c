@@ -6,6 +6,7 @@
 
 #include "formats/safetensors.h"
 #include "hf/hf_model.h"
+#include "hf/peft_adapter.h"
 #include "tokenizer/tokenizer_byte.h"
 #include "train/export.h"
 
@@ -19,6 +20,15 @@ tt_dtype tt_run_export_dtype(const tt_run *r)
     if (!r->has_hf) return TT_F32;
     /* an F16 source is written in fp32: fp16's range would clip what training made */
     return tt_hf_weights_dtype(r->cfg->model.hf_assets_path, r->hf.torch_dtype) == TT_BF16 ? TT_BF16 : TT_F32;
+}
+
+tt_err tt_run_export_peft(tt_run *r, const char *out_dir)
+{
+    const tt_param_store ad = tt_state_store(&r->state, TT_STATE_PARAM);
+    if (tt_peft_adapter_save(out_dir, r->model, &r->lora, &r->lora_spec, r->cfg->model.hf_assets_path, &ad)) return -1;
+    tt_log("exported step %ld's LoRA adapters (%d layers, rank %d) as a PEFT adapter folder: %s", r->step,
+           r->lora.n_targets, r->lora.rank, out_dir);
+    return 0;
 }
 
 /* The Hugging Face export of a run's model: ids of the tokenizer it was

@@ -6,6 +6,8 @@
 /* Write the run's model as a Hugging Face folder (tt_hf_export), from rank 0
  * (every rank calls it: a sharded state is gathered first). */
 tt_err tt_run_export_hf(tt_run *r, const char *out_dir);
+/* A LoRA run's adapters as a PEFT adapter folder (adapter_config.json, adapter_model.safetensors). */
+tt_err tt_run_export_peft(tt_run *r, const char *out_dir);
 /* The dtype it writes the weights in: checkpoint.export_dtype, where auto is
  * model.hf_assets_path's weights' dtype when that is bf16, else fp32. */
 tt_dtype tt_run_export_dtype(const tt_run *r);

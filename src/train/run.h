@@ -33,6 +33,7 @@ typedef struct {
     /* LoRA (cfg lora.rank > 0): the adapters, and the frozen base they adapt with a hash of its weights */
     int has_lora;
     tt_lora lora;
+    tt_lora_spec lora_spec; /* what it was made from: the [lora] keys or lora.adapter_path's config */
     tt_frozen_base frozen;
     uint64_t base_hash;
     double state_bytes;   /* its backend memory on the rank that holds the most, measured */

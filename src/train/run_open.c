@@ -10,6 +10,7 @@
 #include "config/resolve.h"
 #include "formats/ckpt_files.h"
 #include "hf/hf_model.h"
+#include "hf/peft_adapter.h"
 #include "train/checkpoint.h"
 #include "train/model_plan.h"
 #include "train/parallel.h"
@@ -151,23 +152,39 @@ static tt_err open_lora(tt_run *r, int training)
 {
     const tt_config *c = r->cfg;
     tt_lora_spec spec;
-    const tt_dtype bdt = c->lora.base_dtype ? TT_BF16 : TT_F32;
+    const tt_dtype bdt = tt_config_lora_base_dtype(c);
     if (r->world > 1)
         return tt_errorf("lora.rank = %d: LoRA runs in one process for now (this job has %d ranks)", c->lora.rank,
                          r->world);
     if (bdt == TT_BF16 && tt_config_act_dtype(c) != TT_BF16)
         return tt_errorf("lora.base_dtype = bfloat16 needs bf16 compute (training.mixed_precision_param = bfloat16), "
                          "or set lora.base_dtype = float32");
-    if (c->lora.adapter_path[0])
-        return tt_errorf("lora.adapter_path = %s: reading PEFT adapters is not built yet", c->lora.adapter_path);
-    if (lora_spec(&c->lora, &spec) || tt_lora_new(r->model, &spec, &r->lora)) return -1;
+    const char *adapter = c->lora.adapter_path;
+    if (adapter[0]) { /* the adapter's own config and modules; the [lora] keys must not say otherwise */
+        if (tt_peft_adapter_spec(adapter, &spec)) return -1;
+        const char *differs = tt_config_is_set(c, "lora.rank") && c->lora.rank != spec.rank          ? "lora.rank"
+                              : tt_config_is_set(c, "lora.alpha") && c->lora.alpha != spec.alpha      ? "lora.alpha"
+                              : tt_config_is_set(c, "lora.use_rslora") && c->lora.use_rslora != spec.use_rslora
+                                  ? "lora.use_rslora"
+                              : tt_config_is_set(c, "lora.target_modules") ? "lora.target_modules"
+                                                                           : NULL;
+        if (differs)
+            return tt_errorf("%s is set, and lora.adapter_path %s gives its own (r %d, lora_alpha %g, use_rslora %s, "
+                             "the modules of its tensors): leave it unset",
+                             differs, adapter, spec.rank, spec.alpha, spec.use_rslora ? "true" : "false");
+        if (tt_config_is_set(c, "lora.dropout")) spec.dropout = c->lora.dropout; /* training's, not the file's */
+    } else if (lora_spec(&c->lora, &spec))
+        return -1;
+    if (tt_lora_new(r->model, &spec, &r->lora)) return adapter[0] ? tt_error_prefix("lora.adapter_path %s: ", adapter) : -1;
+    r->lora_spec = spec;
     r->has_lora = 1;
     if (tt_frozen_init(&r->frozen, r->model, bdt, r->be, r->q) ||
         tt_state_init(&r->state, r->lora.adapters, r->be, r->q, training))
         return -1;
     tt_param_store base = tt_frozen_store(&r->frozen), ad = tt_state_store(&r->state, TT_STATE_PARAM);
     if (tt_model_init_weights(r->model, (uint64_t)c->training.seed, &base) ||
-        tt_model_init_weights(r->lora.adapters, (uint64_t)c->training.seed + 1, &ad))
+        (adapter[0] ? tt_peft_adapter_load(adapter, &r->lora, &ad)
+                    : tt_model_init_weights(r->lora.adapters, (uint64_t)c->training.seed + 1, &ad)))
         return -1;
     const char *dir = c->checkpoint.initial_load_path[0] ? c->checkpoint.initial_load_path : c->model.hf_assets_path;
     if (dir[0] && tt_hf_load_weights(r->model, dir, &base)) return -1;
@@ -175,9 +192,10 @@ static tt_err open_lora(tt_run *r, int training)
     r->step_cfg.lora = &r->lora;
     r->step_cfg.frozen = &r->frozen;
     if (training)
-        tt_log("LoRA: rank %d, scale %g, %d linear layers adapted (%zu adapter parameters), base %s%s in %s", r->lora.rank,
-               r->lora.scale, r->lora.n_targets, r->lora.adapters->numel, dir[0] ? dir : "from the seed",
-               dir[0] ? "" : " (no model.hf_assets_path)", bdt == TT_BF16 ? "bf16 (linear weights)" : "fp32");
+        tt_log("LoRA: rank %d, scale %g, %d linear layers adapted (%zu adapter parameters%s%s), base %s%s in %s",
+               r->lora.rank, r->lora.scale, r->lora.n_targets, r->lora.adapters->numel, adapter[0] ? " from " : "",
+               adapter, dir[0] ? dir : "from the seed", dir[0] ? "" : " (no model.hf_assets_path)",
+               bdt == TT_BF16 ? "bf16 (linear weights)" : "fp32");
     return 0;
 }
 
@@ -231,14 +249,14 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     r->step_cfg = (tt_step_cfg){.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
     /* the balancing bias is the base's: frozen under LoRA */
     if (tt_parallel_check_experts(ep, tt_dist_group_size(r->dist, TT_GROUP_SHARD), &mc) ||
-        tt_moe_balance_init(&r->balance, r->model, c->lora.rank > 0 ? 0 : c->model.load_balance_coeff, ep,
+        tt_moe_balance_init(&r->balance, r->model, tt_config_lora_on(c) ? 0 : c->model.load_balance_coeff, ep,
                             tt_dist_group_rank(r->dist, TT_GROUP_EXPERT)))
         goto fail;
     if (tt_sharding_init(&r->sh, r->model, tt_dist_group_size(r->dist, TT_GROUP_SHARD),
                          tt_dist_group_size(r->dist, TT_GROUP_REPLICATE), tt_dist_group_rank(r->dist, TT_GROUP_SHARD),
                          ep, (size_t)c->parallelism.fsdp_bucket_bytes))
         goto fail;
-    if (c->lora.rank > 0 ? open_lora(r, training)
+    if (tt_config_lora_on(c) ? open_lora(r, training)
                          : tt_state_init_sharded(&r->state, r->model, r->world > 1 ? &r->sh : NULL, r->be, r->q, training))
         goto fail;
     tt_param_store weights = tt_state_store(&r->state, TT_STATE_PARAM);

@@ -51,8 +51,12 @@ tt_err tt_train_step(tt_run *r, long step, int stop_requested, const tt_step_hoo
         out->flops_executed += tt_batch_flops_attention_executed(&r->model->cfg, &r->ext, r->flops_per_token,
                                                                  b->doc_ids, b->B, b->T);
         hooks_exec(hooks, n_hooks, r, step, a, mg->exec);
+        /* LoRA's dropout masks: drawn from the seed and the micro-step's place in the run, so a resume draws the
+         * same ones (a rank's own stream: its place among the ranks) */
+        const uint64_t micro = ((uint64_t)step * (uint64_t)accum + (uint64_t)a) * (uint64_t)r->world + (uint64_t)r->rank;
         if (tt_step_set_batch(mg, b->inputs, b->targets, b->positions, b->doc_ids,
                               scored ? 1.0f / (float)scored : 0.0f, 1.0f / (float)(accum * r->world)) ||
+            tt_step_set_rng(mg, (uint64_t)r->cfg->training.seed, micro) ||
             tt_exec_run(mg->exec) || tt_step_loss(mg, &l) || tt_step_aux_loss(mg, &al) ||
             tt_moe_balance_add(&r->balance, mg))
             return tt_exec_nonfinite(mg->exec) ? nonfinite_error(step, "the micro-step")

@@ -64,7 +64,8 @@ const tt_model *tt_step_trained_model(const tt_model *m, const tt_step_cfg *c)
 }
 
 /* LoRA: every target's base weight by (unit, bytes) with its adapter's values, for the pass */
-static tt_err apply_lora(tt_step_graph *sg, const tt_model *m, const tt_step_cfg *c, tt_value *const *avals)
+static tt_err apply_lora(tt_step_graph *sg, const tt_model *m, const tt_step_cfg *c, tt_value *const *avals,
+                         int with_grad)
 {
     const tt_lora *l = c->lora;
     const tt_frozen_layout *fl = &c->frozen->layout;
@@ -77,7 +78,9 @@ static tt_err apply_lora(tt_step_graph *sg, const tt_model *m, const tt_step_cfg
                                   (size_t)tt_param_numel(&m->params[i]) * tt_dtype_size(fl->dtype[i]), avals[x->a],
                                   avals[x->b], x->module};
     }
-    const tt_lora_pass_cfg lc = {l->n_targets, sites, l->scale, l->dropout, NULL};
+    const int drop = with_grad && l->dropout > 0; /* evaluation runs without dropout */
+    if (drop) sg->rng = input(sg->g, "lora_rng", TT_I64, 2);
+    const tt_lora_pass_cfg lc = {l->n_targets, sites, l->scale, drop ? l->dropout : 0, sg->rng};
     tt_err rc = tt_lora_pass(sg->g, &lc, &sg->lora_applied);
     free(sites);
     return rc;
@@ -144,7 +147,7 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
         rc = tt_ep(g, &ec);
     }
     if (!rc && !c->no_fuse) rc = tt_fuse(g, &sg->fused);
-    if (!rc && c->lora) rc = apply_lora(sg, m, c, avals);
+    if (!rc && c->lora) rc = apply_lora(sg, m, c, avals, with_grad);
     free(avals);
     int n_fwd = g->n_nodes;
     if (!rc && with_grad) rc = accumulate_grads(sg, tm);
@@ -308,6 +311,12 @@ tt_err tt_step_set_batch(tt_step_graph *sg, const int32_t *ids, const int32_t *t
         (sg->aux_scale && tt_exec_write(sg->exec, sg->aux_scale, &aux_scale, sizeof aux_scale)))
         return tt_error_prefix("the step's inputs: ");
     return 0;
+}
+
+tt_err tt_step_set_rng(tt_step_graph *sg, uint64_t seed, uint64_t counter)
+{
+    const int64_t v[2] = {(int64_t)seed, (int64_t)counter};
+    return sg->rng ? tt_exec_write(sg->exec, sg->rng, v, sizeof v) : 0;
 }
 
 tt_err tt_step_loss(tt_step_graph *sg, double *loss)

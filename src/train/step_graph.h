@@ -43,6 +43,7 @@ typedef struct {
      * the optimizer's hyper-parameters (2) f64 [lr, step] */
     tt_value *ids, *targets, *pos, *doc, *scale, *hp;
     tt_value *aux_scale; /* (1) f32: the weight of the micro-batch's auxiliary losses (MoE), when it has any */
+    tt_value *rng;       /* (2) i64 [seed, counter]: LoRA's dropout masks, when the graph draws any */
     /* the loss roots (the main loss, then auxiliary ones): the step's loss is their sum */
     tt_value *losses[TT_MAX_LOSSES];
     int n_losses;
@@ -88,6 +89,8 @@ tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_train_state 
  * micro-batches' mean: 1 / micro-batches a step, as transformers weighs them). */
 tt_err tt_step_set_batch(tt_step_graph *sg, const int32_t *ids, const int32_t *targets, const int32_t *pos,
                          const int32_t *doc, float scale, float aux_scale);
+/* The seed and counter the graph's dropout masks are drawn from (nothing when it draws none). */
+tt_err tt_step_set_rng(tt_step_graph *sg, uint64_t seed, uint64_t counter);
 /* The language-model loss of the last run (loss root 0). */
 tt_err tt_step_loss(tt_step_graph *sg, double *loss);
 /* The sum of its auxiliary losses (0 when it has none). */

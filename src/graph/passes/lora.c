@@ -9,11 +9,11 @@
 #include "graph/passes/lora.h"
 
 /* The low-rank term of one site on x (N, in): s is applied once for all parts, by the caller. (N, out) */
-static tt_value *low_rank(tt_graph *g, const tt_lora_pass_cfg *c, const tt_lora_site *s, tt_value *x, int k)
+static tt_value *low_rank(tt_graph *g, const tt_lora_pass_cfg *c, const tt_lora_site *s, tt_value *x)
 {
-    (void)k;
-    if (c->dropout > 0) return tt_graph_fail(g, "lora: dropout on '%s' has no op yet", s->module);
-    tt_value *u = tt_matmul(g, x, s->A, 0, 1); // (N, r)
+    /* each adapter draws its own mask (PEFT's dropout is a module an adapter): the site tells them apart */
+    tt_value *xd = c->dropout > 0 ? tt_dropout(g, x, c->rng, c->dropout, (uint64_t)(s - c->sites)) : x;
+    tt_value *u = tt_matmul(g, xd, s->A, 0, 1); // (N, r)
     return tt_matmul(g, u, s->B, 0, 1);          // (N, out)
 }
 
@@ -57,7 +57,7 @@ static tt_value *term(tt_graph *g, const tt_lora_pass_cfg *c, tt_node *mm, const
         if (end > at) piece = gap(g, y, (int64_t)((end - at) / row)); /* an unadapted part */
         if (piece) acc = acc ? tt_head_concat(g, acc, piece, 1, 0) : piece;
         if (k == n) break;
-        tt_value *d = low_rank(g, c, hit[k], x, k);
+        tt_value *d = low_rank(g, c, hit[k], x);
         if (d && d->dtype != y->dtype) d = tt_cast(g, d, y->dtype);
         acc = acc ? tt_head_concat(g, acc, d, 1, 0) : d;
         at = hit[k]->offset + hit[k]->bytes;
