@@ -155,6 +155,12 @@ static void case_scale(hc *h, const void *p)
     tt_scale(h->g, act_in(h, "x", c->N, c->D, 1.5), -2.5);
     forward_and_backward(h, last(h), 1);
 }
+static void case_add_scaled(hc *h, const void *p)
+{
+    const row_p *c = p;
+    tt_add_scaled(h->g, act_in(h, "a", c->N, c->D, 1), act_in(h, "b", c->N, c->D, 1.5), 0.37);
+    forward_and_backward(h, last(h), 1);
+}
 static void case_gelu(hc *h, const void *p)
 {
     const row_p *c = p;
@@ -617,6 +623,8 @@ const test_case op_cases[] = {
     {"swiglu fused gate/up 512x(2x384)", case_swiglu, &row_fused_typ, 0, 0},
     {"scale 37x19 by -2.5", case_scale, &row_odd, 1, 0},
     {"scale 512x128 by -2.5", case_scale, &row_typ, 0, 0},
+    {"add_scaled 37x19, s 0.37", case_add_scaled, &row_odd, 1, 0},
+    {"add_scaled 512x128, s 0.37", case_add_scaled, &row_typ, 0, 0},
     {"gelu 37x19", case_gelu, &row_odd, 1, 0},
     {"gelu 512x384", case_gelu, &row_typ, 0, 0},
     {"rope 2x7 tokens, 3 heads of 8, scale 0.75", case_rope, &rope_odd, 1, 0},

@@ -26,7 +26,7 @@ tt_err tt_plan(const tt_config *c, FILE *out)
     if (tt_model_plan_build(c, &p)) return -1;
     const tt_model_cfg *mc = &p.mc;
     const int B = p.B, T = p.T;
-    const double fpt = p.flops_per_token, pb = p.param_bytes;
+    const double fpt = p.flops_per_token;
     const tt_plan_ac *sp = p.modes, *cur = &p.modes[p.ac];
     fprintf(out, "model        %s, %s %s: dim %d, %d layers, %d heads (%d kv, head_dim %d), ffn %d, vocab %d, %s\n",
             tt_arch_name(mc->arch), c->model.hf_assets_path[0] ? "from" : "flavor", tt_model_plan_source(c), mc->dim,
@@ -48,13 +48,23 @@ tt_err tt_plan(const tt_config *c, FILE *out)
                  "%d gradient accumulations folded into their matmuls\n",
             p.dtype == TT_BF16 ? "bf16 (fp32 master weights)" : "fp32", p.fused.qkv, p.fused.gate_up,
             p.fused.add_norm, p.folded);
-    fprintf(out, "memory (fp32 master weights, AdamW):\n");
-    fprintf(out, "  params      %10.3f GiB\n", gib(p.param_bytes));
+    if (p.lora) {
+        fprintf(out, "LoRA         %d linear layers adapted, %lld adapter parameters (%.3f%% of the model's); the base "
+                     "frozen, its linear weights in %s\n",
+                p.lora_targets, (long long)p.adapter_params, 100.0 * (double)p.adapter_params / (double)p.params,
+                p.lora_base_dtype == TT_BF16 ? "bf16" : "fp32");
+        fprintf(out, "memory (a frozen base, fp32 adapters, AdamW on the adapters):\n");
+        fprintf(out, "  params      %10.3f GiB (the frozen base %.3f GiB, the adapters %.3f GiB)\n", gib(p.param_bytes),
+                gib(p.frozen_bytes), gib(p.param_bytes - p.frozen_bytes));
+    } else {
+        fprintf(out, "memory (fp32 master weights, AdamW):\n");
+        fprintf(out, "  params      %10.3f GiB\n", gib(p.param_bytes));
+    }
     fprintf(out, "  grads       %10.3f GiB\n", gib(p.grad_bytes));
     fprintf(out, "  optimizer   %10.3f GiB (exp_avg, exp_avg_sq)\n", gib(p.optim_bytes));
     fprintf(out, "  activations %10.3f GiB planned arena (%.3f GiB without reuse), activation_checkpoint.mode %s\n",
             gib((double)cur->arena), gib((double)cur->naive), tt_ac_mode_name(p.ac));
-    fprintf(out, "  total       %10.3f GiB\n", gib(4 * pb + (double)cur->arena));
+    fprintf(out, "  total       %10.3f GiB\n", gib(p.param_bytes + p.grad_bytes + p.optim_bytes + (double)cur->arena));
     if (p.replicas * p.shards > 1) {
         const double rank_total = p.rank_state_bytes + (double)cur->arena,
                      sent = p.accum * (p.gather_bytes + p.exchange_bytes) + p.reduce_bytes;

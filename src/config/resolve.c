@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "config/resolve.h"
+#include "hf/peft_adapter.h"
 #include "hf/hf_model.h"
 
 /* The auxiliary losses of the config, on an MoE model (a Hugging Face one included). */
@@ -77,6 +78,49 @@ const tt_backend *tt_config_backend(const tt_config *c)
 tt_dtype tt_config_act_dtype(const tt_config *c)
 {
     return c->training.mixed_precision_param == TT_PARAM_BFLOAT16 ? TT_BF16 : TT_F32;
+}
+
+/* The [lora] keys as a spec: lora.target_modules is comma-separated names, or all-linear. */
+static tt_err keys_spec(const tt_lora_config *lc, tt_lora_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->rank = lc->rank, s->alpha = lc->alpha, s->dropout = lc->dropout, s->use_rslora = lc->use_rslora;
+    const char *p = lc->target_modules;
+    while (*p) {
+        while (*p == ' ' || *p == ',') p++;
+        size_t n = strcspn(p, ",");
+        while (n && p[n - 1] == ' ') n--;
+        if (!n) break;
+        if (n == 10 && !strncmp(p, "all-linear", 10)) s->all_linear = 1;
+        else if (s->n_targets == TT_LORA_MAX_TARGETS || n >= sizeof s->targets[0])
+            return tt_errorf("lora.target_modules: more than %d names, or a name of %zu characters", TT_LORA_MAX_TARGETS, n);
+        else memcpy(s->targets[s->n_targets++], p, n);
+        p += n;
+        while (*p && *p != ',') p++;
+    }
+    if (s->all_linear && s->n_targets)
+        return tt_errorf("lora.target_modules: all-linear stands alone (got it with %d names)", s->n_targets);
+    return 0;
+}
+
+tt_err tt_config_lora_spec(const tt_config *c, tt_lora_spec *spec)
+{
+    const char *adapter = c->lora.adapter_path;
+    if (!adapter[0]) return keys_spec(&c->lora, spec);
+    /* the adapter's own config and modules; the [lora] keys must not say otherwise */
+    if (tt_peft_adapter_spec(adapter, spec)) return -1;
+    const char *differs = tt_config_is_set(c, "lora.rank") && c->lora.rank != spec->rank       ? "lora.rank"
+                          : tt_config_is_set(c, "lora.alpha") && c->lora.alpha != spec->alpha ? "lora.alpha"
+                          : tt_config_is_set(c, "lora.use_rslora") && c->lora.use_rslora != spec->use_rslora
+                              ? "lora.use_rslora"
+                          : tt_config_is_set(c, "lora.target_modules") ? "lora.target_modules"
+                                                                       : NULL;
+    if (differs)
+        return tt_errorf("%s is set, and lora.adapter_path %s gives its own (r %d, lora_alpha %g, use_rslora %s, the "
+                         "modules of its tensors): leave it unset",
+                         differs, adapter, spec->rank, spec->alpha, spec->use_rslora ? "true" : "false");
+    if (tt_config_is_set(c, "lora.dropout")) spec->dropout = c->lora.dropout; /* training's, not the file's */
+    return 0;
 }
 
 int tt_config_lora_on(const tt_config *c) { return c->lora.rank > 0 || c->lora.adapter_path[0]; }

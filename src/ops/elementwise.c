@@ -1,5 +1,5 @@
 /* elementwise.c — the ops that work element by element: the residual add,
- * SwiGLU and GELU with their backwards, cast, scale, a value of zeros, and dropout. */
+ * SwiGLU and GELU with their backwards, cast, scale and add_scaled, a value of zeros, and dropout. */
 #include "ops/ops_internal.h"
 
 tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
@@ -81,6 +81,21 @@ static void bw_scale(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **
     gin[0] = tt_scale(g, gout[0], TT_ATTRS(n, tt_scale_attrs)->s);
 }
 
+tt_value *tt_add_scaled(tt_graph *g, tt_value *a, tt_value *b, double s)
+{
+    NEED(a && b && same_shape(a, b) && tt_op_is_float(a->dtype) && isfinite(s), "add_scaled: shapes differ");
+    if (b->dtype != a->dtype) b = tt_cast(g, b, a->dtype);
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape), *in[] = {a, b};
+    const tt_scale_attrs at = {s};
+    return tt_op_node(g, TT_OP_ADD_SCALED, 2, in, 1, &y, &at) ? y : NULL;
+}
+
+static void bw_add_scaled(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    gin[0] = gout[0];
+    gin[1] = tt_scale(g, gout[0], TT_ATTRS(n, tt_scale_attrs)->s);
+}
+
 tt_value *tt_dropout(tt_graph *g, tt_value *x, tt_value *rng, double p, uint64_t site)
 {
     NEED(x && tt_op_is_float(x->dtype), "dropout: x must be an f32, bf16 or f64 value");
@@ -133,4 +148,6 @@ const tt_op_def tt_op_def_gelu_bwd = {.flops = fl_in0};
 const tt_op_def tt_op_def_cast = {.flags = TT_OPF_PURE, .flops = fl_zero};
 const tt_op_def tt_op_def_zero = {.flops = fl_zero};
 const tt_op_def tt_op_def_scale = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_scale};
+const tt_op_def tt_op_def_add_scaled = {.flags = TT_OPF_PURE | TT_OPF_KEEP_SELECTIVE, .flops = fl_out,
+                                        .backward = bw_add_scaled};
 const tt_op_def tt_op_def_dropout = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_dropout};

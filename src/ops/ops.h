@@ -237,6 +237,8 @@ tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to);
 tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape);
 /* y = s x, in x's dtype (products in fp32, bf16 rounded once) */
 tt_value *tt_scale(tt_graph *g, tt_value *x, double s);
+/* y = a + s b, in a's dtype (b's cast to it if it differs) */
+tt_value *tt_add_scaled(tt_graph *g, tt_value *a, tt_value *b, double s);
 /* Dropout: y = x * keep / (1 - p), x any float value, keep(i) = u(i) >= p with u(i) in [0, 1) drawn from
  * (seed, counter, site, i) (ops/dropout.h: the same bits on every backend). rng: an i64 (2) value [seed, counter]
  * the host writes before each run (the trainer: training.seed and the micro-step, so a resumed run draws the same

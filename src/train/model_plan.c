@@ -44,9 +44,10 @@ static void comm_bytes(const tt_graph *g, tt_model_plan *p)
  * the memory plan of the step graph the run would build (the same passes,
  * the configured dtype). The graph binds no memory: planning reads shapes and
  * lifetimes, never values. */
-static tt_err plan_mode(tt_model_plan *p, const tt_model *m, const tt_sharding *sh, const tt_config *c, tt_ac_mode ac)
+static tt_err plan_mode(tt_model_plan *p, const tt_model *m, const tt_sharding *sh, const tt_config *c, tt_ac_mode ac,
+                        const tt_lora *lora, const tt_frozen_base *frozen)
 {
-    tt_step_cfg sc = {.B = p->B, .T = p->T, .act_dtype = p->dtype};
+    tt_step_cfg sc = {.B = p->B, .T = p->T, .act_dtype = p->dtype, .lora = lora, .frozen = frozen};
     if (sh) { /* the graph a rank of the mesh runs: the one that ends an optimizer step */
         tt_parallel_step_cfg(c, sh, &sc);
         sc.accumulates = p->accum > 1;
@@ -95,7 +96,26 @@ tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
     const int global = c->training.global_batch_size > 0 ? c->training.global_batch_size : p->B * world;
     p->accum = global / (p->B * world) > 0 ? global / (p->B * world) : 1;
     tt_sharding sh = {0};
-    tt_err rc = tt_parallel_check_experts(p->ep, p->shards, &p->mc);
+    tt_lora lora = {0};
+    tt_frozen_base fb = {0}; /* its layout: planning binds no memory */
+    tt_lora_spec spec;
+    tt_err rc = 0;
+    if ((p->lora = tt_config_lora_on(c))) {
+        p->lora_base_dtype = tt_config_lora_base_dtype(c);
+        if (!(rc = tt_config_lora_spec(c, &spec)) && !(rc = tt_lora_new(m, &spec, &lora)) &&
+            !(rc = tt_frozen_layout_new(m, p->lora_base_dtype, &fb.layout))) {
+            fb.base = m;
+            p->lora_targets = lora.n_targets;
+            p->adapter_params = (int64_t)lora.adapters->numel;
+            p->frozen_bytes = (double)fb.layout.bytes;
+            p->param_bytes = p->frozen_bytes + 4.0 * (double)p->adapter_params;
+            p->grad_bytes = 4.0 * (double)p->adapter_params;
+            p->optim_bytes = 2 * p->grad_bytes;
+        }
+    }
+    if (!rc) rc = tt_parallel_check_experts(p->ep, p->shards, &p->mc);
+    if (!rc && p->lora && world > 1)
+        rc = tt_errorf("lora: LoRA runs in one process for now (the plan's mesh has %d ranks)", world);
     if (!rc && world > 1)
         rc = tt_sharding_init(&sh, m, p->shards, p->replicas, 0, p->ep, (size_t)c->parallelism.fsdp_bucket_bytes);
     if (!rc && world > 1) {
@@ -105,8 +125,11 @@ tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
             for (int b = 0; b < sh.n_buckets; b++) p->full_grad_bytes += 4.0 * (double)sh.buckets[b].padded;
         p->rank_state_bytes += p->full_grad_bytes;
     }
-    for (int k = TT_AC_NONE; k <= TT_AC_FULL && !rc; k++) rc = plan_mode(p, m, world > 1 ? &sh : NULL, c, (tt_ac_mode)k);
+    for (int k = TT_AC_NONE; k <= TT_AC_FULL && !rc; k++)
+        rc = plan_mode(p, m, world > 1 ? &sh : NULL, c, (tt_ac_mode)k, p->lora ? &lora : NULL, p->lora ? &fb : NULL);
     tt_sharding_free(&sh);
+    tt_frozen_layout_free(&fb.layout);
+    tt_lora_free(&lora);
     tt_model_free(m);
     return rc;
 }
@@ -164,6 +187,14 @@ cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
     cJSON_AddNumberToObject(mem, "params", p->param_bytes);
     cJSON_AddNumberToObject(mem, "grads", p->grad_bytes);
     cJSON_AddNumberToObject(mem, "optimizer", p->optim_bytes);
+    if (p->lora) {
+        cJSON *l = cJSON_AddObjectToObject(o, "lora");
+        cJSON_AddNumberToObject(l, "rank", c->lora.rank);
+        cJSON_AddNumberToObject(l, "targets", p->lora_targets);
+        cJSON_AddNumberToObject(l, "adapter_params", (double)p->adapter_params);
+        cJSON_AddNumberToObject(l, "frozen_bytes", p->frozen_bytes);
+        cJSON_AddStringToObject(l, "base_dtype", tt_dtype_name(p->lora_base_dtype));
+    }
     cJSON_AddNumberToObject(mem, "activations", (double)p->modes[p->ac].arena);
     const double state = p->param_bytes + p->grad_bytes + p->optim_bytes;
     cJSON_AddNumberToObject(mem, "total", state + (double)p->modes[p->ac].arena);

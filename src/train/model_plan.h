@@ -25,6 +25,12 @@ typedef struct {
     tt_fuse_stats fused;           /* what the fusion pass merged */
     int folded;                    /* gradient accumulations folded into their matmuls */
     double param_bytes, grad_bytes, optim_bytes; /* fp32 master weights, gradients, AdamW's two moments */
+    /* LoRA: the weights are the frozen base (frozen_bytes, its linear weights in lora_base_dtype) and the adapters'
+     * fp32 weights; gradients and moments are the adapters' only */
+    int lora, lora_targets;
+    int64_t adapter_params;
+    double frozen_bytes;
+    tt_dtype lora_base_dtype;
     /* The mesh planned: parallelism.data_parallel_replicate_degree x
      * data_parallel_shard_degree (-1: 1, as no ranks are launched to fill
      * it). Past one rank, per rank: what its state holds (its slices, and the

@@ -363,6 +363,12 @@ static tt_err k_scale(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+static tt_err k_add_scaled(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_add_scaled(in[0], in[1], out[0], numel0(n), (float)TT_ATTRS(n, tt_scale_attrs)->s, dt0(n));
+    return 0;
+}
+
 static tt_err k_zero(const tt_node *n, void *const *in, void *const *out)
 {
     (void)in;

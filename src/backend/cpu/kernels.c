@@ -79,6 +79,17 @@ void cpu_scale(const void *x, void *y, size_t n, float s, tt_dtype dt)
     FOR_CHUNKS(n, PICK(scale_body, dt)(at(x, i, dt), atw(y, i, dt), m, s));
 }
 
+TT_INLINE void add_scaled_body(const void *a, const void *b, void *y, size_t n, float s, int bf)
+{
+    for (size_t i = 0; i < n; i++) tt_st(y, i, tt_ld(a, i, bf) + s * tt_ld(b, i, bf), bf);
+}
+TWO_DTYPES(add_scaled_body, (const void *a, const void *b, void *y, size_t n, float s), a, b, y, n, s)
+
+void cpu_add_scaled(const void *a, const void *b, void *y, size_t n, float s, tt_dtype dt)
+{
+    FOR_CHUNKS(n, PICK(add_scaled_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m, s));
+}
+
 TT_INLINE void accum_body(float *acc, const void *g, size_t n, int bf)
 {
     for (size_t i = 0; i < n; i++) acc[i] += tt_ld(g, i, bf);

@@ -31,6 +31,8 @@ void cpu_bias_grad(const void *dy, float *db, int N, int D, tt_dtype dt);
 void cpu_add(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
 /* y = s x */
 void cpu_scale(const void *x, void *y, size_t n, float s, tt_dtype dt);
+/* y = a + s b */
+void cpu_add_scaled(const void *a, const void *b, void *y, size_t n, float s, tt_dtype dt);
 /* acc (n, fp32) += g (n, dt) */
 void cpu_accum(float *acc, const void *g, size_t n, tt_dtype dt);
 void cpu_embedding_fwd(const int32_t *ids, const float *table, void *out, int N, int V, int D, tt_dtype dt);

@@ -383,6 +383,13 @@ static tt_err k_scale(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+static tt_err k_add_scaled(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(add_scaled, (const T *)in[0], (const T *)in[1], (T *)out[0], numel0(n), TT_ATTRS(n, tt_scale_attrs)->s);
+    return 0;
+}
+
 static tt_err k_zero(const tt_node *n, void *const *in, void *const *out)
 {
     (void)in;

@@ -8,7 +8,7 @@
 
 #include "graph/passes/lora.h"
 
-/* The low-rank term of one site on x (N, in): s is applied once for all parts, by the caller. (N, out) */
+/* The low-rank term of one site on x (N, in), before its scale (applied once for all parts, by the caller). (N, out) */
 static tt_value *low_rank(tt_graph *g, const tt_lora_pass_cfg *c, const tt_lora_site *s, tt_value *x)
 {
     /* each adapter draws its own mask (PEFT's dropout is a module an adapter): the site tells them apart */
@@ -62,7 +62,7 @@ static tt_value *term(tt_graph *g, const tt_lora_pass_cfg *c, tt_node *mm, const
         acc = acc ? tt_head_concat(g, acc, d, 1, 0) : d;
         at = hit[k]->offset + hit[k]->bytes;
     }
-    return acc ? tt_scale(g, acc, c->scale) : NULL;
+    return acc;
 }
 
 tt_err tt_lora_pass(tt_graph *g, const tt_lora_pass_cfg *c, int *applied)
@@ -90,7 +90,7 @@ tt_err tt_lora_pass(tt_graph *g, const tt_lora_pass_cfg *c, int *applied)
         if (!n) continue;
         tt_graph_set_scope(g, "%s.lora", mm->scope);
         tt_graph_set_unit(g, mm->unit);
-        tt_value *y = mm->out[0], *t = term(g, c, mm, hit, n), *sum = t ? tt_add(g, y, t) : NULL;
+        tt_value *y = mm->out[0], *t = term(g, c, mm, hit, n), *sum = t ? tt_add_scaled(g, y, t, c->scale) : NULL;
         if (!sum) {
             rc = -1;
             break;
