@@ -158,7 +158,11 @@ static void case_scale(hc *h, const void *p)
 static void case_add_scaled(hc *h, const void *p)
 {
     const row_p *c = p;
-    tt_add_scaled(h->g, act_in(h, "a", c->N, c->D, 1), act_in(h, "b", c->N, c->D, 1.5), 0.37);
+    if (!c->group) tt_add_scaled(h->g, act_in(h, "a", c->N, c->D, 1), act_in(h, "b", c->N, c->D, 1.5), 0.37);
+    else { /* parts on some columns of a (a fused q/k/v with k left alone): [0, 3) and [D - 5, D) */
+        tt_value *b[2] = {act_in(h, "b0", c->N, 3, 1.5), act_in(h, "b1", c->N, 5, 1)};
+        tt_add_scaled_cols(h->g, act_in(h, "a", c->N, c->D, 1), 2, b, (const int[]){0, c->D - 5}, -0.6);
+    }
     forward_and_backward(h, last(h), 1);
 }
 static void case_gelu(hc *h, const void *p)
@@ -274,13 +278,22 @@ static void case_attention_kv(hc *h, const void *p)
 
 typedef struct {
     int N, D, V, acc;
-    int frozen; /* ce_linear: the head is a frozen weight (LoRA's base): dh alone */
+    int frozen; /* the table / head is a frozen bf16 weight (LoRA's base): no gradient for it, and ce_linear makes dh
+                   alone (the f64 twin keeps f64) */
 } emb_p;
+
+/* A frozen weight of a LoRA base: bf16 where the run is not the f64 twin */
+static tt_value *frozen_in(hc *h, const char *name, int64_t r, int64_t c, double scale)
+{
+    tt_value *v = input(h, name, h->w == TT_F64 ? TT_F64 : TT_BF16, 2, (int64_t[]){r, c}, (fill){F_W, scale, 0, 0, 0, NULL});
+    if (v) v->role = TT_ROLE_FROZEN; /* filled as an input all the same */
+    return v;
+}
 static void case_embedding(hc *h, const void *p)
 {
     const emb_p *c = p;
     tt_value *ids = int_in(h, "ids", c->N, (fill){I_UNI, 0, 0, 0, c->V, NULL});
-    tt_embedding(h->g, ids, w_in(h, "table", 2, c->V, c->D, 1));
+    tt_embedding(h->g, ids, c->frozen ? frozen_in(h, "table", c->V, c->D, 1) : w_in(h, "table", 2, c->V, c->D, 1));
     tt_node *n = last(h);
     forward_and_backward(h, n, 1);
     if (c->acc && h->gin[1]) accumulate_into(h, h->gin[1]->producer, 0); /* the table's gradient into an accumulator */
@@ -288,10 +301,10 @@ static void case_embedding(hc *h, const void *p)
 static void case_ce_linear(hc *h, const void *p)
 {
     const emb_p *c = p;
-    tt_value *hh = act_in(h, "h", c->N, c->D, 1), *W = w_in(h, "W", 2, c->V, c->D, 0.5);
+    tt_value *hh = act_in(h, "h", c->N, c->D, 1);
+    tt_value *W = c->frozen ? frozen_in(h, "W", c->V, c->D, 0.5) : w_in(h, "W", 2, c->V, c->D, 0.5);
     tt_value *t = int_in(h, "targets", c->N, (fill){I_TGT, 0, 0, c->V, 0, NULL});
     tt_value *scale = input(h, "scale", h->w, 1, (int64_t[]){1}, (fill){F_W, 0, 0.37, 0, 0, NULL});
-    if (W && c->frozen) W->role = TT_ROLE_FROZEN; /* filled as an input all the same */
     tt_ce_linear(h->g, hh, W, t, scale, -100);
     tt_node *n = last(h);
     if (n && c->frozen && n->n_out != 1) tt_graph_fail(h->g, "ce_linear: outputs before its backward");
@@ -542,7 +555,8 @@ static const mm_p mm_nn = {37, 19, 23, 0, 0, 0}, mm_nt = {37, 19, 23, 0, 1, 0}, 
                   mm_tt = {37, 19, 23, 1, 1, 0}, mm_acc = {19, 23, 37, 1, 0, 1},
                   /* typical: the default job's q/k/v and MLP products, 2 sequences of 256 */
                   mm_fwd = {512, 384, 128, 0, 1, 0}, mm_dx = {512, 128, 384, 0, 0, 0}, mm_dw = {384, 128, 512, 1, 0, 1};
-static const row_p row_odd = {37, 19, 19, 0}, row_typ = {512, 128, 384, 0}, row_group = {37, 64, 0, 16},
+static const row_p row_odd = {37, 19, 19, 0}, row_typ = {512, 128, 384, 0}, row_parts = {37, 19, 0, 1},
+                   row_group = {37, 64, 0, 16},
                    row_fused = {37, 0, 19, 1}, row_fused_typ = {512, 0, 384, 1};
 static const double rng_a[2] = {1234, 7}, rng_b[2] = {20250101, 123456};
 static const dropout_p do_odd = {37, 19, 0.1, 3, rng_a}, do_half = {37, 19, 0.5, 0, rng_b},
@@ -555,7 +569,7 @@ static const attn_p at_gqa = {2, 13, 4, 2, 8, 0, 1, 0, 0, 0}, at_win = {1, 17, 3
                     kv_decode = {2, 1, 4, 2, 16, 3, 0, 0, 12, 7};
 static const emb_p emb_odd = {37, 19, 23, 0, 0}, emb_acc = {29, 11, 13, 1, 0}, emb_typ = {512, 128, 258, 1, 0},
                    ce_odd = {13, 11, 17, 0, 0}, ce_acc = {9, 7, 5, 1, 0}, ce_typ = {512, 128, 258, 1, 0},
-                   ce_frozen = {13, 11, 17, 0, 1};
+                   ce_frozen = {13, 11, 17, 0, 1}, ce_frozen_typ = {512, 128, 258, 0, 1}, emb_frozen = {37, 19, 23, 0, 1};
 static const opt_p acc_odd = {104, 0, 0}, sq_odd = {1001, 0, 0}, sq_chain = {37, 1, 0}, clip_no = {1, 0, 1.0},
                    clip_yes = {1, 1, 1.0}, clip_off = {1, 1, 0.0}, adam_all = {777, 0, 0}, adam_decay = {1000, 1, 0},
                    adam_typ = {100003, 1, 0};
@@ -625,6 +639,7 @@ const test_case op_cases[] = {
     {"scale 512x128 by -2.5", case_scale, &row_typ, 0, 0},
     {"add_scaled 37x19, s 0.37", case_add_scaled, &row_odd, 1, 0},
     {"add_scaled 512x128, s 0.37", case_add_scaled, &row_typ, 0, 0},
+    {"add_scaled 37x19, two parts on columns [0, 3) and [14, 19)", case_add_scaled, &row_parts, 1, 0},
     {"gelu 37x19", case_gelu, &row_odd, 1, 0},
     {"gelu 512x384", case_gelu, &row_typ, 0, 0},
     {"rope 2x7 tokens, 3 heads of 8, scale 0.75", case_rope, &rope_odd, 1, 0},
@@ -647,10 +662,12 @@ const test_case op_cases[] = {
     {"attention_kv decode at 7 of 12, window 3", case_attention_kv, &kv_decode, 0, 0},
     {"embedding 37 ids, 23x19 table", case_embedding, &emb_odd, 1, 0},
     {"embedding, gradient into an accumulator", case_embedding, &emb_acc, 0, 0},
+    {"embedding 37 ids, frozen bf16 23x19 table", case_embedding, &emb_frozen, 0, 0},
     {"embedding 512 ids, 258x128 table", case_embedding, &emb_typ, 0, 0},
     {"ce_linear 13x11, vocabulary 17", case_ce_linear, &ce_odd, 1, 0},
     {"ce_linear, dW into an accumulator", case_ce_linear, &ce_acc, 0, 0},
-    {"ce_linear 13x11, vocabulary 17, frozen head (dh alone)", case_ce_linear, &ce_frozen, 1, 0},
+    {"ce_linear 13x11, vocabulary 17, frozen bf16 head (dh alone)", case_ce_linear, &ce_frozen, 1, 0},
+    {"ce_linear 512x128, vocabulary 258, frozen bf16 head", case_ce_linear, &ce_frozen_typ, 0, 0},
     {"ce_linear 512x128, vocabulary 258", case_ce_linear, &ce_typ, 0, 0},
     {"accum 13x8", case_accum, &acc_odd, 0, 0},
     {"sumsq 1001", case_sumsq, &sq_odd, 0, 0},

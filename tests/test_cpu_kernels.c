@@ -296,7 +296,7 @@ static void test_ce(void)
             float *dh2 = zf((size_t)N * D);
             float *dW1 = rf((size_t)V * D, 0.01), *dW2 = cpf(dW1, (size_t)V * D); /* accumulated into */
             double l1 = 0;
-            CHECK(cpu_ce_linear(ha, W, t, N, D, V, -100, scale, mode & 1 ? dh1 : NULL, mode & 2 ? dW1 : NULL, dt_of(bf),
+            CHECK(cpu_ce_linear(ha, W, TT_F32, t, N, D, V, -100, scale, mode & 1 ? dh1 : NULL, mode & 2 ? dW1 : NULL, dt_of(bf),
                                 &l1) == 0);
             /* the reference in double: its sums over a large vocabulary carry no rounding of their own */
             double l2;
@@ -318,7 +318,7 @@ static void test_ce(void)
             if ((mode & 3) == 3) { /* run to run, the same bits */
                 void *dh3 = act_new((size_t)N * D, bf);
                 double l3 = 0;
-                CHECK(cpu_ce_linear(ha, W, t, N, D, V, -100, scale, dh3, NULL, dt_of(bf), &l3) == 0);
+                CHECK(cpu_ce_linear(ha, W, TT_F32, t, N, D, V, -100, scale, dh3, NULL, dt_of(bf), &l3) == 0);
                 CHECK_MSG(l3 == l1 && !memcmp(dh1, dh3, (size_t)N * D * (bf ? 2 : 4)), "%s: not deterministic", name);
                 free(dh3);
             }
@@ -330,7 +330,7 @@ static void test_ce(void)
     for (int i = 0; i < 6; i++) dh[i] = 7;
     for (int i = 0; i < 9; i++) dW[i] = 3;
     double l = -1;
-    CHECK(cpu_ce_linear(h, W, t, 2, 3, 3, -100, 1.0, dh, dW, TT_F32, &l) == 0);
+    CHECK(cpu_ce_linear(h, W, TT_F32, t, 2, 3, 3, -100, 1.0, dh, dW, TT_F32, &l) == 0);
     CHECK(l == 0 && dh[0] == 0 && dh[5] == 0 && dW[0] == 3 && dW[8] == 3);
 }
 

@@ -3,8 +3,8 @@
  * gradients equal central finite differences of the loss; the loss equals the
  * plain model's with each adapter merged into its weight (W + s B A); no
  * weight-gradient product is made for a frozen weight; training steps leave
- * the frozen base's bytes as they were; a bf16 base keeps its linear weights
- * in bf16. Target lists: PEFT's names, all-linear, a name that matches
+ * the frozen base's bytes as they were; a bf16 base keeps its 2-D weights
+ * (linear layers, embeddings, head) in bf16. Target lists: PEFT's names, all-linear, a name that matches
  * nothing (the error lists what exists), a routed expert (refused). Each on
  * the dense llama block (q/k/v and gate/up fused), Qwen2's (q/k/v biases,
  * tied head) and an MoE block with a shared expert (attention and shared
@@ -246,7 +246,7 @@ static void check_variant(variant va, const char *const *targets, int n_targets)
     int n_bf16 = 0;
     for (int i = 0; i < m->n_params; i++) {
         n_bf16 += fl.dtype[i] == TT_BF16;
-        if (!m->units[m->params[i].unit].block || m->params[i].ndim == 1) CHECK(fl.dtype[i] == TT_F32);
+        CHECK(fl.dtype[i] == (m->params[i].ndim == 2 && !m->params[i].routed ? TT_BF16 : TT_F32));
         CHECK(fl.offset[i] % 64 == 0);
     }
     CHECK(n_bf16 >= l.n_targets);

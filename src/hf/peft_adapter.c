@@ -38,7 +38,7 @@ tt_err tt_peft_adapter_spec(const char *dir, tt_lora_spec *spec)
         if (spec->n_targets == TT_LORA_MAX_TARGETS || strlen(leaf) >= sizeof spec->targets[0])
             rc = tt_errorf("%s: more than %d kinds of module, or a module name of %zu characters ('%s')", path,
                            TT_LORA_MAX_TARGETS, strlen(leaf), leaf);
-        else snprintf(spec->targets[spec->n_targets++], sizeof spec->targets[0], "%s", leaf);
+        else memcpy(spec->targets[spec->n_targets++], leaf, strlen(leaf) + 1);
     }
     if (!rc && !spec->n_targets) rc = tt_errorf("%s: no LoRA tensors", path);
     tt_st_close(st);

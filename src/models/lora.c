@@ -189,19 +189,13 @@ tt_err tt_frozen_layout_new(const tt_model *b, tt_dtype linear_dtype, tt_frozen_
         return tt_errorf("out of memory");
     }
     size_t at = 0;
-    char m[128];
     for (int u = 0; u < b->n_units; u++) {
         out->unit_offset[u] = at;
         size_t in_unit = 0;
         for (int i = b->units[u].first_param; i < b->n_params && b->params[i].unit == u; i++) {
-            int ok;
-            if (tt_lora_module_name(b, i, m, sizeof m, &ok)) {
-                tt_frozen_layout_free(out);
-                return -1;
-            }
-            /* linear weights the matmuls read in either dtype; the rest is read as fp32 by its kernels
-             * (routed experts stay fp32 too: the grouped GEMM takes fp32 weights) */
-            out->dtype[i] = ok == 1 || ok == -1 ? linear_dtype : TT_F32;
+            /* the 2-D weights (linear layers, embedding tables, the head) in either dtype: their kernels read both;
+             * norms and biases fp32, and the routed experts too (the grouped GEMM takes fp32 weights) */
+            out->dtype[i] = b->params[i].ndim == 2 && !b->params[i].routed ? linear_dtype : TT_F32;
             out->offset[i] = in_unit;
             in_unit += ((size_t)tt_param_numel(&b->params[i]) * tt_dtype_size(out->dtype[i]) + 63) / 64 * 64;
         }

@@ -81,19 +81,40 @@ static void bw_scale(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **
     gin[0] = tt_scale(g, gout[0], TT_ATTRS(n, tt_scale_attrs)->s);
 }
 
+tt_value *tt_add_scaled_cols(tt_graph *g, tt_value *a, int k, tt_value *const *b, const int *c0, double s)
+{
+    NEED(a && a->ndim == 2 && tt_op_is_float(a->dtype) && isfinite(s) && k >= 1 && k <= TT_ADD_SCALED_MAX_PARTS,
+         "add_scaled: a (N, W) float value, a finite factor and 1 to %d parts", TT_ADD_SCALED_MAX_PARTS);
+    tt_add_scaled_attrs at = {.s = s, .k = k};
+    tt_value *in[1 + TT_ADD_SCALED_MAX_PARTS] = {a};
+    for (int i = 0; i < k; i++) {
+        NEED(b[i] && b[i]->ndim == 2 && b[i]->shape[0] == a->shape[0] && tt_op_is_float(b[i]->dtype) && c0[i] >= 0 &&
+                 c0[i] + b[i]->shape[1] <= cols(a) && (i == 0 || c0[i] >= c0[i - 1] + b[i - 1]->shape[1]),
+             "add_scaled: part %d (%lld columns at %d) outside a's %lld columns or before the part ahead of it", i,
+             b[i] ? (long long)cols(b[i]) : -1LL, c0[i], (long long)cols(a));
+        in[1 + i] = b[i]->dtype == a->dtype ? b[i] : tt_cast(g, b[i], a->dtype);
+        at.c0[i] = c0[i];
+    }
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape);
+    return tt_op_node(g, TT_OP_ADD_SCALED, 1 + k, in, 1, &y, &at) ? y : NULL;
+}
+
 tt_value *tt_add_scaled(tt_graph *g, tt_value *a, tt_value *b, double s)
 {
-    NEED(a && b && same_shape(a, b) && tt_op_is_float(a->dtype) && isfinite(s), "add_scaled: shapes differ");
-    if (b->dtype != a->dtype) b = tt_cast(g, b, a->dtype);
-    tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape), *in[] = {a, b};
-    const tt_scale_attrs at = {s};
-    return tt_op_node(g, TT_OP_ADD_SCALED, 2, in, 1, &y, &at) ? y : NULL;
+    NEED(a && b && same_shape(a, b) && a->ndim == 2, "add_scaled: shapes differ");
+    return tt_add_scaled_cols(g, a, 1, &b, (const int[]){0}, s);
 }
 
 static void bw_add_scaled(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
+    const tt_add_scaled_attrs *at = TT_ATTRS(n, tt_add_scaled_attrs);
+    const int W = (int)cols(n->in[0]);
     gin[0] = gout[0];
-    gin[1] = tt_scale(g, gout[0], TT_ATTRS(n, tt_scale_attrs)->s);
+    for (int i = 0; i < at->k; i++) { /* s dy on the part's columns */
+        const int w = (int)cols(n->in[1 + i]);
+        tt_value *d = w == W ? gout[0] : tt_head_slice(g, gout[0], 1, W, at->c0[i], w, 0, 0);
+        gin[1 + i] = tt_scale(g, d, at->s);
+    }
 }
 
 tt_value *tt_dropout(tt_graph *g, tt_value *x, tt_value *rng, double p, uint64_t site)

@@ -22,7 +22,7 @@ tt_err tt_check_ids(const int32_t *ids, int64_t n, int64_t V, int32_t allowed, c
 static void bw_embedding(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
     tt_value *in[] = {n->in[0], gout[0]};
-    gin[1] = tt_op_emit1(g, TT_OP_EMBEDDING_BWD, 2, in, n->in[1], NULL);
+    if (trains(n->in[1])) gin[1] = tt_op_emit1(g, TT_OP_EMBEDDING_BWD, 2, in, n->in[1], NULL);
 }
 
 /* the ops' facts: flags, accumulable outputs, inputs written in place, FLOPs, backward rule */

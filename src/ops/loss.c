@@ -28,7 +28,7 @@ static void bw_ce(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin
         return;
     }
     /* a frozen head (LoRA) gets no dW: the op then makes dh alone */
-    const int dw = n->in[1]->role != TT_ROLE_FROZEN;
+    const int dw = trains(n->in[1]);
     if (n->n_out == 1 &&
         (tt_node_add_output(g, n, tt_value_new(g, TT_ROLE_ACT, n->in[0]->dtype, n->in[0]->ndim, n->in[0]->shape)) ||
          (dw && tt_node_add_output(g, n, tt_value_new(g, TT_ROLE_ACT, n->in[1]->dtype, n->in[1]->ndim, n->in[1]->shape)))))

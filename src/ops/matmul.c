@@ -51,13 +51,13 @@ static void bw_matmul(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value *
     const int ta = TT_ATTRS(n, tt_matmul_attrs)->ta, tb = TT_ATTRS(n, tt_matmul_attrs)->tb;
     /* each gradient has its input's dtype: bf16 for activations, fp32 for weights */
     gin[0] = ta ? tt_matmul_to(g, B, dC, tb, 1, A->dtype) : tt_matmul_to(g, dC, B, 0, !tb, A->dtype);
-    gin[1] = tb ? tt_matmul_to(g, dC, A, 1, ta, B->dtype) : tt_matmul_to(g, A, dC, !ta, 0, B->dtype);
+    if (trains(B)) gin[1] = tb ? tt_matmul_to(g, dC, A, 1, ta, B->dtype) : tt_matmul_to(g, A, dC, !ta, 0, B->dtype);
 }
 
 static void bw_bias_add(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
     gin[0] = gout[0];
-    gin[1] = tt_op_emit1(g, TT_OP_BIAS_GRAD, 1, gout, n->in[1], NULL);
+    if (trains(n->in[1])) gin[1] = tt_op_emit1(g, TT_OP_BIAS_GRAD, 1, gout, n->in[1], NULL);
 }
 
 /* the ops' facts: flags, accumulable outputs, inputs written in place, FLOPs, backward rule */

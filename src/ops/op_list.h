@@ -87,9 +87,10 @@ TT_OP(CAST, cast, 0)
 TT_OP(ZERO, zero, 0)
 /* in: x   tt_scale_attrs   out: y = s x (LoRA's alpha / r on its adapter's output) */
 TT_OP(SCALE, scale, sizeof(tt_scale_attrs))
-/* in: a, b (same shape)   tt_scale_attrs   out: y = a + s b (a LoRA-adapted linear layer's output: the base's
-   plus its adapters' term; kept by selective activation checkpointing, as a matmul's output is) */
-TT_OP(ADD_SCALED, add_scaled, sizeof(tt_scale_attrs))
+/* in: a (N, W), b_1..b_k (N, w_i)   tt_add_scaled_attrs   out: y = a, plus s b_i on columns [c0_i, c0_i + w_i)
+   (a LoRA-adapted linear layer's output: the base's, fused q/k/v or gate/up included, plus each adapter's term on
+   its part's columns; kept by selective activation checkpointing, as a matmul's output is) */
+TT_OP(ADD_SCALED, add_scaled, sizeof(tt_add_scaled_attrs))
 /* in: x, rng (2) i64 input = [seed, counter]   tt_dropout_attrs (p, site)
    out: y = x * keep / (1 - p), keep drawn from (seed, counter, site, element) (ops/dropout.h);
    its backward is the same op on dy (the same mask) */

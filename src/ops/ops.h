@@ -75,6 +75,13 @@ typedef struct {
     double s;
 } tt_scale_attrs;
 
+#define TT_ADD_SCALED_MAX_PARTS 4
+typedef struct {
+    double s;
+    int k;                              /* the b's */
+    int c0[TT_ADD_SCALED_MAX_PARTS];    /* the first column of a that b_i adds to */
+} tt_add_scaled_attrs;
+
 typedef struct {
     double p;      /* the probability of dropping an element, in (0, 1) */
     uint64_t site; /* the call site's constant: different sites draw different masks */
@@ -239,6 +246,9 @@ tt_value *tt_zeros(tt_graph *g, tt_dtype dt, int ndim, const int64_t *shape);
 tt_value *tt_scale(tt_graph *g, tt_value *x, double s);
 /* y = a + s b, in a's dtype (b's cast to it if it differs) */
 tt_value *tt_add_scaled(tt_graph *g, tt_value *a, tt_value *b, double s);
+/* y = a (N, W) plus s b_i (N, w_i) on a's columns [c0_i, c0_i + w_i), for k <= TT_ADD_SCALED_MAX_PARTS parts that do not
+ * overlap, in a's dtype (each b cast to it if it differs) */
+tt_value *tt_add_scaled_cols(tt_graph *g, tt_value *a, int k, tt_value *const *b, const int *c0, double s);
 /* Dropout: y = x * keep / (1 - p), x any float value, keep(i) = u(i) >= p with u(i) in [0, 1) drawn from
  * (seed, counter, site, i) (ops/dropout.h: the same bits on every backend). rng: an i64 (2) value [seed, counter]
  * the host writes before each run (the trainer: training.seed and the micro-step, so a resumed run draws the same

@@ -55,6 +55,8 @@ static inline int meet(const tt_value *a, const tt_value *b)
 }
 
 /* ---- FLOP counts that several families share ------------------------------ */
+/* A weight that trains (a frozen one, LoRA's base, gets no gradient from a backward rule) */
+static inline int trains(const tt_value *v) { return v->role != TT_ROLE_FROZEN; }
 static inline double n_rows(const tt_value *v) { return v->ndim == 1 ? 1.0 : (double)v->shape[0]; }
 static inline double n_cols(const tt_value *v) { return (double)v->shape[v->ndim - 1]; }
 static inline double numel(const tt_value *v) { return (double)tt_value_numel(v); }

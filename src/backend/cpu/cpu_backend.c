@@ -23,7 +23,7 @@ static tt_err k_embedding(const tt_node *n, void *const *in, void *const *out)
     const tt_value *tab = n->in[1];
     const int N = (int)tt_value_numel(n->in[0]), V = (int)tab->shape[0], D = (int)tab->shape[1];
     if (tt_check_ids(in[0], N, V, INT32_MIN, "token id")) return -1;
-    cpu_embedding_fwd(in[0], in[1], out[0], N, V, D, n->out[0]->dtype);
+    cpu_embedding_fwd(in[0], in[1], tab->dtype, out[0], N, V, D, n->out[0]->dtype);
     return 0;
 }
 
@@ -316,7 +316,7 @@ static tt_err k_ce_linear(const tt_node *n, void *const *in, void *const *out)
     if (tt_check_ids(in[2], N, V, ign, "target")) return -1;
     if (dw && !(n->accumulate & 4)) memset(out[2], 0, tt_value_bytes(n->out[2])); /* the kernel adds into dW */
     double loss;
-    if (cpu_ce_linear(in[0], in[1], in[2], N, D, V, ign, *(const float *)in[3], dh ? out[1] : NULL,
+    if (cpu_ce_linear(in[0], in[1], n->in[1]->dtype, in[2], N, D, V, ign, *(const float *)in[3], dh ? out[1] : NULL,
                       dw ? out[2] : NULL, dt0(n), &loss))
         return -1;
     *(float *)out[0] = (float)loss;
@@ -365,7 +365,12 @@ static tt_err k_scale(const tt_node *n, void *const *in, void *const *out)
 
 static tt_err k_add_scaled(const tt_node *n, void *const *in, void *const *out)
 {
-    cpu_add_scaled(in[0], in[1], out[0], numel0(n), (float)TT_ATTRS(n, tt_scale_attrs)->s, dt0(n));
+    const tt_add_scaled_attrs *a = TT_ATTRS(n, tt_add_scaled_attrs);
+    _Static_assert(TT_ADD_SCALED_MAX_PARTS <= CPU_ADD_SCALED_MAX_PARTS, "the kernel's parts");
+    int w[TT_ADD_SCALED_MAX_PARTS];
+    for (int i = 0; i < a->k; i++) w[i] = (int)ncols(n->in[1 + i]);
+    cpu_add_scaled(in[0], (const void *const *)in + 1, w, a->c0, a->k, out[0], (int)nrows(n->in[0]), (int)ncols(n->in[0]),
+                   (float)a->s, dt0(n));
     return 0;
 }
 

@@ -70,7 +70,7 @@ TT_CLONES static double ce_row(float *z, int V, int t, float scale, float *g, ui
  * products are large GEMMs spread over the cores, and the row-wise softmax in
  * between is an OpenMP loop. Every output element has one owner and a fixed
  * summation order, so the result is deterministic for a thread count. */
-tt_err cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int N, int D, int V, int ignore_index,
+tt_err cpu_ce_linear(const void *h, const void *W, tt_dtype wdt, const int32_t *targets, int N, int D, int V, int ignore_index,
                      double scale, void *dh, float *dW, tt_dtype dt, double *loss)
 {
     *loss = 0;
@@ -110,7 +110,7 @@ tt_err cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int 
             continue;
         }
         /* logits (nr, V) = h_block (nr, D) W^T */
-        if (tt_gemm(&(tt_gemm_args){.compute = compute, .A = hb, .adt = dt, .lda = D, .B = W, .bdt = TT_F32,
+        if (tt_gemm(&(tt_gemm_args){.compute = compute, .A = hb, .adt = dt, .lda = D, .B = W, .bdt = wdt,
                                     .ldb = D, .tb = 1, .C = z, .cdt = TT_F32, .ldc = V, .M = nr, .N = V, .K = D}))
             return -1;
         #pragma omp parallel for schedule(static)
@@ -126,7 +126,7 @@ tt_err cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int 
             rowloss[r0 + r] = ce_row(zr, V, t, fscale, grads && !gz16 ? zr : NULL, gz16 ? gz16 + (size_t)r * V : NULL);
         }
         /* dh_block (nr, D) = dlogits (nr, V) W (V, D) */
-        if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .B = W, .bdt = TT_F32,
+        if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .B = W, .bdt = wdt,
                                           .ldb = D, .C = (char *)dh + (size_t)r0 * D * esz, .cdt = dt, .ldc = D,
                                           .M = nr, .N = D, .K = V}))
             return -1;

@@ -79,15 +79,30 @@ void cpu_scale(const void *x, void *y, size_t n, float s, tt_dtype dt)
     FOR_CHUNKS(n, PICK(scale_body, dt)(at(x, i, dt), atw(y, i, dt), m, s));
 }
 
-TT_INLINE void add_scaled_body(const void *a, const void *b, void *y, size_t n, float s, int bf)
+/* one row: y = a, plus s b_i on its columns */
+TT_INLINE void add_scaled_row(const void *a, const void *const *b, const int *w, const int *c0, int k, void *y, int W,
+                              float s, int bf)
 {
-    for (size_t i = 0; i < n; i++) tt_st(y, i, tt_ld(a, i, bf) + s * tt_ld(b, i, bf), bf);
+    int c = 0;
+    for (int i = 0; i <= k; i++) {
+        const int end = i < k ? c0[i] : W;
+        for (; c < end; c++) tt_st(y, (size_t)c, tt_ld(a, (size_t)c, bf), bf);
+        if (i == k) break;
+        for (int j = 0; j < w[i]; j++, c++) tt_st(y, (size_t)c, tt_ld(a, (size_t)c, bf) + s * tt_ld(b[i], (size_t)j, bf), bf);
+    }
 }
-TWO_DTYPES(add_scaled_body, (const void *a, const void *b, void *y, size_t n, float s), a, b, y, n, s)
+TWO_DTYPES(add_scaled_row, (const void *a, const void *const *b, const int *w, const int *c0, int k, void *y, int W, float s),
+           a, b, w, c0, k, y, W, s)
 
-void cpu_add_scaled(const void *a, const void *b, void *y, size_t n, float s, tt_dtype dt)
+void cpu_add_scaled(const void *a, const void *const *b, const int *w, const int *c0, int k, void *y, int N, int W,
+                    float s, tt_dtype dt)
 {
-    FOR_CHUNKS(n, PICK(add_scaled_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m, s));
+    #pragma omp parallel for schedule(static) if ((size_t)N * W > (1 << 15))
+    for (int r = 0; r < N; r++) {
+        const void *br[CPU_ADD_SCALED_MAX_PARTS];
+        for (int i = 0; i < k; i++) br[i] = at(b[i], (size_t)r * w[i], dt);
+        PICK(add_scaled_row, dt)(at(a, (size_t)r * W, dt), br, w, c0, k, atw(y, (size_t)r * W, dt), W, s);
+    }
 }
 
 TT_INLINE void accum_body(float *acc, const void *g, size_t n, int bf)
@@ -260,14 +275,17 @@ void cpu_bias_grad(const void *dy, float *db, int N, int D, tt_dtype dt)
 /* ---- embedding ---------------------------------------------------------- */
 
 /* An id outside [0, V) is a caller error; it reads as a zero row. */
-void cpu_embedding_fwd(const int32_t *ids, const float *table, void *out, int N, int V, int D, tt_dtype dt)
+void cpu_embedding_fwd(const int32_t *ids, const void *table, tt_dtype tdt, void *out, int N, int V, int D, tt_dtype dt)
 {
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const int id = ids[n];
         void *row = atw(out, (size_t)n * D, dt);
-        if (id < 0 || id >= V) memset(row, 0, (size_t)D * tt_dtype_size(dt));
-        else tt_cpu_from_f32(row, dt, table + (size_t)id * D, (size_t)D);
+        const void *src = id < 0 || id >= V ? NULL : at(table, (size_t)id * D, tdt);
+        if (!src) memset(row, 0, (size_t)D * tt_dtype_size(dt));
+        else if (tdt == dt) memcpy(row, src, (size_t)D * tt_dtype_size(dt));
+        else if (tdt == TT_F32) tt_cpu_from_f32(row, dt, src, (size_t)D);
+        else tt_cpu_to_f32(row, src, tdt, (size_t)D); /* a bf16 table (LoRA's frozen base), fp32 activations */
     }
 }
 

@@ -31,11 +31,14 @@ void cpu_bias_grad(const void *dy, float *db, int N, int D, tt_dtype dt);
 void cpu_add(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
 /* y = s x */
 void cpu_scale(const void *x, void *y, size_t n, float s, tt_dtype dt);
-/* y = a + s b */
-void cpu_add_scaled(const void *a, const void *b, void *y, size_t n, float s, tt_dtype dt);
+/* y (N, W) = a, plus s b_i (N, w[i]) on columns [c0[i], c0[i] + w[i]) (k <= CPU_ADD_SCALED_MAX_PARTS parts, in column
+ * order) */
+#define CPU_ADD_SCALED_MAX_PARTS 8
+void cpu_add_scaled(const void *a, const void *const *b, const int *w, const int *c0, int k, void *y, int N, int W,
+                    float s, tt_dtype dt);
 /* acc (n, fp32) += g (n, dt) */
 void cpu_accum(float *acc, const void *g, size_t n, tt_dtype dt);
-void cpu_embedding_fwd(const int32_t *ids, const float *table, void *out, int N, int V, int D, tt_dtype dt);
+void cpu_embedding_fwd(const int32_t *ids, const void *table, tt_dtype tdt, void *out, int N, int V, int D, tt_dtype dt);
 /* dtable (V,D) = (accumulate: +=) scatter-add of dout rows */
 void cpu_embedding_bwd(const int32_t *ids, const void *dout, float *dtable, int N, int V, int D, tt_dtype dt,
                        int accumulate);
@@ -99,7 +102,7 @@ void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, 
  * dW fp32 accumulated into. Logit products in bf16 when dt is bf16. *loss
  * receives the loss (NaN when the model's values are: not an error); -1
  * only when its block of logits cannot be allocated. */
-tt_err cpu_ce_linear(const void *h, const float *W, const int32_t *targets, int N, int D, int V, int ignore_index,
+tt_err cpu_ce_linear(const void *h, const void *W, tt_dtype wdt, const int32_t *targets, int N, int D, int V, int ignore_index,
                      double scale, void *dh, float *dW, tt_dtype dt, double *loss);
 double cpu_sumsq(const float *g, size_t n);
 /* AdamW on n elements in place (the reference's contract), weight decay only

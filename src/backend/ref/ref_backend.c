@@ -385,8 +385,11 @@ static tt_err k_scale(const tt_node *n, void *const *in, void *const *out)
 
 static tt_err k_add_scaled(const tt_node *n, void *const *in, void *const *out)
 {
-    const int is64 = is_f64(n);
-    REF(add_scaled, (const T *)in[0], (const T *)in[1], (T *)out[0], numel0(n), TT_ATTRS(n, tt_scale_attrs)->s);
+    const tt_add_scaled_attrs *a = TT_ATTRS(n, tt_add_scaled_attrs);
+    const int is64 = is_f64(n), N = (int)nrows(n->in[0]), W = (int)ncols(n->in[0]);
+    for (int i = 0; i < a->k; i++) /* one part at a time, the first from a, the rest in place */
+        REF(add_scaled, (const T *)(i ? out[0] : in[0]), (const T *)in[1 + i], (T *)out[0], N, W,
+            (int)ncols(n->in[1 + i]), a->c0[i], a->s);
     return 0;
 }
 

@@ -27,7 +27,8 @@
     void ref_bias_grad_##S(const T *dy, T *db, int N, int D);                                    \
     void ref_add_##S(const T *a, const T *b, T *y, size_t n);                                    \
     void ref_scale_##S(const T *x, T *y, size_t n, double s);                                   \
-    void ref_add_scaled_##S(const T *a, const T *b, T *y, size_t n, double s);                  \
+    /* y (N, W) = a, plus s b (N, w) on columns [c0, c0 + w) (y may be a: in place) */                   \
+    void ref_add_scaled_##S(const T *a, const T *b, T *y, int N, int W, int w, int c0, double s);         \
     /* out (N,D) = table (V,D)[ids (N)] */                                                       \
     void ref_embedding_fwd_##S(const int32_t *ids, const T *table, T *out, int N, int V, int D); \
     /* dtable (V,D) = scatter-add of dout (N,D) rows at ids (zeroes dtable first) */             \

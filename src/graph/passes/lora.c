@@ -2,7 +2,8 @@
  * adapters' nodes right after it, and every later reader of its output reads
  * the sum instead. A fused weight (q/k/v, gate/up) is a run of parameters
  * back to back: its output's columns are theirs in the same order, so each
- * adapted part's term fills its columns and the parts left alone get zeros. */
+ * adapted part's term adds to its own columns (add_scaled's parts), and the
+ * parts left alone are read as they are. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,30 +40,19 @@ static int parts_of(const tt_lora_pass_cfg *c, int unit, size_t off, size_t byte
     return n;
 }
 
-/* zeros (N, cols) in y's dtype for a part with no adapter */
-static tt_value *gap(tt_graph *g, const tt_value *y, int64_t cols)
+/* The layer's output with every adapted part's term on its columns: y + s (x A_i^T) B_i^T (N, out). */
+static tt_value *adapted(tt_graph *g, const tt_lora_pass_cfg *c, tt_node *mm, const tt_lora_site *const *hit, int n)
 {
-    return tt_zeros(g, y->dtype, 2, (int64_t[]){y->shape[0], cols});
-}
-
-/* The term of every part of a weight (N, out) in column order: adapted parts and zeros between them. */
-static tt_value *term(tt_graph *g, const tt_lora_pass_cfg *c, tt_node *mm, const tt_lora_site *const *hit, int n)
-{
-    tt_value *x = mm->in[0], *w = mm->in[1], *y = mm->out[0], *acc = NULL;
+    tt_value *x = mm->in[0], *w = mm->in[1], *d[TT_ADD_SCALED_MAX_PARTS];
     const size_t row = (size_t)w->shape[1] * tt_dtype_size(w->dtype), off = tt_value_root_offset(w);
-    size_t at = off;
-    for (int k = 0; k <= n && !g->failed; k++) {
-        const size_t end = k < n ? hit[k]->offset : off + tt_value_bytes(w);
-        tt_value *piece = NULL;
-        if (end > at) piece = gap(g, y, (int64_t)((end - at) / row)); /* an unadapted part */
-        if (piece) acc = acc ? tt_head_concat(g, acc, piece, 1, 0) : piece;
-        if (k == n) break;
-        tt_value *d = low_rank(g, c, hit[k], x);
-        if (d && d->dtype != y->dtype) d = tt_cast(g, d, y->dtype);
-        acc = acc ? tt_head_concat(g, acc, d, 1, 0) : d;
-        at = hit[k]->offset + hit[k]->bytes;
+    int c0[TT_ADD_SCALED_MAX_PARTS];
+    if (n > TT_ADD_SCALED_MAX_PARTS)
+        return tt_graph_fail(g, "lora: '%s' joins %d adapted layers, more than %d", w->name, n, TT_ADD_SCALED_MAX_PARTS);
+    for (int k = 0; k < n; k++) {
+        d[k] = low_rank(g, c, hit[k], x);
+        c0[k] = (int)((hit[k]->offset - off) / row); /* the part's first output column */
     }
-    return acc;
+    return tt_add_scaled_cols(g, mm->out[0], n, d, c0, c->scale);
 }
 
 tt_err tt_lora_pass(tt_graph *g, const tt_lora_pass_cfg *c, int *applied)
@@ -90,7 +80,7 @@ tt_err tt_lora_pass(tt_graph *g, const tt_lora_pass_cfg *c, int *applied)
         if (!n) continue;
         tt_graph_set_scope(g, "%s.lora", mm->scope);
         tt_graph_set_unit(g, mm->unit);
-        tt_value *y = mm->out[0], *t = term(g, c, mm, hit, n), *sum = t ? tt_add_scaled(g, y, t, c->scale) : NULL;
+        tt_value *y = mm->out[0], *sum = adapted(g, c, mm, hit, n);
         if (!sum) {
             rc = -1;
             break;
