@@ -222,14 +222,16 @@ static tt_tokenizer *run_tokenizer(const tt_run *r, int stop[TT_HF_MAX_EOS + 1],
     return tk;
 }
 
-/* generate_from with the run's model, weights and tokenizer. */
+/* generate_from with the run's model, weights (a LoRA run's merged: tt_run_whole_weights) and tokenizer. */
 static tt_err run_generate(tt_run *r, const char *prompt, FILE *out)
 {
     int stop[TT_HF_MAX_EOS + 1], n_stop;
+    tt_train_state gathered, *w;
+    if (tt_run_whole_weights(r, &gathered, &w)) return -1;
     tt_tokenizer *tk = run_tokenizer(r, stop, &n_stop);
-    if (!tk) return -1;
-    tt_err rc = generate_from(r->model, &r->state, tk, stop, n_stop, r->cfg, prompt, out);
+    tt_err rc = tk ? generate_from(r->model, w, tk, stop, n_stop, r->cfg, prompt, out) : -1;
     tt_tokenizer_free(tk);
+    if (w == &gathered) tt_state_free(&gathered);
     return rc;
 }
 

@@ -275,7 +275,8 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         if (tt_build_micro_step(&r->eval, r->model, &r->state, &vc, 0, r->mode, TT_AC_NONE, NULL)) goto fail;
     }
 
-    if (tt_run_restore(r, !training && purpose != TT_RUN_HF)) goto fail;
+    /* evaluating or generating needs a checkpoint, unless its weights are a base and a PEFT adapter */
+    if (tt_run_restore(r, !training && purpose != TT_RUN_HF && !(r->has_lora && c->lora.adapter_path[0]))) goto fail;
     if (r->step == 0 && !r->has_lora && (c->checkpoint.initial_load_in_hf || purpose == TT_RUN_HF)) {
         /* a fresh run starts from Hugging Face weights */
         const char *dir = c->checkpoint.initial_load_path[0] ? c->checkpoint.initial_load_path : c->model.hf_assets_path;
