@@ -1,11 +1,13 @@
 # Thin wrapper over CMake for the README's two commands and CI.
 #   make run    install dependencies, build, run the default job
 #   make test   build and run the whole test suite (CTest)
+#   make crosscheck  the live cross-checks against transformers and PEFT
+#               (PYTHON= a python with torch, transformers, peft, safetensors)
 JOBS ?= $(shell nproc)
 BUILD ?= build
 FUZZ_SECONDS ?= 10
 
-.PHONY: all deps build run test test-sanitize fuzz clean
+.PHONY: all deps build run test test-sanitize fuzz crosscheck clean
 
 all: build
 
@@ -21,6 +23,11 @@ run: deps build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1
+
+# titan's exports in transformers and its LoRA adapters in PEFT, live (needs torch: not part of make test)
+crosscheck: build
+	bash tests/crosscheck_hf.sh $(BUILD) .
+	bash tests/crosscheck_lora.sh $(BUILD) .
 
 # the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 test-sanitize:

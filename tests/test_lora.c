@@ -13,7 +13,12 @@
  * adapter (B non-zero), titan's loss, adapter gradients and gradient norm
  * equal PEFT's, its merge equals merge_and_unload (fp32 within 1e-6, bf16 bit
  * for bit), and the adapter written back in PEFT's format reads back the
- * same. */
+ * same. With TITAN_LORA_EXPORT_DIR set, it also trains each fixture's adapter
+ * for a few AdamW steps on the reference batch and writes, for the live
+ * cross-check in PEFT (tests/cli_lora_peft.sh, make crosscheck),
+ * <dir>/<name>/adapter (PEFT's format), <dir>/<name>/merged (the merged
+ * Hugging Face folder) and <dir>/<name>/loss (titan's loss on the batch after
+ * training). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +299,55 @@ static const tt_st_tensor *ref_tensor(const tt_safetensors *st, const char *name
     return t && !strcmp(t->dtype, dt) && t->nbytes == n * tt_st_dtype_bits(dt) / 8 ? t : NULL;
 }
 
+/* The adapters aw trained for a few AdamW steps on one batch (aw is left as it was), then written in PEFT's format,
+ * merged into a Hugging Face folder, and titan's loss on the batch after them. */
+static void export_trained(const char *name, const char *root, const tt_model *m, const tt_lora *l,
+                           const tt_lora_spec *spec, const tt_hf_config *hc, const float *w, const float *aw,
+                           const int32_t *ids, const int32_t *lab)
+{
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    int32_t pos[16], doc[16];
+    for (int i = 0; i < 16; i++) pos[i] = i % 8, doc[i] = i / 8;
+    run r;
+    if (!open_run_bt(&r, m, l, TT_F32, TT_F32, w, aw, 2, 8)) return;
+    tt_step_graph opt;
+    const tt_adamw_cfg ac = {0.9, 0.95, 1e-8, 0.0, 1.0};
+    int rc = tt_build_optim_step(&opt, l->adapters, &r.st, &ac, TT_EXEC_GRAPH);
+    CHECK_MSG(rc == 0, "%s", tt_last_error());
+    double loss = NAN;
+    for (int step = 1; step <= 5 && !rc; step++) {
+        run_loss_of(&r, ids, lab, pos, doc);
+        rc = tt_optim_set_hp(&opt, 1e-2, step) || tt_exec_run(opt.exec);
+    }
+    if (!rc) loss = run_loss_of(&r, ids, lab, pos, doc); /* after the steps (its gradients unused) */
+    CHECK_MSG(rc == 0 && isfinite(loss), "%s: %s", name, tt_last_error());
+    float *merged = th_alloc(m->numel, sizeof(float)), *trained = th_alloc(l->adapters->numel, sizeof(float));
+    CHECK(tt_state_download(&r.st, TT_STATE_PARAM, trained) == 0);
+    memcpy(merged, w, m->numel * sizeof(float));
+    for (int t = 0; t < l->n_targets; t++) {
+        const tt_lora_target *x = &l->targets[t];
+        const tt_param *p = &m->params[x->base];
+        tt_lora_merge(merged + p->offset, trained + l->adapters->params[x->a].offset,
+                      trained + l->adapters->params[x->b].offset, p->shape[0], p->shape[1], l->rank, l->scale);
+    }
+    tt_param_store ts = tt_model_host_store(trained), ms = tt_model_host_store(merged);
+    tt_hf_export_opts o = tt_hf_export_defaults();
+    o.bos_token_id = hc->bos_token_id;
+    snprintf(path, sizeof path, "%s/adapter", dir);
+    CHECK_MSG(!rc && tt_peft_adapter_save(path, m, l, spec, "", &ts) == 0, "%s", tt_last_error());
+    snprintf(path, sizeof path, "%s/merged", dir);
+    CHECK_MSG(tt_hf_export(m, path, &o, &ms) == 0, "%s", tt_last_error());
+    snprintf(path, sizeof path, "%s/loss", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) fprintf(f, "%.9g\n", loss), fclose(f);
+    free(merged);
+    free(trained);
+    tt_step_graph_free(&opt);
+    close_run(&r);
+}
+
 static void check_peft(const char *name)
 {
     char base_dir[512], adapter_dir[512], ref_path[512], tmp[] = "/tmp/titan_lora_peft.XXXXXX";
@@ -346,6 +400,8 @@ static void check_peft(const char *name)
         free(grad);
     }
     close_run(&r);
+    const char *export_dir = getenv("TITAN_LORA_EXPORT_DIR");
+    if (export_dir && ids && lab && !rc) export_trained(name, export_dir, m, &l, &spec, &hc, w, aw, ids->data, lab->data);
     /* the merge, fp32 and bf16, against merge_and_unload's */
     for (int t = 0; t < l.n_targets && !rc; t++) {
         const tt_lora_target *x = &l.targets[t];
