@@ -379,32 +379,17 @@ static int indent_filter(jrender *r, const jnode *at, jv s, jv width, int first,
     } else {
         return jr_err(r, at, "can't multiply sequence by non-int of type '%s'", jv_type_name(width));
     }
-    /* s += "\n"; lines = s.splitlines() */
+    /* (s + "\n").splitlines(): s cut at each line break, the last piece kept even when empty */
     const jstr *S = s.u.s;
-    size_t nlines = 0, i = 0;
-    int first_line = 1;
     if (first && !rc) rc = jb_put(&b, ind.p ? ind.p : "", ind.len);
-    while (!rc) {
-        size_t st = i, bl = 0;
+    for (size_t i = 0, st = 0, line = 0; !rc; line++) {
+        size_t bl = 0;
         int found = 0;
-        while (i < S->len) {
-            if (line_break(S->s, S->len, i, &bl)) {
-                found = 1;
-                break;
-            }
-            i += bl;
-        }
-        size_t en = i;
-        if (!found) { /* the last line ends at the "\n" that was added */
-            if (st == S->len && !first_line) break;
-        }
-        int empty = en == st;
-        if (!first_line) rc = jb_putc(&b, '\n') || ((blank || !empty) && jb_put(&b, ind.p ? ind.p : "", ind.len));
-        rc = rc || jb_put(&b, S->s + st, en - st);
-        first_line = 0, nlines++;
+        while (i < S->len && !(found = line_break(S->s, S->len, i, &bl))) i += bl;
+        if (line) rc = jb_putc(&b, '\n') || ((blank || i > st) && jb_put(&b, ind.p ? ind.p : "", ind.len));
+        rc = rc || jb_put(&b, S->s + st, i - st);
         if (!found) break;
-        i += bl;
-        if (i == S->len) break; /* the text ended with a line break: "s\n" splits to the lines before */
+        i += bl, st = i;
     }
     rc = rc || jv_str(r->a, b.p ? b.p : "", b.len, out);
     jb_free(&ind), jb_free(&b);
@@ -592,6 +577,7 @@ int jr_filter(jrender *r, const jnode *at, int fid, jv v, const jv *args, int na
     case F_FLOAT: {
         jv dflt = given[0] ? slot[0] : jv_float(0.0);
         double d;
+        if (v.kind == JV_UNDEF) return jr_err(r, at, "'%s' is undefined", v.u.uname ? v.u.uname : "value");
         if (v.kind == JV_FLOAT) return *out = v, 0;
         if (v.kind == JV_INT || v.kind == JV_BOOL) return *out = jv_float((double)(v.kind == JV_INT ? v.u.i : v.u.b)), 0;
         if (v.kind == JV_STR && py_float_str(v.u.s, &d) == 0) return *out = jv_float(d), 0;
@@ -599,6 +585,7 @@ int jr_filter(jrender *r, const jnode *at, int fid, jv v, const jv *args, int na
     }
     case F_INT: {
         jv dflt = given[0] ? slot[0] : jv_int(0), base = given[1] ? slot[1] : jv_int(10);
+        if (v.kind == JV_UNDEF) return jr_err(r, at, "'%s' is undefined", v.u.uname ? v.u.uname : "value");
         if (v.kind == JV_INT) return *out = v, 0;
         if (v.kind == JV_BOOL) return *out = jv_int(v.u.b), 0;
         if (v.kind == JV_FLOAT) {

@@ -415,6 +415,7 @@ static int exec_for(jrender *r, jframe *f, const jnode *n)
     jloop *L = ja_alloc(r->a, sizeof *L);
     if (!L) return jr_fail(r, n);
     L->items = items;
+    int completed = 0; /* jinja2 runs the else block unless some iteration reached the body's end */
     for (size_t i = 0; i < items->n; i++) {
         jframe *lf = jr_frame_new(r, f);
         if (!lf || jr_step(r, n)) return lf ? -1 : jr_fail(r, n);
@@ -424,8 +425,9 @@ static int exec_for(jrender *r, jframe *f, const jnode *n)
         int rc = jr_exec(r, lf, &n->body);
         if (rc == FLOW_ERR) return -1;
         if (rc == FLOW_BREAK) break;
+        if (rc == FLOW_OK) completed = 1;
     }
-    if (items->n == 0 && n->orelse.n) {
+    if (!completed && n->orelse.n) {
         jframe *ef = jr_frame_new(r, f);
         if (!ef) return jr_fail(r, n);
         return jr_exec(r, ef, &n->orelse);

@@ -284,10 +284,8 @@ int js_split(jarena *a, jv s, const jv *sep, int64_t maxsplit, int right, jv *ou
             for (;;) {
                 while (i < ncp && u8_isspace(cps[i])) i++;
                 if (i == ncp) break;
-                if (maxsplit >= 0 && k >= maxsplit) {
-                    size_t e = ncp;
-                    while (e > i && u8_isspace(cps[e - 1])) e--;
-                    PIECE(off[i], off[e]);
+                if (maxsplit >= 0 && k >= maxsplit) { /* the rest, trailing whitespace and all */
+                    PIECE(off[i], off[ncp]);
                     break;
                 }
                 size_t j = i;
@@ -300,10 +298,8 @@ int js_split(jarena *a, jv s, const jv *sep, int64_t maxsplit, int right, jv *ou
             for (;;) {
                 while (e > 0 && u8_isspace(cps[e - 1])) e--;
                 if (e == 0) break;
-                if (maxsplit >= 0 && k >= maxsplit) {
-                    size_t b = 0;
-                    while (b < e && u8_isspace(cps[b])) b++;
-                    PIECE(off[b], off[e]);
+                if (maxsplit >= 0 && k >= maxsplit) { /* the rest, leading whitespace and all */
+                    PIECE(off[0], off[e]);
                     break;
                 }
                 size_t j = e;
