@@ -60,6 +60,12 @@ tt_err tt_chat_template_from_hf_dir(const char *dir, char **src, size_t *len, ch
 tt_err tt_chat_specials_from_hf_dir(const char *dir, tt_chat_specials *sp);
 void tt_chat_specials_free(tt_chat_specials *sp);
 
+/* The messages (a new array, cJSON_Delete it) and tools (inside line, may be NULL) of one chat
+ * JSONL line: {"messages": [...], "tools": [...]}, ShareGPT's {"conversations": [{from, value}]}
+ * (human, gpt, system, tool), TRL's {"prompt": [...], "completion": [...]}, or a bare list. Each
+ * message must be an object with a string "role". */
+tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON **tools);
+
 /* cJSON keeps no number literal, so 1.0 and 1 would both read as a number: after cJSON_Parse of
  * text, this stores each number's literal (valuestring, freed by cJSON_Delete) so that the template
  * sees ints and floats as Python's json.loads makes them. */
