@@ -311,3 +311,29 @@ case("refuse_print_iterator", "{{ [1, 2] | reverse }}", refused="printing")
 case("refuse_dunder", "{{ messages.__class__ }}", refused="__class__")
 
 CASES = C
+
+# ---- idioms of published templates (Llama 3.1, Mistral Small 3.1, Qwen3, gpt-oss) ---------------------
+case("idiom_accumulate_list", "{% set acc = [] %}{% for m in messages %}{% if m.role != 'system' and not m.get('tool_calls') %}"
+     "{% set acc = acc + [m] %}{% endif %}{% endfor %}{{ acc | length }}|{% set f = [] %}{% for m in messages %}"
+     "{% set f = f + [m.role] %}{% endfor %}{{ f }}")
+case("idiom_for_items_if", "{% for k, v in {'name': 'f', 'return': 1, 'd': [1]}.items() if k != 'return' %}"
+     "{{ k }}={{ v | tojson if v is not string else v }}{{ ', ' if not loop.last }}{% endfor %}")
+case("idiom_json_trim", "{% set out = {'name': 'f', 'arguments': {'a': 1}} | tojson %}{{ out[:-1] }}, \"id\": \"{{ 'call_abcdefghij'[-9:] }}\"}")
+case("idiom_schema_items_key", "{% set p = {'type': 'array', 'items': {'type': 'string'}} %}{{ 'items' in p }} "
+     "{{ p['items']['type'] }} {{ p.items is defined }} {{ (p.required or []) | length }} {{ p.type[0] }} "
+     "{{ p.nullable }}|{{ p.enum | join('\" | \"') if p.enum else 'none' }}")
+case("idiom_rest_of_messages", "{% for m in messages %}{{ loop_messages_missing is defined }}"
+     "{% for later in messages[loop.index:] %}{{ later.role[0] }}{% endfor %};{% endfor %}")
+case("idiom_not_is_defined", "{% if not date_string is defined %}{% set date_string = '26 Jul 2024' %}{% endif %}{{ date_string }} "
+     "{{ not none is none }} {{ not tools is defined }}")
+case("idiom_macro_trim_whitespace", "{%- macro t(x, y=false) -%}\n  {%- if x is mapping -%}\n    {{- 'map' -}}\n  {%- else -%}\n"
+     "    {{- x ~ (' y' if y) -}}\n  {%- endif -%}\n{%- endmacro -%}\n{{ t({}) }} {{ t(1, y=true) }}\n{{- t('z') }}")
+case("idiom_reverse_scan", "{% set ns = namespace(last=-1) %}{% for m in messages[::-1] %}{% if ns.last == -1 and m.role == 'user' %}"
+     "{% set ns.last = messages | length - 1 - loop.index0 %}{% endif %}{% endfor %}{{ ns.last }}")
+case("idiom_think_split", "{% set c = '<think>\nhmm\n</think>\n\nanswer' %}{{ c.split('</think>')[-1].lstrip('\n') }}|"
+     "{{ c.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') }}")
+case("idiom_dict_literal_tojson", "{{ {'output': messages[1].content} | tojson }} {{ {'a': 1, 'b': none} | tojson(indent=4) }}")
+case("f_indent_nonstring_error", "{{ messages | indent }}")
+case("refuse_slice_non_sequence", "{{ add_generation_prompt[1:] }}", refused="slicing")
+case("markup_iterates_plain", "{% for c in ('<a' | safe) %}{{ c + '>' }}{% endfor %}{{ ('<b>' | safe)[1:] + '<' }}")
+CASES = C

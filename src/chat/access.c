@@ -99,7 +99,8 @@ int jr_items(jrender *r, const jnode *n, jv v, const jlist **out)
         for (size_t i = 0; i < s->len;) {
             uint32_t cp;
             int len = u8_dec(s->s + i, s->len - i, &cp);
-            if (js_new(r->a, s->s + i, (size_t)len, v, &l->v[k++])) return jr_fail(r, n);
+            /* iterating a Markup gives plain str characters (str's iterator) */
+            if (jv_str(r->a, s->s + i, (size_t)len, &l->v[k++])) return jr_fail(r, n);
             i += (size_t)len;
         }
         *out = l;
@@ -148,20 +149,21 @@ int jr_slice(jrender *r, const jnode *at, jv obj, const jv *parts, jv *out)
 {
     int64_t idx[3] = {0, 0, 1};
     int none[3];
+    /* jinja2 compiles a slice to Python's own obj[a:b:c], which fails on what cannot be sliced, but
+     * folds a constant expression through the sandbox's getitem, which gives undefined there: titan
+     * refuses those rather than guess which one a template gets */
     if (obj.kind == JV_UNDEF) return jr_err(r, at, "'%s' is undefined", obj.u.uname ? obj.u.uname : "value");
-    int type_error = 0;
+    if (!(obj.kind == JV_STR || (obj.kind == JV_LIST && !(obj.flags & JVF_VIEW))))
+        return jr_err(r, at, "unsupported construct: slicing a %s object (an error in jinja2, or undefined when constant)",
+                      obj.kind == JV_ITER ? obj.u.it->tname : jv_type_name(obj));
     for (int k = 0; k < 3; k++) {
         int rc = slice_index(r, at, parts[k], &idx[k], &none[k]);
         if (rc < 0) return -1;
-        type_error |= rc;
+        if (rc) return jr_err(r, at, "unsupported construct: slice indices that are not integers or None");
     }
-    if (!none[2] && idx[2] == 0 && !type_error) return jr_err(r, at, "slice step cannot be zero");
+    if (!none[2] && idx[2] == 0) return jr_err(r, at, "slice step cannot be zero");
     if (none[2]) idx[2] = 1;
-    int is_list = obj.kind == JV_LIST && !(obj.flags & (JVF_VIEW)), is_str = obj.kind == JV_STR;
-    if (type_error || !(is_list || is_str)) {
-        *out = jv_undef(NULL);
-        return 0;
-    }
+    int is_list = obj.kind == JV_LIST;
     if (obj.flags & JVF_RANGE) return jr_err(r, at, "unsupported construct: slicing a range");
     if (is_list) {
         int64_t first;

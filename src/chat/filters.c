@@ -527,8 +527,10 @@ int jr_filter(jrender *r, const jnode *at, int fid, jv v, const jv *args, int na
                    ? jr_fail(r, at)
                    : 0;
     case F_TITLE: return soft_str(r, at, v, &s) || title_filter(r, at, s, out) ? -1 : 0;
-    case F_INDENT:
-        if (soft_str(r, at, v, &s)) return -1;
+    case F_INDENT: /* do_indent adds "\n" to the value itself: anything but a str fails there */
+        if (v.kind == JV_UNDEF) return jr_err(r, at, "'%s' is undefined", v.u.uname ? v.u.uname : "value");
+        if (v.kind != JV_STR) return jr_err(r, at, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(v));
+        s = v;
         return indent_filter(r, at, s, given[0] ? slot[0] : jv_int(4), jv_truthy(slot[1]), jv_truthy(slot[2]), out);
     case F_COUNT:
     case F_LENGTH: return py_len(r, at, v, &n) ? -1 : (*out = jv_int(n), 0);
