@@ -30,6 +30,7 @@ case("ws_raw", "{% raw %}{{ x }}{% if %}\n{% endraw %}\n{%- raw -%}  {{ y }}  {%
 case("ws_trailing_newline", "x\n\n")
 case("ws_crlf", "a\r\n{% if true %}\r\nb\r\n{% endif %}\rc\r\n")
 case("ws_unicode_space", "a\u00a0\u3000{%- if true %}b{% endif %}\u2003{{- 'c' }}")
+case("ws_lstrip_unicode_space", "a\n\u00a0\u3000{% if true %}b{% endif %}\n\x0c {# c #}x\n\u2003{{ 'y' }}\u00a0{% if true %}z{% endif %}")
 case("ws_var_no_trim", "{{ 'a' }}\n{{ 'b' }}\n")
 
 # ---- literals and expressions ---------------------------------------------------------------------

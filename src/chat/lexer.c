@@ -105,10 +105,10 @@ static int emit_data(lexer *L, size_t from, size_t to, char sign, int lstrip, in
         size_t l = to;
         while (l > from && L->s[l - 1] != '\n') l--;
         int has_nl = l > from;
-        if (has_nl || line_starting) {
+        if (has_nl || line_starting) { /* jinja2 3.1.6: whitespace_re (\s+, Unicode) fills the rest of the line */
             size_t k = l;
-            while (k < to && (L->s[k] == ' ' || L->s[k] == '\t')) k++;
-            if (k == to) to = l;
+            for (int w; k < to && (w = space_at(L->s, to, k)) > 0;) k += (size_t)w;
+            if (k == to && to > l) to = l;
         }
     }
     if (to == from) return 0;
