@@ -213,6 +213,9 @@ static void test_errors(void)
         {"{{ x | urlencode }}", "t:1:8: unsupported construct: the filter 'urlencode'", 0, 0, 0},
         {"{{ messages.append(1) }}", "unsupported construct: the list method 'append'", 0, 0, 0},
         {"{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "nested more than", 0, 0, 0},
+        {"{% set ns = namespace(x=[]) %}{% for i in range(3000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+         "{{ ns.x == ns.x }}",
+         "nested more than 500 deep", 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tt_chat_template *t = tt_chat_template_parse(cases[i].src, strlen(cases[i].src), "t");
@@ -227,6 +230,13 @@ static void test_errors(void)
         out = NULL;
         tt_chat_template_free(t);
     }
+    /* statements nested past the bound are refused at parse time, not by the stack */
+    jbuf deep = {0};
+    for (int i = 0; i < 1000; i++) jb_puts(&deep, "{% if true %}");
+    tt_chat_template *t = tt_chat_template_parse(deep.p, deep.len, "deep");
+    CHECK_MSG(!t && strstr(tt_last_error(), "nests too deep"), "1000 nested ifs: %s", t ? "parsed" : tt_last_error());
+    tt_chat_template_free(t);
+    jb_free(&deep);
     cJSON_Delete(msgs);
 }
 

@@ -37,6 +37,10 @@ int jr_fail(jrender *r, const jnode *n)
 
 int jr_step(jrender *r, const jnode *n)
 {
+    if (jv_too_deep) {
+        jv_too_deep = 0;
+        return jr_err(r, n, "a value nested more than 500 deep (Python stops with RecursionError)");
+    }
     if (++r->steps > r->max_steps)
         return jr_err(r, n, "the rendering ran past %llu steps (the bound on a rendering)",
                       (unsigned long long)r->max_steps);

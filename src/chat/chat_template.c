@@ -85,6 +85,7 @@ tt_err tt_chat_render(const tt_chat_template *t, const cJSON *messages, const cJ
     jrender r = {t, &a, &root, &root, gen, 0, lim && lim->max_steps ? lim->max_steps : 10000000, 0,
                  lim ? lim->now : 0, 0, 0};
     tt_err rc = -1;
+    jv_too_deep = 0;
     jframe *f = jr_frame_new(&r, NULL);
     jv msgs, tl = jv_none(), v;
     if (!f) goto done;
@@ -123,7 +124,7 @@ tt_err tt_chat_render(const tt_chat_template *t, const cJSON *messages, const cJ
         for (int k = 0; k < 7; k++)
             if (vals[k] && (jv_cstr(&a, vals[k], &v) || jr_frame_set(&r, f, names[k], v))) goto done;
     }
-    if (jr_exec(&r, f, &t->body)) goto done;
+    if (jr_exec(&r, f, &t->body) || jr_step(&r, NULL)) goto done;
     *out = root.p ? root.p : calloc(1, 1);
     if (!*out) {
         tt_errorf("out of memory");

@@ -129,7 +129,7 @@ static jnode *parse_tuple(parser *p, int simplified, int with_condexpr, const ch
 static int enter(parser *p)
 {
     if (++p->depth > 150) {
-        perr(p, cur(p), "the expression nests too deep (more than 150 levels)");
+        perr(p, cur(p), "the template nests too deep (more than 150 levels of statements and expressions)");
         return -1;
     }
     return 0;
@@ -798,7 +798,18 @@ static jnode *parse_statement(parser *p)
     return NULL;
 }
 
+static int subparse_body(parser *p, const char *const *end_tokens, jnodes *body);
 static int subparse(parser *p, const char *const *end_tokens, jnodes *body)
+{
+    /* statements nest through this function: bounded like expressions, so no template can
+     * exhaust the stack */
+    if (++p->depth > 150) return perr(p, cur(p), "the template nests too deep (more than 150 levels of statements and expressions)");
+    int rc = subparse_body(p, end_tokens, body);
+    p->depth--;
+    return rc;
+}
+
+static int subparse_body(parser *p, const char *const *end_tokens, jnodes *body)
 {
     for (;;) {
         const jtoken *t = cur(p);

@@ -262,6 +262,12 @@ const char *jv_type_name(jv v)
 
 /* ---- truth, equality, order -------------------------------------------------------------------- */
 
+/* Values a template nests deeper than this (a list in a list ... built in a loop) stop ==, < and
+ * hashing where Python would raise RecursionError; the renderer turns the flag into an error. */
+enum { JV_MAX_DEPTH = 500 };
+_Thread_local int jv_too_deep;
+static _Thread_local int cmp_depth;
+
 int jv_truthy(jv v)
 {
     switch (v.kind) {
@@ -281,9 +287,11 @@ int jv_hashable(jv v)
 {
     if (v.kind == JV_LIST) {
         if (!(v.flags & JVF_TUPLE)) return 0;
-        for (size_t i = 0; i < v.u.l->n; i++)
-            if (!jv_hashable(v.u.l->v[i])) return 0;
-        return 1;
+        if (++cmp_depth > JV_MAX_DEPTH) return cmp_depth--, jv_too_deep = 1, 0;
+        int ok = 1;
+        for (size_t i = 0; i < v.u.l->n && ok; i++) ok = jv_hashable(v.u.l->v[i]);
+        cmp_depth--;
+        return ok;
     }
     return v.kind != JV_DICT && v.kind != JV_NS;
 }
@@ -291,7 +299,18 @@ int jv_hashable(jv v)
 static double num_of(jv v) { return v.kind == JV_FLOAT ? v.u.f : v.kind == JV_INT ? (double)v.u.i : (double)v.u.b; }
 static int64_t int_of(jv v) { return v.kind == JV_INT ? v.u.i : (int64_t)v.u.b; }
 
+static int eq_deep(jv a, jv b);
+
 int jv_eq(jv a, jv b)
+{
+    if (a.kind != JV_LIST && a.kind != JV_DICT) return eq_deep(a, b);
+    if (++cmp_depth > JV_MAX_DEPTH) return cmp_depth--, jv_too_deep = 1, 0;
+    int r = eq_deep(a, b);
+    cmp_depth--;
+    return r;
+}
+
+static int eq_deep(jv a, jv b)
 {
     if (jv_is_num(a) && jv_is_num(b)) {
         if (a.kind != JV_FLOAT && b.kind != JV_FLOAT) return int_of(a) == int_of(b);
@@ -323,7 +342,22 @@ int jv_eq(jv a, jv b)
     }
 }
 
+static int cmp_deep(jv a, jv b, int *res);
+
 int jv_cmp(jv a, jv b, int *res)
+{
+    if (a.kind != JV_LIST) return cmp_deep(a, b, res);
+    if (++cmp_depth > JV_MAX_DEPTH) {
+        cmp_depth--;
+        jv_too_deep = 1;
+        return tt_errorf("a value nested more than %d deep (Python stops with RecursionError)", JV_MAX_DEPTH);
+    }
+    int r = cmp_deep(a, b, res);
+    cmp_depth--;
+    return r;
+}
+
+static int cmp_deep(jv a, jv b, int *res)
 {
     if (jv_is_num(a) && jv_is_num(b)) {
         if (a.kind != JV_FLOAT && b.kind != JV_FLOAT) {

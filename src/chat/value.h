@@ -127,6 +127,7 @@ const char *jv_type_name(jv v); /* Python's: "str", "int", "list", "dict", "None
 
 /* ---- Python semantics --------------------------------------------------------------------------- */
 int jv_truthy(jv v);
+extern _Thread_local int jv_too_deep; /* set when ==, < or hashing met a value nested too deep */
 int jv_hashable(jv v);
 int jv_eq(jv a, jv b);                        /* ==; never fails */
 int jv_cmp(jv a, jv b, int *res);             /* <: -1/0/1 in *res; -1 + tt_errorf when Python raises */
