@@ -26,6 +26,10 @@ static int json_str(jbuf *b, const char *s, size_t n, int ensure_ascii)
     size_t from = 0;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\' && (!ensure_ascii || c < 0x7F)) { /* the common case: as it is */
+            i++;
+            continue;
+        }
         char esc[16];
         const char *rep = NULL;
         size_t step = 1;

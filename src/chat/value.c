@@ -135,9 +135,27 @@ size_t u8_count(const char *s, size_t n)
     return c;
 }
 
+/* well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF), as Python decodes it */
 int u8_valid(const char *s, size_t n)
 {
-    return utf8proc_decompose((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, NULL, 0, 0) >= 0 || n == 0;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (u[i] < 0x80) {
+            i++;
+            continue;
+        }
+        unsigned c = u[i];
+        size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (!len || i + len > n) return 0;
+        for (size_t k = 1; k < len; k++)
+            if ((u[i + k] & 0xC0) != 0x80) return 0;
+        if ((c == 0xE0 && u[i + 1] < 0xA0) || (c == 0xED && u[i + 1] >= 0xA0) || (c == 0xF0 && u[i + 1] < 0x90) ||
+            (c == 0xF4 && u[i + 1] >= 0x90))
+            return 0;
+        i += len;
+    }
+    return 1;
 }
 
 size_t u8_offset(const char *s, size_t n, size_t i)
