@@ -337,4 +337,9 @@ case("idiom_dict_literal_tojson", "{{ {'output': messages[1].content} | tojson }
 case("f_indent_nonstring_error", "{{ messages | indent }}")
 case("refuse_slice_non_sequence", "{{ add_generation_prompt[1:] }}", refused="slicing")
 case("markup_iterates_plain", "{% for c in ('<a' | safe) %}{{ c + '>' }}{% endfor %}{{ ('<b>' | safe)[1:] + '<' }}")
+
+case("markup_through_filters", "{% set m = '<a>' | safe %}{{ (m | reverse) + '&' }} {{ (m | trim) + '&' }} {{ (m | upper) + '&' }} "
+     "{{ (m | title) + '&' }} {{ (m | capitalize) + '&' }} {{ (m | string) + '&' }} {{ (m | first) + '&' }} "
+     "{{ (m | replace('a', 'b')) + '&' }} {{ m.split('a')[0] + '&' }} {{ m.join(['<', '>']) }} {{ '-'.join([m, '<']) }} "
+     "{{ (m * 2) + '&' }} {{ m[0] + '&' }} {{ (m | indent(first=true)) + '&' }} {{ m.replace('a', '<') }}")
 CASES = C

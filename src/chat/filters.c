@@ -684,7 +684,7 @@ int jr_filter(jrender *r, const jnode *at, int fid, jv v, const jv *args, int na
                 memcpy(buf + o, S->s + i, (size_t)l);
                 i += (size_t)l;
             }
-            return jv_str(r->a, buf, S->len, out) ? jr_fail(r, at) : 0;
+            return js_new(r->a, buf, S->len, v, out) ? jr_fail(r, at) : 0; /* Markup[::-1] is a Markup */
         }
         const jlist *items;
         int was_iter = v.kind == JV_ITER;
