@@ -18,7 +18,7 @@
 
 enum layer {
     L_CORE, L_IR, L_OPS, L_MODELS, L_BACKEND, L_DIST, L_GRAPH,
-    L_FORMATS, L_TOKENIZER, L_DATA, L_HF, L_CONFIG, L_TRAIN, L_COMMANDS,
+    L_FORMATS, L_TOKENIZER, L_DATA, L_HF, L_CHAT, L_CONFIG, L_TRAIN, L_COMMANDS,
     L_CLI,       /* tools/ */
     L_PUBLIC,    /* include/ (the public API: "titan/...") */
     L_GENERATED, /* default_config.h, made by CMake for the CLI */
@@ -32,7 +32,7 @@ static const struct {
 } src_layers[] = {
     {"core", L_CORE, 0},       {"ir", L_IR, 1},           {"ops", L_OPS, 2},   {"models", L_MODELS, 3},
     {"backend", L_BACKEND, 3}, {"dist", L_DIST, 4},       {"graph", L_GRAPH, 5}, {"formats", L_FORMATS, 6},
-    {"tokenizer", L_TOKENIZER, 6}, {"data", L_DATA, 6},   {"hf", L_HF, 6},
+    {"tokenizer", L_TOKENIZER, 6}, {"data", L_DATA, 6},   {"hf", L_HF, 6}, {"chat", L_CHAT, 6},
     /* the config reader (recipes, CLI keys, flavors); generation, eval, plan, report, benchmarks */
     {"config", L_CONFIG, 7},   {"train", L_TRAIN, 8},     {"commands", L_COMMANDS, 9},
 };
@@ -49,7 +49,10 @@ typedef struct {
     char sub[64];           /* the implementation's folder (cpu, ref, later cuda) */
 } where;
 
-static int is_io(enum layer l) { return l == L_FORMATS || l == L_TOKENIZER || l == L_DATA || l == L_HF; }
+static int is_io(enum layer l)
+{
+    return l == L_FORMATS || l == L_TOKENIZER || l == L_DATA || l == L_HF || l == L_CHAT;
+}
 
 static int starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
@@ -130,7 +133,7 @@ static const char *rule_broken(const where *from, const char *rel, const where *
     if (is_io(from->layer) && (to->layer == L_GRAPH || to->layer == L_BACKEND || to->layer == L_CONFIG ||
                                to->layer == L_TRAIN || to->layer == L_COMMANDS)) {
         snprintf(msg, sizeof msg,
-                 "io: %s (with formats, tokenizer, data, hf) may include each other, core, ir, ops and models; "
+                 "io: %s (with formats, tokenizer, data, hf, chat) may include each other, core, ir, ops and models; "
                  "never graph, backend, config, train or commands (%s)",
                  from->name, to->name);
         return msg;

@@ -60,12 +60,19 @@ static const char *command_help(const char *cmd)
                "  line stops with its file and line number, or with --on-error skip is reported and skipped.\n";
     if (!strcmp(cmd, "tokenize"))
         return "titan tokenize [--hf DIR | --tokenizer tokenizer.json] [--decode] [--no-special] [FILE...]\n"
+               "titan tokenize --chat --render (--hf DIR | --chat-template FILE) [--add-generation-prompt] [FILE...]\n"
                "  Encodes each line of the files (or of stdin) and prints its token ids, separated by spaces,\n"
                "  one output line per input line, with a model folder's tokenizer.json (--hf), a given\n"
                "  tokenizer.json, or the byte tokenizer (the default). The special tokens the tokenizer adds\n"
                "  (BOS, ...) are included unless --no-special. --decode reads lines of ids (spaces or commas\n"
                "  between) and prints the text of each, special tokens included unless --no-special.\n"
-               "  An id outside the vocabulary, or text that is not UTF-8, stops with the file and line.\n";
+               "  An id outside the vocabulary, or text that is not UTF-8, stops with the file and line.\n"
+               "  --chat --render reads one conversation a line (.jsonl or .jsonl.gz: {\"messages\": [...],\n"
+               "  \"tools\": [...]}, ShareGPT's {\"conversations\": [...]}, or TRL's prompt/completion) and\n"
+               "  prints the text the model's chat template (tokenizer_config.json's chat_template or\n"
+               "  chat_template.jinja of --hf DIR, or --chat-template FILE) renders, as transformers'\n"
+               "  apply_chat_template does, one JSON string a line. A conversation the template rejects\n"
+               "  prints {\"error\": \"...\"} on its line and the rest go on; a line that is not JSON stops.\n";
     if (!strcmp(cmd, "export"))
         return "titan export [--config FILE] [--checkpoint step-N|PATH] --out DIR [--dtype float32|bfloat16|auto]\n"
                "             [--peft | --merge] [--checkpoint.hf_max_shard_mb MB]\n"
@@ -296,10 +303,10 @@ static int cmd_prepare(int argc, char **argv)
 
 static int cmd_tokenize(int argc, char **argv)
 {
-    tt_tokenize_opts o = {"byte", NULL, 0, 0, 0};
+    tt_tokenize_opts o = {"byte", NULL, 0, 0, 0, 0, 0, NULL, NULL};
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     char tok[4200];
-    int flags_done = 0, rc = 0, n_tok = 0;
+    int flags_done = 0, rc = 0, n_tok = 0, chat = 0;
     if (!inputs) return fail("tokenize");
     for (int i = 0; i < argc && !rc; i++) {
         const char *a = argv[i];
@@ -307,13 +314,19 @@ static int cmd_tokenize(int argc, char **argv)
         else if (!strcmp(a, "--")) flags_done = 1;
         else if (!strcmp(a, "--decode")) o.decode = 1;
         else if (!strcmp(a, "--no-special")) o.no_special = 1;
+        else if (!strcmp(a, "--chat")) chat = 1;
+        else if (!strcmp(a, "--render")) o.render = 1;
+        else if (!strcmp(a, "--add-generation-prompt")) o.add_generation_prompt = 1;
+        else if (!strcmp(a, "--chat-template") && i + 1 < argc) o.chat_template = argv[++i];
         else if ((!strcmp(a, "--hf") || !strcmp(a, "--tokenizer")) && i + 1 < argc) {
-            if (!strcmp(a, "--hf")) snprintf(tok, sizeof tok, "%s/tokenizer.json", argv[++i]), o.tokenizer = tok;
+            if (!strcmp(a, "--hf")) o.hf_dir = argv[i + 1], snprintf(tok, sizeof tok, "%s/tokenizer.json", argv[++i]), o.tokenizer = tok;
             else o.tokenizer = argv[++i];
             n_tok++;
         } else {
             fprintf(stderr, "titan tokenize: %s %s (see titan tokenize --help)\n",
-                    !strcmp(a, "--hf") || !strcmp(a, "--tokenizer") ? "needs a value:" : "unknown option", a);
+                    !strcmp(a, "--hf") || !strcmp(a, "--tokenizer") || !strcmp(a, "--chat-template") ? "needs a value:"
+                                                                                                     : "unknown option",
+                    a);
             rc = 2;
         }
     }
@@ -321,8 +334,13 @@ static int cmd_tokenize(int argc, char **argv)
         fprintf(stderr, "titan tokenize: give one tokenizer (--hf DIR or --tokenizer FILE)\n");
         rc = 2;
     }
+    if (!rc && !chat && (o.render || o.add_generation_prompt || o.chat_template)) {
+        fprintf(stderr, "titan tokenize: --render, --add-generation-prompt and --chat-template go with --chat\n");
+        rc = 2;
+    }
     o.inputs = inputs;
-    if (!rc && tt_tokenize(&o, stdin, stdout)) rc = fail("tokenize");
+    if (!rc && chat && tt_tokenize_chat(&o, stdin, stdout)) rc = fail("tokenize");
+    else if (!rc && !chat && tt_tokenize(&o, stdin, stdout)) rc = fail("tokenize");
     free(inputs);
     return rc;
 }

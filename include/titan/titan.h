@@ -85,6 +85,11 @@ typedef struct {
                                     * 1: each line of ids (spaces or commas between) -> its text */
     int no_special;                /* encode: leave out the special tokens the tokenizer adds (BOS ...);
                                     * decode: drop special tokens from the text */
+    /* --chat (tt_tokenize_chat): each line a conversation, rendered with a chat template */
+    int render;                    /* print the rendered text (the only --chat output so far) */
+    int add_generation_prompt;
+    const char *hf_dir;            /* the model folder: its chat template and special tokens */
+    const char *chat_template;     /* a template file instead of the folder's */
 } tt_tokenize_opts;
 /* The '\n' ends a line and is not encoded; a decoded text holding '\n' spans
  * several output lines. Each output line is flushed, so a program can drive
@@ -92,6 +97,13 @@ typedef struct {
  * (tokenizer.json), an id outside the vocabulary, a file that cannot be
  * opened (all are opened before anything is written). */
 tt_err tt_tokenize(const tt_tokenize_opts *opts, FILE *in, FILE *out);
+/* titan tokenize --chat --render: each line of the inputs (.jsonl or .jsonl.gz; none: in) is a
+ * conversation ({"messages": [...], "tools": [...]}, ShareGPT's {"conversations": [{from, value}]},
+ * TRL's {"prompt": [...], "completion": [...]}, or a bare list of messages), rendered with the chat
+ * template (opts->chat_template, else hf_dir's) and printed as one JSON string a line. A
+ * conversation the template rejects prints {"error": "..."} on its line and the run goes on; a line
+ * that is not JSON or not a conversation stops it, naming the file and line. Blank lines are skipped. */
+tt_err tt_tokenize_chat(const tt_tokenize_opts *opts, FILE *in, FILE *out);
 /* The end of a program that used the library: ends MPI when the job runs on
  * several processes (mpirun, srun), waiting for every rank to get there.
  * Call it once before the program exits, on every path, errors included: a

@@ -1,0 +1,224 @@
+/* chat_lines.c — `titan tokenize --chat --render`: each line of a chat JSONL file (messages,
+ * ShareGPT's conversations, or TRL's prompt/completion) rendered with the model's chat template,
+ * printed as one JSON string a line; a conversation the template rejects prints {"error": ...}
+ * and the run goes on; a line that is not a conversation stops it with the file and line. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "chat/chat_internal.h"
+#include "chat/chat_template.h"
+#include "core/core.h"
+
+/* ShareGPT's "from" to a role */
+static const char *sharegpt_role(const char *from)
+{
+    static const char *const map[][2] = {{"human", "user"}, {"user", "user"}, {"gpt", "assistant"},
+                                         {"assistant", "assistant"}, {"system", "system"}, {"tool", "tool"},
+                                         {"function_call", "assistant"}, {"observation", "tool"}};
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (!strcmp(map[i][0], from)) return map[i][1];
+    return NULL;
+}
+
+tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON **tools)
+{
+    *messages = NULL;
+    *tools = NULL;
+    if (cJSON_IsArray(line)) { /* a bare list of messages */
+        *messages = cJSON_Duplicate(line, 1);
+        return *messages ? 0 : tt_errorf("out of memory");
+    }
+    if (!cJSON_IsObject(line)) return tt_errorf("a line is not a JSON object with \"messages\"");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(line, "messages"),
+                *conv = cJSON_GetObjectItemCaseSensitive(line, "conversations"),
+                *prompt = cJSON_GetObjectItemCaseSensitive(line, "prompt"),
+                *completion = cJSON_GetObjectItemCaseSensitive(line, "completion");
+    *tools = cJSON_GetObjectItemCaseSensitive(line, "tools");
+    if (m) {
+        if (!cJSON_IsArray(m)) return tt_errorf("\"messages\" is not a list");
+        *messages = cJSON_Duplicate(m, 1);
+    } else if (conv) { /* ShareGPT: {from, value} */
+        if (!cJSON_IsArray(conv)) return tt_errorf("\"conversations\" is not a list");
+        *messages = cJSON_CreateArray();
+        const cJSON *c;
+        int i = 0;
+        cJSON_ArrayForEach(c, conv)
+        {
+            const cJSON *from = cJSON_GetObjectItemCaseSensitive(c, "from"), *value = cJSON_GetObjectItemCaseSensitive(c, "value");
+            const char *role = cJSON_IsString(from) ? sharegpt_role(from->valuestring) : NULL;
+            if (!role) {
+                cJSON_Delete(*messages);
+                *messages = NULL;
+                return cJSON_IsString(from) ? tt_errorf("conversations[%d]: unknown \"from\": \"%.60s\" (human, gpt, system, tool)", i,
+                                                        from->valuestring)
+                                            : tt_errorf("conversations[%d] has no \"from\"", i);
+            }
+            cJSON *msg = cJSON_CreateObject();
+            cJSON_AddItemToArray(*messages, msg);
+            cJSON_AddStringToObject(msg, "role", role);
+            cJSON_AddItemToObject(msg, "content", value ? cJSON_Duplicate(value, 1) : cJSON_CreateString(""));
+            i++;
+        }
+    } else if (prompt && completion) { /* TRL's conversational prompt/completion */
+        if (!cJSON_IsArray(prompt) || !cJSON_IsArray(completion))
+            return tt_errorf("\"prompt\" and \"completion\" are not lists of messages");
+        *messages = cJSON_Duplicate(prompt, 1);
+        const cJSON *c;
+        cJSON_ArrayForEach(c, completion) cJSON_AddItemToArray(*messages, cJSON_Duplicate(c, 1));
+    } else {
+        return tt_errorf("a line has neither \"messages\", \"conversations\" nor \"prompt\" and \"completion\"");
+    }
+    if (!*messages) return tt_errorf("out of memory");
+    const cJSON *msg;
+    int i = 0;
+    cJSON_ArrayForEach(msg, *messages)
+    {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+        if (!cJSON_IsObject(msg) || !cJSON_IsString(role)) {
+            cJSON_Delete(*messages);
+            *messages = NULL;
+            return tt_errorf("message %d is not an object with a string \"role\"", i);
+        }
+        i++;
+    }
+    return 0;
+}
+
+static int write_json_string(FILE *out, const char *s, size_t n, const char *key)
+{
+    jarena a = {0};
+    jbuf b = {0};
+    jv v;
+    int rc = jv_str(&a, s, n, &v) || (key && jb_printf(&b, "{\"%s\": ", key)) ||
+             jv_write_json(&b, v, 0, NULL, NULL, NULL, 0) || (key && jb_putc(&b, '}')) || jb_putc(&b, '\n');
+    if (!rc && fwrite(b.p, 1, b.len, out) != b.len) rc = tt_errorf("writing the output: %s", strerror(errno));
+    jb_free(&b);
+    ja_free(&a);
+    return rc ? -1 : 0;
+}
+
+typedef struct {
+    const tt_tokenize_opts *o;
+    const tt_chat_template *t;
+    const tt_chat_specials *sp;
+    FILE *out;
+} chat_job;
+
+static tt_err render_line(chat_job *j, char *line, size_t len)
+{
+    cJSON *root = cJSON_ParseWithLength(line, len);
+    if (!root) return tt_errorf("not valid JSON");
+    cJSON *messages = NULL;
+    const cJSON *tools = NULL;
+    tt_err rc = tt_chat_json_keep_numbers(root, line, len) || tt_chat_conversation_of(root, &messages, &tools);
+    if (!rc) {
+        char *text = NULL;
+        size_t n = 0;
+        if (tt_chat_render(j->t, messages, tools, j->o->add_generation_prompt, j->sp, NULL, &text, &n, NULL, NULL) == 0)
+            rc = write_json_string(j->out, text, n, NULL);
+        else /* the template rejects the conversation: said on its line, and the run goes on */
+            rc = write_json_string(j->out, tt_last_error(), strlen(tt_last_error()), "error");
+        free(text);
+    }
+    cJSON_Delete(messages);
+    cJSON_Delete(root);
+    return rc;
+}
+
+static tt_err run_file(chat_job *j, gzFile gz, const char *name)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    long lineno = 0;
+    tt_err rc = buf ? 0 : tt_errorf("out of memory");
+    while (!rc) {
+        n = 0;
+        int eof = 0;
+        for (;;) { /* one whole line, however long */
+            if (cap - n < 2) {
+                char *nb = realloc(buf, cap *= 2);
+                if (!nb) {
+                    rc = tt_errorf("out of memory");
+                    break;
+                }
+                buf = nb;
+            }
+            if (!gzgets(gz, buf + n, (int)(cap - n > (1u << 30) ? 1u << 30 : cap - n))) {
+                int err;
+                const char *msg = gzerror(gz, &err);
+                if (err != Z_OK && err != Z_STREAM_END) rc = tt_errorf("%s: cannot read: %s", name, msg);
+                eof = 1;
+                break;
+            }
+            n += strlen(buf + n);
+            if (n && buf[n - 1] == '\n') break;
+        }
+        if (rc || (eof && n == 0)) break;
+        lineno++;
+        while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = 0;
+        size_t k = 0;
+        while (k < n && (buf[k] == ' ' || buf[k] == '\t')) k++;
+        if (k == n) continue; /* blank lines are skipped, as titan prepare does */
+        rc = render_line(j, buf, n);
+        if (rc) tt_error_prefix("%s:%ld: ", name, lineno);
+        else if (fflush(j->out)) rc = tt_errorf("writing the output: %s", strerror(errno));
+        if (eof) break;
+    }
+    free(buf);
+    return rc;
+}
+
+tt_err tt_tokenize_chat(const tt_tokenize_opts *o, FILE *in, FILE *out)
+{
+    if (!o->render) return tt_errorf("--chat prints the rendered text only for now: add --render");
+    if (o->decode || o->no_special) return tt_errorf("--decode and --no-special do not go with --chat");
+    if (!o->hf_dir && !o->chat_template) return tt_errorf("--chat needs --hf DIR or --chat-template FILE");
+    char *src = NULL, name[4400] = "";
+    size_t len = 0;
+    tt_chat_specials sp = {0};
+    tt_err rc = 0;
+    if (o->chat_template) {
+        FILE *f = fopen(o->chat_template, "rb");
+        if (!f) return tt_errorf("%s: cannot open: %s", o->chat_template, strerror(errno));
+        jbuf b = {0};
+        char tmp[65536];
+        size_t got;
+        while (!rc && (got = fread(tmp, 1, sizeof tmp, f)) > 0) rc = jb_put(&b, tmp, got);
+        fclose(f);
+        src = b.p ? b.p : calloc(1, 1), len = b.len;
+        snprintf(name, sizeof name, "%s", o->chat_template);
+        if (!rc && !src) rc = tt_errorf("out of memory");
+    } else {
+        rc = tt_chat_template_from_hf_dir(o->hf_dir, &src, &len, name, sizeof name);
+    }
+    if (!rc && o->hf_dir) rc = tt_chat_specials_from_hf_dir(o->hf_dir, &sp);
+    tt_chat_template *t = rc ? NULL : tt_chat_template_parse(src, len, name);
+    if (!rc && !t) rc = -1;
+    free(src);
+    chat_job j = {o, t, &sp, out};
+    int n = o->n_inputs;
+    gzFile *files = calloc((size_t)(n > 0 ? n : 1), sizeof *files);
+    if (!rc && !files) rc = tt_errorf("out of memory");
+    for (int i = 0; i < n && !rc; i++) { /* every file is opened before anything is written */
+        const char *p = o->inputs[i];
+        files[i] = strcmp(p, "-") ? gzopen(p, "rb") : gzdopen(dup(fileno(in)), "rb");
+        if (!files[i]) rc = tt_errorf("%s: cannot open: %s", p, strerror(errno));
+    }
+    if (!rc && n == 0) {
+        gzFile g = gzdopen(dup(fileno(in)), "rb");
+        rc = g ? run_file(&j, g, "<stdin>") : tt_errorf("cannot read the standard input");
+        if (g) gzclose(g);
+    }
+    for (int i = 0; i < n && !rc; i++) rc = run_file(&j, files[i], strcmp(o->inputs[i], "-") ? o->inputs[i] : "<stdin>");
+    for (int i = 0; files && i < n; i++)
+        if (files[i]) gzclose(files[i]);
+    free(files);
+    tt_chat_template_free(t);
+    tt_chat_specials_free(&sp);
+    return rc;
+}
