@@ -103,6 +103,10 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     tt_model *m = tt_model_new_ext(&mc, &ext);
     tt_sharding sh = {0};
     tt_train_state st = {0};
+    tt_lora lora = {0};
+    tt_frozen_base fb = {0};
+    tt_lora_spec spec;
+    const int use_lora = tt_config_lora_on(c);
     tt_step_graph tr = {0}, op = {0};
     size_t n = (size_t)B * T;
     int32_t *ids = tt_alloc(n * 4), *tgt = tt_alloc(n * 4), *pos = tt_alloc(n * 4), *doc = tt_alloc(n * 4);
@@ -113,14 +117,27 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     if (!q || !m || !ids || !tgt || !pos || !doc || !ops || !scopes ||
         tt_sharding_init(&sh, m, tt_dist_group_size(d, TT_GROUP_SHARD), tt_dist_group_size(d, TT_GROUP_REPLICATE),
                          tt_dist_group_rank(d, TT_GROUP_SHARD), tt_dist_group_size(d, TT_GROUP_EXPERT),
-                         (size_t)c->parallelism.fsdp_bucket_bytes) ||
-        tt_state_init_sharded(&st, m, world > 1 ? &sh : NULL, be, q, 1))
+                         (size_t)c->parallelism.fsdp_bucket_bytes))
+        goto done;
+    if (use_lora) { /* the adapters' state over a frozen base (random: the speed does not depend on the values) */
+        if (world > 1) {
+            tt_errorf("lora: LoRA runs in one process for now (this job has %d ranks)", world);
+            goto done;
+        }
+        tt_param_store base = {0};
+        if (tt_config_lora_spec(c, &spec) || tt_lora_new(m, &spec, &lora) ||
+            tt_frozen_init(&fb, m, tt_config_lora_base_dtype(c), be, q) || tt_state_init(&st, lora.adapters, be, q, 1) ||
+            ((base = tt_frozen_store(&fb)), tt_model_init_weights(m, (uint64_t)c->training.seed, &base)))
+            goto done;
+        sc.lora = &lora, sc.frozen = &fb;
+    } else if (tt_state_init_sharded(&st, m, world > 1 ? &sh : NULL, be, q, 1))
         goto done;
     if (world > 1) { /* the FSDP step of the mesh, as a run builds it */
         tt_parallel_step_cfg(c, &sh, &sc);
     }
+    const tt_model *trained = use_lora ? lora.adapters : m;
     tt_param_store weights = tt_state_store(&st, TT_STATE_PARAM);
-    if (tt_model_init_weights(m, (uint64_t)c->training.seed, &weights)) goto done;
+    if (tt_model_init_weights(trained, (uint64_t)c->training.seed, &weights)) goto done;
     /* random tokens over the whole vocabulary, one document per row: the cost of a step does not depend on the
      * text (bench/side_by_side.py's PyTorch side draws the same way: torch.randint(0, V)); each rank its own */
     tt_rng r = {(uint64_t)c->training.seed + (uint64_t)rank, 0};
@@ -134,8 +151,9 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     tt_adamw_cfg ac = {c->optimizer.beta1, c->optimizer.beta2, c->optimizer.eps, c->optimizer.weight_decay,
                        c->training.max_norm};
     if (tt_build_micro_step(&tr, m, &st, &sc, 1, c->training.exec_mode, c->activation_checkpoint.mode, NULL) ||
-        tt_build_optim_step(&op, m, &st, &ac, c->training.exec_mode) ||
-        tt_step_set_batch(&tr, ids, tgt, pos, doc, 1.0f / (float)n, 1.0f))
+        tt_build_optim_step(&op, trained, &st, &ac, c->training.exec_mode) ||
+        tt_step_set_batch(&tr, ids, tgt, pos, doc, 1.0f / (float)n, 1.0f) ||
+        tt_step_set_rng(&tr, (uint64_t)c->training.seed, 0))
         goto done;
     for (int k = 0; k < 2; k++) {
         int nn = (k ? op.g : tr.g)->n_nodes;
@@ -145,6 +163,9 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
         if (!st_[k] || !du[k] || !acc[k]) goto done;
     }
     double fpt = tt_model_flops_per_token(&mc, T);
+    int64_t matmul_params = 0;
+    tt_model_count_params(&mc, &matmul_params);
+    if (use_lora) fpt = tt_lora_flops_per_token(fpt, matmul_params, (int64_t)lora.adapters->numel);
     tt_backend_peak pk = {0};
     int bf16 = sc.act_dtype == TT_BF16;
     double peak = c->metrics.peak_tflops > 0 ? c->metrics.peak_tflops * 1e3
@@ -158,6 +179,10 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
                 c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
                 bf16 ? "bf16 (fp32 master weights)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup,
                 steps, tt_num_threads());
+    if (out && use_lora)
+        fprintf(out, "LoRA      rank %d on %d linear layers (%zu adapter parameters), the base frozen in %s; model FLOPs "
+                     "6 N less the frozen weights' gradients (2 N) plus the adapters' 6 a parameter\n",
+                lora.rank, lora.n_targets, lora.adapters->numel, fb.layout.dtype[0] == TT_BF16 ? "bf16" : "fp32");
     if (out && world > 1)
         fprintf(out, "ranks     %d: %d replicas x %d shards%s, %d buckets, overlap %s; each rank %d x %d tokens of its "
                      "own, figures are the slowest rank's\n",
@@ -211,9 +236,10 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
         fprintf(out, "TFLOP/s   %.3f   MFU %s of %.4g GFLOP/s %s peak (%s); %s with attention as executed (causal)%s\n",
                 tps * fpt / 1e12, mfu, peak, bf16 ? "bf16" : "f32", source, mfu_x, world > 1 ? ", a rank" : "");
         if (f.note[0]) fprintf(out, "          MFU not stated: %s\n", f.note);
-        fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW%s\n",
+        fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW%s%s\n",
                 tt_peak_rss_bytes() / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0,
-                16.0 * (double)st.numel / 1048576.0, world > 1 ? " (this rank's slices)" : "");
+                (16.0 * (double)st.numel + (double)fb.layout.bytes) / 1048576.0,
+                world > 1 ? " (this rank's slices)" : "", use_lora ? " (the adapters'; the frozen base's weights)" : "");
     }
     if (profile && world > 1) { /* the collectives, from the per-node timings (the slowest rank's) */
         /* starting them, blocked in their waits, advancing them between nodes; then the same two of expert
@@ -282,6 +308,9 @@ done:
     tt_step_graph_free(&tr);
     tt_step_graph_free(&op);
     if (st.be) tt_state_free(&st);
+    if (fb.buf) tt_frozen_free(&fb);
+    tt_frozen_layout_free(&fb.layout);
+    tt_lora_free(&lora);
     tt_sharding_free(&sh);
     if (q) be->queue_free(q);
     tt_model_free(m);

@@ -253,6 +253,11 @@ tt_err tt_lora_bind(tt_graph *g, const tt_model *base, const tt_frozen_layout *f
     return g->failed ? -1 : 0;
 }
 
+double tt_lora_flops_per_token(double fpt, int64_t matmul_params, int64_t adapter_params)
+{
+    return fpt - 2.0 * (double)matmul_params + 6.0 * (double)adapter_params;
+}
+
 void tt_lora_merge(float *W, const float *A, const float *B, int64_t out, int64_t in, int r, double scale)
 {
     /* as PEFT in fp32: delta = (B A) scale, the product's sums in fp32 (fused multiply-adds in k's order, as a

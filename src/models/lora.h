@@ -69,6 +69,10 @@ void tt_frozen_layout_free(tt_frozen_layout *l);
 tt_err tt_lora_bind(tt_graph *g, const tt_model *base, const tt_frozen_layout *fl, const tt_lora *l,
                     tt_value **base_vals, tt_value **base_units, tt_value **adapter_vals, tt_value **adapter_units);
 
+/* Model FLOPs a token of a LoRA step: the model's (fpt, 6 N + attention) less the frozen weights' gradient
+ * products (2 a matmul parameter), plus the adapters' own 6 a parameter (their products for x A^T and u B^T) */
+double tt_lora_flops_per_token(double fpt, int64_t matmul_params, int64_t adapter_params);
+
 /* W (out, in) += scale B (out, r) A (r, in): an adapter merged into its weight, in fp32 */
 void tt_lora_merge(float *W, const float *A, const float *B, int64_t out, int64_t in, int r, double scale);
 #endif

@@ -113,7 +113,7 @@ static void bw_add_scaled(tt_graph *g, tt_node *n, tt_value *const *gout, tt_val
     for (int i = 0; i < at->k; i++) { /* s dy on the part's columns */
         const int w = (int)cols(n->in[1 + i]);
         tt_value *d = w == W ? gout[0] : tt_head_slice(g, gout[0], 1, W, at->c0[i], w, 0, 0);
-        gin[1 + i] = tt_scale(g, d, at->s);
+        gin[1 + i] = at->s == 1.0 ? d : tt_scale(g, d, at->s);
     }
 }
 

@@ -290,6 +290,11 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
 
     /* throughput accounting */
     r->flops_per_token = tt_model_flops_per_token(&mc, T);
+    if (r->has_lora) { /* no gradient products for the frozen weights; the adapters' own */
+        int64_t matmul_params = 0;
+        tt_model_count_params(&mc, &matmul_params);
+        r->flops_per_token = tt_lora_flops_per_token(r->flops_per_token, matmul_params, (int64_t)r->lora.adapters->numel);
+    }
     if (c->metrics.peak_tflops > 0) {
         r->peak_gflops = c->metrics.peak_tflops * 1e3;
         r->peak_source = "config";

@@ -9,13 +9,31 @@
 
 #include "graph/passes/lora.h"
 
-/* The low-rank term of one site on x (N, in), before its scale (applied once for all parts, by the caller). (N, out) */
-static tt_value *low_rank(tt_graph *g, const tt_lora_pass_cfg *c, const tt_lora_site *s, tt_value *x)
+/* s (drop(x) A^T) of one site: (N, r), the scale on this narrow value rather than on the layer's output */
+static tt_value *down(tt_graph *g, const tt_lora_pass_cfg *c, const tt_lora_site *s, tt_value *x)
 {
     /* each adapter draws its own mask (PEFT's dropout is a module an adapter): the site tells them apart */
     tt_value *xd = c->dropout > 0 ? tt_dropout(g, x, c->rng, c->dropout, (uint64_t)(s - c->sites)) : x;
-    tt_value *u = tt_matmul(g, xd, s->A, 0, 1); // (N, r)
-    return tt_matmul(g, u, s->B, 0, 1);          // (N, out)
+    return tt_scale(g, tt_matmul(g, xd, s->A, 0, 1), c->scale); // (N, r)
+}
+
+/* The A's of the parts, back to back in one adapter unit (declared so): one (n r, in) view, so that the parts'
+ * down projections are one matmul of x (without dropout, where every adapter reads the same x); NULL otherwise */
+static tt_value *stacked_a(tt_graph *g, const tt_lora_site *const *hit, int n)
+{
+    tt_value *a0 = hit[0]->A;
+    int64_t rows = 0;
+    for (int k = 0; k < n; k++) {
+        tt_value *a = hit[k]->A;
+        if (tt_value_root(a) != tt_value_root(a0) || a->dtype != a0->dtype || a->shape[1] != a0->shape[1] ||
+            tt_value_root_offset(a) != tt_value_root_offset(a0) + (size_t)rows * (size_t)a0->shape[1] * tt_dtype_size(a0->dtype))
+            return NULL;
+        rows += a->shape[0];
+    }
+    tt_value *v = tt_value_view(g, tt_value_root(hit[0]->A), tt_value_root_offset(a0), a0->dtype, 2,
+                                (int64_t[]){rows, a0->shape[1]});
+    if (v) snprintf(v->name, sizeof v->name, "%.80s+%d", a0->name, n - 1);
+    return v;
 }
 
 /* The sites inside a weight's bytes, in order, with the rows (output columns) of every part between them.
@@ -40,7 +58,7 @@ static int parts_of(const tt_lora_pass_cfg *c, int unit, size_t off, size_t byte
     return n;
 }
 
-/* The layer's output with every adapted part's term on its columns: y + s (x A_i^T) B_i^T (N, out). */
+/* The layer's output with every adapted part's term on its columns: y + (s x A_i^T) B_i^T (N, out). */
 static tt_value *adapted(tt_graph *g, const tt_lora_pass_cfg *c, tt_node *mm, const tt_lora_site *const *hit, int n)
 {
     tt_value *x = mm->in[0], *w = mm->in[1], *d[TT_ADD_SCALED_MAX_PARTS];
@@ -48,11 +66,16 @@ static tt_value *adapted(tt_graph *g, const tt_lora_pass_cfg *c, tt_node *mm, co
     int c0[TT_ADD_SCALED_MAX_PARTS];
     if (n > TT_ADD_SCALED_MAX_PARTS)
         return tt_graph_fail(g, "lora: '%s' joins %d adapted layers, more than %d", w->name, n, TT_ADD_SCALED_MAX_PARTS);
-    for (int k = 0; k < n; k++) {
-        d[k] = low_rank(g, c, hit[k], x);
+    /* a fused weight's parts: their A's stacked, one matmul and the r columns of each part taken from it */
+    tt_value *a = n > 1 && c->dropout == 0 ? stacked_a(g, hit, n) : NULL;
+    tt_value *u = a ? tt_scale(g, tt_matmul(g, x, a, 0, 1), c->scale) : NULL; // (N, n r)
+    for (int k = 0, at = 0; k < n; at += (int)hit[k]->A->shape[0], k++) {
+        const int r = (int)hit[k]->A->shape[0];
+        tt_value *uk = u ? tt_head_slice(g, u, 1, (int)u->shape[1], at, r, 0, 0) : down(g, c, hit[k], x); // (N, r)
+        d[k] = tt_matmul(g, uk, hit[k]->B, 0, 1); // (N, out_k)
         c0[k] = (int)((hit[k]->offset - off) / row); /* the part's first output column */
     }
-    return tt_add_scaled_cols(g, mm->out[0], n, d, c0, c->scale);
+    return tt_add_scaled_cols(g, mm->out[0], n, d, c0, 1.0);
 }
 
 tt_err tt_lora_pass(tt_graph *g, const tt_lora_pass_cfg *c, int *applied)
