@@ -40,11 +40,20 @@ from the same weights, and the step-0 losses of the two are printed.
 
   python3 bench/side_by_side.py --config configs/moe_288.toml --dtype bf16 --rounds 3
   python3 bench/side_by_side.py --config configs/moe_debug.toml --moe-impl grouped
+
+LoRA: --lora R trains rank-R adapters (alpha 2R, no dropout) on every linear
+layer of the blocks (q, k, v, o and the MLP's three; not the head) over a
+frozen base on both sides: PyTorch through PEFT's get_peft_model (pip peft;
+the base in fp32 under bf16 autocast, as PEFT users train), titan with
+--lora.rank R --lora.alpha 2R (its base in the compute dtype: bf16 with
+--dtype bf16). Only the adapters are in either optimizer.
+
+  python3 bench/side_by_side.py --config configs/llama_768.toml --dtype bf16 --lora 16
 """
 import argparse, json, os, re, subprocess, sys
 
 TORCH_STEP = r"""
-import math, resource, sys, time, torch, torch.nn as nn, torch.nn.functional as F
+import math, os, resource, sys, time, torch, torch.nn as nn, torch.nn.functional as F
 D, L, H, KV, HD, FF, V, B, T, STEPS, WARMUP, THREADS, TIED, BF16, COMPILE, BETA2, WD = sys.argv[1:18]
 D, L, H, KV, HD, FF, V, B, T, STEPS, WARMUP, THREADS = map(int, (D, L, H, KV, HD, FF, V, B, T, STEPS, WARMUP, THREADS))
 TIED, BF16, COMPILE, BETA2, WD = TIED == "1", BF16 == "1", COMPILE == "1", float(BETA2), float(WD)
@@ -143,8 +152,14 @@ class Model(nn.Module):
         for b in s.blocks: x = b(x)
         return F.cross_entropy(s.out(norm(x, s.norm)).view(-1, V).float(), tgt.view(-1))
 m = Model()
-decay = [p for n, p in m.named_parameters() if p.ndim >= 2]  # 3-D: stacked MoE experts
-rest = [p for n, p in m.named_parameters() if p.ndim < 2]
+LORA = int(os.environ.get("SIDE_BY_SIDE_LORA", "0"))
+if LORA:  # PEFT's adapters on every linear layer of the blocks, the base frozen
+    import peft
+    m = peft.get_peft_model(m, peft.LoraConfig(r=LORA, lora_alpha=2 * LORA, lora_dropout=0.0,
+                                               target_modules=["q", "k", "v", "o", "w1", "w3", "w2"]))
+    features.append(f"PEFT {peft.__version__} LoRA r={LORA} on q, k, v, o, w1, w3, w2")
+decay = [p for n, p in m.named_parameters() if p.requires_grad and p.ndim >= 2]  # 3-D: stacked MoE experts
+rest = [p for n, p in m.named_parameters() if p.requires_grad and p.ndim < 2]
 groups = [{"params": decay, "weight_decay": WD}, {"params": rest, "weight_decay": 0.0}]
 try:
     opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, BETA2), fused=True); opt_kind = "fused AdamW"
@@ -223,6 +238,8 @@ def run_torch(a, shape, B, T, beta2, wd, moe=None, impl=None):
                  moe["first_dense"], moe["sparse_step"], int(moe["score_before"]), impl]
     env = dict(os.environ)
     env.update(kv.split("=", 1) for kv in a.torch_env)
+    if a.lora:
+        env["SIDE_BY_SIDE_LORA"] = str(a.lora)
     p = subprocess.run([a.python, "-c", TORCH_STEP] + [str(x) for x in args], capture_output=True, text=True, env=env)
     if moe and impl == "grouped" and p.returncode == 3:
         m = re.search(r"NOGROUPED (.*)", p.stdout)
@@ -270,9 +287,13 @@ def main():
     ap.add_argument("--moe-impl", default="both", choices=["loop", "grouped", "both"],
                     help="MoE configs only: the PyTorch experts as a per-expert loop, as torch._grouped_mm, or both "
                          "(alternated within each round)")
+    ap.add_argument("--lora", type=int, default=0, metavar="R",
+                    help="train rank-R LoRA adapters on a frozen base on both sides (PyTorch: PEFT)")
     ap.add_argument("titan_overrides", nargs="*", help="extra --section.key value pairs for titan (after --)")
     a = ap.parse_args()
     over = list(a.titan_overrides) + ["--training.mixed_precision_param", "bfloat16" if a.dtype == "bf16" else "float32"]
+    if a.lora:
+        over += ["--lora.rank", str(a.lora), "--lora.alpha", str(2 * a.lora)]
     shape = titan_shape(a.titan, a.config, over)
     bt = subprocess.run([a.titan, "bench", "step", "--config", a.config, "--steps", "1", "--warmup", "0"] + over,
                         check=True, capture_output=True, text=True).stdout
@@ -288,7 +309,8 @@ def main():
     env += (" " if env else "") + " ".join(f"torch: {kv}" for kv in a.torch_env)
     print(f"model: dim {shape['dim']}, {shape['layers']} layers, {shape['heads']} heads ({shape['kv']} kv), ffn {shape['ffn']}, "
           f"vocab {shape['vocab']}, tied {shape['tied']}; batch {B} x {T}; {a.dtype}; AdamW (beta2 {beta2}, wd {wd}); "
-          f"{a.threads} threads; {a.warmup} warmup + {a.steps} timed steps per round{'; ' + env if env else ''}")
+          f"{a.threads} threads; {a.warmup} warmup + {a.steps} timed steps per round{'; ' + env if env else ''}"
+          f"{f'; LoRA rank {a.lora}, alpha {2 * a.lora}, the base frozen' if a.lora else ''}")
     moe = moe_config(a.titan, a.config, over)
     if moe:
         return main_moe(a, over, shape, B, T, beta2, wd, moe)

@@ -21,6 +21,13 @@ void cpu_head_move(void *x, void *part, int N, int H, int w, int c0, int cw, int
     for (int n = 0; n < N; n++) {
         char *xr = (char *)x + (size_t)n * H * w * es, *pr = (char *)part + (size_t)n * pw * es;
         if (place) memset(xr, 0, (size_t)H * w * es);
+        if (!sum_heads && !deinterleave) { /* each head's columns are one run: one copy a head */
+            for (int h = 0; h < H; h++) {
+                char *xe = xr + ((size_t)h * w + c0) * es, *pe = pr + (size_t)h * cw * es;
+                memcpy(place ? xe : pe, place ? pe : xe, (size_t)cw * es);
+            }
+            continue;
+        }
         for (int i = 0; i < cw; i++) {
             const int c = c0 + src_col(i, cw, deinterleave);
             if (sum_heads && !place) { /* the heads' sum */
