@@ -309,7 +309,6 @@ done:
     tt_step_graph_free(&op);
     if (st.be) tt_state_free(&st);
     if (fb.buf) tt_frozen_free(&fb);
-    tt_frozen_layout_free(&fb.layout);
     tt_lora_free(&lora);
     tt_sharding_free(&sh);
     if (q) be->queue_free(q);

@@ -7,12 +7,6 @@
 #include "hf/peft.h"
 #include "hf/peft_adapter.h"
 
-static const char *last_name(const char *module)
-{
-    const char *d = strrchr(module, '.');
-    return d ? d + 1 : module;
-}
-
 tt_err tt_peft_adapter_spec(const char *dir, tt_lora_spec *spec)
 {
     tt_peft_config pc;
@@ -31,7 +25,7 @@ tt_err tt_peft_adapter_spec(const char *dir, tt_lora_spec *spec)
             rc = tt_error_prefix("%s: ", path);
             break;
         }
-        const char *leaf = last_name(module);
+        const char *leaf = tt_lora_module_leaf(module);
         int seen = 0;
         for (int t = 0; t < spec->n_targets && !seen; t++) seen = !strcmp(spec->targets[t], leaf);
         if (seen) continue;
@@ -150,7 +144,7 @@ tt_err tt_peft_adapter_save(const char *dir, const tt_model *base, const tt_lora
     pc.fan_in_fan_out = base->cfg.arch == TT_ARCH_GPT2; /* Conv1D weights are stored (in, out) */
     snprintf(pc.base_model, sizeof pc.base_model, "%s", base_model ? base_model : "");
     for (int t = 0; t < l->n_targets && !rc; t++) { /* the modules' last names, once each */
-        const char *leaf = last_name(l->targets[t].module);
+        const char *leaf = tt_lora_module_leaf(l->targets[t].module);
         int seen = 0;
         for (int k = 0; k < pc.n_targets && !seen; k++) seen = !strcmp(pc.targets[k], leaf);
         if (seen) continue;

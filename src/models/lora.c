@@ -48,8 +48,7 @@ static int matches(const tt_lora_spec *s, const char *module)
     return 0;
 }
 
-/* the last component of a module name: "q_proj" */
-static const char *leaf(const char *module)
+const char *tt_lora_module_leaf(const char *module)
 {
     const char *d = strrchr(module, '.');
     return d ? d + 1 : module;
@@ -65,11 +64,11 @@ static void module_leaves(const tt_model *base, char *buf, size_t cap)
         int ok;
         if (tt_lora_module_name(base, i, m, sizeof m, &ok) || !ok) continue;
         char item[136]; /* " q_proj," against " " + the list so far */
-        snprintf(item, sizeof item, " %s,", leaf(m));
+        snprintf(item, sizeof item, " %s,", tt_lora_module_leaf(m));
         char seen[1100];
         snprintf(seen, sizeof seen, " %s", buf);
         if (strstr(seen, item)) continue;
-        k += (size_t)snprintf(buf + k, cap - k, "%s, ", leaf(m));
+        k += (size_t)snprintf(buf + k, cap - k, "%s, ", tt_lora_module_leaf(m));
     }
     if (k >= 2 && k < cap) buf[k - 2] = 0;
 }

@@ -43,6 +43,8 @@ tt_err tt_lora_new(const tt_model *base, const tt_lora_spec *spec, tt_lora *out)
 void tt_lora_free(tt_lora *l);
 /* The factor of an adapter's output: alpha / r, or alpha / sqrt(r) */
 double tt_lora_scale(const tt_lora_spec *spec);
+/* The last component of a module name ("q_proj" of "model.layers.0.self_attn.q_proj") */
+const char *tt_lora_module_leaf(const char *module);
 /* The target of base parameter i, or -1 */
 int tt_lora_target_of(const tt_lora *l, int base_param);
 /* The Hugging Face module name of base parameter i (its tensor name without ".weight"), 0 when it is a linear

@@ -72,7 +72,13 @@ tt_err tt_frozen_hash(tt_frozen_base *f, uint64_t *hash)
     for (int u = 0; u < f->base->n_units && !rc; u++) {
         const size_t n = f->layout.unit_bytes[u];
         if ((rc = tt_backend_read(f->be, f->q, b, tt_frozen_unit_mem(f, u), n))) break;
-        for (size_t k = 0; k < n; k++) h = (h ^ b[k]) * 1099511628211ull;
+        /* FNV-1a over 8-byte words (a unit's bytes are a multiple of 64): a base of gigabytes hashes at start-up
+         * in about a second */
+        for (size_t k = 0; k + 8 <= n; k += 8) {
+            uint64_t w;
+            memcpy(&w, b + k, 8);
+            h = (h ^ w) * 1099511628211ull;
+        }
     }
     free(b);
     *hash = h;

@@ -22,7 +22,7 @@ tt_mem tt_frozen_unit_mem(const tt_frozen_base *f, int unit);
 /* The weights one parameter at a time in fp32: a write rounds a bf16-stored one to nearest even, a read widens it.
  * Points at f: keep it where it is. */
 tt_param_store tt_frozen_store(tt_frozen_base *f);
-/* A hash of every stored byte (FNV-1a over the downloaded buffer, unit by unit): what a LoRA checkpoint records
+/* A hash of every stored byte (FNV-1a over the downloaded buffer's 8-byte words, unit by unit): what a LoRA checkpoint records
  * of its base, so that a resume on another base is refused. */
 tt_err tt_frozen_hash(tt_frozen_base *f, uint64_t *hash);
 #endif
