@@ -178,28 +178,9 @@ tt_err tt_tokenize_chat(const tt_tokenize_opts *o, FILE *in, FILE *out)
     if (!o->render) return tt_errorf("--chat prints the rendered text only for now: add --render");
     if (o->decode || o->no_special) return tt_errorf("--decode and --no-special do not go with --chat");
     if (!o->hf_dir && !o->chat_template) return tt_errorf("--chat needs --hf DIR or --chat-template FILE");
-    char *src = NULL, name[4400] = "";
-    size_t len = 0;
     tt_chat_specials sp = {0};
-    tt_err rc = 0;
-    if (o->chat_template) {
-        FILE *f = fopen(o->chat_template, "rb");
-        if (!f) return tt_errorf("%s: cannot open: %s", o->chat_template, strerror(errno));
-        jbuf b = {0};
-        char tmp[65536];
-        size_t got;
-        while (!rc && (got = fread(tmp, 1, sizeof tmp, f)) > 0) rc = jb_put(&b, tmp, got);
-        fclose(f);
-        src = b.p ? b.p : calloc(1, 1), len = b.len;
-        snprintf(name, sizeof name, "%s", o->chat_template);
-        if (!rc && !src) rc = tt_errorf("out of memory");
-    } else {
-        rc = tt_chat_template_from_hf_dir(o->hf_dir, &src, &len, name, sizeof name);
-    }
-    if (!rc && o->hf_dir) rc = tt_chat_specials_from_hf_dir(o->hf_dir, &sp);
-    tt_chat_template *t = rc ? NULL : tt_chat_template_parse(src, len, name);
-    if (!rc && !t) rc = -1;
-    free(src);
+    tt_chat_template *t = NULL;
+    tt_err rc = tt_chat_template_open(o->hf_dir, o->chat_template, &t, &sp);
     chat_job j = {o, t, &sp, out};
     int n = o->n_inputs;
     gzFile *files = calloc((size_t)(n > 0 ? n : 1), sizeof *files);

@@ -240,6 +240,27 @@ tt_err tt_chat_template_from_hf_dir(const char *dir, char **src, size_t *len, ch
     return read_text(path, src, len);
 }
 
+tt_err tt_chat_template_open(const char *hf_dir, const char *file, tt_chat_template **t, tt_chat_specials *sp)
+{
+    *t = NULL;
+    memset(sp, 0, sizeof *sp);
+    if (!hf_dir && !file) return tt_errorf("a chat needs a model folder (--hf DIR) or a template (--chat-template FILE)");
+    char *src = NULL, name[4400] = "";
+    size_t len = 0;
+    tt_err rc;
+    if (file) {
+        rc = read_text(file, &src, &len);
+        snprintf(name, sizeof name, "%s", file);
+    } else {
+        rc = tt_chat_template_from_hf_dir(hf_dir, &src, &len, name, sizeof name);
+    }
+    if (!rc && hf_dir) rc = tt_chat_specials_from_hf_dir(hf_dir, sp);
+    if (!rc && !(*t = tt_chat_template_parse(src, len, name))) rc = -1;
+    free(src);
+    if (rc) tt_chat_specials_free(sp);
+    return rc;
+}
+
 tt_err tt_chat_specials_from_hf_dir(const char *dir, tt_chat_specials *sp)
 {
     memset(sp, 0, sizeof *sp);

@@ -66,6 +66,11 @@ void tt_chat_specials_free(tt_chat_specials *sp);
  * message must be an object with a string "role". */
 tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON **tools);
 
+/* The template a command renders with: file (--chat-template) when given, else hf_dir's; and
+ * hf_dir's special tokens (none without hf_dir). Free with tt_chat_template_free and
+ * tt_chat_specials_free; on error nothing is left to free. */
+tt_err tt_chat_template_open(const char *hf_dir, const char *file, tt_chat_template **t, tt_chat_specials *sp);
+
 /* cJSON keeps no number literal, so 1.0 and 1 would both read as a number: after cJSON_Parse of
  * text, this stores each number's literal (valuestring, freed by cJSON_Delete) so that the template
  * sees ints and floats as Python's json.loads makes them. */
