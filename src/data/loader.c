@@ -9,7 +9,16 @@
  * window, 0..T-1): the model sees no token before it, the positions it is
  * given are the ones generation uses for a context of that length, and they
  * stay below T whatever the document's length (GPT-2's learned positions
- * end at n_positions). */
+ * end at n_positions).
+ *
+ * A conversation shard (version 2) says where its documents start and which
+ * tokens are trained. A conversation that fits a window is one piece. A longer
+ * one is cut at its turn boundaries (the shard's cuts): each piece takes as
+ * many whole turns as fit, and each later piece starts with the
+ * conversation's prefix (its system message) again. A turn longer than a
+ * window is truncated, and the rest of it dropped. A piece is self-contained:
+ * its last token is a target only, never an input. Only the tokens the mask
+ * flags are targets; a piece with none is left out. */
 #include "data/loader.h"
 
 #include <stdlib.h>
@@ -26,6 +35,12 @@ struct tt_loader {
     uint64_t *piece_off;  /* (n_pieces,) first token of each piece */
     int32_t *piece_len;   /* (n_pieces,) its inputs; a piece that does not end its document also reads the
                              token after them, as its last target */
+    /* conversation shards: a piece is the document's first piece_pre tokens (from piece_doc) followed by
+       piece_len + 1 - piece_pre tokens from piece_off */
+    int32_t *piece_pre;
+    uint64_t *piece_doc;
+    int64_t piece_cap;
+    tt_loader_chat_stats chat;
     int64_t n_windows;
     int64_t *win_first;   /* (n_windows + 1,) pieces [win_first[w], win_first[w+1]) fill window w */
     int64_t *perm;        /* train: (n_windows,) this epoch's window order */
@@ -82,10 +97,113 @@ void tt_loader_close(tt_loader *l)
     free(l->path);
     free(l->piece_off);
     free(l->piece_len);
+    free(l->piece_pre);
+    free(l->piece_doc);
     free(l->win_first);
     free(l->perm);
     tt_free(l);
 }
+
+/* ---- conversation shards -------------------------------------------------- */
+
+/* token i of the conversation piece p (i < piece_len[p] + 1) */
+static uint64_t chat_token_at(const tt_loader *l, int64_t p, int64_t i)
+{
+    return i < l->piece_pre[p] ? l->piece_doc[p] + (uint64_t)i : l->piece_off[p] + (uint64_t)(i - l->piece_pre[p]);
+}
+
+/* targets of a piece of n tokens: each token after its first that the mask flags */
+static int64_t chat_piece_targets(const tt_loader *l, int64_t p, int64_t n)
+{
+    int64_t k = 0;
+    for (int64_t i = 1; i < n; i++) k += l->shard->mask[chat_token_at(l, p, i)];
+    return k;
+}
+
+static int64_t mask_count(const tt_shard *s, uint64_t a, uint64_t b)
+{
+    int64_t k = 0;
+    for (uint64_t i = a; i < b; i++) k += s->mask[i];
+    return k;
+}
+
+/* Add the piece of document d: its first pre tokens, then tokens [a, b). Left out (and counted) when
+ * it trains nothing. */
+static tt_err add_chat_piece(tt_loader *l, uint64_t d, int32_t pre, uint64_t a, uint64_t b)
+{
+    if (l->n_pieces == l->piece_cap) {
+        int64_t c = l->piece_cap ? 2 * l->piece_cap : 1024;
+        void *o = realloc(l->piece_off, sizeof(uint64_t) * (size_t)c), *n = o ? realloc(l->piece_len, sizeof(int32_t) * (size_t)c) : NULL;
+        if (o) l->piece_off = o;
+        if (n) l->piece_len = n;
+        void *pr = n ? realloc(l->piece_pre, sizeof(int32_t) * (size_t)c) : NULL;
+        if (pr) l->piece_pre = pr;
+        void *dc = pr ? realloc(l->piece_doc, sizeof(uint64_t) * (size_t)c) : NULL;
+        if (!dc) return tt_errorf("%s: out of memory indexing the conversations", l->path);
+        l->piece_doc = dc;
+        l->piece_cap = c;
+    }
+    const int64_t p = l->n_pieces;
+    l->piece_off[p] = a;
+    l->piece_doc[p] = tt_shard_doc_start(l->shard, d);
+    l->piece_pre[p] = pre;
+    l->piece_len[p] = (int32_t)((int64_t)pre + (int64_t)(b - a) - 1);
+    int64_t k = chat_piece_targets(l, p, l->piece_len[p] + 1);
+    if (k == 0) {
+        l->chat.skipped++;
+        return TT_OK;
+    }
+    l->chat.targets += k;
+    l->n_pieces++;
+    return TT_OK;
+}
+
+/* Cut each conversation into pieces of at most T + 1 tokens at its turn boundaries (see the top). */
+static tt_err build_chat_pieces(tt_loader *l)
+{
+    const tt_shard *s = l->shard;
+    const uint64_t T = (uint64_t)l->cfg.seq_len, n_cuts = s->hdr.cut_count;
+    uint64_t k = 0; /* the first cut of the current document */
+    l->chat.docs = (int64_t)s->hdr.doc_count;
+    for (uint64_t d = 0; d < s->hdr.doc_count; d++) {
+        const uint64_t a = tt_shard_doc_start(s, d), b = tt_shard_doc_start(s, d + 1);
+        uint64_t k_end = k;
+        while (k_end < n_cuts && tt_shard_cut(s, k_end) < b) k_end++;
+        if (b - a <= T + 1) {
+            if (add_chat_piece(l, d, 0, a, b)) return -1;
+            k = k_end;
+            continue;
+        }
+        l->chat.split++;
+        /* a later piece repeats the prefix when it leaves most of the window to turns */
+        const uint32_t P = tt_shard_doc_prefix(s, d) * 2 <= T ? tt_shard_doc_prefix(s, d) : 0;
+        uint32_t pre = 0;
+        for (uint64_t at = a; at < b;) {
+            const uint64_t room = T + 1 - pre; /* tokens this piece takes after the prefix */
+            uint64_t end = 0;
+            if (b - at <= room) end = b;
+            while (k < k_end && tt_shard_cut(s, k) <= at) k++;
+            for (uint64_t j = k; !end && j < k_end && tt_shard_cut(s, j) - at <= room; j++)
+                if (j + 1 == k_end || tt_shard_cut(s, j + 1) - at > room) end = tt_shard_cut(s, j);
+            uint64_t next = end;
+            if (!end) { /* one turn longer than the window: keep its start, drop the rest */
+                end = at + room;
+                next = k < k_end ? tt_shard_cut(s, k) : b; /* the next turn: past end, as none fit */
+                l->chat.truncated++;
+                l->chat.dropped_targets += mask_count(s, end, next);
+            }
+            /* a later piece without its prefix cannot predict its first token */
+            if (at > a && pre == 0) l->chat.dropped_targets += s->mask[at];
+            if (add_chat_piece(l, d, (int32_t)pre, at, end)) return -1;
+            at = next;
+            pre = P;
+        }
+        k = k_end;
+    }
+    return TT_OK;
+}
+
+/* ---- packing ------------------------------------------------------------------ */
 
 /* Split at BOS into documents, cut the ones longer than T, then pack pieces
  * greedily in order: a piece that does not fit what is left of a window
@@ -98,7 +216,7 @@ static tt_err build_windows(tt_loader *l)
     const tt_shard *s = l->shard;
     const uint64_t n = s->hdr.token_count, T = (uint64_t)l->cfg.seq_len;
     const uint32_t bos = s->hdr.bos_id;
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 2 && !s->mask; pass++) {
         int64_t np = 0;
         uint64_t start = 0;
         for (uint64_t i = 1; i <= n; i++) {
@@ -120,6 +238,7 @@ static tt_err build_windows(tt_loader *l)
             if (!l->piece_off || !l->piece_len) return tt_errorf("%s: out of memory indexing %lld documents", l->path, (long long)np);
         }
     }
+    if (s->mask && build_chat_pieces(l)) return -1;
     for (int pass = 0; pass < 2; pass++) {
         int64_t nw = 0;
         int64_t used = 0;
@@ -172,7 +291,8 @@ tt_loader *tt_loader_open(const tt_loader_cfg *cfg)
     l->cfg.path = l->path;
     if (!l->path || !(l->shard = tt_shard_open(path)) || build_windows(l) != TT_OK) goto fail;
     if (l->n_windows == 0) {
-        tt_errorf("%s: shard holds no tokens", path);
+        if (l->shard->mask) tt_errorf("%s: no conversation in the shard has a token to train", path);
+        else tt_errorf("%s: shard holds no tokens", path);
         goto fail;
     }
     if (cfg->mode == TT_LOADER_TRAIN) {
@@ -191,6 +311,11 @@ fail:
 
 int64_t tt_loader_num_windows(const tt_loader *l) { return l->n_windows; }
 int64_t tt_loader_num_docs(const tt_loader *l) { return l->n_pieces; }
+int tt_loader_chat_stats_of(const tt_loader *l, tt_loader_chat_stats *st)
+{
+    if (st) *st = l->chat;
+    return l->shard->mask != NULL;
+}
 uint32_t tt_loader_vocab_size(const tt_loader *l) { return l->shard->hdr.vocab_size; }
 uint32_t tt_loader_bos_id(const tt_loader *l) { return l->shard->hdr.bos_id; }
 int64_t tt_loader_num_batches(const tt_loader *l)
@@ -217,7 +342,24 @@ int64_t tt_loader_window(const tt_loader *l, int64_t w, int32_t *in, int32_t *tg
     const int T = l->cfg.seq_len;
     int o = 0, d = 0;
     int64_t scored = 0;
-    for (int64_t p = l->win_first[w]; p < l->win_first[w + 1]; p++, d++) {
+    for (int64_t p = l->win_first[w]; p < l->win_first[w + 1] && s->mask; p++, d++) {
+        const int n = l->piece_len[p]; /* inputs; the piece has n + 1 tokens */
+        for (int j = 0; j <= n; j++) {
+            const uint64_t at = chat_token_at(l, p, j);
+            const int32_t tok = (int32_t)tt_shard_token(s, at);
+            if (j < n) {
+                in[o + j] = tok;
+                pos[o + j] = j;
+                doc[o + j] = d;
+            }
+            if (j > 0) {
+                tg[o + j - 1] = s->mask[at] ? tok : TT_IGNORE_INDEX;
+                scored += s->mask[at];
+            }
+        }
+        o += n;
+    }
+    for (int64_t p = l->win_first[w]; p < l->win_first[w + 1] && !s->mask; p++, d++) {
         const uint64_t off = l->piece_off[p], end = off + (uint64_t)l->piece_len[p];
         const int n = l->piece_len[p];
         for (int j = 0; j < n; j++) {

@@ -1,4 +1,5 @@
-/* loader.h — batches of packed documents from one token shard: whole
+/* loader.h — batches of packed documents from one token shard (text, or conversations with a loss
+ * mask whose long conversations are cut at turn boundaries; see loader.c): whole
  * documents packed greedily into seq_len windows (a longer one cut into
  * pieces of seq_len inputs, each piece's last target the next piece's first
  * token), targets masked at document ends and padding, positions restarting
@@ -52,6 +53,17 @@ tt_loader *tt_loader_open(const tt_loader_cfg *cfg);
 void tt_loader_close(tt_loader *l);
 int64_t tt_loader_num_windows(const tt_loader *l);
 int64_t tt_loader_num_docs(const tt_loader *l); /* pieces: documents after cutting ones longer than seq_len */
+/* A conversation shard's accounting (version 2 shards; see loader.c): nothing is dropped unsaid. */
+typedef struct {
+    int64_t docs;            /* conversations */
+    int64_t split;           /* conversations longer than a window, cut at turn boundaries */
+    int64_t truncated;       /* turns longer than a window, truncated */
+    int64_t dropped_targets; /* trained tokens that truncation (or a piece that cannot repeat its prefix) drops */
+    int64_t skipped;         /* pieces with nothing to train, left out */
+    int64_t targets;         /* trained tokens in one pass over the data */
+} tt_loader_chat_stats;
+/* 1 and *st for a conversation shard, 0 for a text shard (st may be NULL). */
+int tt_loader_chat_stats_of(const tt_loader *l, tt_loader_chat_stats *st);
 /* val: batches in one pass (the last one padded with fully ignored rows);
  * train: batches per epoch, rounded up */
 int64_t tt_loader_num_batches(const tt_loader *l);
