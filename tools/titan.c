@@ -78,13 +78,17 @@ static const char *command_help(const char *cmd)
                "             [--peft | --merge] [--checkpoint.hf_max_shard_mb MB]\n"
                "  Writes a checkpoint (default: the newest of job.dump_folder) as a Hugging Face folder:\n"
                "  config.json, model.safetensors (sharded past checkpoint.hf_max_shard_mb),\n"
-               "  generation_config.json and tokenizer.json, which transformers loads.\n"
+               "  generation_config.json and tokenizer.json, which transformers loads. A model from a\n"
+               "  Hugging Face folder also gets its tokenizer_config.json with the chat template,\n"
+               "  chat_template.jinja and special_tokens_map.json (copied, or written from what the\n"
+               "  folder has), and generation_config.json lists every end-of-turn id titan stops at.\n"
                "  --dtype sets checkpoint.export_dtype, the dtype of the weights written: bfloat16 rounds\n"
                "  each fp32 weight to nearest even; auto (the default) is model.hf_assets_path's dtype\n"
                "  when that is bfloat16, else float32.\n"
                "  A LoRA run's checkpoint (lora.rank > 0) is exported with --peft, its adapters as a PEFT\n"
                "  adapter folder (adapter_config.json, adapter_model.safetensors) that PeftModel loads, or\n"
-               "  with --merge, the model with each adapter merged into its weight (W + alpha/r B A).\n";
+               "  with --merge, the model with each adapter merged into its weight (W + alpha/r B A);\n"
+               "  both carry the base folder's tokenizer files.\n";
     if (!strcmp(cmd, "report"))
         return "titan report RUN_DIR [RUN_DIR...] [--out FILE.html]\n"
                "  Writes one self-contained HTML page (no scripts, nothing fetched; default\n"

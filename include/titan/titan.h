@@ -40,9 +40,13 @@ tt_err tt_generate(const struct tt_config *cfg, const char *prompt, int from_hf,
 typedef enum { TT_EXPORT_HF = 0, TT_EXPORT_PEFT, TT_EXPORT_MERGED } tt_export_kind;
 /* Write the newest (or checkpoint.load_step) checkpoint as a Hugging Face
  * folder: config.json, model.safetensors (sharded past
- * checkpoint.hf_max_shard_mb), generation_config.json, tokenizer.json; or, of
- * a LoRA run, its adapters (adapter_config.json, adapter_model.safetensors) or
- * the merged model. A LoRA run's plain export is refused, naming the two. */
+ * checkpoint.hf_max_shard_mb), generation_config.json, tokenizer.json, and for
+ * a model from a Hugging Face folder that folder's tokenizer_config.json (with
+ * the chat template), chat_template.jinja and special_tokens_map.json, with
+ * generation_config.json listing the end-of-turn ids; or, of a LoRA run, its
+ * adapters (adapter_config.json, adapter_model.safetensors, and the tokenizer
+ * files) or the merged model. A LoRA run's plain export is refused, naming
+ * the two. */
 tt_err tt_export(const struct tt_config *cfg, tt_export_kind kind, const char *out_dir);
 /* Measure the peak FLOP/s of a backend's device (fp32, bf16) for about
  * `seconds` and cache it: MFU is computed against it. */
