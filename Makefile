@@ -2,7 +2,8 @@
 #   make run    install dependencies, build, run the default job
 #   make test   build and run the whole test suite (CTest)
 #   make crosscheck  the live cross-checks against transformers and PEFT
-#               (PYTHON= a python with torch, transformers, peft, safetensors)
+#               (PYTHON= a python with torch, transformers, peft, safetensors;
+#               the chat export's needs transformers alone)
 JOBS ?= $(shell nproc)
 BUILD ?= build
 FUZZ_SECONDS ?= 10
@@ -28,6 +29,7 @@ test: build
 crosscheck: build
 	bash tests/crosscheck_hf.sh $(BUILD) .
 	bash tests/crosscheck_lora.sh $(BUILD) .
+	bash tests/crosscheck_chat_export.sh $(BUILD) .
 
 # the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 test-sanitize:

@@ -1,5 +1,5 @@
 /* titan.c — the command-line interface: a thin user of the public API.
- * titan train | eval | generate | plan | report | bench peak | help */
+ * titan train | eval | generate | chat | plan | report | bench peak | help */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +17,7 @@ static const char *usage_text =
     "  train      train a model (no --config: the default job, configs/default.toml)\n"
     "  eval       loss and perplexity of the latest checkpoint on the validation data\n"
     "  generate   generate text from the latest checkpoint: titan generate [--config F] \"prompt\"\n"
+    "  chat       talk with a model through its chat template, one message a line on stdin\n"
     "  plan       parameters, FLOPs per token and memory of a config, without allocating it\n"
     "  report     an HTML page of runs' curves, plan, summary and profile: titan report RUN_DIR...\n"
     "  export     write a checkpoint as a Hugging Face model folder\n"
@@ -47,7 +48,30 @@ static const char *command_help(const char *cmd)
                "               [--generate.max_new_tokens N] [--generate.temperature T]\n"
                "               [--generate.top_k K] [--generate.top_p P] [\"prompt\"]\n"
                "  Streams text generated with the KV cache, from the newest checkpoint of\n"
-               "  job.dump_folder, a given checkpoint, or a Hugging Face model folder (--hf).\n";
+               "  job.dump_folder, a given checkpoint, or a Hugging Face model folder (--hf), until\n"
+               "  an end-of-turn id (below) or generate.max_new_tokens.\n"
+               "titan generate --chat [--system TEXT] [--chat-template FILE] [--verbose] [model options] [\"message\"]\n"
+               "  The message (else generate.prompt) is a user's: the conversation ([system,] user) is\n"
+               "  rendered with the model's chat template (the folder's chat_template.jinja, else its\n"
+               "  tokenizer_config.json's chat_template; a checkpoint's folder is its run's\n"
+               "  model.hf_assets_path; --chat-template FILE overrides it), encoded without the\n"
+               "  tokenizer's own BOS/EOS, and only the reply is printed. The reply ends at an\n"
+               "  end-of-turn id: generation_config.json's eos_token_id (one id or a list), config.json's,\n"
+               "  and tokenizer_config.json's eos_token. --verbose writes the rendered prompt (a JSON\n"
+               "  string, as titan tokenize --chat --render prints it) and its ids, and the reply's ids\n"
+               "  and what ended it, to stderr.\n";
+    if (!strcmp(cmd, "chat"))
+        return "titan chat [--config FILE] [--hf DIR | --checkpoint step-N|PATH] [--system TEXT]\n"
+               "           [--chat-template FILE] [--verbose] [--generate.max_new_tokens N] [--generate.* ...]\n"
+               "  A conversation on stdin and stdout, with the model of titan generate --chat: each line\n"
+               "  of stdin is a user message; the whole history is rendered with the chat template, the\n"
+               "  reply is streamed to stdout as it comes, ends with a newline (flushed, so a program can\n"
+               "  drive it through pipes) and joins the history. A line /reset clears the history (the\n"
+               "  system message stays); blank lines are skipped; the end of stdin (Ctrl-D) ends the chat.\n"
+               "  When the history and a reply of generate.max_new_tokens would exceed the model's\n"
+               "  positions, the oldest exchanges are dropped (the system message stays), said on stderr.\n"
+               "  A message that gets no reply (the template refuses it, it alone is too long) is said on\n"
+               "  stderr and the chat goes on; the exit status is then 1.\n";
     if (!strcmp(cmd, "prepare"))
         return "titan prepare --out DIR [--tokenizer byte|tokenizer.json | --hf DIR] [--val-fraction F]\n"
                "              [--split-unit file|line] [--text-field text] [--on-error fail|skip] [--seed N]\n"
@@ -78,13 +102,17 @@ static const char *command_help(const char *cmd)
                "             [--peft | --merge] [--checkpoint.hf_max_shard_mb MB]\n"
                "  Writes a checkpoint (default: the newest of job.dump_folder) as a Hugging Face folder:\n"
                "  config.json, model.safetensors (sharded past checkpoint.hf_max_shard_mb),\n"
-               "  generation_config.json and tokenizer.json, which transformers loads.\n"
+               "  generation_config.json and tokenizer.json, which transformers loads. A model from a\n"
+               "  Hugging Face folder also gets its tokenizer_config.json with the chat template,\n"
+               "  chat_template.jinja and special_tokens_map.json (copied, or written from what the\n"
+               "  folder has), and generation_config.json lists every end-of-turn id titan stops at.\n"
                "  --dtype sets checkpoint.export_dtype, the dtype of the weights written: bfloat16 rounds\n"
                "  each fp32 weight to nearest even; auto (the default) is model.hf_assets_path's dtype\n"
                "  when that is bfloat16, else float32.\n"
                "  A LoRA run's checkpoint (lora.rank > 0) is exported with --peft, its adapters as a PEFT\n"
                "  adapter folder (adapter_config.json, adapter_model.safetensors) that PeftModel loads, or\n"
-               "  with --merge, the model with each adapter merged into its weight (W + alpha/r B A).\n";
+               "  with --merge, the model with each adapter merged into its weight (W + alpha/r B A);\n"
+               "  both carry the base folder's tokenizer files.\n";
     if (!strcmp(cmd, "report"))
         return "titan report RUN_DIR [RUN_DIR...] [--out FILE.html]\n"
                "  Writes one self-contained HTML page (no scripts, nothing fetched; default\n"
@@ -450,13 +478,20 @@ static int run_command(int argc, char **argv)
     if (!strcmp(cmd, "report")) return cmd_report(sub_argc, sub_argv);
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(sub_argc, sub_argv);
 
-    /* --hf (generate), --checkpoint (generate, export), --out and --dtype (export) and --json
-     * (plan) are command flags, not config keys (--dtype sets checkpoint.export_dtype) */
+    /* --hf (generate, chat), --checkpoint (generate, chat, export), --out and --dtype (export), --json
+     * (plan) and the chat flags (generate, chat) are command flags, not config keys (--dtype sets
+     * checkpoint.export_dtype) */
     const char *hf = NULL, *ckpt = NULL, *out_dir = NULL, *dtype = NULL;
     char **args = calloc((size_t)sub_argc + 1, sizeof *args);
-    int n_args = 0, is_gen = !strcmp(cmd, "generate"), is_export = !strcmp(cmd, "export"), json = 0, peft = 0, merge = 0;
+    int n_args = 0, is_chat = !strcmp(cmd, "chat"), is_gen = !strcmp(cmd, "generate") || is_chat,
+        is_export = !strcmp(cmd, "export"), json = 0, peft = 0, merge = 0, chat = is_chat;
+    tt_chat_opts co = {NULL, NULL, 0};
     if (!args) return fail(cmd);
     for (int i = 0; i < sub_argc; i++) {
+        if (is_gen && (!strcmp(sub_argv[i], "--chat") || !strcmp(sub_argv[i], "--verbose"))) {
+            *(sub_argv[i][2] == 'c' ? &chat : &co.verbose) = 1;
+            continue;
+        }
         if (!strcmp(cmd, "plan") && !strcmp(sub_argv[i], "--json")) {
             json = 1;
             continue;
@@ -468,7 +503,9 @@ static int run_command(int argc, char **argv)
         const char **slot = is_gen && !strcmp(sub_argv[i], "--hf") ? &hf
                           : (is_gen || is_export) && !strcmp(sub_argv[i], "--checkpoint") ? &ckpt
                           : is_export && !strcmp(sub_argv[i], "--out") ? &out_dir
-                          : is_export && !strcmp(sub_argv[i], "--dtype") ? &dtype : NULL;
+                          : is_export && !strcmp(sub_argv[i], "--dtype") ? &dtype
+                          : is_gen && !strcmp(sub_argv[i], "--system") ? &co.system
+                          : is_gen && !strcmp(sub_argv[i], "--chat-template") ? &co.chat_template : NULL;
         if (!slot) {
             args[n_args++] = sub_argv[i];
         } else if (i + 1 < sub_argc) {
@@ -478,6 +515,11 @@ static int run_command(int argc, char **argv)
             free(args);
             return 2;
         }
+    }
+    if (is_gen && !chat && (co.system || co.chat_template || co.verbose)) {
+        fprintf(stderr, "titan generate: --system, --chat-template and --verbose go with --chat\n");
+        free(args);
+        return 2;
     }
     tt_config *c = calloc(1, sizeof *c);
     char **rest = calloc((size_t)sub_argc + 1, sizeof *rest);
@@ -494,11 +536,21 @@ static int run_command(int argc, char **argv)
         double loss, ppl;
         long tokens;
         if (tt_eval(c, &loss, &ppl, &tokens)) rc = fail(cmd);
-    } else if (!strcmp(cmd, "generate")) {
-        if (n_rest > 1) {
-            fprintf(stderr, "titan generate: give one prompt (quote it), got %d arguments\n", n_rest);
+    } else if (is_chat) {
+        if (n_rest) {
+            fprintf(stderr, "titan chat: the messages come on stdin, one a line: unexpected argument '%s'\n", rest[0]);
             rc = 2;
-        } else if (tt_generate(c, n_rest ? rest[0] : c->generate.prompt, hf && !ckpt, stdout)) {
+        } else if (tt_chat(c, &co, hf && !ckpt, stdin, stdout, stderr)) {
+            rc = fail(cmd);
+        }
+    } else if (!strcmp(cmd, "generate")) {
+        const char *prompt = n_rest ? rest[0] : c->generate.prompt;
+        if (n_rest > 1) {
+            fprintf(stderr, "titan generate: give one %s (quote it), got %d arguments\n", chat ? "message" : "prompt",
+                    n_rest);
+            rc = 2;
+        } else if (chat ? tt_generate_chat(c, &co, prompt, hf && !ckpt, stdout, stderr)
+                        : tt_generate(c, prompt, hf && !ckpt, stdout)) {
             rc = fail(cmd);
         }
     } else if (is_export) {

@@ -34,15 +34,40 @@ tt_err tt_eval(const struct tt_config *cfg, double *loss, double *ppl, long *tok
  * checkpoint.load_step) checkpoint, or with from_hf from the weights of
  * model.hf_assets_path. */
 tt_err tt_generate(const struct tt_config *cfg, const char *prompt, int from_hf, FILE *out);
+/* A conversation with a model (titan generate --chat, titan chat): each turn the whole history is rendered
+ * with the model's chat template (model.hf_assets_path's tokenizer_config.json chat_template or
+ * chat_template.jinja, or chat_template) as transformers' apply_chat_template(add_generation_prompt=True)
+ * renders it, encoded without the tokenizer's own special tokens, and answered until an end-of-turn id
+ * (generation_config.json's eos_token_id with config.json's and tokenizer_config.json's eos token). */
+typedef struct {
+    const char *system;        /* a system message first, or NULL */
+    const char *chat_template; /* a template file instead of the model folder's, or NULL */
+    int verbose;               /* write to log each prompt (the rendered text as a JSON string, and its ids) and
+                                * each reply (its text as a JSON string, its ids and what ended it) */
+} tt_chat_opts;
+/* One user message answered: the reply streamed to out. The model comes as tt_generate's does. */
+tt_err tt_generate_chat(const struct tt_config *cfg, const tt_chat_opts *o, const char *message, int from_hf,
+                        FILE *out, FILE *log);
+/* Each line of in is a user message; each reply is streamed to out with a newline and flushed, and kept in the
+ * history. A line "/reset" clears the history (the system message stays); blank lines are skipped. When the
+ * history and a reply of generate.max_new_tokens exceed the model's positions, the oldest exchanges are
+ * dropped (the system message stays), said on log. A message that cannot be answered (the template refuses
+ * the conversation, the message alone does not fit) is said on log and the chat goes on; at the end of in
+ * that is an error ("N of M messages got no reply"). */
+tt_err tt_chat(const struct tt_config *cfg, const tt_chat_opts *o, int from_hf, FILE *in, FILE *out, FILE *log);
 /* What tt_export writes: the model as a Hugging Face folder; a LoRA run's
  * adapters as a PEFT adapter folder; or a LoRA run's model with its adapters
  * merged, as a Hugging Face folder. */
 typedef enum { TT_EXPORT_HF = 0, TT_EXPORT_PEFT, TT_EXPORT_MERGED } tt_export_kind;
 /* Write the newest (or checkpoint.load_step) checkpoint as a Hugging Face
  * folder: config.json, model.safetensors (sharded past
- * checkpoint.hf_max_shard_mb), generation_config.json, tokenizer.json; or, of
- * a LoRA run, its adapters (adapter_config.json, adapter_model.safetensors) or
- * the merged model. A LoRA run's plain export is refused, naming the two. */
+ * checkpoint.hf_max_shard_mb), generation_config.json, tokenizer.json, and for
+ * a model from a Hugging Face folder that folder's tokenizer_config.json (with
+ * the chat template), chat_template.jinja and special_tokens_map.json, with
+ * generation_config.json listing the end-of-turn ids; or, of a LoRA run, its
+ * adapters (adapter_config.json, adapter_model.safetensors, and the tokenizer
+ * files) or the merged model. A LoRA run's plain export is refused, naming
+ * the two. */
 tt_err tt_export(const struct tt_config *cfg, tt_export_kind kind, const char *out_dir);
 /* Measure the peak FLOP/s of a backend's device (fp32, bf16) for about
  * `seconds` and cache it: MFU is computed against it. */

@@ -196,12 +196,19 @@ static int read_text(const char *path, char **src, size_t *len)
 
 tt_err tt_chat_template_from_hf_dir(const char *dir, char **src, size_t *len, char *name, size_t name_cap)
 {
-    char path[4200];
+    char path[4200], jinja[4200];
     int missing;
+    struct stat st;
     *src = NULL, *len = 0;
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    snprintf(jinja, sizeof jinja, "%s/chat_template.jinja", dir);
     cJSON *cfg = read_json_file(path, &missing);
     if (!cfg && !missing) return -1;
+    if (stat(jinja, &st) == 0) { /* as transformers loads a folder: the file takes priority over the config's key */
+        cJSON_Delete(cfg);
+        if (name) snprintf(name, name_cap, "%s", jinja);
+        return read_text(jinja, src, len);
+    }
     const cJSON *ct = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "chat_template") : NULL;
     const char *text = NULL;
     if (cJSON_IsString(ct)) {
@@ -221,23 +228,18 @@ tt_err tt_chat_template_from_hf_dir(const char *dir, char **src, size_t *len, ch
         cJSON_Delete(cfg);
         return tt_errorf("%s: chat_template is neither a string nor a list of {name, template}", path);
     }
-    if (text) {
-        *len = strlen(text);
-        *src = malloc(*len + 1);
-        if (*src) memcpy(*src, text, *len + 1);
-        if (name) snprintf(name, name_cap, "%s (chat_template)", path);
+    if (!text) {
         cJSON_Delete(cfg);
-        return *src ? 0 : tt_errorf("out of memory");
-    }
-    cJSON_Delete(cfg);
-    snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
-    struct stat st;
-    if (stat(path, &st) != 0)
         return tt_errorf("%s has no chat template (neither tokenizer_config.json's chat_template nor "
                          "chat_template.jinja); give one with --chat-template FILE",
                          dir);
-    if (name) snprintf(name, name_cap, "%s", path);
-    return read_text(path, src, len);
+    }
+    *len = strlen(text);
+    *src = malloc(*len + 1);
+    if (*src) memcpy(*src, text, *len + 1);
+    if (name) snprintf(name, name_cap, "%s (chat_template)", path);
+    cJSON_Delete(cfg);
+    return *src ? 0 : tt_errorf("out of memory");
 }
 
 tt_err tt_chat_template_open(const char *hf_dir, const char *file, tt_chat_template **t, tt_chat_specials *sp)

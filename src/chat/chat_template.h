@@ -52,8 +52,9 @@ tt_err tt_chat_render(const tt_chat_template *t, const cJSON *messages, const cJ
                       int add_generation_prompt, const tt_chat_specials *sp, const tt_chat_limits *lim,
                       char **out, size_t *out_len, tt_chat_spans *gen, int *raised);
 
-/* A model folder's chat template: tokenizer_config.json's "chat_template" (a string, or a list of
- * {name, template} from which "default" is taken), else chat_template.jinja. *src is malloc'd. */
+/* A model folder's chat template as transformers loads it: chat_template.jinja, else
+ * tokenizer_config.json's "chat_template" (a string, or a list of {name, template} from which
+ * "default" is taken). *src is malloc'd. */
 tt_err tt_chat_template_from_hf_dir(const char *dir, char **src, size_t *len, char *name, size_t name_cap);
 /* The special tokens of tokenizer_config.json (strings or {"content": ...}); strings are malloc'd
  * into *sp; free with tt_chat_specials_free. A folder without the file gives none. */

@@ -6,7 +6,6 @@
 #include "commands/generate.h"
 #include "commands/sampler.h"
 #include "core/core.h"
-#include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_byte.h"
 #include "train/run_open.h"
 
@@ -85,10 +84,10 @@ static void free_gen(gen_graph *gg)
 }
 
 /* Is tok one of the ids that end generation? */
-static int is_stop(int tok, const int *stop, int n_stop)
+static int is_stop(int tok, const tt_hf_end_of_turn *stop)
 {
-    for (int i = 0; i < n_stop; i++)
-        if (tok == stop[i]) return 1;
+    for (int i = 0; i < stop->n; i++)
+        if (tok == stop->ids[i]) return 1;
     return 0;
 }
 
@@ -96,18 +95,48 @@ static int is_stop(int tok, const int *stop, int n_stop)
  * (n_positions) is a hard limit; RoPE has none. 0 = no limit. */
 static int model_positions(const tt_model_cfg *c) { return c->arch == TT_ARCH_GPT2 ? c->max_seq_len : 0; }
 
-/* Continue the n_prompt ids (n_prompt >= 1, checked against the vocabulary
- * and the positions) by up to max_new tokens; text is printed first, then the
- * new tokens as they come. */
-static tt_err generate_ids(const tt_model *m, tt_train_state *s, const tt_tokenizer *tk, const int *stop, int n_stop,
-                           const tt_config *cfg, const int32_t *prompt_ids, int n_prompt, int max_new, const char *text,
-                           FILE *out)
+int tt_generator_context(const tt_generator *g) { return g->model->cfg.max_seq_len > 0 ? g->model->cfg.max_seq_len : 0; }
+
+void tt_gen_reply_free(tt_gen_reply *r)
 {
+    free(r->ids);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+/* The reply so far: one more id, and the text printed for it */
+static tt_err reply_add(tt_gen_reply *r, int id, const char *piece, size_t len)
+{
+    if (id >= 0) {
+        int32_t *ids = realloc(r->ids, ((size_t)r->n + 1) * sizeof *ids);
+        if (!ids) return tt_errorf("out of memory");
+        r->ids = ids;
+        r->ids[r->n++] = id;
+    }
+    char *text = realloc(r->text, r->len + len + 1);
+    if (!text) return tt_errorf("out of memory");
+    r->text = text;
+    memcpy(r->text + r->len, piece, len);
+    r->len += len;
+    r->text[r->len] = 0;
+    return 0;
+}
+
+/* Continue the n_prompt ids (n_prompt >= 1, checked against the vocabulary
+ * and the positions) by up to max_new tokens; echo (may be NULL) is printed
+ * first, then the new tokens as they come, then a newline. reply (may be
+ * NULL) receives the new ids and their text. */
+static tt_err generate_ids(tt_generator *gen, const int32_t *prompt_ids, int n_prompt, int max_new, const char *echo,
+                           FILE *out, tt_gen_reply *reply)
+{
+    const tt_model *m = gen->model;
+    tt_train_state *s = gen->weights;
     const tt_model_cfg *c = &m->cfg;
-    const tt_generate_config *gc = &cfg->generate;
+    const tt_generate_config *gc = &gen->cfg->generate;
     /* the model's vocabulary may be padded past the tokenizer's: sample only real tokens */
-    int V = tt_tokenizer_vocab_size(tk) < c->vocab_size ? tt_tokenizer_vocab_size(tk) : c->vocab_size;
+    int V = tt_tokenizer_vocab_size(gen->tk) < c->vocab_size ? tt_tokenizer_vocab_size(gen->tk) : c->vocab_size;
     int Tp = n_prompt, Tmax = Tp + max_new;
+    if (reply) memset(reply, 0, sizeof *reply), reply->end_id = -1;
     /* the KV cache: per layer k (Tmax, kv heads x hd) and v (Tmax, kv heads x the values' width), fp32 */
     const tt_attn_dims ad = tt_model_attn_dims(c);
     size_t kv_bytes;
@@ -118,37 +147,38 @@ static tt_err generate_ids(const tt_model *m, tt_train_state *s, const tt_tokeni
                                "layers, %d kv heads of %d key and %d value columns, fp32)",
                      Tp, max_new, c->n_layers, ad.kv_heads, ad.hd, ad.v))
         return -1;
-    tt_tok_stream *ts = tt_tok_stream_new(tk, 1);
+    tt_tok_stream *ts = tt_tok_stream_new(gen->tk, 1);
     tt_buf *cache = s->be->alloc(kv_bytes ? kv_bytes : 1);
     float *row = malloc((size_t)c->vocab_size * sizeof *row);
     gen_graph pre = {0}, dec = {0};
     tt_sampler smp = {0};
     tt_err rc = -1;
     if (!ts || !cache || !row || tt_sampler_init(&smp, c->vocab_size)) goto done;
-    if (build_gen(&pre, m, s, Tp, Tmax, cache, cfg->training.exec_mode) ||
-        build_gen(&dec, m, s, 1, Tmax, cache, cfg->training.exec_mode))
+    if (build_gen(&pre, m, s, Tp, Tmax, cache, gen->cfg->training.exec_mode) ||
+        build_gen(&dec, m, s, 1, Tmax, cache, gen->cfg->training.exec_mode))
         goto done;
     if (gen_step(&pre, prompt_ids, Tp, 0, row, c->vocab_size)) goto done;
-    fputs(text, out);
-    tt_rng rng = {(uint64_t)gc->seed, 0};
+    if (echo) fputs(echo, out);
+    const char *piece;
+    size_t plen;
     for (int i = 0; i < max_new; i++) {
         int tok;
-        if (tt_sample(&smp, row, V, (float)gc->temperature, gc->top_k, (float)gc->top_p, &rng, &tok)) goto done;
-        if (is_stop(tok, stop, n_stop)) break;
-        const char *piece;
-        size_t plen;
-        if (tt_tok_stream_feed(ts, tok, &piece, &plen)) goto done;
+        if (tt_sample(&smp, row, V, (float)gc->temperature, gc->top_k, (float)gc->top_p, &gen->rng, &tok)) goto done;
+        if (is_stop(tok, &gen->stop)) {
+            if (reply) reply->end_id = tok;
+            break;
+        }
+        if (tt_tok_stream_feed(ts, tok, &piece, &plen) || (reply && reply_add(reply, tok, piece, plen))) goto done;
         fwrite(piece, 1, plen, out); /* streamed as the tokens come */
         fflush(out);
         if (i == max_new - 1) break;
         const int32_t t32 = tok;
         if (gen_step(&dec, &t32, 1, Tp + i, row, c->vocab_size)) goto done;
     }
-    const char *piece;
-    size_t plen;
-    if (tt_tok_stream_finish(ts, &piece, &plen)) goto done;
+    if (tt_tok_stream_finish(ts, &piece, &plen) || (reply && reply_add(reply, -1, piece, plen))) goto done;
     fwrite(piece, 1, plen, out);
     fputc('\n', out);
+    fflush(out);
     rc = 0;
 done:
     tt_tok_stream_free(ts);
@@ -157,6 +187,7 @@ done:
     tt_sampler_free(&smp);
     if (cache) s->be->free(cache);
     free(row);
+    if (rc && reply) tt_gen_reply_free(reply);
     return rc;
 }
 
@@ -169,16 +200,22 @@ static tt_err check_prompt_ids(const tt_model_cfg *c, const int32_t *ids, size_t
     return 0;
 }
 
-/* Stream generate.max_new_tokens tokens continuing prompt, stopping at any of
- * the stop ids, with the weights of the state s. */
-static tt_err generate_from(const tt_model *m, tt_train_state *s, const tt_tokenizer *tk, const int *stop, int n_stop,
-                            const tt_config *cfg, const char *prompt, FILE *out)
+tt_err tt_generator_reply(tt_generator *g, const int32_t *ids, int n, int max_new, FILE *out, tt_gen_reply *reply)
 {
-    const tt_model_cfg *c = &m->cfg;
-    const tt_generate_config *gc = &cfg->generate;
+    if (n < 1) return tt_errorf("the prompt is empty");
+    if (check_prompt_ids(&g->model->cfg, ids, (size_t)n)) return -1;
+    return generate_ids(g, ids, n, max_new, NULL, out, reply);
+}
+
+/* Stream generate.max_new_tokens tokens continuing prompt, stopping at an
+ * end-of-turn id. */
+static tt_err generate_from(tt_generator *g, const char *prompt, FILE *out)
+{
+    const tt_model_cfg *c = &g->model->cfg;
+    const tt_generate_config *gc = &g->cfg->generate;
     int32_t *prompt_ids = NULL;
     size_t n_prompt = 0, cap_prompt = 0;
-    if (tt_tokenizer_encode(tk, prompt, strlen(prompt), 1, &prompt_ids, &n_prompt, &cap_prompt))
+    if (tt_tokenizer_encode(g->tk, prompt, strlen(prompt), 1, &prompt_ids, &n_prompt, &cap_prompt))
         return tt_error_prefix("prompt: ");
     tt_err rc = -1;
     const int positions = model_positions(c);
@@ -188,7 +225,7 @@ static tt_err generate_from(const tt_model *m, tt_train_state *s, const tt_token
         tt_errorf("prompt (%zu tokens) + generate.max_new_tokens (%d) exceed the model's %d positions", n_prompt,
                   gc->max_new_tokens, positions);
     else if (!check_prompt_ids(c, prompt_ids, n_prompt))
-        rc = generate_ids(m, s, tk, stop, n_stop, cfg, prompt_ids, (int)n_prompt, gc->max_new_tokens, prompt, out);
+        rc = generate_ids(g, prompt_ids, (int)n_prompt, gc->max_new_tokens, prompt, out, NULL);
     free(prompt_ids);
     return rc;
 }
@@ -204,35 +241,51 @@ static int start_token(const tt_run *r, const tt_tokenizer *tk)
     return -1;
 }
 
-/* The run's tokenizer (the HF folder's tokenizer.json, or the byte
- * tokenizer) and the ids that end generation. */
-static tt_tokenizer *run_tokenizer(const tt_run *r, int stop[TT_HF_MAX_EOS + 1], int *n_stop)
+/* A generator over the run r's model with the weights w: the run's tokenizer
+ * (the HF folder's tokenizer.json, or the byte tokenizer) and the ids that end
+ * a turn (tt_hf_end_of_turn_ids: the folder's generation_config.json,
+ * config.json and tokenizer_config.json, and the tokenizer's EOS). */
+static tt_err generator_init(tt_generator *g, const tt_run *r, tt_train_state *w)
 {
-    char path[TT_CONFIG_PATH_MAX + 32];
-    tt_tokenizer *tk;
-    if (r->has_hf) {
-        snprintf(path, sizeof path, "%s/tokenizer.json", r->cfg->model.hf_assets_path);
-        tk = tt_tokenizer_load(path);
+    g->model = r->model;
+    g->weights = w;
+    g->cfg = r->cfg;
+    g->rng = (tt_rng){(uint64_t)r->cfg->generate.seed, 0};
+    const char *dir = r->has_hf ? r->cfg->model.hf_assets_path : NULL;
+    if (dir) {
+        char path[TT_CONFIG_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+        g->tk = tt_tokenizer_load(path);
     } else {
-        tk = tt_tokenizer_byte_new();
+        g->tk = tt_tokenizer_byte_new();
     }
-    *n_stop = 0;
-    if (tk && tt_tokenizer_eos_id(tk) >= 0) stop[(*n_stop)++] = tt_tokenizer_eos_id(tk);
-    for (int i = 0; tk && r->has_hf && i < r->hf.n_eos; i++) stop[(*n_stop)++] = r->hf.eos_token_ids[i];
-    return tk;
+    if (!g->tk || tt_hf_end_of_turn_ids(dir, r->has_hf ? &r->hf : NULL, g->tk, &g->stop)) {
+        tt_tokenizer_free(g->tk);
+        g->tk = NULL;
+        return -1;
+    }
+    return 0;
 }
 
-/* generate_from with the run's model, weights (a LoRA run's merged: tt_run_whole_weights) and tokenizer. */
-static tt_err run_generate(tt_run *r, const char *prompt, FILE *out)
+tt_err tt_generator_open(tt_generator *g, const tt_config *cfg, int from_hf)
 {
-    int stop[TT_HF_MAX_EOS + 1], n_stop;
-    tt_train_state gathered, *w;
-    if (tt_run_whole_weights(r, &gathered, &w)) return -1;
-    tt_tokenizer *tk = run_tokenizer(r, stop, &n_stop);
-    tt_err rc = tk ? generate_from(r->model, w, tk, stop, n_stop, r->cfg, prompt, out) : -1;
-    tt_tokenizer_free(tk);
-    if (w == &gathered) tt_state_free(&gathered);
-    return rc;
+    memset(g, 0, sizeof *g);
+    if (tt_run_open(&g->run, cfg, from_hf ? TT_RUN_HF : TT_RUN_MODEL)) return -1;
+    g->opened = 1;
+    tt_train_state *w;
+    if (tt_run_whole_weights(&g->run, &g->gathered, &w) || generator_init(g, &g->run, w)) {
+        tt_generator_close(g);
+        return -1;
+    }
+    return 0;
+}
+
+void tt_generator_close(tt_generator *g)
+{
+    tt_tokenizer_free(g->tk);
+    if (g->weights == &g->gathered) tt_state_free(&g->gathered);
+    if (g->opened) tt_run_close(&g->run);
+    memset(g, 0, sizeof *g);
 }
 
 static tt_err sample(tt_run *r, tt_train_state *w, FILE *out);
@@ -255,16 +308,15 @@ static tt_err sample(tt_run *r, tt_train_state *w, FILE *out)
 {
     const tt_model_cfg *c = &r->model->cfg;
     const tt_generate_config *gc = &r->cfg->generate;
-    int stop[TT_HF_MAX_EOS + 1], n_stop;
-    tt_tokenizer *tk = run_tokenizer(r, stop, &n_stop);
-    if (!tk) return -1;
+    tt_generator g = {0};
+    if (generator_init(&g, r, w)) return -1;
     int32_t *ids = NULL;
     size_t n = 0, cap = 0;
-    tt_err rc = tt_tokenizer_encode(tk, gc->prompt, strlen(gc->prompt), 1, &ids, &n, &cap)
+    tt_err rc = tt_tokenizer_encode(g.tk, gc->prompt, strlen(gc->prompt), 1, &ids, &n, &cap)
                     ? tt_error_prefix("generate.prompt: ")
                     : 0;
     if (!rc && n == 0) {
-        const int32_t t = start_token(r, tk);
+        const int32_t t = start_token(r, g.tk);
         char *name = NULL;
         size_t len;
         if (t < 0)
@@ -276,7 +328,7 @@ static tt_err sample(tt_run *r, tt_train_state *w, FILE *out)
         }
         if (!rc) {
             ids[n++] = t;
-            if (tt_tokenizer_decode(tk, &t, 1, 0, &name, &len)) name = NULL;
+            if (tt_tokenizer_decode(g.tk, &t, 1, 0, &name, &len)) name = NULL;
             tt_log("sample: generate.prompt encodes to no tokens (the tokenizer adds no BOS): starting from the "
                    "end-of-text token %s (id %d)",
                    name ? name : "?", t);
@@ -299,18 +351,18 @@ static tt_err sample(tt_run *r, tt_train_state *w, FILE *out)
     }
     if (!rc) {
         tt_log("sample (generate.prompt \"%s\", temperature %.2f):", gc->prompt, gc->temperature);
-        rc = generate_ids(r->model, w, tk, stop, n_stop, r->cfg, ids, (int)n, max_new, gc->prompt, out);
+        rc = generate_ids(&g, ids, (int)n, max_new, gc->prompt, out, NULL);
     }
     free(ids);
-    tt_tokenizer_free(tk);
+    tt_tokenizer_free(g.tk);
     return rc;
 }
 
 tt_err tt_generate(const tt_config *cfg, const char *prompt, int from_hf, FILE *out)
 {
-    tt_run r;
-    if (tt_run_open(&r, cfg, from_hf ? TT_RUN_HF : TT_RUN_MODEL)) return -1;
-    tt_err rc = run_generate(&r, prompt, out);
-    tt_run_close(&r);
+    tt_generator g;
+    if (tt_generator_open(&g, cfg, from_hf)) return -1;
+    tt_err rc = g.weights ? generate_from(&g, prompt, out) : 0;
+    tt_generator_close(&g);
     return rc;
 }

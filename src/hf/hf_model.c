@@ -478,7 +478,8 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
     for (int k = 0; k < n_out && !rc; k++) ts[k] = out[k].t;
     if (!rc) rc = tt_st_write_sharded(dir, "model", n_out, ts, o->max_shard_bytes);
     if (!rc && o->tokenizer_json) rc = copy_file(o->tokenizer_json, dir, "tokenizer.json");
-    if (!rc) rc = write_generation_config(dir, &c);
+    if (!rc && !(o->files && tt_hf_files_find(o->files, "generation_config.json"))) rc = write_generation_config(dir, &c);
+    if (!rc && o->files) rc = tt_hf_files_write(dir, o->files);
     if (!rc) rc = write_text(dir, "config.json", config); /* last: a folder with config.json is whole */
     free(ts);
     tt_free(stage);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "hf/hf_config.h"
+#include "hf/tokenizer_files.h"
 
 /* Read <dir>/config.json and build the model; with weights, also load its
  * weights (F32, BF16 or F16, converted to fp32) into a new host buffer in the
@@ -41,6 +42,8 @@ typedef struct {
     int n_eos;                 /* eos ids (0 = none) */
     int eos_token_ids[TT_HF_MAX_EOS];
     const char *tokenizer_json;/* a tokenizer.json to copy into the folder, or NULL */
+    const tt_hf_files *files;  /* more files (tokenizer_files.h), or NULL; a generation_config.json among them
+                                  replaces the one written from the ids */
     tt_dtype dtype;            /* of the weights written: TT_F32, or TT_BF16 (each rounded to nearest even) */
 } tt_hf_export_opts;
 
@@ -49,8 +52,8 @@ tt_hf_export_opts tt_hf_export_defaults(void);
 
 /* Write <dir>/model.safetensors (in o->dtype; sharded past max_shard_bytes) of
  * the weights in src, generation_config.json, tokenizer.json (copied when
- * given) and, last, config.json (its torch_dtype naming o->dtype). Creates dir
- * if needed. */
+ * given), o->files and, last, config.json (its torch_dtype naming o->dtype):
+ * a folder with config.json is whole. Creates dir if needed. */
 tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts *o, const tt_param_store *src);
 
 #endif
