@@ -61,7 +61,8 @@ static int nf_push(nf_vec *v, int32_t cp, int32_t mark)
         v->p = p;
         v->cap = cap;
     }
-    v->p[v->n++] = (nf_char){cp, mark, (uint8_t)utf8proc_get_property(cp)->combining_class};
+    uint8_t ccc = cp < 0x80 ? 0 : (uint8_t)utf8proc_get_property(cp)->combining_class;
+    v->p[v->n++] = (nf_char){cp, mark, ccc};
     return 0;
 }
 
@@ -71,6 +72,10 @@ static int decompose(const char *s, size_t n, int compat, nf_vec *v)
 {
     utf8proc_option_t opts = UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0);
     for (size_t i = 0; i < n;) {
+        if (!((unsigned char)s[i] & 0x80)) { /* ASCII: its own decomposition, a starter */
+            if (nf_push(v, (unsigned char)s[i++], 0)) return -1;
+            continue;
+        }
         size_t adv;
         utf8proc_int32_t d[32]; /* the longest decomposition (U+FDFA) has 18 characters */
         int boundclass = 0;
@@ -102,6 +107,7 @@ static int decompose(const char *s, size_t n, int compat, nf_vec *v)
 /* the primary composite of a and b, or -1 */
 static int32_t compose_pair(int32_t a, int32_t b)
 {
+    if (b < 0x80) return -1; /* no composition ends in an ASCII character */
     utf8proc_int32_t buf[2] = {a, b};
     return utf8proc_normalize_utf32(buf, 2, UTF8PROC_COMPOSE | UTF8PROC_STABLE) == 1 ? buf[0] : -1;
 }
