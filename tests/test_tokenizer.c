@@ -1,9 +1,11 @@
 /* test_tokenizer.c — tokenizer.json parity with Hugging Face `tokenizers`:
  * for every fixture tokenizer (tools/gen_tokenizer_fixtures.py) and text, the
- * ids and the decoded text must equal what HF produced, both ways, and the
- * streaming decoder must reassemble the same text; likewise the published
- * GPT-2 and Llama 2 tokenizers in ../shared. Also the byte tokenizer through
- * the generic interface, thread safety, and one bad file per refusal rule. */
+ * ids and the decoded text must equal what HF produced, both ways, the
+ * streaming decoder must reassemble the same text, and the offsets encode
+ * must give the plain encode's ids and HF's token starts; likewise the
+ * published GPT-2 and Llama 2 tokenizers in ../shared. Also chat markup in
+ * raw text, the byte tokenizer through the generic interface, thread safety,
+ * and one bad file per refusal rule. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,10 +20,10 @@
 
 #define FIXTURES TITAN_SOURCE_DIR "/tests/fixtures/tokenizers"
 
-static const char *const FLAVOURS[] = {"gpt2",         "gpt2_prefix",   "llama3",       "qwen2",
-                                       "llama2",       "metaspace_first", "metaspace_split", "split_removed",
-                                       "split_prev",   "split_next",    "split_contiguous", "split_invert",
-                                       "split_empty",  NULL};
+static const char *const FLAVOURS[] = {"gpt2",          "gpt2_prefix",     "llama3",          "qwen2",
+                                       "llama2",        "metaspace_first", "metaspace_split", "unk_fused",
+                                       "unk_none",      "split_removed",   "split_prev",      "split_next",
+                                       "split_contiguous", "split_invert", "split_empty",     NULL};
 
 static cJSON *read_json(const char *path)
 {
@@ -49,6 +51,38 @@ static void print_ids(const char *what, const int32_t *ids, size_t n)
     fprintf(stderr, "    %s (%zu):", what, n);
     for (size_t i = 0; i < n && i < 40; i++) fprintf(stderr, " %d", ids[i]);
     fprintf(stderr, n > 40 ? " ...\n" : "\n");
+}
+
+/* tt_tokenizer_encode_offsets on text: the ids of the plain encode without
+ * specials (plain, np) and of HF (want, nw), HF's starts (want_at), and
+ * starts that never decrease. Grows *ids / *at / *cap for the next call. */
+static int check_offsets(const char *name, int i, const tt_tokenizer *t, const char *text, const int32_t *plain,
+                         size_t np, const int32_t *want, size_t nw, const cJSON *want_at, int32_t **ids,
+                         uint32_t **at, size_t *cap)
+{
+    size_t n = 0;
+    if (tt_tokenizer_encode_offsets(t, text, strlen(text), ids, at, &n, cap) != 0) {
+        fprintf(stderr, "%s text %d: encode_offsets failed: %s\n", name, i, tt_last_error());
+        return 0;
+    }
+    if (!same_ids(*ids, n, plain, np) || !same_ids(*ids, n, want, nw)) {
+        fprintf(stderr, "%s text %d: encode_offsets ids differ from the plain encode's or HF's\n", name, i);
+        print_ids("offsets", *ids, n);
+        print_ids("plain  ", plain, np);
+        return 0;
+    }
+    if ((size_t)cJSON_GetArraySize(want_at) != n) {
+        fprintf(stderr, "%s text %d: %zu starts, HF has %d\n", name, i, n, cJSON_GetArraySize(want_at));
+        return 0;
+    }
+    size_t k = 0;
+    for (const cJSON *x = want_at->child; x; x = x->next, k++)
+        if ((*at)[k] != (uint32_t)x->valueint || (k && (*at)[k] < (*at)[k - 1])) {
+            fprintf(stderr, "%s text %d \"%s\": token %zu (id %d) starts at byte %u, HF says %d\n", name, i, text, k,
+                    (*ids)[k], (*at)[k], x->valueint);
+            return 0;
+        }
+    return 1;
 }
 
 /* expected decoded text: "key" or, when it holds NUL, "key_hex" (decoded_skip
@@ -144,9 +178,10 @@ static void check_parity(const char *name, const tt_tokenizer *t, const cJSON *t
     int32_t *full = malloc(CAP * sizeof *full);
     size_t npre = json_ids(cJSON_GetObjectItem(exp, "special_prefix"), pre, 64);
     size_t nsuf = json_ids(cJSON_GetObjectItem(exp, "special_suffix"), suf, 64);
-    int32_t *ids = NULL;
-    size_t n = 0, cap = 0;
-    int bad_enc = 0, bad_dec = 0, i = 0;
+    int32_t *ids = NULL, *oids = NULL;
+    uint32_t *at = NULL;
+    size_t n = 0, cap = 0, ocap = 0;
+    int bad_enc = 0, bad_dec = 0, bad_off = 0, i = 0;
     const cJSON *c = cJSON_GetObjectItem(exp, "cases")->child;
     for (const cJSON *tx = texts->child; tx && c; tx = tx->next, c = c->next, i++) {
         const char *text = tx->valuestring;
@@ -159,6 +194,9 @@ static void check_parity(const char *name, const tt_tokenizer *t, const cJSON *t
             print_ids("HF   ", want, nw);
             bad_enc++;
         }
+        if (rc == 0 && !check_offsets(name, i, t, text, ids, n, want, nw, cJSON_GetObjectItem(c, "starts"), &oids, &at,
+                                      &ocap))
+            bad_off++;
         memcpy(full, pre, npre * sizeof *pre);
         memcpy(full + npre, want, nw * sizeof *want);
         memcpy(full + npre + nw, suf, nsuf * sizeof *suf);
@@ -185,10 +223,13 @@ static void check_parity(const char *name, const tt_tokenizer *t, const cJSON *t
     }
     CHECK_MSG(bad_enc == 0, "%s: %d encodings differ from HF", name, bad_enc);
     CHECK_MSG(bad_dec == 0, "%s: %d decodings differ from HF", name, bad_dec);
+    CHECK_MSG(bad_off == 0, "%s: %d offset encodings differ from HF", name, bad_off);
     CHECK_MSG(tt_tokenizer_vocab_size(t) == cJSON_GetObjectItem(exp, "vocab_size")->valueint,
               "%s: vocab size %d, HF %d", name, tt_tokenizer_vocab_size(t),
               cJSON_GetObjectItem(exp, "vocab_size")->valueint);
     free(ids);
+    free(oids);
+    free(at);
     free(want);
     free(full);
     free(pre);
@@ -199,7 +240,8 @@ static void check_parity(const char *name, const tt_tokenizer *t, const cJSON *t
 static const char *const BOS_EOS[][2] = {
     {"<|endoftext|>", "<|endoftext|>"}, {"<s>", "</s>"}, {"<|begin_of_text|>", "<|end_of_text|>"},
     {"<|endoftext|>", "<|endoftext|>"}, {"<s>", "</s>"}, {"<s>", "</s>"}, {"<s>", "</s>"},
-    {NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+    {"<s>", "</s>"}, {"<s>", "</s>"}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL},
+    {NULL, NULL}};
 
 static void test_fixtures(const cJSON *texts)
 {
@@ -251,6 +293,59 @@ static void test_real(const cJSON *texts)
         cJSON_Delete(exp);
         tt_tokenizer_free(t);
     }
+}
+
+/* ---- chat markup in raw text: one id per added token, starting where its text does ---- */
+
+/* With add_special 0, every marker written in text must come out as its own
+ * single id, starting at the marker's first byte, the next token starting
+ * right after it; no other id may be a marker's. */
+static void check_markup(const char *flavour, const char *text, const char *const *markers)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/tokenizer.json", FIXTURES, flavour);
+    tt_tokenizer *t = tt_tokenizer_load(path);
+    CHECK_MSG(t != NULL, "%s: %s", flavour, tt_last_error());
+    if (!t) return;
+    int32_t *ids = NULL;
+    uint32_t *at = NULL;
+    size_t n = 0, cap = 0;
+    CHECK_MSG(tt_tokenizer_encode_offsets(t, text, strlen(text), &ids, &at, &n, &cap) == 0, "%s: %s", flavour,
+              tt_last_error());
+    size_t found = 0, marker_ids = 0;
+    for (int m = 0; markers[m]; m++) {
+        int id = tt_tokenizer_token_id(t, markers[m]);
+        CHECK_MSG(id >= 0, "%s: no id for %s", flavour, markers[m]);
+        for (size_t k = 0; k < n; k++) marker_ids += ids[k] == id;
+        size_t len = strlen(markers[m]);
+        for (const char *p = strstr(text, markers[m]); p; p = strstr(p + len, markers[m])) {
+            uint32_t off = (uint32_t)(p - text);
+            size_t k = 0;
+            while (k < n && at[k] < off) k++;
+            int ok = k < n && at[k] == off && ids[k] == id && (k + 1 == n || at[k + 1] == off + len);
+            CHECK_MSG(ok, "%s: %s at byte %u is not one id %d starting there (token %zu: id %d at %u)", flavour,
+                      markers[m], off, id, k, k < n ? ids[k] : -1, k < n ? at[k] : 0);
+            found++;
+        }
+    }
+    CHECK_MSG(found > 0 && found == marker_ids, "%s: %zu markers in the text, %zu marker ids", flavour, found,
+              marker_ids);
+    free(ids);
+    free(at);
+    tt_tokenizer_free(t);
+}
+
+static void test_chat_markup(void)
+{
+    static const char *const chatml[] = {"<|im_start|>", "<|im_end|>", NULL};
+    check_markup("qwen2", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", chatml);
+    static const char *const llama3[] = {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                                         "<|eot_id|>", NULL};
+    check_markup("llama3",
+                 "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                 "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant"
+                 "<|end_header_id|>\n\n",
+                 llama3);
 }
 
 /* ---- the hand-written regex matchers agree with PCRE2 ------------------------------ */
@@ -338,6 +433,15 @@ static void test_byte(void)
     CHECK(tt_tokenizer_decode(t, ids, n, 1, &out, &len) == 0 && len == 7 && memcmp(out, text, 7) == 0);
     free(out);
     CHECK(tt_tokenizer_encode(t, text, 7, 0, &ids, &n, &cap) == 0 && n == 7 && ids[0] == 'h');
+    /* offsets: id i is byte i; the arrays grow from NULL */
+    int32_t *oids = NULL;
+    uint32_t *at = NULL;
+    size_t on = 0, ocap = 0;
+    CHECK(tt_tokenizer_encode_offsets(t, text, 7, &oids, &at, &on, &ocap) == 0 && on == 7 && ocap >= 7 &&
+          same_ids(oids, on, ids, n) && at[0] == 0 && at[2] == 2 && at[6] == 6);
+    CHECK(tt_tokenizer_encode_offsets(t, "", 0, &oids, &at, &on, &ocap) == 0 && on == 0);
+    free(oids);
+    free(at);
     tt_tok_stream *s = tt_tok_stream_new(t, 1);
     const char *piece;
     size_t pn;
@@ -400,7 +504,8 @@ static void test_stream_holds(void)
 typedef struct {
     const tt_tokenizer *t;
     const char *text;
-    const int32_t *want;
+    const int32_t *want; /* a lone encode's ids: with specials, or (offsets) without */
+    const uint32_t *want_at; /* NULL, or a lone offsets encode's starts: this thread encodes with offsets */
     size_t n_want;
     int bad;
 } thread_job;
@@ -409,12 +514,17 @@ static void *encode_thread(void *arg)
 {
     thread_job *j = arg;
     int32_t *ids = NULL;
+    uint32_t *at = NULL;
     size_t n = 0, cap = 0;
-    for (int r = 0; r < 20; r++)
-        if (tt_tokenizer_encode(j->t, j->text, strlen(j->text), 1, &ids, &n, &cap) != 0 ||
-            !same_ids(ids, n, j->want, j->n_want))
+    for (int r = 0; r < 20; r++) {
+        int rc = j->want_at ? tt_tokenizer_encode_offsets(j->t, j->text, strlen(j->text), &ids, &at, &n, &cap)
+                            : tt_tokenizer_encode(j->t, j->text, strlen(j->text), 1, &ids, &n, &cap);
+        if (rc != 0 || !same_ids(ids, n, j->want, j->n_want) ||
+            (j->want_at && memcmp(at, j->want_at, n * sizeof *at) != 0))
             j->bad++;
+    }
     free(ids);
+    free(at);
     return NULL;
 }
 
@@ -439,11 +549,16 @@ static void test_threads(const cJSON *texts)
     int32_t *want = NULL;
     size_t n = 0, cap = 0;
     CHECK(tt_tokenizer_encode(t, text, at, 1, &want, &n, &cap) == 0 && n > 1000);
+    int32_t *want0 = NULL;
+    uint32_t *want_at = NULL;
+    size_t n0 = 0, cap0 = 0;
+    CHECK(tt_tokenizer_encode_offsets(t, text, at, &want0, &want_at, &n0, &cap0) == 0 && n0 > 1000);
     enum { NT = 4 };
     pthread_t th[NT];
     thread_job jobs[NT];
     for (int i = 0; i < NT; i++) {
-        jobs[i] = (thread_job){t, text, want, n, 0};
+        /* half the threads encode plainly, half with offsets, at once */
+        jobs[i] = i % 2 ? (thread_job){t, text, want0, want_at, n0, 0} : (thread_job){t, text, want, NULL, n, 0};
         pthread_create(&th[i], NULL, encode_thread, &jobs[i]);
     }
     for (int i = 0; i < NT; i++) {
@@ -451,6 +566,8 @@ static void test_threads(const cJSON *texts)
         CHECK_MSG(jobs[i].bad == 0, "thread %d: %d encodes differ", i, jobs[i].bad);
     }
     free(want);
+    free(want0);
+    free(want_at);
     free(text);
     tt_tokenizer_free(t);
 }
@@ -538,6 +655,42 @@ static void test_errors(void)
                  "}",
                  "may only hold sequence A");
 
+    /* offsets HF moves (ByteLevel trim_offsets) or lets drift (byte fallback with a subword prefix) are
+     * refused by name, while ids still work */
+    static const char *const no_offsets[][2] = {
+        {"{\"post_processor\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true}," MODEL_OK "}",
+         "post_processor.trim_offsets = true is not supported by tt_tokenizer_encode_offsets"},
+        {"{\"post_processor\":{\"type\":\"Sequence\",\"processors\":[{\"type\":\"ByteLevel\"}]}," MODEL_OK "}",
+         "post_processor.processors[0].trim_offsets = true"},
+        {"{\"model\":{\"type\":\"BPE\",\"byte_fallback\":true,\"continuing_subword_prefix\":\"##\",\"vocab\":"
+         "{\"a\":0,\"##b\":1,\"ab\":2},\"merges\":[\"a ##b\"]}}",
+         "model.byte_fallback with a continuing_subword_prefix"}};
+    for (int k = 0; k < 3; k++) {
+        tt_tokenizer *t = tt_tokenizer_parse(no_offsets[k][0], strlen(no_offsets[k][0]), "offs.json");
+        CHECK_MSG(t != NULL, "%s", tt_last_error());
+        if (!t) continue;
+        int32_t *ids = NULL;
+        uint32_t *at = NULL;
+        size_t n = 0, cap = 0;
+        CHECK(tt_tokenizer_encode(t, "ab", 2, 0, &ids, &n, &cap) == 0 && n >= 1);
+        CHECK_MSG(tt_tokenizer_encode_offsets(t, "ab", 2, &ids, &at, &n, &cap) != 0 &&
+                      strstr(tt_last_error(), "offs.json") && strstr(tt_last_error(), no_offsets[k][1]),
+                  "got: %s", tt_last_error());
+        free(ids);
+        free(at);
+        tt_tokenizer_free(t);
+    }
+    /* a text past 32-bit offsets is refused before it is read (so a short buffer serves) */
+    if (SIZE_MAX > UINT32_MAX) {
+        tt_tokenizer *t = tt_tokenizer_byte_new();
+        int32_t *ids = NULL;
+        uint32_t *at = NULL;
+        size_t n = 0, cap = 0;
+        CHECK(tt_tokenizer_encode_offsets(t, "x", (size_t)UINT32_MAX + 1, &ids, &at, &n, &cap) != 0 &&
+              strstr(tt_last_error(), "too long for offsets") && ids == NULL && at == NULL);
+        tt_tokenizer_free(t);
+    }
+
     /* a file that does not exist names itself */
     CHECK(tt_tokenizer_load("/nonexistent/tokenizer.json") == NULL &&
           strstr(tt_last_error(), "/nonexistent/tokenizer.json"));
@@ -585,6 +738,7 @@ int main(void)
         test_real(texts);
         test_threads(texts);
     }
+    test_chat_markup();
     test_fast_regex();
     test_byte();
     test_stream_holds();

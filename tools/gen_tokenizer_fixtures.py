@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """gen_tokenizer_fixtures.py — build small tokenizer.json files of every flavour
 titan supports with Hugging Face `tokenizers` itself, and record what HF says
-(ids with and without special tokens, decoded text) for a fixed varied text
-set, so tests/test_tokenizer.c can hold titan's tokenizer to id parity.
+(ids with and without special tokens, where each token starts, decoded text)
+for a fixed varied text set, so tests/test_tokenizer.c can hold titan's
+tokenizer to id and offset parity.
 
-    pip install tokenizers
+    pip install tokenizers==0.23.3   (the version texts.json records)
     python3 tools/gen_tokenizer_fixtures.py [--shared ../shared]
+
+Each case's "starts" are HF's offsets[i][0] for add_special_tokens=False,
+turned from Python character indices into UTF-8 byte offsets of the text (what
+tt_tokenizer_encode_offsets returns).
 
 Writes tests/fixtures/tokenizers/: texts.json, <flavour>/tokenizer.json and
 <flavour>/expected.json, and real/<name>.expected.json for the published
@@ -75,6 +80,21 @@ TEXTS = [
     "helloWorldFooBar camelCaseName HTTPServer",
     "<mask> masked <mask>token NEWWORD here <pad>  after",
 ]
+
+# Texts added after the vocabularies were trained: they are not in the training
+# corpus (adding them there would change every id). Chat markup written in raw
+# text (ChatML, Llama 3, Llama 2), which must become the added tokens' single
+# ids, and combining marks that canonical ordering moves, for the offsets.
+EXTRA_TEXTS = [
+    "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat's 2+2?<|im_end|>\n<|im_start|>assistant\n"
+    "4<|im_end|>\n",
+    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant"
+    "<|end_header_id|>\n\nHello!<|eot_id|>",
+    "<s>[INST] hi there [/INST] Hello, how can I help?</s><s>[INST] bye [/INST]",
+    "a\u0301\u0316 e\u0316\u0301 \u00e9\u0316 \u1e17\u0323 \u0f73\u0f71 x\u0345\u0301",
+]
+ALL_TEXTS = TEXTS + EXTRA_TEXTS
 
 ENGLISH = """The tokenizer splits text into pieces and maps each piece to an id. A byte pair
 encoding starts from single bytes and merges the most frequent pairs, so common words
@@ -250,6 +270,34 @@ def metaspace_split():
     return Tokenizer.from_str(json.dumps(j))
 
 
+def unk_fused():
+    """No byte fallback and ASCII-only training: the other characters become
+    one <unk> per run (fuse_unk), behind a Metaspace pre-tokenizer."""
+    j = sentencepiece_like(vocab_size=400, max_char=0x80, byte_fallback=False, unk_fuse=True)
+    j["normalizer"] = None
+    j["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}
+    j["decoder"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}
+    j["post_processor"] = None
+    return Tokenizer.from_str(json.dumps(j))
+
+
+def unk_none():
+    """Llama 2's normalizers (the whole text is one word) with no unk token and
+    no byte fallback: HF drops the characters the vocabulary lacks, and with
+    them their length, so the offsets after them in the word shift back."""
+    j = sentencepiece_like(vocab_size=400, max_char=0x80, byte_fallback=False)
+    j["model"]["unk_token"] = None
+    j["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+    j["pre_tokenizer"] = None
+    j["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    j["post_processor"] = None
+    return Tokenizer.from_str(json.dumps(j))
+
+
 def split_variant(split):
     """A small byte-level model behind one Split pre-tokenizer."""
     def make():
@@ -268,6 +316,8 @@ FLAVOURS = {
     "llama2": llama2,
     "metaspace_first": metaspace_first,
     "metaspace_split": metaspace_split,
+    "unk_fused": unk_fused,
+    "unk_none": unk_none,
     "split_removed": split_variant(pre_tokenizers.Split(Regex(r"\s+"), behavior="removed")),
     "split_prev": split_variant(pre_tokenizers.Split(Regex(r"[,.!?;:]"), behavior="merged_with_previous")),
     "split_next": split_variant(pre_tokenizers.Split(" ", behavior="merged_with_next")),
@@ -293,6 +343,14 @@ def decoded(tok, ids):
     return out
 
 
+def byte_starts(text, offsets):
+    """HF's token starts (character indices) as UTF-8 byte offsets of text."""
+    at = [0]
+    for ch in text:
+        at.append(at[-1] + len(ch.encode("utf-8")))
+    return [at[a] for a, _ in offsets]
+
+
 def expected(tok, rng):
     """What HF says for every text, and for random id sequences."""
     cases = []
@@ -301,11 +359,12 @@ def expected(tok, rng):
     sp = tok.encode("Hello world", add_special_tokens=True).ids
     k = next(i for i in range(len(sp) + 1) if sp[i:i + len(probe)] == probe)
     prefix, suffix = sp[:k], sp[k + len(probe):]
-    for text in TEXTS:
-        ids = tok.encode(text, add_special_tokens=False).ids
+    for text in ALL_TEXTS:
+        enc = tok.encode(text, add_special_tokens=False)
+        ids = enc.ids
         sp = tok.encode(text, add_special_tokens=True).ids
         assert sp == prefix + ids + suffix, f"template differs for {text!r}"
-        cases.append({"ids": ids, **decoded(tok, sp)})
+        cases.append({"ids": ids, "starts": byte_starts(text, enc.offsets), **decoded(tok, sp)})
     n = tok.get_vocab_size(with_added_tokens=True)
     decodes = []
     for _ in range(40):
@@ -326,7 +385,7 @@ def main():
     ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared"))
     args = ap.parse_args()
     import tokenizers
-    dump(os.path.join(OUT, "texts.json"), {"tokenizers_version": tokenizers.__version__, "texts": TEXTS})
+    dump(os.path.join(OUT, "texts.json"), {"tokenizers_version": tokenizers.__version__, "texts": ALL_TEXTS})
     for name, make in FLAVOURS.items():
         tok = make()
         rng = random.Random(name)

@@ -35,6 +35,28 @@ static inline int tok_buf_put(tok_buf *b, const void *s, size_t n)
 }
 void tok_buf_free(tok_buf *b);
 
+/* Offsets (tt_tokenizer_encode_offsets). Wherever a stage holds a string s, an offsets encode also
+ * hands it orig: orig[i] is the byte offset in the caller's text where the character that byte i of s
+ * comes from starts (the start side of HF's NormalizedString alignments; every byte of a character
+ * has the same one). A NULL orig is a plain encode: stages test it once per piece, never per byte. */
+typedef struct { uint32_t *p; size_t n, cap; } tok_orig;
+int tok_orig_reserve(tok_orig *o, size_t extra);
+static inline int tok_orig_put(tok_orig *o, uint32_t v, size_t count) /* count copies of v */
+{
+    if (o->n + count > o->cap && tok_orig_reserve(o, count)) return -1;
+    for (size_t i = 0; i < count; i++) o->p[o->n + i] = v;
+    o->n += count;
+    return 0;
+}
+static inline int tok_orig_copy(tok_orig *o, const uint32_t *src, size_t n)
+{
+    if (o->n + n > o->cap && tok_orig_reserve(o, n)) return -1;
+    if (n) memcpy(o->p + o->n, src, n * sizeof *src);
+    o->n += n;
+    return 0;
+}
+void tok_orig_free(tok_orig *o);
+
 uint64_t tok_hash(const void *s, size_t n);
 
 /* string -> int32 map (keys are copied). Later puts of the same key overwrite. */
@@ -203,6 +225,7 @@ struct tt_tokenizer {
     uint32_t max_ovector;    /* the largest capture count + 1 of the regexes */
     uint32_t *bl_off, *bl_len; /* decoder starts with ByteLevel: each id's bytes in bl_blob */
     tok_buf bl_blob;
+    char no_offsets[512];    /* why tt_tokenizer_encode_offsets is refused ("" = it is not) */
     /* ---- scratch pool (one per concurrent call) ---- */
     pthread_mutex_t pool_lock;
     struct tok_scratch *pool;
@@ -224,6 +247,7 @@ typedef struct {
     int n;
     tok_buf keys;
     int32_t *ids;
+    uint32_t *starts; /* offsets cache: beside ids[k], where that token starts in the pre-token */
     size_t n_ids;
 } tok_cache;
 
@@ -246,6 +270,15 @@ typedef struct tok_scratch {
     /* output of the current encode call */
     int32_t *out;
     size_t out_n, out_cap;
+    /* offsets encodes only (see tok_orig) */
+    uint32_t *starts;              /* where each id of out starts in the text */
+    size_t starts_cap;             /* kept equal to out_cap by tok_starts_fit */
+    tok_orig raw_orig;             /* of the text itself */
+    tok_orig norm_orig[2];         /* of norm[0], norm[1] */
+    tok_orig pre_orig[TOK_MAX_STAGES]; /* of pre[depth] */
+    uint32_t *sym_len;             /* symbol k's length in the string the model sees (sym_cap) */
+    uint32_t *tok_at;              /* final token k's first byte in the word (sym_cap) */
+    tok_cache cache_offs;          /* pre-token -> ids and where each starts in it */
 } tok_scratch;
 
 /* bpe_scratch.c */
@@ -259,21 +292,37 @@ static inline int tok_emit(tok_scratch *sc, int32_t id)
     sc->out[sc->out_n++] = id;
     return 0;
 }
+int tok_starts_fit(tok_scratch *sc); /* starts grown to out_cap */
+/* offsets encodes: an id and the byte of the text where it starts */
+static inline int tok_emit_at(tok_scratch *sc, int32_t id, uint32_t start)
+{
+    if (tok_emit(sc, id) || (sc->starts_cap < sc->out_cap && tok_starts_fit(sc))) return -1;
+    sc->starts[sc->out_n - 1] = start;
+    return 0;
+}
 
 /* ---- stages (bpe_normalize.c, bpe_pretokenize.c, bpe_model.c) ------------ */
 
-/* Run the normalizers over s; the result is in *out / *out_n (a scratch buffer or s). */
-int tok_normalize(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n, const char **out, size_t *out_n);
+/* Run the normalizers over s; the result is in *out / *out_n (a scratch buffer or s). With orig (offsets),
+ * *out_orig gets the result's origins; origin is where the piece starts in the text (what HF gives a
+ * character inserted before all others). */
+int tok_normalize(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n, const uint32_t *orig,
+                  uint32_t origin, const char **out, size_t *out_n, const uint32_t **out_orig);
 /* Replace every match of p in s by with (HF NormalizedString::replace) */
 int tok_replace_all(const tok_pattern *p, const char *s, size_t n, const char *with, size_t with_n,
                     struct tok_scratch *sc, tok_buf *out);
 /* Normalize one string outside any call (added tokens at load time); malloc'ed result. */
 char *tok_normalize_alloc(const tt_tokenizer *t, const char *s, size_t n, size_t *out_n);
+/* bpe_unicode_forms.c: NFC / NFD / NFKC / NFKD of s appended to out; with orig, the origins to out_orig */
+int tok_unicode_form(tok_norm_kind k, const char *s, size_t n, const uint32_t *orig, uint32_t origin, tok_buf *out,
+                     tok_orig *out_orig);
 /* Pre-tokenize s and feed every pre-token to the model. at_origin: s starts at
- * offset 0 of the original text (Metaspace prepend_scheme "first"). */
-int tok_pretokenize(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n, int at_origin);
-/* BPE over one pre-token: appends its ids to sc->out. */
+ * offset 0 of the original text (Metaspace prepend_scheme "first"). orig: NULL, or s's origins. */
+int tok_pretokenize(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n, const uint32_t *orig,
+                    int at_origin);
+/* BPE over one pre-token: appends its ids to sc->out; the offsets one also where each starts to sc->starts. */
 int tok_model_word(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n);
+int tok_model_word_offsets(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n, const uint32_t *orig);
 /* Build the merge table from the ranked (left, right, merged) triples. */
 int tok_pairs_build(tt_tokenizer *t, const int32_t *triples, size_t n_merges);
 
@@ -284,6 +333,8 @@ void tok_bpe_free(tt_tokenizer *t);
 int tok_bpe_token_id(const tt_tokenizer *t, const char *token);
 int tok_bpe_encode(tt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids, size_t *n,
                    size_t *cap);
+int tok_bpe_encode_offsets(tt_tokenizer *t, const char *text, size_t len, int32_t **ids, uint32_t **starts,
+                           size_t *n, size_t *cap);
 int tok_dec_check(const tt_tokenizer *t, const char *file); /* refuse decoder chains we cannot stream */
 
 /* A decode stream (bpe_decode.c); tt_tokenizer_decode feeds one every id. */

@@ -1,7 +1,9 @@
 /* bpe_model.c — the BPE model: one pre-token -> ids. Initial symbols (one per
  * character, or per byte for byte-level tokenizers; unk / byte-fallback as in
  * HF), then merges by rank through a (left, right) -> (rank, merged) hash
- * table, with a per-scratch cache of frequent pre-tokens. */
+ * table, with a per-scratch cache of frequent pre-tokens. For offsets, HF
+ * gives each initial symbol a length in the string the model sees, and a
+ * token starts where the lengths of the symbols before it add up to. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,9 +71,13 @@ static int reserve_word(tok_scratch *sc, size_t n)
     if (c) sc->prev = c;
     if (c) d = realloc(sc->next, cap * sizeof *d);
     if (d) sc->next = d;
-    uint32_t *r = d ? realloc(sc->rank, cap * sizeof *r) : NULL;
+    uint32_t *r = d ? realloc(sc->rank, cap * sizeof *r) : NULL, *l = NULL, *at = NULL;
     if (r) sc->rank = r;
-    tok_pair *h = r ? realloc(sc->heap, 3 * cap * sizeof *h) : NULL;
+    if (r) l = realloc(sc->sym_len, cap * sizeof *l);
+    if (l) sc->sym_len = l;
+    if (l) at = realloc(sc->tok_at, cap * sizeof *at);
+    if (at) sc->tok_at = at;
+    tok_pair *h = at ? realloc(sc->heap, 3 * cap * sizeof *h) : NULL;
     if (!h) return tt_errorf("tokenizer: out of memory (a word of %zu symbols)", n);
     sc->heap = h;
     sc->sym_cap = cap;
@@ -239,35 +245,43 @@ static inline int cache_hit(const tok_cache *c, const tok_cache_ent *e, const ch
     return n <= 16 || memcmp(c->keys.p + e->key_off, s, n) == 0;
 }
 
+static const tok_cache_ent *cache_find(const tok_cache *c, size_t slot, const char *s, size_t n, uint64_t k0,
+                                       uint64_t k1)
+{
+    if (!c->ents) return NULL;
+    for (size_t j = slot; c->ents[j].key_len; j = (j + 1) & (CACHE_SLOTS - 1))
+        if (cache_hit(c, &c->ents[j], s, n, k0, k1)) return &c->ents[j];
+    return NULL;
+}
+
 /* 1 = found and emitted, 0 = absent, -1 = error */
 static int cache_get(tok_scratch *sc, size_t slot, const char *s, size_t n, uint64_t k0, uint64_t k1)
 {
-    tok_cache *c = &sc->cache;
-    if (!c->ents) return 0;
-    for (size_t j = slot; c->ents[j].key_len; j = (j + 1) & (CACHE_SLOTS - 1)) {
-        const tok_cache_ent *e = &c->ents[j];
-        if (!cache_hit(c, e, s, n, k0, k1)) continue;
-        if (e->n_ids == 1) return tok_emit(sc, (int32_t)e->ids) ? -1 : 1;
-        for (int k = 0; k < e->n_ids; k++)
-            if (tok_emit(sc, c->ids[e->ids + k])) return -1;
-        return 1;
-    }
-    return 0;
+    const tok_cache *c = &sc->cache;
+    const tok_cache_ent *e = cache_find(c, slot, s, n, k0, k1);
+    if (!e) return 0;
+    if (e->n_ids == 1) return tok_emit(sc, (int32_t)e->ids) ? -1 : 1;
+    for (int k = 0; k < e->n_ids; k++)
+        if (tok_emit(sc, c->ids[e->ids + k])) return -1;
+    return 1;
 }
 
-static void cache_put(tok_scratch *sc, size_t slot, const char *s, size_t n, uint64_t k0, uint64_t k1,
-                      const int32_t *ids, size_t n_ids)
+/* at: NULL, or (the offsets cache) where each token starts in the pre-token */
+static void cache_put(tok_cache *c, size_t slot, const char *s, size_t n, uint64_t k0, uint64_t k1,
+                      const int32_t *ids, const uint32_t *at, size_t n_ids)
 {
-    tok_cache *c = &sc->cache;
     if (n_ids > UINT16_MAX || n_ids == 0) return;
     if (!c->ents) {
         c->ents = calloc(CACHE_SLOTS, sizeof *c->ents);
         c->ids = malloc(CACHE_IDS * sizeof *c->ids);
-        if (!c->ents || !c->ids || tok_buf_reserve(&c->keys, CACHE_KEY_BYTES)) {
+        if (at) c->starts = malloc(CACHE_IDS * sizeof *c->starts);
+        if (!c->ents || !c->ids || (at && !c->starts) || tok_buf_reserve(&c->keys, CACHE_KEY_BYTES)) {
             free(c->ents);
             free(c->ids);
+            free(c->starts);
             c->ents = NULL;
             c->ids = NULL;
+            c->starts = NULL;
             return; /* no cache is only slower */
         }
     }
@@ -286,10 +300,11 @@ static void cache_put(tok_scratch *sc, size_t slot, const char *s, size_t n, uin
         memcpy(c->keys.p + c->keys.n, s, n); /* reserved at creation */
         c->keys.n += n;
     }
-    if (n_ids == 1) e->ids = (uint32_t)ids[0];
+    if (n_ids == 1) e->ids = (uint32_t)ids[0]; /* a lone token starts at the pre-token's start */
     else {
         e->ids = (uint32_t)c->n_ids;
         memcpy(c->ids + c->n_ids, ids, n_ids * sizeof *ids);
+        if (at) memcpy(c->starts + c->n_ids, at, n_ids * sizeof *at);
         c->n_ids += n_ids;
     }
     c->n++;
@@ -312,29 +327,33 @@ static int32_t lookup_unit(const tt_tokenizer *t, tok_scratch *sc, const char *u
     return tok_strmap_get(&t->vocab, sc->tmp.p, sc->tmp.n);
 }
 
-/* BPE over one piece of a pre-token, through the cache */
-static int model_piece(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n)
+/* Length in bytes of the character byte b shows as (byte-level). */
+static uint32_t shown_len(unsigned char b) { return tok_byte_to_char(b) < 0x80 ? 1 : 2; }
+
+/* The initial symbols of s into sc->sym, as HF's merge_word makes them; how
+ * many, or -1. track (offsets) also sets sc->sym_len[k], HF's length of
+ * symbol k in the string the model sees: its character's bytes, 1 for each
+ * byte-fallback token, the characters an unk stands for. Always inlined, so
+ * that the plain encode's copy (track 0) carries no trace of it. */
+static inline __attribute__((always_inline)) long initial_symbols(const tt_tokenizer *t, tok_scratch *sc,
+                                                                  const char *s, size_t n, int track)
 {
-    uint64_t k0 = 0, k1 = 0;
-    size_t slot = 0;
-    int cached = n <= CACHE_MAX_KEY;
-    if (cached) {
-        slot = cache_key(s, n, &k0, &k1);
-        int r = cache_get(sc, slot, s, n, k0, k1);
-        if (r) return r < 0 ? -1 : 0;
-    }
     /* Room for m + (bytes left) + have_unk symbols holds through the loop: a
      * unit of >= 1 byte yields one symbol, or a flushed unk (standing for
      * units that yielded none) and one; only byte fallback may need more. */
     if (reserve_word(sc, n + 9)) return -1;
-    size_t m = 0;
-    int have_unk = 0;
     if (t->bl_all) {
         /* byte-level, every byte's character in the vocabulary: the common case */
         for (size_t i = 0; i < n; i++) sc->sym[i] = t->bl_id[(unsigned char)s[i]];
-        m = n;
+        if (track)
+            for (size_t i = 0; i < n; i++) sc->sym_len[i] = shown_len((unsigned char)s[i]);
+        return (long)n;
     }
-    for (size_t i = m ? n : 0; i < n;) {
+#define PUSH(id_, len_) do { if (track) sc->sym_len[m] = (len_); sc->sym[m++] = (id_); } while (0)
+    size_t m = 0;
+    int have_unk = 0;
+    uint32_t unk_len = 0;
+    for (size_t i = 0; i < n;) {
         char mapped[4];
         const char *u;
         size_t un, src;
@@ -355,10 +374,10 @@ static int model_piece(const tt_tokenizer *t, tok_scratch *sc, const char *s, si
         i += src;
         if (id >= 0) {
             if (have_unk) {
-                sc->sym[m++] = t->unk_id;
+                PUSH(t->unk_id, unk_len);
                 have_unk = 0;
             }
-            sc->sym[m++] = id;
+            PUSH(id, (uint32_t)un);
             continue;
         }
         /* byte fallback spells out the string HF looked up */
@@ -374,49 +393,155 @@ static int model_piece(const tt_tokenizer *t, tok_scratch *sc, const char *s, si
             if (k == usn) {
                 /* HF emits the byte tokens without flushing a pending unk */
                 if (reserve_word(sc, m + usn + (n - i) + 9)) return -1;
-                for (k = 0; k < usn; k++) sc->sym[m++] = t->bf_id[(unsigned char)us[k]];
+                for (k = 0; k < usn; k++) PUSH(t->bf_id[(unsigned char)us[k]], 1);
                 continue;
             }
         }
         if (t->unk_id == -2)
             return tt_errorf("tokenizer: model.unk_token '%s' is not in the vocabulary", t->unk_name);
         if (t->unk_id >= 0) {
-            if (have_unk && !t->fuse_unk) sc->sym[m++] = t->unk_id;
+            if (have_unk && !t->fuse_unk) PUSH(t->unk_id, unk_len);
+            if (!have_unk || !t->fuse_unk) unk_len = 0;
+            unk_len += (uint32_t)un;
             have_unk = 1;
         }
-        /* with no unk token the character is dropped, as in HF */
+        /* with no unk token the character is dropped, as in HF (and so is its length) */
     }
-    if (have_unk) sc->sym[m++] = t->unk_id;
+    if (have_unk) PUSH(t->unk_id, unk_len);
+#undef PUSH
+    return (long)m;
+}
+
+/* BPE over one piece of a pre-token, through the cache */
+static int model_piece(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n)
+{
+    uint64_t k0 = 0, k1 = 0;
+    size_t slot = 0;
+    int cached = n <= CACHE_MAX_KEY;
+    if (cached) {
+        slot = cache_key(s, n, &k0, &k1);
+        int r = cache_get(sc, slot, s, n, k0, k1);
+        if (r) return r < 0 ? -1 : 0;
+    }
+    long ms = initial_symbols(t, sc, s, n, 0);
+    if (ms < 0) return -1;
+    size_t m = (size_t)ms;
     if (m > 1) m = m <= SMALL_WORD ? merge_small(t, sc, m) : merge_large(t, sc, m);
     size_t start = sc->out_n;
     for (size_t i = 0; i < m; i++)
         if (tok_emit(sc, sc->sym[i])) return -1;
-    if (cached) cache_put(sc, slot, s, n, k0, k1, sc->out + start, m);
+    if (cached) cache_put(&sc->cache, slot, s, n, k0, k1, sc->out + start, NULL, m);
+    return 0;
+}
+
+/* ---- offsets ---------------------------------------------------------------- */
+
+/* Where each of the m final tokens starts in s, into sc->tok_at, from the
+ * m0 initial symbols' lengths (sc->sym_len) and merge_large's list (each
+ * final token sits at the index of its first initial symbol). HF counts in
+ * the string the model sees; byte-level, that is s's bytes shown as
+ * characters of 1 or 2 bytes, so positions are walked back to s's bytes. */
+static int token_starts(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n, size_t m0, size_t m)
+{
+    uint32_t *len = sc->sym_len;
+    uint32_t pos = 0; /* exclusive prefix sums, in place */
+    for (size_t k = 0; k < m0; k++) {
+        uint32_t l = len[k];
+        len[k] = pos;
+        pos += l;
+    }
+    size_t src = 0;    /* s's byte whose character spans [shown, shown + its length) */
+    uint32_t shown = 0;
+    int32_t first = 0; /* the initial symbol that starts final token j */
+    for (size_t j = 0; j < m; j++, first = sc->next[first]) {
+        uint32_t p = len[first];
+        if (!t->byte_level) src = p;
+        else
+            for (uint32_t l; src < n && shown + (l = shown_len((unsigned char)s[src])) <= p; src++) shown += l;
+        if (src >= n)
+            return tt_errorf("tokenizer: a token's offset falls past its pre-token (HF's offsets drift here); "
+                             "offsets refused");
+        sc->tok_at[j] = (uint32_t)src;
+    }
+    return 0;
+}
+
+/* a hit of the offsets cache: its ids, each where it starts */
+static int emit_cached_at(tok_scratch *sc, const tok_cache_ent *e, const uint32_t *orig)
+{
+    const tok_cache *c = &sc->cache_offs;
+    if (e->n_ids == 1) return tok_emit_at(sc, (int32_t)e->ids, orig[0]);
+    for (int k = 0; k < e->n_ids; k++)
+        if (tok_emit_at(sc, c->ids[e->ids + k], orig[c->starts[e->ids + k]])) return -1;
+    return 0;
+}
+
+/* model_piece with offsets: the same ids (merge_large, whose result equals
+ * merge_small's, keeps the list that says where tokens start), each emitted
+ * with its start; a cache of its own keeps the starts beside the ids */
+static int model_piece_offsets(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n, const uint32_t *orig)
+{
+    uint64_t k0 = 0, k1 = 0;
+    size_t slot = 0;
+    int cached = n <= CACHE_MAX_KEY;
+    if (cached) {
+        slot = cache_key(s, n, &k0, &k1);
+        const tok_cache_ent *e = cache_find(&sc->cache_offs, slot, s, n, k0, k1);
+        if (e) return emit_cached_at(sc, e, orig);
+    }
+    long ms = initial_symbols(t, sc, s, n, 1);
+    if (ms < 0) return -1;
+    size_t m0 = (size_t)ms, m = m0;
+    if (m > 1) m = merge_large(t, sc, m);
+    else sc->next[0] = -1;
+    if (m && token_starts(t, sc, s, n, m0, m)) return -1;
+    for (size_t j = 0; j < m; j++)
+        if (tok_emit_at(sc, sc->sym[j], orig[sc->tok_at[j]])) return -1;
+    if (cached) cache_put(&sc->cache_offs, slot, s, n, k0, k1, sc->sym, sc->tok_at, m);
     return 0;
 }
 
 #define META "\xe2\x96\x81" /* U+2581, SentencePiece's word marker */
 
-int tok_model_word(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n)
+/* One pre-token, in either build: offs 0 (tok_model_word, orig NULL) or 1
+ * (tok_model_word_offsets); always inlined into each, so that the plain one
+ * carries nothing for offsets. */
+static inline __attribute__((always_inline)) int model_word(const tt_tokenizer *t, tok_scratch *sc, const char *s,
+                                                            size_t n, const uint32_t *orig, const int offs)
 {
     if (!n) return 0;
     if (t->ignore_merges) {
         int32_t id = tok_strmap_get(t->byte_level ? &t->vocab_bytes : &t->vocab, s, n);
-        if (id >= 0) return tok_emit(sc, id);
+        if (id >= 0) return offs ? tok_emit_at(sc, id, orig[0]) : tok_emit(sc, id);
     }
-    if (!t->meta_cut) return model_piece(t, sc, s, n);
+    /* (With no unk token, a character the vocabulary lacks is dropped along
+     * with its length, and HF's later offsets in the word shift back by it:
+     * the parts below would each start afresh, so offsets take the word whole.) */
+    if (!t->meta_cut || (offs && t->unk_id == -1))
+        return offs ? model_piece_offsets(t, sc, s, n, orig) : model_piece(t, sc, s, n);
     /* No token holds U+2581 after another character (t->meta_cut), so no
      * merge crosses the start of a U+2581 run: BPE on each part between them
      * gives what BPE on the whole does, and the parts are cached. This is what
      * keeps a SentencePiece-style tokenizer without a pre-tokenizer, whose
-     * pre-token is the whole text, fast. */
+     * pre-token is the whole text, fast. (The parts' tokens also start where
+     * the whole's would: the parts tile the word.) */
     size_t a = 0;
     for (const char *p = s + 1; (p = memchr(p, '\xe2', (size_t)(s + n - p))) != NULL; p++) {
         size_t at = (size_t)(p - s);
         if (at + 3 > n || memcmp(p, META, 3) != 0) continue;
         if (at >= 3 && memcmp(p - 3, META, 3) == 0) continue;
-        if (model_piece(t, sc, s + a, at - a)) return -1;
+        if (offs ? model_piece_offsets(t, sc, s + a, at - a, orig + a) : model_piece(t, sc, s + a, at - a)) return -1;
         a = at;
     }
-    return model_piece(t, sc, s + a, n - a);
+    return offs ? model_piece_offsets(t, sc, s + a, n - a, orig + a) : model_piece(t, sc, s + a, n - a);
+}
+
+int tok_model_word(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n)
+{
+    return model_word(t, sc, s, n, NULL, 0);
+}
+
+int tok_model_word_offsets(const tt_tokenizer *t, tok_scratch *sc, const char *s, size_t n, const uint32_t *orig)
+{
+    return model_word(t, sc, s, n, orig, 1);
 }

@@ -1,5 +1,6 @@
 /* bpe_scratch.c — the pool of per-call scratch states that makes the
- * tokenizer.json encode and decode thread-safe, and the growing id output. */
+ * tokenizer.json encode and decode thread-safe, and the growing id output
+ * (with, for offsets, where each id starts). */
 #include <stdlib.h>
 
 #include "core/core.h"
@@ -53,9 +54,19 @@ void tok_scratch_free(tok_scratch *sc)
     free(sc->next);
     free(sc->rank);
     free(sc->heap);
-    free(sc->cache.ents);
-    free(sc->cache.ids);
-    tok_buf_free(&sc->cache.keys);
+    free(sc->sym_len);
+    free(sc->tok_at);
+    tok_cache *caches[2] = {&sc->cache, &sc->cache_offs};
+    for (int i = 0; i < 2; i++) {
+        free(caches[i]->ents);
+        free(caches[i]->ids);
+        free(caches[i]->starts);
+        tok_buf_free(&caches[i]->keys);
+    }
+    free(sc->starts);
+    tok_orig_free(&sc->raw_orig);
+    for (int i = 0; i < 2; i++) tok_orig_free(&sc->norm_orig[i]);
+    for (int i = 0; i < TOK_MAX_STAGES; i++) tok_orig_free(&sc->pre_orig[i]);
     free(sc);
 }
 
@@ -67,5 +78,15 @@ int tok_out_grow(tok_scratch *sc)
     if (!p) return tt_errorf("tokenizer: out of memory (%zu ids)", cap);
     sc->out = p;
     sc->out_cap = cap;
+    return 0;
+}
+
+int tok_starts_fit(tok_scratch *sc)
+{
+    if (sc->starts_cap >= sc->out_cap) return 0;
+    uint32_t *p = realloc(sc->starts, sc->out_cap * sizeof *p);
+    if (!p) return tt_errorf("tokenizer: out of memory (%zu offsets)", sc->out_cap);
+    sc->starts = p;
+    sc->starts_cap = sc->out_cap;
     return 0;
 }

@@ -30,6 +30,27 @@ void tok_buf_free(tok_buf *b)
     b->n = b->cap = 0;
 }
 
+int tok_orig_reserve(tok_orig *o, size_t extra)
+{
+    if (extra > SIZE_MAX / 8 - o->n) return tt_errorf("tokenizer: offset buffer size overflow");
+    size_t need = o->n + extra;
+    if (need <= o->cap) return 0;
+    size_t cap = o->cap ? o->cap : 256;
+    while (cap < need) cap *= 2;
+    uint32_t *p = realloc(o->p, cap * sizeof *p);
+    if (!p) return tt_errorf("tokenizer: out of memory (%zu offsets)", cap);
+    o->p = p;
+    o->cap = cap;
+    return 0;
+}
+
+void tok_orig_free(tok_orig *o)
+{
+    free(o->p);
+    o->p = NULL;
+    o->n = o->cap = 0;
+}
+
 /* ---- hashing and the string map ----------------------------------------- */
 
 uint64_t tok_hash(const void *p, size_t n)

@@ -99,6 +99,38 @@ tt_err tt_tokenizer_encode(const tt_tokenizer *t, const char *text, size_t len, 
     return tt_byte_encode(text, len, add_special ? TT_BYTE_ADD_BOS : 0, *ids, *cap, n);
 }
 
+/* the byte tokenizer: id i is byte i, so it starts at i */
+static tt_err byte_encode_offsets(const char *text, size_t len, int32_t **ids, uint32_t **starts, size_t *n,
+                                  size_t *cap)
+{
+    size_t c = *ids && *starts ? *cap : 0;
+    if (c < len || !*ids || !*starts) {
+        c = len ? len : 1;
+        int32_t *pi = realloc(*ids, c * sizeof *pi);
+        if (pi) *ids = pi;
+        uint32_t *ps = pi ? realloc(*starts, c * sizeof *ps) : NULL;
+        if (ps) *starts = ps;
+        if (!ps) {
+            *cap = 0; /* whichever grew, neither is known to hold more */
+            return tt_errorf("byte tokenizer: out of memory (%zu ids)", c);
+        }
+        *cap = c;
+    }
+    for (size_t i = 0; i < len; i++) (*starts)[i] = (uint32_t)i;
+    return tt_byte_encode(text, len, 0, *ids, *cap, n);
+}
+
+tt_err tt_tokenizer_encode_offsets(const tt_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                                   uint32_t **starts, size_t *n, size_t *cap)
+{
+    *n = 0;
+    if (len > UINT32_MAX)
+        return tt_errorf("tokenizer: a text of %zu bytes is too long for offsets (they are 32-bit: at most %u bytes)",
+                         len, UINT32_MAX);
+    if (t->kind == TOK_BPE) return tok_bpe_encode_offsets((tt_tokenizer *)t, text, len, ids, starts, n, cap);
+    return byte_encode_offsets(text, len, ids, starts, n, cap);
+}
+
 /* ---- decoding ------------------------------------------------------------------- */
 
 tt_tok_stream *tt_tok_stream_new(const tt_tokenizer *t, int skip_special)

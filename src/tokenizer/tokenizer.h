@@ -39,6 +39,16 @@ int tt_tokenizer_token_id(const tt_tokenizer *t, const char *token);
  * one tokenizer at once. */
 tt_err tt_tokenizer_encode(const tt_tokenizer *t, const char *text, size_t len, int add_special, int32_t **ids,
                            size_t *n, size_t *cap);
+/* text -> ids as tt_tokenizer_encode(t, text, len, 0, ...) gives them (no post-processor: HF's
+ * encode(text, add_special_tokens=False)), and where each token starts: (*starts)[i] is the byte
+ * offset in text of the first byte of the character HF tokenizers' offsets[i][0] names (a token that
+ * holds part of a multi-byte character starts where that character starts). Starts never decrease.
+ * *ids and *starts grow together with realloc (both may be NULL with *cap 0; free() them); *cap is the
+ * capacity of each. Thread-safe as tt_tokenizer_encode. A text longer than UINT32_MAX bytes, and a
+ * tokenizer whose HF offsets titan does not reproduce (a ByteLevel post-processor with trim_offsets,
+ * byte fallback with a subword prefix / suffix), are refused with an error naming why. */
+tt_err tt_tokenizer_encode_offsets(const tt_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                                   uint32_t **starts, size_t *n, size_t *cap);
 /* ids -> text, malloc'ed and NUL-terminated in *out (free() it), *len bytes.
  * skip_special drops special tokens. Ids the tokenizer does not know are
  * dropped, as HF does (sampling from a padded embedding can produce them). */

@@ -372,7 +372,17 @@ static int parse_post(tt_tokenizer *t, const char *file, const cJSON *o, const c
         }
         return 0;
     }
-    if (!strcmp(ty, "ByteLevel")) return 0; /* it only trims offsets, which titan does not return */
+    if (!strcmp(ty, "ByteLevel")) {
+        /* it only trims offsets: the ids are the same either way */
+        int trim = 1;
+        if (get_bool(file, o, path, "trim_offsets", 1, &trim)) return -1;
+        if (trim && !t->no_offsets[0])
+            snprintf(t->no_offsets, sizeof t->no_offsets,
+                     "%s: %s.trim_offsets = true is not supported by tt_tokenizer_encode_offsets (HF moves "
+                     "token starts past leading spaces there); tt_tokenizer_encode is",
+                     file, path);
+        return 0;
+    }
     if (!strcmp(ty, "TemplateProcessing")) return parse_template(t, file, o, path);
     return tt_errorf("%s: %s.type '%s' is not supported (supported post-processors: TemplateProcessing, ByteLevel, "
                      "Sequence)",
@@ -401,6 +411,12 @@ static int parse_model(tt_tokenizer *t, const char *file, const cJSON *m, int32_
     if (s && *s && !(t->cont_prefix = tt_strdup(s))) return -1;
     if (get_str(file, m, "model", "end_of_word_suffix", 0, &s)) return -1;
     if (s && *s && !(t->word_suffix = tt_strdup(s))) return -1;
+    if (t->byte_fallback && (t->cont_prefix || t->word_suffix) && !t->no_offsets[0])
+        /* HF's byte-fallback tokens then count the prefix / suffix bytes too, and later offsets drift */
+        snprintf(t->no_offsets, sizeof t->no_offsets,
+                 "%s: model.byte_fallback with a continuing_subword_prefix or end_of_word_suffix is not "
+                 "supported by tt_tokenizer_encode_offsets (HF's offsets drift there); tt_tokenizer_encode is",
+                 file);
 
     const cJSON *vocab = field(m, "vocab");
     if (!cJSON_IsObject(vocab)) return tt_errorf("%s: model.vocab is missing or not an object", file);

@@ -1,7 +1,9 @@
 /* fuzz_tokenizer_json.c — libFuzzer target for the tokenizer.json loader: no
  * input may crash it, and any tokenizer that loads must encode and decode a
  * few small strings (and arbitrary ids) without crashing, with the streaming
- * decoder giving exactly what batch decode gives. Seeds: the files under
+ * decoder giving exactly what batch decode gives, and the offsets encode
+ * (where it does not refuse) the plain encode's ids with starts that never
+ * decrease and stay inside the text. Seeds: the files under
  * tests/fixtures/tokenizers/; dictionary: tokenizer_json.dict. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +36,21 @@ static void check_decode(const tt_tokenizer *t, const int32_t *ids, size_t n, in
     if (!ok) __builtin_trap(); /* the stream must reassemble the batch text */
 }
 
+/* the offsets encode of text against the plain one's ids */
+static void check_offsets(const tt_tokenizer *t, const char *text, const int32_t *ids, size_t n)
+{
+    int32_t *oids = NULL;
+    uint32_t *at = NULL;
+    size_t on = 0, cap = 0, len = strlen(text);
+    if (tt_tokenizer_encode_offsets(t, text, len, &oids, &at, &on, &cap) == 0) {
+        if (on != n || (n && memcmp(oids, ids, n * sizeof *ids) != 0)) __builtin_trap();
+        for (size_t i = 0; i < on; i++)
+            if (at[i] >= len || (i && at[i] < at[i - 1])) __builtin_trap();
+    }
+    free(oids);
+    free(at);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tt_tokenizer *t = tt_tokenizer_parse((const char *)data, size, "fuzz.json");
@@ -49,6 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     if (ids[i] < 0 || ids[i] >= tt_tokenizer_vocab_size(t)) __builtin_trap();
                 check_decode(t, ids, n, 0);
                 check_decode(t, ids, n, 1);
+                if (!special) check_offsets(t, texts[k], ids, n);
             }
     /* arbitrary ids, in and out of range, from the input's last bytes */
     int32_t raw[16];
