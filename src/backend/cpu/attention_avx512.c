@@ -416,9 +416,11 @@ static int ws_pack(const ws_t *w, const rope_tab *rt, int bwd)
     return rc;
 }
 
-TGT tt_err tt_attention_fwd_avx512(const tt_attn *a)
+/* The entry points are compiled for any x86-64 and check the CPU before calling the AVX-512 code:
+ * a function compiled for AVX-512 may use its instructions before its first line (an unoptimised or
+ * sanitizer build zeroes its locals with them), so it must never run on a CPU without. */
+__attribute__((noinline)) TGT static tt_err fwd_avx512(const tt_attn *a)
 {
-    if (a->hd % 16 || a->hd > 512 || !cpu_ok(a->dt)) return 1;
     ws_t w;
     const int need[W_N] = {[W_Q_R] = 1, [W_K_BT] = 1, [W_V_BI] = 1};
     rope_tab rt;
@@ -583,9 +585,8 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
         for (int t = 0; t < T; t++) store_grad_row(w, rt, a->dq, a->lddq, kh * G + g, b, t, u->dQ + ((size_t)g * Tp + t) * hd, 1);
 }
 
-TGT tt_err tt_attention_bwd_avx512(const tt_attn *a)
+__attribute__((noinline)) TGT static tt_err bwd_avx512(const tt_attn *a)
 {
-    if (a->hd % 16 || a->hd > 512 || !cpu_ok(a->dt)) return 1;
     ws_t w;
     const int need[W_N] = {[W_Q_R] = 1, [W_Q_AT] = 1, [W_K_BT] = 1, [W_K_BI] = 1, [W_V_BT] = 1, [W_DO_R] = 1, [W_DO_AT] = 1};
     rope_tab rt;
@@ -618,6 +619,9 @@ TGT tt_err tt_attention_bwd_avx512(const tt_attn *a)
     }
     return rc;
 }
+
+tt_err tt_attention_fwd_avx512(const tt_attn *a) { return a->hd % 16 || a->hd > 512 || !cpu_ok(a->dt) ? 1 : fwd_avx512(a); }
+tt_err tt_attention_bwd_avx512(const tt_attn *a) { return a->hd % 16 || a->hd > 512 || !cpu_ok(a->dt) ? 1 : bwd_avx512(a); }
 
 #else /* not x86-64 with GNU C */
 tt_err tt_attention_fwd_avx512(const tt_attn *a) { (void)a; return 1; }
