@@ -112,7 +112,30 @@ printf '{"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}
 expect "non-string content where the template needs a string: an error line" 0 "" \
   "$TITAN" tokenize --chat --render --chat-template "$W/concat.jinja" "$W/parts.jsonl"
 check "  naming the operands" $(grep -q '{"error": ".*unsupported operand type(s) for +: .str. and .list.' "$W/out"; echo $?)
-expect "--chat needs --render for now" error "add --render" "$TITAN" tokenize --chat --chat-template "$W/t.jinja" "$W/one.jsonl"
+# without --render: the ids (here the byte tokenizer's, so the rendered bytes); --mask: ids, then flags
+expect -q "--chat prints the ids" 0 "" "$TITAN" tokenize --chat --chat-template "$W/t.jinja" "$W/one.jsonl"
+check "--chat prints the ids of the rendered text" $([ "$(cat "$W/out")" = "70 117 115 101 114" ]; echo $?)
+printf '{%% for m in messages %%}<{{ m.role }}>{{ m.content }}</s>{%% endfor %%}' >"$W/turns.jinja"
+printf '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}\n{"messages": [{"role": "system", "content": "s"}]}\n' >"$W/two.jsonl"
+expect -q "--chat --mask" 0 "" "$TITAN" tokenize --chat --mask --chat-template "$W/turns.jinja" "$W/two.jsonl"
+# "<user>a</s><assistant>b</s>": what the reply adds to the prompt is trained (this template writes no
+# generation prompt, so its role header too)
+check "--mask prints the ids and the flags of the reply's tokens, and zeros for nothing to train" $(python3 -c "
+import sys
+L = open(sys.argv[1]).read().split(chr(10))
+want = '<user>a</s>[<assistant>b</s>]'
+text, flags, on = '', [], 0
+for c in want:
+    if c in '[]': on = c == '['
+    else: text += c; flags.append(on)
+ok = L[0] == ' '.join(str(ord(c)) for c in text) and L[1] == ' '.join(str(int(f)) for f in flags)
+ok = ok and L[2] == ' '.join(str(ord(c)) for c in '<system>s</s>') and set(L[3].split()) == {'0'} and L[4] == ''
+sys.exit(not ok)" "$W/out"; echo $?)
+expect -q "--mask: a template that raises" 0 "" "$TITAN" tokenize --chat --mask --chat-template "$W/raise.jinja" "$W/mixed.jsonl"
+check "  prints one error line a conversation in --mask mode too" $([ "$(grep -c '^{"error": "no system, line' "$W/out")" = 1 ] && [ "$(wc -l <"$W/out")" = 5 ]; echo $?)
+expect "--render and --mask together" 2 "give one" "$TITAN" tokenize --chat --render --mask --chat-template "$W/t.jinja" "$W/one.jsonl"
+expect "--mask with --add-generation-prompt" error "drop --add-generation-prompt" \
+  "$TITAN" tokenize --chat --mask --add-generation-prompt --chat-template "$W/t.jinja" "$W/one.jsonl"
 expect "--decode does not go with --chat" error "do not go with --chat" \
   "$TITAN" tokenize --chat --render --decode --chat-template "$W/t.jinja" "$W/one.jsonl"
 expect "a folder without a template" error "has no chat template" "$TITAN" tokenize --chat --render --hf "$W/none" "$W/one.jsonl"

@@ -81,10 +81,18 @@ static const char *command_help(const char *cmd)
                "  on all cores, into DIR/train.bin and DIR/val.bin (val-fraction of the documents, in [0, 1),\n"
                "  default 0.01), for training.dataset_path and validation.dataset_path. A fraction that holds\n"
                "  out no document (one .txt file is one document) or all of them is an error. A malformed\n"
-               "  line stops with its file and line number, or with --on-error skip is reported and skipped.\n";
+               "  line stops with its file and line number, or with --on-error skip is reported and skipped.\n"
+               "titan prepare --chat --hf DIR [--chat-template FILE] [--train-on assistant|all] --out DIR FILE...\n"
+               "  Conversations (.jsonl / .jsonl.gz, one a line: messages, ShareGPT or TRL prompt/completion)\n"
+               "  rendered with the model's chat template, encoded with its tokenizer, and written as\n"
+               "  conversation shards: the ids, which tokens are trained (by default every assistant turn's\n"
+               "  reply and end-of-turn marker; all: every token), and where each conversation and turn\n"
+               "  starts. A conversation with nothing to train is left out and counted; a template that\n"
+               "  rewrites earlier turns (Qwen3) makes one sample per assistant turn, counted too.\n";
     if (!strcmp(cmd, "tokenize"))
         return "titan tokenize [--hf DIR | --tokenizer tokenizer.json] [--decode] [--no-special] [FILE...]\n"
-               "titan tokenize --chat --render (--hf DIR | --chat-template FILE) [--add-generation-prompt] [FILE...]\n"
+               "titan tokenize --chat [--render | --mask] (--hf DIR | --chat-template FILE) [--add-generation-prompt]\n"
+               "               [--train-on assistant|all] [FILE...]\n"
                "  Encodes each line of the files (or of stdin) and prints its token ids, separated by spaces,\n"
                "  one output line per input line, with a model folder's tokenizer.json (--hf), a given\n"
                "  tokenizer.json, or the byte tokenizer (the default). The special tokens the tokenizer adds\n"
@@ -96,7 +104,12 @@ static const char *command_help(const char *cmd)
                "  prints the text the model's chat template (tokenizer_config.json's chat_template or\n"
                "  chat_template.jinja of --hf DIR, or --chat-template FILE) renders, as transformers'\n"
                "  apply_chat_template does, one JSON string a line. A conversation the template rejects\n"
-               "  prints {\"error\": \"...\"} on its line and the rest go on; a line that is not JSON stops.\n";
+               "  prints {\"error\": \"...\"} on its line and the rest go on; a line that is not JSON stops.\n"
+               "  --chat without --render prints each conversation's token ids (the rendered text encoded\n"
+               "  without added special tokens, as transformers does); --mask prints two lines a sample:\n"
+               "  the ids, then a 0/1 flag per id, 1 where the token is a training target (predicted from\n"
+               "  the one before it). A conversation becomes one sample, or one per assistant turn when its\n"
+               "  template rewrites earlier turns.\n";
     if (!strcmp(cmd, "export"))
         return "titan export [--config FILE] [--checkpoint step-N|PATH] --out DIR [--dtype float32|bfloat16|auto]\n"
                "             [--peft | --merge] [--checkpoint.hf_max_shard_mb MB]\n"
@@ -284,21 +297,25 @@ static int cmd_bench_gemm(int argc, char **argv)
 
 static int cmd_prepare(int argc, char **argv)
 {
-    tt_prepare_opts o = {NULL, 0, NULL, "byte", "text", 0.01, 1234, 0, isatty(2), 0};
+    tt_prepare_opts o = {NULL, 0, NULL, "byte", "text", 0.01, 1234, 0, isatty(2), 0, 0, NULL, NULL, 0};
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     char tok[4200];
+    const char *text_opt = NULL, *tok_opt = NULL; /* given on the command line: --chat refuses the first */
     if (!inputs) return fail("prepare");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (!strcmp(a, "--no-progress")) { o.progress = 0; continue; }
+        if (!strcmp(a, "--chat")) { o.chat = 1; continue; }
         if (a[0] != '-' || !strcmp(a, "-")) { inputs[o.n_inputs++] = a; continue; }
         if (!v) { fprintf(stderr, "titan prepare: %s needs a value\n", a); free(inputs); return 2; }
         i++;
         if (!strcmp(a, "--out")) o.out_dir = v;
-        else if (!strcmp(a, "--tokenizer")) o.tokenizer = v;
-        else if (!strcmp(a, "--hf")) snprintf(tok, sizeof tok, "%s/tokenizer.json", v), o.tokenizer = tok;
-        else if (!strcmp(a, "--text-field")) o.text_field = v;
+        else if (!strcmp(a, "--tokenizer")) o.tokenizer = tok_opt = v;
+        else if (!strcmp(a, "--hf")) snprintf(tok, sizeof tok, "%s/tokenizer.json", v), o.tokenizer = tok, o.hf_dir = v;
+        else if (!strcmp(a, "--chat-template")) o.chat_template = v;
+        else if (!strcmp(a, "--train-on") && (!strcmp(v, "assistant") || !strcmp(v, "all"))) o.train_on_all = !strcmp(v, "all");
+        else if (!strcmp(a, "--text-field")) o.text_field = text_opt = v;
         else if (!strcmp(a, "--val-fraction")) {
             o.val_fraction = strtod(v, &end);
             if (*end || end == v || !(o.val_fraction >= 0 && o.val_fraction < 1)) {
@@ -308,7 +325,7 @@ static int cmd_prepare(int argc, char **argv)
                 free(inputs);
                 return 2;
             }
-        } else if (!strcmp(a, "--split-unit") && (!strcmp(v, "file") || !strcmp(v, "line"))) o.split_lines = !strcmp(v, "line");
+        } else if (!strcmp(a, "--split-unit") && (!strcmp(v, "file") || !strcmp(v, "line"))) o.split_lines = !strcmp(v, "line"), text_opt = a;
         else if (!strcmp(a, "--seed") && (o.seed = strtoull(v, &end, 10), !*end)) continue;
         else if (!strcmp(a, "--on-error") && (!strcmp(v, "skip") || !strcmp(v, "fail"))) o.on_error_skip = !strcmp(v, "skip");
         else {
@@ -319,8 +336,15 @@ static int cmd_prepare(int argc, char **argv)
     }
     o.inputs = inputs;
     int rc = 0;
+    if (o.chat) o.tokenizer = tok_opt; /* else the model folder's */
     if (!o.out_dir || !o.n_inputs) {
         fprintf(stderr, "titan prepare: needs --out DIR and at least one input (see titan prepare --help)\n");
+        rc = 2;
+    } else if (o.chat && text_opt) {
+        fprintf(stderr, "titan prepare: --text-field and --split-unit do not go with --chat (a line is a conversation)\n");
+        rc = 2;
+    } else if (!o.chat && (o.chat_template || o.train_on_all)) {
+        fprintf(stderr, "titan prepare: --chat-template and --train-on go with --chat\n");
         rc = 2;
     } else if (tt_prepare(&o, stdout)) {
         rc = fail("prepare");
@@ -331,7 +355,7 @@ static int cmd_prepare(int argc, char **argv)
 
 static int cmd_tokenize(int argc, char **argv)
 {
-    tt_tokenize_opts o = {"byte", NULL, 0, 0, 0, 0, 0, NULL, NULL};
+    tt_tokenize_opts o = {"byte", NULL, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     char tok[4200];
     int flags_done = 0, rc = 0, n_tok = 0, chat = 0;
@@ -344,6 +368,9 @@ static int cmd_tokenize(int argc, char **argv)
         else if (!strcmp(a, "--no-special")) o.no_special = 1;
         else if (!strcmp(a, "--chat")) chat = 1;
         else if (!strcmp(a, "--render")) o.render = 1;
+        else if (!strcmp(a, "--mask")) o.mask = 1;
+        else if (!strcmp(a, "--train-on") && i + 1 < argc && (!strcmp(argv[i + 1], "assistant") || !strcmp(argv[i + 1], "all")))
+            o.train_on_all = !strcmp(argv[++i], "all");
         else if (!strcmp(a, "--add-generation-prompt")) o.add_generation_prompt = 1;
         else if (!strcmp(a, "--chat-template") && i + 1 < argc) o.chat_template = argv[++i];
         else if ((!strcmp(a, "--hf") || !strcmp(a, "--tokenizer")) && i + 1 < argc) {
@@ -362,8 +389,13 @@ static int cmd_tokenize(int argc, char **argv)
         fprintf(stderr, "titan tokenize: give one tokenizer (--hf DIR or --tokenizer FILE)\n");
         rc = 2;
     }
-    if (!rc && !chat && (o.render || o.add_generation_prompt || o.chat_template)) {
-        fprintf(stderr, "titan tokenize: --render, --add-generation-prompt and --chat-template go with --chat\n");
+    if (!rc && !chat && (o.render || o.mask || o.add_generation_prompt || o.chat_template || o.train_on_all)) {
+        fprintf(stderr, "titan tokenize: --render, --mask, --add-generation-prompt, --chat-template and --train-on go "
+                        "with --chat\n");
+        rc = 2;
+    }
+    if (!rc && o.render && o.mask) {
+        fprintf(stderr, "titan tokenize: --render prints text and --mask prints ids: give one\n");
         rc = 2;
     }
     o.inputs = inputs;

@@ -97,6 +97,12 @@ typedef struct {
     int on_error_skip;         /* a malformed .jsonl line: 1 = report and skip, 0 = stop with an error */
     int progress;              /* draw a progress line on stderr */
     int split_lines;           /* 1: each non-empty line of a .txt file is a document (--split-unit line) */
+    /* --chat: each .jsonl line a conversation (see tt_tokenize_chat), rendered with the model's chat
+     * template and written as a conversation shard (a loss mask, conversation and turn offsets) */
+    int chat;
+    const char *hf_dir;        /* the model folder: its tokenizer (unless tokenizer is set), template, special tokens */
+    const char *chat_template; /* a template file instead of the folder's */
+    int train_on_all;          /* 1: train every token (--train-on all); 0: the assistant's turns */
 } tt_prepare_opts;
 /* An error, and no shard written, when val_fraction > 0 holds out no document
  * or holds out every one (too few documents: one .txt file is one document). */
@@ -111,7 +117,9 @@ typedef struct {
     int no_special;                /* encode: leave out the special tokens the tokenizer adds (BOS ...);
                                     * decode: drop special tokens from the text */
     /* --chat (tt_tokenize_chat): each line a conversation, rendered with a chat template */
-    int render;                    /* print the rendered text (the only --chat output so far) */
+    int render;                    /* print the rendered text */
+    int mask;                      /* print the ids and, on the next line, the target flags */
+    int train_on_all;              /* --mask: every token is trained (--train-on all) */
     int add_generation_prompt;
     const char *hf_dir;            /* the model folder: its chat template and special tokens */
     const char *chat_template;     /* a template file instead of the folder's */
@@ -122,12 +130,14 @@ typedef struct {
  * (tokenizer.json), an id outside the vocabulary, a file that cannot be
  * opened (all are opened before anything is written). */
 tt_err tt_tokenize(const tt_tokenize_opts *opts, FILE *in, FILE *out);
-/* titan tokenize --chat --render: each line of the inputs (.jsonl or .jsonl.gz; none: in) is a
+/* titan tokenize --chat: each line of the inputs (.jsonl or .jsonl.gz; none: in) is a
  * conversation ({"messages": [...], "tools": [...]}, ShareGPT's {"conversations": [{from, value}]},
  * TRL's {"prompt": [...], "completion": [...]}, or a bare list of messages), rendered with the chat
- * template (opts->chat_template, else hf_dir's) and printed as one JSON string a line. A
- * conversation the template rejects prints {"error": "..."} on its line and the run goes on; a line
- * that is not JSON or not a conversation stops it, naming the file and line. Blank lines are skipped. */
+ * template (opts->chat_template, else hf_dir's) and printed as one JSON string a line (render), as
+ * its token ids with the tokenizer (opts->tokenizer), or as ids and target flags (mask: two lines a
+ * sample). A conversation the template rejects prints {"error": "..."} on its line and the run goes
+ * on; a line that is not JSON or not a conversation stops it, naming the file and line. Blank lines
+ * are skipped. */
 tt_err tt_tokenize_chat(const tt_tokenize_opts *opts, FILE *in, FILE *out);
 /* The end of a program that used the library: ends MPI when the job runs on
  * several processes (mpirun, srun), waiting for every rank to get there.

@@ -78,6 +78,7 @@ struct tt_chat_template {
     jarena arena; /* tokens, tree and constants */
     jnodes body;
     char name[128];
+    int has_generation; /* a {% generation %} block: it, not the turns' prefixes, says what is trained */
 };
 
 tt_err tt_chat_lex(const char *src, size_t len, const char *name, jarena *a, jtokens *out);

@@ -1,7 +1,8 @@
-/* chat_lines.c — `titan tokenize --chat --render`: each line of a chat JSONL file (messages,
- * ShareGPT's conversations, or TRL's prompt/completion) rendered with the model's chat template,
- * printed as one JSON string a line; a conversation the template rejects prints {"error": ...}
- * and the run goes on; a line that is not a conversation stops it with the file and line. */
+/* chat_lines.c — `titan tokenize --chat`: each line of a chat JSONL file (messages, ShareGPT's
+ * conversations, or TRL's prompt/completion) rendered with the model's chat template and printed as
+ * one JSON string a line (--render), as its token ids, or as ids and target flags (--mask); a
+ * conversation the template rejects prints {"error": ...} and the run goes on; a line that is not
+ * a conversation stops it with the file and line. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -11,8 +12,10 @@
 #include <zlib.h>
 
 #include "chat/chat_internal.h"
+#include "chat/chat_sample.h"
 #include "chat/chat_template.h"
 #include "core/core.h"
+#include "tokenizer/tokenizer.h"
 
 /* ShareGPT's "from" to a role */
 static const char *sharegpt_role(const char *from)
@@ -25,10 +28,16 @@ static const char *sharegpt_role(const char *from)
     return NULL;
 }
 
-tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON **tools)
+static int known_role(const char *r)
+{
+    return !strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant") || !strcmp(r, "tool");
+}
+
+tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON **tools, int *first_trained)
 {
     *messages = NULL;
     *tools = NULL;
+    if (first_trained) *first_trained = 0;
     if (cJSON_IsArray(line)) { /* a bare list of messages */
         *messages = cJSON_Duplicate(line, 1);
         return *messages ? 0 : tt_errorf("out of memory");
@@ -68,6 +77,7 @@ tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON 
         if (!cJSON_IsArray(prompt) || !cJSON_IsArray(completion))
             return tt_errorf("\"prompt\" and \"completion\" are not lists of messages");
         *messages = cJSON_Duplicate(prompt, 1);
+        if (first_trained) *first_trained = cJSON_GetArraySize(prompt); /* only the completion is trained */
         const cJSON *c;
         cJSON_ArrayForEach(c, completion) cJSON_AddItemToArray(*messages, cJSON_Duplicate(c, 1));
     } else {
@@ -83,6 +93,12 @@ tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON 
             cJSON_Delete(*messages);
             *messages = NULL;
             return tt_errorf("message %d is not an object with a string \"role\"", i);
+        }
+        if (!known_role(role->valuestring)) {
+            tt_errorf("message %d: unknown role \"%.60s\" (system, user, assistant, tool)", i, role->valuestring);
+            cJSON_Delete(*messages);
+            *messages = NULL;
+            return -1;
         }
         i++;
     }
@@ -106,8 +122,45 @@ typedef struct {
     const tt_tokenize_opts *o;
     const tt_chat_template *t;
     const tt_chat_specials *sp;
+    const tt_tokenizer *tok;
     FILE *out;
+    tt_chat_tokens tk; /* reused from line to line */
+    jbuf line;
 } chat_job;
+
+/* ids (or flags when flags is set) as one line of numbers */
+static tt_err write_numbers(chat_job *j, const tt_chat_tokens *tk, int flags)
+{
+    j->line.len = 0;
+    for (size_t i = 0; i < tk->n; i++)
+        if (jb_printf(&j->line, i ? " %d" : "%d", flags ? (int)tk->mask[i] : (int)tk->ids[i])) return -1;
+    if (jb_putc(&j->line, '\n')) return -1;
+    return fwrite(j->line.p, 1, j->line.len, j->out) == j->line.len ? 0 : tt_errorf("writing the output: %s", strerror(errno));
+}
+
+/* --mask: each sample's ids and flags; a conversation with nothing to train, its ids and zeros */
+static tt_err write_masks(chat_job *j, const cJSON *messages, const cJSON *tools, int first)
+{
+    tt_chat_samples ss = {0};
+    const tt_chat_train_on on = j->o->train_on_all ? TT_CHAT_TRAIN_ALL : TT_CHAT_TRAIN_ASSISTANT;
+    if (tt_chat_samples_of(j->t, j->sp, messages, tools, first, on, &ss, NULL))
+        return write_json_string(j->out, tt_last_error(), strlen(tt_last_error()), "error");
+    tt_err rc = 0;
+    tt_chat_sample whole = {0};
+    if (ss.n == 0) {
+        rc = tt_chat_render(j->t, messages, tools, 0, j->sp, NULL, &whole.text, &whole.len, NULL, NULL);
+        if (rc) {
+            tt_chat_samples_free(&ss);
+            return write_json_string(j->out, tt_last_error(), strlen(tt_last_error()), "error");
+        }
+    }
+    for (int i = 0; !rc && i < (ss.n ? ss.n : 1); i++)
+        rc = tt_chat_tokens_of(j->tok, ss.n ? &ss.s[i] : &whole, &j->tk) || write_numbers(j, &j->tk, 0) ||
+             write_numbers(j, &j->tk, 1);
+    free(whole.text);
+    tt_chat_samples_free(&ss);
+    return rc;
+}
 
 static tt_err render_line(chat_job *j, char *line, size_t len)
 {
@@ -115,15 +168,20 @@ static tt_err render_line(chat_job *j, char *line, size_t len)
     if (!root) return tt_errorf("not valid JSON");
     cJSON *messages = NULL;
     const cJSON *tools = NULL;
-    tt_err rc = tt_chat_json_keep_numbers(root, line, len) || tt_chat_conversation_of(root, &messages, &tools);
-    if (!rc) {
-        char *text = NULL;
-        size_t n = 0;
-        if (tt_chat_render(j->t, messages, tools, j->o->add_generation_prompt, j->sp, NULL, &text, &n, NULL, NULL) == 0)
-            rc = write_json_string(j->out, text, n, NULL);
-        else /* the template rejects the conversation: said on its line, and the run goes on */
+    int first = 0;
+    tt_err rc = tt_chat_json_keep_numbers(root, line, len) || tt_chat_conversation_of(root, &messages, &tools, &first);
+    if (!rc && j->o->mask) {
+        rc = write_masks(j, messages, tools, first);
+    } else if (!rc) {
+        tt_chat_sample s = {0};
+        if (tt_chat_render(j->t, messages, tools, j->o->add_generation_prompt, j->sp, NULL, &s.text, &s.len, NULL, NULL))
+            /* the template rejects the conversation: said on its line, and the run goes on */
             rc = write_json_string(j->out, tt_last_error(), strlen(tt_last_error()), "error");
-        free(text);
+        else if (j->o->render)
+            rc = write_json_string(j->out, s.text, s.len, NULL);
+        else
+            rc = tt_chat_tokens_of(j->tok, &s, &j->tk) || write_numbers(j, &j->tk, 0);
+        free(s.text);
     }
     cJSON_Delete(messages);
     cJSON_Delete(root);
@@ -175,13 +233,19 @@ static tt_err run_file(chat_job *j, gzFile gz, const char *name)
 
 tt_err tt_tokenize_chat(const tt_tokenize_opts *o, FILE *in, FILE *out)
 {
-    if (!o->render) return tt_errorf("--chat prints the rendered text only for now: add --render");
     if (o->decode || o->no_special) return tt_errorf("--decode and --no-special do not go with --chat");
     if (!o->hf_dir && !o->chat_template) return tt_errorf("--chat needs --hf DIR or --chat-template FILE");
+    if (o->mask && o->add_generation_prompt)
+        return tt_errorf("--mask shows what training sees, which has no generation prompt: drop --add-generation-prompt");
     tt_chat_specials sp = {0};
     tt_chat_template *t = NULL;
     tt_err rc = tt_chat_template_open(o->hf_dir, o->chat_template, &t, &sp);
-    chat_job j = {o, t, &sp, out};
+    tt_tokenizer *tok = NULL;
+    if (!rc && !o->render) {
+        tok = !o->tokenizer || !strcmp(o->tokenizer, "byte") ? tt_tokenizer_byte_new() : tt_tokenizer_load(o->tokenizer);
+        if (!tok) rc = -1;
+    }
+    chat_job j = {o, t, &sp, tok, out, {0}, {0}};
     int n = o->n_inputs;
     gzFile *files = calloc((size_t)(n > 0 ? n : 1), sizeof *files);
     if (!rc && !files) rc = tt_errorf("out of memory");
@@ -199,6 +263,9 @@ tt_err tt_tokenize_chat(const tt_tokenize_opts *o, FILE *in, FILE *out)
     for (int i = 0; files && i < n; i++)
         if (files[i]) gzclose(files[i]);
     free(files);
+    tt_chat_tokens_free(&j.tk);
+    jb_free(&j.line);
+    tt_tokenizer_free(tok);
     tt_chat_template_free(t);
     tt_chat_specials_free(&sp);
     return rc;

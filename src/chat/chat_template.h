@@ -64,8 +64,9 @@ void tt_chat_specials_free(tt_chat_specials *sp);
 /* The messages (a new array, cJSON_Delete it) and tools (inside line, may be NULL) of one chat
  * JSONL line: {"messages": [...], "tools": [...]}, ShareGPT's {"conversations": [{from, value}]}
  * (human, gpt, system, tool), TRL's {"prompt": [...], "completion": [...]}, or a bare list. Each
- * message must be an object with a string "role". */
-tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON **tools);
+ * message must be an object whose "role" is system, user, assistant or tool. *first_trained (may be
+ * NULL) is the first message whose assistant turns are trained: the completion's for TRL, else 0. */
+tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON **tools, int *first_trained);
 
 /* The template a command renders with: file (--chat-template) when given, else hf_dir's; and
  * hf_dir's special tokens (none without hf_dir). Free with tt_chat_template_free and

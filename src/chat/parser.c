@@ -785,6 +785,7 @@ static jnode *parse_statement(parser *p)
     }
     if (!strcmp(w, "generation")) {
         jnode *g = mk(p, S_GEN, at);
+        p->tpl->has_generation = 1;
         return g && !parse_body_as_macro(p, g, gen_end) ? g : NULL;
     }
     static const char *const refused[] = {"block", "extends", "include", "import", "from", "with", "autoescape",

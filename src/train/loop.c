@@ -60,6 +60,8 @@ tt_err tt_train_loop(tt_run *r, const tt_step_hook *hooks, int n_hooks, tt_loop_
     const int tokens_per_micro = c->training.local_batch_size * c->training.seq_len;
     double t_start = tt_now(), t_last = t_start, last_loss = NAN, val_loss = NAN;
     long last_logged = r->step, tokens_seen = 0;
+    int64_t trained = 0; /* targets since the last logged step */
+    const int chat = tt_loader_chat_stats_of(r->train_loader, NULL);
     /* model FLOPs with attention as executed since the last logged step (metrics.h) */
     double flops_executed = 0;
     int stopping = 0;
@@ -76,6 +78,7 @@ tt_err tt_train_loop(tt_run *r, const tt_step_hook *hooks, int n_hooks, tt_loop_
         }
         stopping = sr.stopping;
         flops_executed += sr.flops_executed;
+        trained += sr.trained;
         last_loss = sr.loss;
         tokens_seen += (long)tokens_per_micro * accum;
         t_last += hooks_end(hooks, n_hooks, r, step, &rc);
@@ -85,6 +88,7 @@ tt_err tt_train_loop(tt_run *r, const tt_step_hook *hooks, int n_hooks, tt_loop_
             const double ep_wait = r->world > 1 ? tt_dist_take_expert_wait_seconds(r->dist) : NAN;
             tt_metrics_step ms = {.step = step, .loss = sr.loss, .grad_norm = sr.grad_norm, .lr = sr.lr,
                                   .tokens_per_sec = tokens / (now - t_last), .peak_rss_bytes = tt_peak_rss_bytes(),
+                                  .trained_per_sec = chat ? (double)trained / (now - t_last) : 0,
                                   .arena_bytes = r->arena_bytes, .elapsed_sec = now - t_start,
                                   .flops_per_token_executed = flops_executed / tokens,
                                   .world = r->world, .comm_wait_frac = wait / (now - t_last),
@@ -97,6 +101,7 @@ tt_err tt_train_loop(tt_run *r, const tt_step_hook *hooks, int n_hooks, tt_loop_
             t_last = now;
             last_logged = step;
             flops_executed = 0;
+            trained = 0;
             if (!rc) t_last += hooks_logged(hooks, n_hooks, r, step);
         }
         if (!rc && r->val_loader && c->validation.freq > 0 && (step % c->validation.freq == 0 || step == steps)) {

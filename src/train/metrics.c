@@ -227,10 +227,15 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
     if (r->ep > 1)
         snprintf(comm + at, sizeof comm - (size_t)at, "received %.2fx mean, a2a wait %.1f%%  ", r->ep_recv_max_over_mean,
                  100 * r->ep_wait_frac);
+    char trained[64] = "";
+    if (r->trained_per_sec > 0) { /* conversations: the tokens the loss trains, beside all of them */
+        char t[32];
+        snprintf(trained, sizeof trained, " (trained %s)", format_grouped(r->trained_per_sec, t, sizeof t));
+    }
     tt_log("step: %3ld  loss: %7.4f  grad_norm: %7.4f  lr: %.1e  memory: %.2fGiB(rss) %.2fGiB(arena)  "
-           "tps: %s  tflops: %.2f  mfu: %s  %seta: %s",
+           "tps: %s%s  tflops: %.2f  mfu: %s  %seta: %s",
            r->step, r->loss, r->grad_norm, r->lr, (double)r->peak_rss_bytes / GIB, (double)r->arena_bytes / GIB,
-           format_grouped(r->tokens_per_sec, tps, sizeof tps), tflops, mfu_s, comm,
+           format_grouped(r->tokens_per_sec, tps, sizeof tps), trained, tflops, mfu_s, comm,
            tt_format_eta(eta, eta_s, sizeof eta_s));
 
     cJSON *o = cJSON_CreateObject();
@@ -240,6 +245,7 @@ tt_err tt_metrics_log_step(tt_metrics *m, const tt_metrics_step *r)
         cJSON_AddNumberToObject(o, "grad_norm", r->grad_norm);
         cJSON_AddNumberToObject(o, "lr", r->lr);
         cJSON_AddNumberToObject(o, "tokens_per_sec", r->tokens_per_sec);
+        if (r->trained_per_sec > 0) cJSON_AddNumberToObject(o, "trained_tokens_per_sec", r->trained_per_sec);
         cJSON_AddNumberToObject(o, "tflops", tflops);
         cJSON_AddNumberToObject(o, "mfu", f.mfu);
         if (r->flops_per_token_executed > 0) cJSON_AddNumberToObject(o, "mfu_attention_executed", f.mfu_executed);

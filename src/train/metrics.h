@@ -93,6 +93,7 @@ typedef struct {
     long step;                     /* 1-based training step */
     double loss, grad_norm, lr;    /* grad_norm NaN = not computed */
     double tokens_per_sec;         /* over the interval since the last record */
+    double trained_per_sec;        /* targets (trained tokens) a second over it; 0: not shown (text data) */
     size_t peak_rss_bytes, arena_bytes;
     double elapsed_sec;            /* since this process began training (at start_step) */
     double flops_per_token_executed; /* model FLOPs per token with attention as executed, over the interval; 0 = unknown */

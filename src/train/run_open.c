@@ -18,6 +18,17 @@
 
 /* The data: the built-in corpus (generated once into dump_folder/data) or
  * the user's shards. */
+/* A conversation shard's accounting, so that nothing the loader cuts or leaves out goes unsaid. */
+static void log_chat_data(const tt_loader *l, const char *path, int T)
+{
+    tt_loader_chat_stats st;
+    if (!l || !tt_loader_chat_stats_of(l, &st)) return;
+    tt_log("%s: %lld conversations, %lld trained tokens an epoch; windows of %d tokens: %lld conversations cut at "
+           "turns, %lld turns truncated (%lld trained tokens dropped), %lld pieces with nothing to train left out",
+           path, (long long)st.docs, (long long)st.targets, T, (long long)st.split, (long long)st.truncated,
+           (long long)st.dropped_targets, (long long)st.skipped);
+}
+
 static tt_err open_data(tt_run *r, int training)
 {
     const tt_config *c = r->cfg;
@@ -50,6 +61,8 @@ static tt_err open_data(tt_run *r, int training)
     tt_loader_cfg vc = {val_path, T, c->validation.local_batch_size, 0, TT_LOADER_VAL, r->rank, r->world};
     if (training && !(r->train_loader = tt_loader_open(&tc))) return -1;
     if (val_path[0] && (c->validation.enable || !training) && !(r->val_loader = tt_loader_open(&vc))) return -1;
+    log_chat_data(r->train_loader, train_path, T);
+    log_chat_data(r->val_loader, val_path, T);
     return 0;
 }
 

@@ -37,6 +37,7 @@ tt_err tt_train_step(tt_run *r, long step, int stop_requested, const tt_step_hoo
         if (tt_loader_next(r->train_loader, r->micro[a]) != 1) return -1;
         scored += r->micro[a]->n_scored;
     }
+    out->trained = scored;
     /* the global batch's: every rank scales by it, so the reduced gradient is its mean */
     if (r->world > 1 &&
         tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, &scored, 1, TT_I64, TT_REDUCE_SUM, "the scored tokens"))

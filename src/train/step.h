@@ -10,6 +10,7 @@ typedef struct {
     double loss, aux;      /* the global batch's loss, and its auxiliary losses' sum (MoE) */
     double grad_norm, lr;
     double flops_executed; /* model FLOPs with attention as executed (metrics.h), of the step's micro-batches */
+    int64_t trained;       /* this rank's targets (the tokens the loss scores) */
     int stopping;          /* a stop request, as every rank takes it: at this step */
 } tt_step_result;
 
