@@ -4,7 +4,9 @@
 # left out; a tiny model trained on conversations whose user turns are random words and whose
 # assistant always gives the same reply reaches a validation loss near zero, because validation
 # scores the assistant's tokens only (with --train-on all it cannot: the user's words are random);
-# the run logs trained tokens/s and the loader's cuts; and bad input stops with the file and line.
+# the run logs trained tokens/s and the loader's cuts, and resumes bit for bit; a tiny Hugging Face
+# model fine-tuned on them, fully or with LoRA, answers as it was taught in `titan chat`; and bad
+# input stops with the file and line.
 set -u
 TITAN=$1 SRC=$2
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
@@ -82,6 +84,37 @@ expect -q "train on every token" 0 "" "$TITAN" "${TRAIN[@]}" --training.dataset_
 val_all=$(python3 -c "import json,sys; print([json.loads(l)['val_loss'] for l in open(sys.argv[1]) if 'val_loss' in l][-1])" "$W/run_all/metrics.jsonl")
 python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(not (a > 0.1 and a > 10 * b))" "$val_all" "$val"
 check "with --train-on all the random user words keep the loss up ($val_all > 0.1 and > 10 x $val)" $?
+
+# ---- a Hugging Face folder fine-tuned on the conversations, fully and with LoRA, then chatted with ------
+# the tiny Qwen2 fixture (its tokenizer has <|im_start|> and <|im_end|>) with a ChatML template
+FIX=$SRC/tests/fixtures/hf/qwen2
+M=$W/m
+mkdir -p "$M" && cp "$FIX/config.json" "$FIX/model.safetensors" "$FIX/tokenizer.json" "$FIX/generation_config.json" "$M/"
+cat >"$M/tokenizer_config.json" <<'EOF'
+{
+  "eos_token": "<|im_end|>",
+  "chat_template": "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"
+}
+EOF
+HF=(--training.dataset_path "$W/hfdata/train.bin" --validation.dataset_path "$W/hfdata/val.bin" --validation.enable true
+  --training.seq_len 128 --training.local_batch_size 8 --lr_scheduler.warmup_steps 5 --checkpoint.enable true
+  --checkpoint.last_save_in_hf true --generate.max_new_tokens 0)
+CHAT=(--generate.temperature 0 --generate.max_new_tokens 8)
+printf 'apple river stone\nquiet north\n' >"$W/questions.txt"
+expect -q "prepare --chat --hf" 0 "" "$TITAN" prepare --chat --hf "$M" --out "$W/hfdata" --no-progress --val-fraction 0.05 "$W/chat.jsonl"
+expect -q "fine-tune the HF folder on the conversations" 0 "" "$TITAN" train --model.hf_assets_path "$M" \
+  --checkpoint.initial_load_in_hf true "${HF[@]}" --training.steps 30 --validation.freq 30 --optimizer.lr 3e-3 \
+  --job.dump_folder "$W/ft"
+"$TITAN" chat --hf "$W/ft/hf" "${CHAT[@]}" <"$W/questions.txt" >"$W/ft.chat" 2>"$W/ft.err" &&
+  [ "$(tr '\n' '|' <"$W/ft.chat")" = "Noted.|Noted.|" ]
+check "titan chat with the fine-tuned export answers as it was taught" $?
+"$TITAN" chat --hf "$M" "${CHAT[@]}" <"$W/questions.txt" >"$W/base.chat" 2>/dev/null; ! grep -q '^Noted\.$' "$W/base.chat"
+check "  (the base model does not)" $?
+expect -q "LoRA on the conversations" 0 "" "$TITAN" train --model.hf_assets_path "$M" --lora.rank 8 --lora.alpha 16 \
+  "${HF[@]}" --training.steps 40 --validation.freq 40 --optimizer.lr 1e-2 --optimizer.weight_decay 0 --job.dump_folder "$W/lora"
+"$TITAN" chat --model.hf_assets_path "$M" --lora.adapter_path "$W/lora/hf" "${CHAT[@]}" <"$W/questions.txt" >"$W/lora.chat" 2>"$W/lora.err" &&
+  [ "$(tr '\n' '|' <"$W/lora.chat")" = "Noted.|Noted.|" ] && [ -f "$W/lora/hf/chat_template.jinja" ]
+check "titan chat over the base with the trained adapter answers as it was taught" $?
 
 # ---- bad input: each names the file and line ------------------------------------------------------------
 printf '%s\n' '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}' >"$W/good.jsonl"
