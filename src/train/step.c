@@ -84,7 +84,8 @@ tt_err tt_train_step(tt_run *r, long step, int stop_requested, const tt_step_hoo
         return tt_exec_nonfinite(r->optim.exec) ? nonfinite_error(step, "the optimizer step")
                                                 : tt_error_prefix("step %ld: ", step);
     if (r->balance.n) { /* the experts' selection biases move toward the mean load */
-        const tt_param_store ps = tt_state_store(&r->state, TT_STATE_PARAM);
+        /* (the bias is the base's under LoRA, where nothing moves it: it is read for the log) */
+        const tt_param_store ps = r->has_lora ? tt_frozen_store(&r->frozen) : tt_state_store(&r->state, TT_STATE_PARAM);
         if (tt_moe_balance_step(&r->balance, r->model, &ps, r->world > 1 ? r->dist : NULL))
             return tt_error_prefix("step %ld: ", step);
     }
