@@ -51,8 +51,10 @@ tt_err tt_train_step(tt_run *r, long step, int stop_requested, const tt_step_hoo
         out->flops_executed += tt_batch_flops_attention_executed(&r->model->cfg, &r->ext, r->flops_per_token,
                                                                  b->doc_ids, b->B, b->T);
         hooks_exec(hooks, n_hooks, r, step, a, mg->exec);
-        /* LoRA's dropout masks: drawn from the seed and the micro-step's place in the run, so a resume draws the
-         * same ones (a rank's own stream: its place among the ranks) */
+        /* LoRA's dropout masks: drawn from the seed and the micro-batch's place in the run, so a resume draws the
+         * same ones. Micro-batch a of rank r is micro-batch a x ranks + r of one process with the same local batch
+         * accumulating ranks times as many (the loader gives it the same windows), so it draws that one's masks:
+         * any ranks x accumulation of one local batch size trains the same way. */
         const uint64_t micro = ((uint64_t)step * (uint64_t)accum + (uint64_t)a) * (uint64_t)r->world + (uint64_t)r->rank;
         if (tt_step_set_batch(mg, b->inputs, b->targets, b->positions, b->doc_ids,
                               scored ? 1.0f / (float)scored : 0.0f, 1.0f / (float)(accum * r->world)) ||
