@@ -9,8 +9,9 @@
 # evaluates to the checkpoint's loss and resumes training; the merged folder
 # generates the adapted model's greedy text; a bf16 base trains. Bad input is
 # refused by name: a negative rank, a target that matches nothing, a routed
-# expert, LoRA under several ranks, the [lora] keys against an adapter's own,
-# another base under a checkpoint, a DoRA adapter, a tensor of another shape.
+# expert, the [lora] keys against an adapter's own, another base under a
+# checkpoint, a DoRA adapter, a tensor of another shape. (LoRA on several
+# ranks: tests/mpi_lora.sh.)
 set -u
 TITAN=$1
 SRC=$2
@@ -102,9 +103,4 @@ expect "a DoRA adapter" error "adapter_config.json: field 'use_dora'" \
 expect "an adapter of another model" error "tensor '.*' has shape" \
   "$TITAN" train --model.hf_assets_path "$FIX/qwen3" --training.mixed_precision_param float32 --training.seq_len 64 \
   --lora.adapter_path "$W/peft" --training.steps 1 --job.dump_folder "$W/g"
-if command -v mpirun >/dev/null 2>&1; then
-  expect "LoRA under two ranks" error "LoRA runs in one process for now" \
-    env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
-    mpirun --oversubscribe -np 2 "$TITAN" train "${BASE[@]}" --lora.rank 4 --training.steps 1 --job.dump_folder "$W/g"
-fi
 cli_done cli_lora

@@ -11,14 +11,15 @@
  *     each collective right after starting it;
  *   - accumulating micro-steps (no reduction until the last) and data
  *     parallelism (no gathers) make the graphs they should;
- *   - the plan of a mesh: the train state of a rank shrinks as 1/N. */
+ *   - the plan of a mesh: the train state of a rank shrinks as 1/N;
+ *   - LoRA's graphs: the frozen base gathered as it is stored and never
+ *     reduced, the adapters gathered and reduced as trained units. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "dist/dist.h"
 #include "harness.h"
 #include "train/model_plan.h"
-#include "train/step_graph.h"
 #include "train/step_graph.h"
 
 typedef enum { LLAMA, GPT2, QWEN } variant;
@@ -413,6 +414,96 @@ static void test_ep_collectives(void)
     free(got);
 }
 
+/* LoRA's step graph on rank 3 of 4 (FSDP 4, HSDP 2 x 2, data parallel 4), a bf16 base: the frozen base's buckets
+ * are gathered as the words they are (no cast on either side of the gather: a word holds two bf16 weights) from
+ * frozen shard roots and never reduced; the adapters' buckets are gathered and reduced as trained units are (a
+ * reduction a block: the embeddings' and the head's units have no adapter); no node reads a whole unit of either
+ * any more; under data parallelism nothing is gathered and the adapters' gradients are all-reduced. And the plan:
+ * a rank of 4 holds a quarter of the base, in its dtype, and of the adapters' state. */
+static void test_lora(void)
+{
+    tt_model *m = make_model(LLAMA);
+    tt_lora lora;
+    const tt_lora_spec spec = {.rank = 4, .alpha = 8, .all_linear = 1};
+    CHECK(m && tt_lora_new(m, &spec, &lora) == 0);
+    if (!m) return;
+    for (int mode = 0; mode < 3; mode++) {
+        const int shards = mode == 2 ? 1 : mode == 1 ? 2 : 4, replicas = 4 / shards;
+        tt_sharding sh;
+        tt_frozen_base fb;
+        CHECK(tt_sharding_init(&sh, lora.adapters, shards, replicas, shards - 1, 1, 0) == 0);
+        CHECK(tt_frozen_plan(&fb, m, TT_BF16, &sh, 0) == 0);
+        CHECK(tt_frozen_is_sharded(&fb) == (shards > 1) && fb.sh.n_buckets == m->n_units);
+        tt_step_cfg c = {.B = 2, .T = 16, .act_dtype = TT_BF16, .sh = &sh, .reduce_dtype = TT_F32,
+                         .reshard_after_forward = 1, .lora = &lora, .frozen = &fb};
+        tt_step_graph sg;
+        int rc = tt_build_micro_graph(&sg, m, &c, 1, TT_AC_SELECTIVE);
+        CHECK_MSG(rc == 0, "LoRA %d x %d: %s", replicas, shards, tt_last_error());
+        if (rc) continue;
+        const tt_graph *g = sg.g;
+        int frozen_gathers = 0, adapter_gathers = 0, reductions = 0, whole_reads = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const tt_node *n = g->nodes[i];
+            for (int k = 0; k < n->n_in; k++)
+                for (int u = 0; u < m->n_units; u++) {
+                    const tt_value *r = tt_value_root(n->in[k]);
+                    whole_reads += shards > 1 && r && (r == sg.units[u] || r == sg.adapter_units[u]);
+                }
+            if (n->op == TT_OP_ALL_GATHER) {
+                const tt_value *in = n->in[0];
+                if (in->role == TT_ROLE_FROZEN) {
+                    frozen_gathers++;
+                    const int w = wait_of(g, i);
+                    int cast_after = 0;
+                    for (int j = w + 1; w > 0 && j < g->n_nodes; j++)
+                        cast_after |= g->nodes[j]->op == TT_OP_CAST && g->nodes[j]->in[0] == g->nodes[w]->out[0];
+                    CHECK_MSG(!in->base && in->dtype == TT_F32 && !cast_after,
+                              "LoRA %d x %d: a frozen bucket is gathered through a cast", replicas, shards);
+                } else {
+                    adapter_gathers++;
+                    CHECK(in->producer && in->producer->op == TT_OP_CAST); /* the fp32 adapters in bf16 */
+                }
+            }
+            if (n->op == TT_OP_REDUCE_SCATTER || (n->op == TT_OP_ALL_REDUCE && strcmp(n->scope, "optimizer.clip")))
+                reductions += !(n->in[0]->producer && n->in[0]->producer->op == TT_OP_COMM_WAIT);
+        }
+        CHECK_MSG(whole_reads == 0, "LoRA %d x %d: %d reads of a whole unit", replicas, shards, whole_reads);
+        /* the base: every unit forward, and again backward but the embeddings (no backward reads a frozen table)
+         * and the head (the last the forward uses); the adapters: every block forward, and again but the last */
+        const int L = m->cfg.n_layers;
+        CHECK_MSG(frozen_gathers == (shards > 1 ? 2 * m->n_units - 2 : 0) && sg.frozen_fsdp.reductions == 0,
+                  "LoRA %d x %d: %d gathers of the base", replicas, shards, frozen_gathers);
+        CHECK_MSG(adapter_gathers == (shards > 1 ? 2 * L - 1 : 0), "LoRA %d x %d: %d gathers of the adapters",
+                  replicas, shards, adapter_gathers);
+        CHECK_MSG(reductions == L && sg.fsdp.reductions == L, "LoRA %d x %d: %d reductions, want one a block",
+                  replicas, shards, reductions);
+        tt_step_graph_free(&sg);
+        tt_frozen_free(&fb);
+        tt_sharding_free(&sh);
+    }
+    tt_lora_free(&lora);
+    tt_model_free(m);
+
+    tt_config *c = calloc(1, sizeof *c);
+    if (!c) return;
+    tt_model_plan p1, p4;
+    tt_config_defaults(c);
+    CHECK(tt_config_set(c, "lora.rank", "8", "test") == 0 &&
+          tt_config_set(c, "lora.base_dtype", "bfloat16", "test") == 0 &&
+          tt_config_set(c, "training.mixed_precision_param", "bfloat16", "test") == 0 && tt_config_finalize(c) == 0);
+    CHECK_MSG(tt_model_plan_build(c, &p1) == 0, "%s", tt_last_error());
+    CHECK(tt_config_set(c, "parallelism.data_parallel_shard_degree", "4", "test") == 0 && tt_config_finalize(c) == 0);
+    CHECK_MSG(tt_model_plan_build(c, &p4) == 0, "%s", tt_last_error());
+    const double adapters = p1.param_bytes - p1.frozen_bytes + p1.grad_bytes + p1.optim_bytes;
+    CHECK_MSG(p4.rank_frozen_bytes * 4 >= p1.frozen_bytes && p4.rank_frozen_bytes * 4 <= p1.frozen_bytes * 1.01,
+              "a rank of 4 holds %.0f bytes of a base of %.0f", p4.rank_frozen_bytes, p1.frozen_bytes);
+    CHECK_MSG((p4.rank_state_bytes - p4.rank_frozen_bytes) * 4 >= adapters &&
+                  (p4.rank_state_bytes - p4.rank_frozen_bytes) * 4 <= adapters * 1.1,
+              "a rank of 4 holds %.0f bytes of the adapters' %.0f", p4.rank_state_bytes - p4.rank_frozen_bytes,
+              adapters);
+    free(c);
+}
+
 int main(void)
 {
     test_sharding();
@@ -420,5 +511,6 @@ int main(void)
     test_ep_collectives();
     for (int va = LLAMA; va <= QWEN; va++) test_model((variant)va);
     test_plan();
+    test_lora();
     return th_done("test_fsdp");
 }

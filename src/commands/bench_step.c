@@ -114,28 +114,28 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     double *st_[2] = {0}, *du[2] = {0}, *acc[2] = {0};
     bucket *ops = calloc(TT_OP_COUNT, sizeof *ops), *scopes = calloc(256, sizeof *scopes);
     tt_err rc = -1;
+    const int ep = tt_dist_group_size(d, TT_GROUP_EXPERT);
+    const size_t bucket_bytes = (size_t)c->parallelism.fsdp_bucket_bytes;
     if (!q || !m || !ids || !tgt || !pos || !doc || !ops || !scopes ||
-        tt_sharding_init(&sh, m, tt_dist_group_size(d, TT_GROUP_SHARD), tt_dist_group_size(d, TT_GROUP_REPLICATE),
-                         tt_dist_group_rank(d, TT_GROUP_SHARD), tt_dist_group_size(d, TT_GROUP_EXPERT),
-                         (size_t)c->parallelism.fsdp_bucket_bytes))
+        (use_lora && (tt_parallel_check_lora(ep) || tt_config_lora_spec(c, &spec) || tt_lora_new(m, &spec, &lora))))
         goto done;
-    if (use_lora) { /* the adapters' state over a frozen base (random: the speed does not depend on the values) */
-        if (world > 1) {
-            tt_errorf("lora: LoRA runs in one process for now (this job has %d ranks)", world);
-            goto done;
-        }
+    /* the state of what trains (the model, or LoRA's adapters) laid out over the mesh as a run lays it out */
+    const tt_model *trained = use_lora ? lora.adapters : m;
+    if (tt_sharding_init(&sh, trained, tt_dist_group_size(d, TT_GROUP_SHARD), tt_dist_group_size(d, TT_GROUP_REPLICATE),
+                         tt_dist_group_rank(d, TT_GROUP_SHARD), ep, bucket_bytes))
+        goto done;
+    const tt_sharding *mesh = world > 1 ? &sh : NULL;
+    if (use_lora) { /* over a frozen base sliced the same way (random: the speed does not depend on the values) */
         tt_param_store base = {0};
-        if (tt_config_lora_spec(c, &spec) || tt_lora_new(m, &spec, &lora) ||
-            tt_frozen_init(&fb, m, tt_config_lora_base_dtype(c), be, q) || tt_state_init(&st, lora.adapters, be, q, 1) ||
+        if (tt_frozen_init_sharded(&fb, m, tt_config_lora_base_dtype(c), mesh, bucket_bytes, be, q) ||
             ((base = tt_frozen_store(&fb)), tt_model_init_weights(m, (uint64_t)c->training.seed, &base)))
             goto done;
         sc.lora = &lora, sc.frozen = &fb;
-    } else if (tt_state_init_sharded(&st, m, world > 1 ? &sh : NULL, be, q, 1))
-        goto done;
+    }
+    if (tt_state_init_sharded(&st, trained, mesh, be, q, 1)) goto done;
     if (world > 1) { /* the FSDP step of the mesh, as a run builds it */
         tt_parallel_step_cfg(c, &sh, &sc);
     }
-    const tt_model *trained = use_lora ? lora.adapters : m;
     tt_param_store weights = tt_state_store(&st, TT_STATE_PARAM);
     if (tt_model_init_weights(trained, (uint64_t)c->training.seed, &weights)) goto done;
     /* random tokens over the whole vocabulary, one document per row: the cost of a step does not depend on the
@@ -238,7 +238,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
         if (f.note[0]) fprintf(out, "          MFU not stated: %s\n", f.note);
         fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW%s%s\n",
                 tt_peak_rss_bytes() / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0,
-                (16.0 * (double)st.numel + (double)fb.layout.bytes) / 1048576.0,
+                (16.0 * (double)st.numel + (double)tt_frozen_rank_bytes(&fb)) / 1048576.0,
                 world > 1 ? " (this rank's slices)" : "", use_lora ? " (the adapters'; the frozen base's weights)" : "");
     }
     if (profile && world > 1) { /* the collectives, from the per-node timings (the slowest rank's) */

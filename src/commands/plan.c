@@ -72,8 +72,14 @@ tt_err tt_plan(const tt_config *c, FILE *out)
         if (p.ep > 1) snprintf(experts, sizeof experts, ", experts over %d", p.ep);
         fprintf(out, "per rank of %d (%d replicas x %d shards%s; %d buckets%s):\n", p.replicas * p.shards, p.replicas,
                 p.shards, experts, p.n_buckets, p.accum > 1 ? ", micro-steps accumulating" : "");
-        fprintf(out, "  state       %10.3f GiB (its slices of weights, gradients and moments%s)\n",
-                gib(p.rank_state_bytes), p.full_grad_bytes > 0 ? ", and the full gradients it accumulates" : "");
+        if (p.lora)
+            fprintf(out, "  state       %10.3f GiB (the frozen base's slices %.3f GiB in its dtypes; the adapters' "
+                         "slices of weights, gradients and moments%s)\n",
+                    gib(p.rank_state_bytes), gib(p.rank_frozen_bytes),
+                    p.full_grad_bytes > 0 ? ", and the full gradients it accumulates" : "");
+        else
+            fprintf(out, "  state       %10.3f GiB (its slices of weights, gradients and moments%s)\n",
+                    gib(p.rank_state_bytes), p.full_grad_bytes > 0 ? ", and the full gradients it accumulates" : "");
         fprintf(out, "  activations %10.3f GiB planned arena of the FSDP step graph (gathered weights included)\n",
                 gib((double)cur->arena));
         fprintf(out, "  total       %10.3f GiB\n", gib(rank_total));

@@ -64,13 +64,18 @@ static tt_err export_tokenizer_files(const tt_run *r, int generation, tt_hf_file
 
 tt_err tt_run_export_peft(tt_run *r, const char *out_dir)
 {
-    const tt_param_store ad = tt_state_store(&r->state, TT_STATE_PARAM);
-    if (tt_peft_adapter_save(out_dir, r->model, &r->lora, &r->lora_spec, r->cfg->model.hf_assets_path, &ad)) return -1;
+    tt_train_state gathered, *w; /* the adapters whole, on rank 0: it writes them */
+    if (tt_run_whole_trained(r, &gathered, &w)) return tt_error_prefix("export to %s: ", out_dir);
+    if (!w) return 0;
+    const tt_param_store ad = tt_state_store(w, TT_STATE_PARAM);
+    tt_err rc = tt_peft_adapter_save(out_dir, r->model, &r->lora, &r->lora_spec, r->cfg->model.hf_assets_path, &ad);
+    if (w == &gathered) tt_state_free(&gathered);
+    if (rc) return -1;
     /* the tokenizer beside the adapter, as trainers save it, so that the folder alone chats with the base */
     tt_hf_files files;
-    tt_err rc = r->rank == 0 ? export_tokenizer_files(r, 0, &files) : 0;
-    if (!rc && r->rank == 0) rc = tt_hf_files_write(out_dir, &files);
-    if (r->rank == 0) tt_hf_files_free(&files);
+    rc = export_tokenizer_files(r, 0, &files);
+    if (!rc) rc = tt_hf_files_write(out_dir, &files);
+    tt_hf_files_free(&files);
     if (rc) return tt_error_prefix("writing the adapter to %s: ", out_dir);
     tt_log("exported step %ld's LoRA adapters (%d layers, rank %d) as a PEFT adapter folder: %s", r->step,
            r->lora.n_targets, r->lora.rank, out_dir);

@@ -97,38 +97,42 @@ tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
     p->accum = global / (p->B * world) > 0 ? global / (p->B * world) : 1;
     tt_sharding sh = {0};
     tt_lora lora = {0};
-    tt_frozen_base fb = {0}; /* its layout: planning binds no memory */
+    tt_frozen_base fb = {0}; /* its layout and slices: planning binds no memory */
     tt_lora_spec spec;
-    tt_err rc = 0;
-    if ((p->lora = tt_config_lora_on(c))) {
+    const size_t bucket_bytes = (size_t)c->parallelism.fsdp_bucket_bytes;
+    tt_err rc = tt_parallel_check_experts(p->ep, p->shards, &p->mc);
+    if (!rc && (p->lora = tt_config_lora_on(c))) {
         p->lora_base_dtype = tt_config_lora_base_dtype(c);
-        if (!(rc = tt_config_lora_spec(c, &spec)) && !(rc = tt_lora_new(m, &spec, &lora)) &&
-            !(rc = tt_frozen_layout_new(m, p->lora_base_dtype, &fb.layout))) {
-            fb.base = m;
+        if (!(rc = tt_parallel_check_lora(p->ep)) && !(rc = tt_config_lora_spec(c, &spec)) &&
+            !(rc = tt_lora_new(m, &spec, &lora))) {
             p->lora_targets = lora.n_targets;
             p->adapter_params = (int64_t)lora.adapters->numel;
-            p->frozen_bytes = (double)fb.layout.bytes;
-            p->param_bytes = p->frozen_bytes + 4.0 * (double)p->adapter_params;
-            p->grad_bytes = 4.0 * (double)p->adapter_params;
-            p->optim_bytes = 2 * p->grad_bytes;
         }
     }
-    if (!rc) rc = tt_parallel_check_experts(p->ep, p->shards, &p->mc);
-    if (!rc && p->lora && world > 1)
-        rc = tt_errorf("lora: LoRA runs in one process for now (the plan's mesh has %d ranks)", world);
-    if (!rc && world > 1)
-        rc = tt_sharding_init(&sh, m, p->shards, p->replicas, 0, p->ep, (size_t)c->parallelism.fsdp_bucket_bytes);
+    /* a rank of the mesh (the first: every rank holds as much) trains the model's layout, or the adapters' */
+    const tt_model *trained = p->lora ? lora.adapters : m;
+    if (!rc && world > 1) rc = tt_sharding_init(&sh, trained, p->shards, p->replicas, 0, p->ep, bucket_bytes);
+    if (!rc && p->lora && !(rc = tt_frozen_plan(&fb, m, p->lora_base_dtype, world > 1 ? &sh : NULL, bucket_bytes))) {
+        p->frozen_bytes = (double)fb.layout.bytes;
+        p->param_bytes = p->frozen_bytes + 4.0 * (double)p->adapter_params;
+        p->grad_bytes = 4.0 * (double)p->adapter_params;
+        p->optim_bytes = 2 * p->grad_bytes;
+    }
     if (!rc && world > 1) {
         p->n_buckets = sh.n_buckets;
         p->rank_state_bytes = 16.0 * (double)sh.numel; /* fp32 weights, gradients, two moments: each its slices */
         if (p->accum > 1 && p->shards > 1)
             for (int b = 0; b < sh.n_buckets; b++) p->full_grad_bytes += 4.0 * (double)sh.buckets[b].padded;
         p->rank_state_bytes += p->full_grad_bytes;
+        if (p->lora) { /* and its slices of the frozen base, in the base's dtypes */
+            p->rank_frozen_bytes = (double)tt_frozen_rank_bytes(&fb);
+            p->rank_state_bytes += p->rank_frozen_bytes;
+        }
     }
     for (int k = TT_AC_NONE; k <= TT_AC_FULL && !rc; k++)
         rc = plan_mode(p, m, world > 1 ? &sh : NULL, c, (tt_ac_mode)k, p->lora ? &lora : NULL, p->lora ? &fb : NULL);
     tt_sharding_free(&sh);
-    tt_frozen_layout_free(&fb.layout);
+    tt_frozen_free(&fb);
     tt_lora_free(&lora);
     tt_model_free(m);
     return rc;
@@ -217,6 +221,7 @@ cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
         cJSON_AddNumberToObject(par, "buckets", p->n_buckets);
         cJSON_AddNumberToObject(par, "accumulation_steps", p->accum);
         cJSON_AddNumberToObject(par, "rank_state_bytes", p->rank_state_bytes);
+        if (p->lora) cJSON_AddNumberToObject(par, "rank_frozen_bytes", p->rank_frozen_bytes);
         cJSON_AddNumberToObject(par, "rank_total_bytes", p->rank_state_bytes + (double)p->modes[p->ac].arena);
         cJSON_AddNumberToObject(par, "expert_parallel", p->ep);
         cJSON_AddNumberToObject(par, "rank_sent_bytes_per_step",

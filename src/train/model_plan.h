@@ -40,6 +40,7 @@ typedef struct {
      * all-reduce). The arenas above are then the FSDP step graph's. */
     int replicas, shards, ep, accum, n_buckets;
     double rank_state_bytes, full_grad_bytes;
+    double rank_frozen_bytes;          /* LoRA: its slices of the frozen base (in rank_state_bytes) */
     double gather_bytes, reduce_bytes; /* per micro-step, and once per optimizer step */
     /* expert parallelism's token exchanges per micro-step (all-to-all, forward and backward), with the
      * tokens spread evenly over the experts: (ep - 1) / ep of the rows a rank sends leave it */

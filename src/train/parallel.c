@@ -50,6 +50,17 @@ tt_err tt_parallel_check_experts(int ep, int shards, const tt_model_cfg *mc)
     return 0;
 }
 
+tt_err tt_parallel_check_lora(int ep)
+{
+    /* the base's experts would have to be split over the expert group as a trained state's are */
+    if (ep > 1)
+        return tt_errorf("LoRA (lora.rank, lora.adapter_path) with parallelism.expert_parallel_degree = %d: LoRA does "
+                         "not split the experts over ranks (its frozen base is sharded with each MoE block whole); "
+                         "set expert_parallel_degree = 1 (FSDP and HSDP shard the experts with their blocks)",
+                         ep);
+    return 0;
+}
+
 bool tt_parallel_fault_now(const tt_config *c, int rank, long step)
 {
     return c->comm.fault_rank >= 0 && c->comm.fault_rank == rank && step == c->comm.fault_step;

@@ -31,6 +31,9 @@ tt_err tt_parallel_join(const tt_config *c, struct tt_dist **d);
  * experts it divides): an error naming parallelism.expert_parallel_degree. */
 tt_err tt_parallel_check_experts(int ep, int shards, const tt_model_cfg *mc);
 
+/* LoRA under the expert parallel degree ep: refused past 1, naming the keys. */
+tt_err tt_parallel_check_lora(int ep);
+
 /* A rank's step graph under the mesh sh lays out (sh->shards x
  * sh->replicas > 1): the FSDP keys of c into *sc (sh, reduce dtype,
  * resharding, overlap). */

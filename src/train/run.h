@@ -60,10 +60,13 @@ typedef struct {
 void tt_run_close(tt_run *r);
 /* The model whose parameters the run's state holds and trains: the model, or LoRA's adapters */
 const tt_model *tt_run_trained(const tt_run *r);
-/* The whole model's weights for rank 0 to read (every rank calls it): the
- * run's own state when it is not sharded, else a params-only state made in
- * *gathered from every rank's slices, or under LoRA the base with its
- * adapters merged (free it with tt_state_free when *whole is gathered).
+/* The trained model's weights whole (the model's, or under LoRA the
+ * adapters') for rank 0 to read (every rank calls it): the run's own state
+ * when it is not sharded, else a params-only state made in *gathered from
+ * every rank's slices (free it with tt_state_free when *whole is gathered).
  * *whole is NULL on the other ranks. */
+tt_err tt_run_whole_trained(tt_run *r, tt_train_state *gathered, tt_train_state **whole);
+/* The whole model's weights for rank 0 to read, the same way: under LoRA the
+ * base with its adapters merged, always made in *gathered. */
 tt_err tt_run_whole_weights(tt_run *r, tt_train_state *gathered, tt_train_state **whole);
 #endif

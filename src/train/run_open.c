@@ -136,16 +136,35 @@ static tt_err check_same_model(tt_run *r)
     return rc;
 }
 
+/* The layout over the job's mesh of the model m a run trains (its flat layout when the job has one process). */
+static tt_err layout_state(tt_run *r, const tt_model *m, int ep)
+{
+    return tt_sharding_init(&r->sh, m, tt_dist_group_size(r->dist, TT_GROUP_SHARD),
+                            tt_dist_group_size(r->dist, TT_GROUP_REPLICATE),
+                            tt_dist_group_rank(r->dist, TT_GROUP_SHARD), ep,
+                            (size_t)r->cfg->parallelism.fsdp_bucket_bytes);
+}
+
+/* The model's state: its fp32 weights (with the optimizer when training), this rank's slices of them under FSDP,
+ * from the seed (a checkpoint or a Hugging Face folder may replace them later). */
+static tt_err open_state(tt_run *r, int training, int ep)
+{
+    if (layout_state(r, r->model, ep) ||
+        tt_state_init_sharded(&r->state, r->model, r->world > 1 ? &r->sh : NULL, r->be, r->q, training))
+        return -1;
+    tt_param_store weights = tt_state_store(&r->state, TT_STATE_PARAM);
+    return tt_model_init_weights(r->model, (uint64_t)r->cfg->training.seed, &weights);
+}
+
 /* LoRA: the adapters and their state, the frozen base (its linear weights in lora.base_dtype) with its weights
- * from the Hugging Face folder (or the seed), and the hash a checkpoint keeps of them. */
-static tt_err open_lora(tt_run *r, int training)
+ * from the Hugging Face folder (or the seed), and the hash a checkpoint keeps of them. Across ranks the adapters'
+ * state is laid out over the mesh as a model's is, and the base is sliced over the same shard group. */
+static tt_err open_lora(tt_run *r, int training, int ep)
 {
     const tt_config *c = r->cfg;
     tt_lora_spec spec;
     const tt_dtype bdt = tt_config_lora_base_dtype(c);
-    if (r->world > 1)
-        return tt_errorf("lora.rank = %d: LoRA runs in one process for now (this job has %d ranks)", c->lora.rank,
-                         r->world);
+    if (tt_parallel_check_lora(ep)) return -1;
     if (bdt == TT_BF16 && tt_config_act_dtype(c) != TT_BF16)
         return tt_errorf("lora.base_dtype = bfloat16 needs bf16 compute (training.mixed_precision_param = bfloat16), "
                          "or set lora.base_dtype = float32");
@@ -154,8 +173,11 @@ static tt_err open_lora(tt_run *r, int training)
     if (tt_lora_new(r->model, &spec, &r->lora)) return adapter[0] ? tt_error_prefix("lora.adapter_path %s: ", adapter) : -1;
     r->lora_spec = spec;
     r->has_lora = 1;
-    if (tt_frozen_init(&r->frozen, r->model, bdt, r->be, r->q) ||
-        tt_state_init(&r->state, r->lora.adapters, r->be, r->q, training))
+    const tt_sharding *mesh = r->world > 1 ? &r->sh : NULL;
+    const size_t bucket_bytes = (size_t)c->parallelism.fsdp_bucket_bytes;
+    if (layout_state(r, r->lora.adapters, 1) ||
+        tt_frozen_init_sharded(&r->frozen, r->model, bdt, mesh, bucket_bytes, r->be, r->q) ||
+        tt_state_init_sharded(&r->state, r->lora.adapters, mesh, r->be, r->q, training))
         return -1;
     tt_param_store base = tt_frozen_store(&r->frozen), ad = tt_state_store(&r->state, TT_STATE_PARAM);
     if (tt_model_init_weights(r->model, (uint64_t)c->training.seed, &base) ||
@@ -167,11 +189,15 @@ static tt_err open_lora(tt_run *r, int training)
     if (tt_frozen_hash(&r->frozen, &r->base_hash)) return -1;
     r->step_cfg.lora = &r->lora;
     r->step_cfg.frozen = &r->frozen;
+    char sliced[96] = "";
+    if (tt_frozen_is_sharded(&r->frozen))
+        snprintf(sliced, sizeof sliced, ", sliced over %d shards (%.2f MiB a rank)", r->frozen.sh.shards,
+                 (double)tt_frozen_rank_bytes(&r->frozen) / 1048576.0);
     if (training)
-        tt_log("LoRA: rank %d, scale %g, %d linear layers adapted (%zu adapter parameters%s%s), base %s%s in %s",
+        tt_log("LoRA: rank %d, scale %g, %d linear layers adapted (%zu adapter parameters%s%s), base %s%s in %s%s",
                r->lora.rank, r->lora.scale, r->lora.n_targets, r->lora.adapters->numel, adapter[0] ? " from " : "",
                adapter, dir[0] ? dir : "from the seed", dir[0] ? "" : " (no model.hf_assets_path)",
-               bdt == TT_BF16 ? "bf16 (linear weights)" : "fp32");
+               bdt == TT_BF16 ? "bf16 (linear weights)" : "fp32", sliced);
     return 0;
 }
 
@@ -228,15 +254,8 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         tt_moe_balance_init(&r->balance, r->model, tt_config_lora_on(c) ? 0 : c->model.load_balance_coeff, ep,
                             tt_dist_group_rank(r->dist, TT_GROUP_EXPERT)))
         goto fail;
-    if (tt_sharding_init(&r->sh, r->model, tt_dist_group_size(r->dist, TT_GROUP_SHARD),
-                         tt_dist_group_size(r->dist, TT_GROUP_REPLICATE), tt_dist_group_rank(r->dist, TT_GROUP_SHARD),
-                         ep, (size_t)c->parallelism.fsdp_bucket_bytes))
-        goto fail;
-    if (tt_config_lora_on(c) ? open_lora(r, training)
-                         : tt_state_init_sharded(&r->state, r->model, r->world > 1 ? &r->sh : NULL, r->be, r->q, training))
-        goto fail;
+    if (tt_config_lora_on(c) ? open_lora(r, training, ep) : open_state(r, training, ep)) goto fail;
     tt_param_store weights = tt_state_store(&r->state, TT_STATE_PARAM);
-    if (!r->has_lora && tt_model_init_weights(r->model, (uint64_t)c->training.seed, &weights)) goto fail;
     if (purpose != TT_RUN_MODEL && purpose != TT_RUN_HF && open_data(r, training)) goto fail;
     if ((r->train_loader && check_vocab(r, r->train_loader)) || (r->val_loader && check_vocab(r, r->val_loader)))
         goto fail;
@@ -345,13 +364,15 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         char experts[64] = "";
         if (r->sh.ep > 1)
             snprintf(experts, sizeof experts, ", experts over %d (%d a rank)", r->sh.ep, mc.moe.n_experts / r->sh.ep);
+        const char *held = r->has_lora ? "the frozen base, the adapters' weights, gradients and AdamW moments"
+                                       : "weights, gradients and AdamW moments";
         if (r->world > 1)
-            tt_log("%d ranks: %d replicas x %d shards%s (%d buckets) | train state %.2f MiB a rank (weights, gradients "
-                   "and AdamW moments%s, measured) | %d threads a rank",
-                   r->world, r->sh.replicas, r->sh.shards, experts, r->sh.n_buckets, r->state_bytes / 1048576.0,
+            tt_log("%d ranks: %d replicas x %d shards%s (%d buckets) | train state %.2f MiB a rank (%s%s, measured) | "
+                   "%d threads a rank",
+                   r->world, r->sh.replicas, r->sh.shards, experts, r->sh.n_buckets, r->state_bytes / 1048576.0, held,
                    r->state.grad_full ? ", and the full gradients micro-steps accumulate" : "", tt_num_threads());
         else
-            tt_log("train state %.2f MiB (weights, gradients and AdamW moments, measured)", r->state_bytes / 1048576.0);
+            tt_log("train state %.2f MiB (%s, measured)", r->state_bytes / 1048576.0, held);
         tt_model_plan plan;
         if (tt_model_plan_build(c, &plan)) goto fail;
         tt_log("activation checkpointing, the planned arena of a micro-step: none %.1f MiB, selective %.1f MiB, "

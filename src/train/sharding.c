@@ -48,15 +48,16 @@ static tt_err split_experts(const tt_model *m, int u, int ep, int place, tt_fsdp
     return 0;
 }
 
-tt_err tt_sharding_init(tt_sharding *s, const tt_model *m, int shards, int replicas, int shard_rank, int ep,
-                        size_t bucket_bytes)
+/* The buckets of nu units (unit u: numel[u] elements from off[u]; under expert parallelism, m's MoE blocks split
+ * in two), each padded so that the ranks that slice it hold equal slices. */
+static tt_err init(tt_sharding *s, const tt_model *m, int nu, const int64_t *off, const int64_t *numel, int shards,
+                   int replicas, int shard_rank, int ep, size_t bucket_bytes)
 {
     memset(s, 0, sizeof *s);
     if (shards < 1 || replicas < 1 || shard_rank < 0 || shard_rank >= shards || ep < 1 || shards % ep)
         return tt_errorf("sharding: %d shards x %d replicas, shard rank %d, experts over %d", shards, replicas,
                          shard_rank, ep);
     s->shards = shards, s->replicas = replicas, s->shard_rank = shard_rank, s->ep = ep, s->place = shard_rank % ep;
-    const int nu = m->n_units;
     s->buckets = calloc(2 * (size_t)nu + 1, sizeof *s->buckets);
     s->shard_offset = calloc(2 * (size_t)nu + 1, sizeof *s->shard_offset);
     s->unit_offset = calloc((size_t)nu + 1, sizeof *s->unit_offset);
@@ -66,8 +67,8 @@ tt_err tt_sharding_init(tt_sharding *s, const tt_model *m, int shards, int repli
     }
     int open = 0; /* the last bucket may take the next unit */
     for (int u = 0; u < nu; u++) {
-        s->unit_offset[u] = m->units[u].offset;
-        if (ep > 1 && m->units[u].n_experts > 0) {
+        s->unit_offset[u] = off[u];
+        if (ep > 1 && m && m->units[u].n_experts > 0) {
             if (split_experts(m, u, ep, s->place, &s->buckets[s->n_buckets], &s->buckets[s->n_buckets + 1])) {
                 tt_sharding_free(s);
                 return -1;
@@ -77,14 +78,14 @@ tt_err tt_sharding_init(tt_sharding *s, const tt_model *m, int shards, int repli
             continue;
         }
         tt_fsdp_bucket *b = open ? &s->buckets[s->n_buckets - 1] : NULL;
-        const size_t bytes = (size_t)((b ? b->numel : 0) + m->units[u].numel) * sizeof(float);
+        const size_t bytes = (size_t)((b ? b->numel : 0) + numel[u]) * sizeof(float);
         if (b && bytes <= bucket_bytes) { /* merged into the open bucket */
             b->n_units++;
-            b->numel += m->units[u].numel;
+            b->numel += numel[u];
             b->seg[0].n = b->numel;
             continue;
         }
-        s->buckets[s->n_buckets++] = one_range(u, m->units[u].offset, m->units[u].numel);
+        s->buckets[s->n_buckets++] = one_range(u, off[u], numel[u]);
         open = 1;
     }
     for (int b = 0; b < s->n_buckets; b++) {
@@ -97,6 +98,25 @@ tt_err tt_sharding_init(tt_sharding *s, const tt_model *m, int shards, int repli
         s->numel += bk->padded / g;
     }
     return 0;
+}
+
+tt_err tt_sharding_init(tt_sharding *s, const tt_model *m, int shards, int replicas, int shard_rank, int ep,
+                        size_t bucket_bytes)
+{
+    const int nu = m->n_units;
+    int64_t *off = malloc(((size_t)nu + 1) * sizeof *off), *numel = malloc(((size_t)nu + 1) * sizeof *numel);
+    tt_err rc = off && numel ? 0 : tt_errorf("out of memory laying out %d shards", shards);
+    for (int u = 0; u < nu && !rc; u++) off[u] = m->units[u].offset, numel[u] = m->units[u].numel;
+    if (!rc) rc = init(s, m, nu, off, numel, shards, replicas, shard_rank, ep, bucket_bytes);
+    free(off);
+    free(numel);
+    return rc;
+}
+
+tt_err tt_sharding_init_ranges(tt_sharding *s, int n_units, const int64_t *offset, const int64_t *numel, int shards,
+                               int replicas, int shard_rank, size_t bucket_bytes)
+{
+    return init(s, NULL, n_units, offset, numel, shards, replicas, shard_rank, 1, bucket_bytes);
 }
 
 void tt_sharding_free(tt_sharding *s)

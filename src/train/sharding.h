@@ -35,6 +35,10 @@ typedef struct {
  * parallelism is never merged). */
 tt_err tt_sharding_init(tt_sharding *s, const tt_model *m, int shards, int replicas, int shard_rank, int ep,
                         size_t bucket_bytes);
+/* The same over a layout of n_units plain ranges (unit u: numel[u] elements from offset[u], end to end in
+ * order), with no experts to split: LoRA's frozen base, its bytes as 4-byte words (train/frozen.h). */
+tt_err tt_sharding_init_ranges(tt_sharding *s, int n_units, const int64_t *offset, const int64_t *numel, int shards,
+                               int replicas, int shard_rank, size_t bucket_bytes);
 void tt_sharding_free(tt_sharding *s);
 /* How many ranks slice bucket b (the shard group's size, or the expert
  * shard group's), and shard rank r's slice index among them. */

@@ -52,8 +52,10 @@ tt_err tt_train_step(tt_run *r, long step, int stop_requested, const tt_step_hoo
         out->flops_executed += tt_batch_flops_attention_executed(&r->model->cfg, &r->ext, r->flops_per_token,
                                                                  b->doc_ids, b->B, b->T);
         hooks_exec(hooks, n_hooks, r, step, a, mg->exec);
-        /* LoRA's dropout masks: drawn from the seed and the micro-step's place in the run, so a resume draws the
-         * same ones (a rank's own stream: its place among the ranks) */
+        /* LoRA's dropout masks: drawn from the seed and the micro-batch's place in the run, so a resume draws the
+         * same ones. Micro-batch a of rank r is micro-batch a x ranks + r of one process with the same local batch
+         * accumulating ranks times as many (the loader gives it the same windows), so it draws that one's masks:
+         * any ranks x accumulation of one local batch size trains the same way. */
         const uint64_t micro = ((uint64_t)step * (uint64_t)accum + (uint64_t)a) * (uint64_t)r->world + (uint64_t)r->rank;
         if (tt_step_set_batch(mg, b->inputs, b->targets, b->positions, b->doc_ids,
                               scored ? 1.0f / (float)scored : 0.0f, 1.0f / (float)(accum * r->world)) ||
@@ -85,7 +87,8 @@ tt_err tt_train_step(tt_run *r, long step, int stop_requested, const tt_step_hoo
         return tt_exec_nonfinite(r->optim.exec) ? nonfinite_error(step, "the optimizer step")
                                                 : tt_error_prefix("step %ld: ", step);
     if (r->balance.n) { /* the experts' selection biases move toward the mean load */
-        const tt_param_store ps = tt_state_store(&r->state, TT_STATE_PARAM);
+        /* (the bias is the base's under LoRA, where nothing moves it: it is read for the log) */
+        const tt_param_store ps = r->has_lora ? tt_frozen_store(&r->frozen) : tt_state_store(&r->state, TT_STATE_PARAM);
         if (tt_moe_balance_step(&r->balance, r->model, &ps, r->world > 1 ? r->dist : NULL))
             return tt_error_prefix("step %ld: ", step);
     }

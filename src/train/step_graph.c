@@ -101,6 +101,31 @@ static tt_err keep_moe_offsets(tt_step_graph *sg)
     return 0;
 }
 
+/* Across ranks: the FSDP pass, then its schedule for overlap. Under LoRA it runs twice: on the frozen base's units
+ * when the base is sharded (gathers of its words, nothing reduced), then on the adapters' as on any trained units. */
+static tt_err distribute(tt_step_graph *sg, const tt_step_cfg *c, int n_fwd, int with_grad)
+{
+    tt_graph *g = sg->g;
+    sg->distributed = 1;
+    if (c->lora && tt_frozen_is_sharded(c->frozen)) {
+        tt_fsdp_cfg fc = tt_sharding_fsdp_cfg(&c->frozen->sh);
+        fc.frozen = 1;
+        fc.reshard_after_forward = c->reshard_after_forward;
+        fc.reduce = 0;
+        if (tt_fsdp(g, n_fwd, sg->units, NULL, sg->n_units, &fc, &sg->frozen_fsdp)) return -1;
+        n_fwd = sg->frozen_fsdp.n_fwd;
+    }
+    tt_fsdp_cfg fc = tt_sharding_fsdp_cfg(c->sh);
+    fc.param_dtype = c->act_dtype;
+    fc.reduce_dtype = c->reduce_dtype;
+    fc.reshard_after_forward = c->reshard_after_forward;
+    fc.reduce = !c->no_sync;
+    fc.grads_persistent = c->accumulates && c->sh->shards > 1;
+    tt_value *const *trained = c->lora ? sg->adapter_units : sg->units;
+    if (tt_fsdp(g, n_fwd, trained, with_grad ? sg->grad_units : NULL, sg->n_units, &fc, &sg->fsdp)) return -1;
+    return c->no_overlap ? tt_fsdp_serialize(g) : tt_fsdp_schedule(g);
+}
+
 tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_cfg *c, int with_grad, tt_ac_mode ac)
 {
     memset(sg, 0, sizeof *sg);
@@ -162,44 +187,49 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
             if (sg->ac != TT_AC_NONE) rc = tt_remat(g, n_fwd, sg->ac, &sg->remat);
         }
     }
-    if (!rc && c->sh && c->sh->shards * c->sh->replicas > 1) { /* across ranks: FSDP, and its schedule for overlap */
-        tt_fsdp_cfg fc = tt_sharding_fsdp_cfg(c->sh);
-        fc.param_dtype = c->act_dtype;
-        fc.reduce_dtype = c->reduce_dtype;
-        fc.reshard_after_forward = c->reshard_after_forward;
-        fc.reduce = !c->no_sync;
-        fc.grads_persistent = c->accumulates && c->sh->shards > 1;
-        sg->distributed = 1;
-        rc = tt_fsdp(g, n_fwd, sg->units, with_grad ? sg->grad_units : NULL, sg->n_units, &fc, &sg->fsdp);
-        if (!rc) rc = c->no_overlap ? tt_fsdp_serialize(g) : tt_fsdp_schedule(g);
-    }
+    if (!rc && c->sh && c->sh->shards * c->sh->replicas > 1) rc = distribute(sg, c, n_fwd, with_grad);
     if (rc) tt_step_graph_free(sg);
     return rc;
+}
+
+/* The trained units (the model's, or LoRA's adapters') on the state: each bucket's slices where the FSDP pass ran,
+ * and whole units where the state is not sharded (one process, data parallel). */
+static void bind_state(tt_step_graph *sg, const tt_step_cfg *c, tt_train_state *s)
+{
+    tt_value *const *units = c->lora ? sg->adapter_units : sg->units;
+    for (int b = 0; sg->distributed && b < c->sh->n_buckets; b++) {
+        if (sg->fsdp.param_shard[b]) tt_value_bind(sg->fsdp.param_shard[b], tt_state_bucket_mem(s, TT_STATE_PARAM, b));
+        if (sg->fsdp.grad_shard[b]) tt_value_bind(sg->fsdp.grad_shard[b], tt_state_bucket_mem(s, TT_STATE_GRAD, b));
+        if (sg->fsdp.grad_full[b]) tt_value_bind(sg->fsdp.grad_full[b], tt_state_grad_full_mem(s, b));
+    }
+    if (tt_state_is_sharded(s)) return;
+    for (int k = 0; k < sg->n_units; k++) {
+        if (units[k]) tt_value_bind(units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
+        /* (across ranks the pass moved the gradients onto its buckets') */
+        if (!sg->distributed && sg->grad_units[k])
+            tt_value_bind(sg->grad_units[k], tt_state_unit_mem(s, TT_STATE_GRAD, k));
+    }
+}
+
+/* LoRA's frozen base: each bucket's slices where the pass sharded it, else its whole units. */
+static void bind_frozen(tt_step_graph *sg, const tt_frozen_base *f)
+{
+    if (sg->frozen_fsdp.param_shard) {
+        for (int b = 0; b < f->sh.n_buckets; b++)
+            if (sg->frozen_fsdp.param_shard[b])
+                tt_value_bind(sg->frozen_fsdp.param_shard[b], tt_frozen_bucket_mem(f, b));
+        return;
+    }
+    for (int k = 0; k < sg->n_units; k++)
+        if (sg->units[k]) tt_value_bind(sg->units[k], tt_frozen_unit_mem(f, k));
 }
 
 tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_train_state *s, const tt_step_cfg *c,
                            int with_grad, tt_exec_mode mode, tt_ac_mode ac, tt_exec *share)
 {
     if (tt_build_micro_graph(sg, m, c, with_grad, ac)) return -1;
-    if (sg->distributed) { /* each bucket's slices; whole units only when nothing is sharded */
-        for (int b = 0; b < c->sh->n_buckets; b++) {
-            if (sg->fsdp.param_shard[b]) tt_value_bind(sg->fsdp.param_shard[b], tt_state_bucket_mem(s, TT_STATE_PARAM, b));
-            if (sg->fsdp.grad_shard[b]) tt_value_bind(sg->fsdp.grad_shard[b], tt_state_bucket_mem(s, TT_STATE_GRAD, b));
-            if (sg->fsdp.grad_full[b]) tt_value_bind(sg->fsdp.grad_full[b], tt_state_grad_full_mem(s, b));
-        }
-        if (!tt_state_is_sharded(s))
-            for (int k = 0; k < sg->n_units; k++) tt_value_bind(sg->units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
-    } else if (c->lora) /* the base's roots on the frozen buffer; the adapters' on the state */
-        for (int k = 0; k < sg->n_units; k++) {
-            if (sg->units[k]) tt_value_bind(sg->units[k], tt_frozen_unit_mem(c->frozen, k));
-            if (sg->adapter_units[k]) tt_value_bind(sg->adapter_units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
-            if (sg->grad_units[k]) tt_value_bind(sg->grad_units[k], tt_state_unit_mem(s, TT_STATE_GRAD, k));
-        }
-    else
-        for (int k = 0; k < sg->n_units; k++) {
-            tt_value_bind(sg->units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
-            if (sg->grad_units[k]) tt_value_bind(sg->grad_units[k], tt_state_unit_mem(s, TT_STATE_GRAD, k));
-        }
+    bind_state(sg, c, s);
+    if (c->lora) bind_frozen(sg, c->frozen);
     if (!(sg->exec = tt_exec_new_sharing(sg->g, s->be, s->q, mode, share))) {
         tt_step_graph_free(sg);
         return -1;
@@ -358,6 +388,7 @@ void tt_step_graph_free(tt_step_graph *sg)
     tt_exec_free(sg->exec);
     tt_graph_free(sg->g);
     tt_fsdp_result_free(&sg->fsdp);
+    tt_fsdp_result_free(&sg->frozen_fsdp);
     free(sg->units);
     free(sg->grad_units);
     free(sg->adapter_units);

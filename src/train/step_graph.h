@@ -28,7 +28,8 @@ typedef struct {
                                   schedule hides) */
     double ep_recv_factor;     /* expert parallelism (sh->ep > 1): the receive bound (tt_ep_cfg's recv_factor) */
     /* LoRA (lora non-NULL): the model's weights are frozen, kept as frozen->layout says (in frozen's buffer once
-     * bound), and what trains, and what the state holds, is lora->adapters */
+     * bound; sliced as frozen->sh says across ranks), and what trains, and what the state holds (and sh lays out),
+     * is lora->adapters */
     const tt_lora *lora;
     const tt_frozen_base *frozen;
 } tt_step_cfg;
@@ -57,6 +58,7 @@ typedef struct {
     int lora_applied;               /* LoRA: the matmuls that got adapters */
     int n_units;
     tt_fsdp_result fsdp;    /* per bucket: the shard roots the FSDP pass made (when c->sh spans ranks) */
+    tt_fsdp_result frozen_fsdp; /* LoRA, a sharded base: per bucket of c->frozen->sh, its shard roots */
     int distributed;        /* the FSDP pass ran: bind per bucket */
     tt_ac_mode ac;     /* activation checkpointing applied to this graph */
     tt_fuse_stats fused;    /* what the fusion pass merged */

@@ -86,6 +86,15 @@ static int64_t view_pos(const fsdp_ctx *x, int b, int u, const tt_value *v)
 static int group_size_of(const tt_fsdp_cfg *c, int b) { return c->buckets[b].expert ? c->expert_shards : c->shards; }
 static int group_of(const tt_fsdp_cfg *c, int b) { return c->buckets[b].expert ? TT_GROUP_EXPERT_SHARD : TT_GROUP_SHARD; }
 
+/* The name of bucket b's first unit that has a root (LoRA's adapters have none in some units). */
+static const char *bucket_name(const fsdp_ctx *x, int b)
+{
+    const tt_fsdp_bucket *bk = &x->c->buckets[b];
+    for (int u = bk->first_unit; u < bk->first_unit + bk->n_units && u < x->n_units; u++)
+        if (x->units[u]) return x->units[u]->name;
+    return "unit";
+}
+
 /* Every view takes its root's role again (after roots changed under chains). */
 static void fix_roles(tt_graph *g)
 {
@@ -131,16 +140,19 @@ static void set_where(tt_graph *g, const tt_node *like, int unit)
 
 /* A gather of bucket b's parameters before node `at`: the fp32 shard, cast to
  * the parameter dtype, all-gathered over the bucket's group (the shard group,
- * or an expert bucket's expert shard group), waited for, cast back to fp32. Returns the full bucket (fp32 [padded]) readers view. */
+ * or an expert bucket's expert shard group), waited for, cast back to fp32.
+ * Returns the full bucket (fp32 [padded]) readers view. A frozen base's
+ * words are gathered as they are. */
 static tt_value *gather(fsdp_ctx *x, int b, tt_value *shard, int at, const char *what)
 {
     tt_graph *g = x->g;
     const tt_fsdp_cfg *c = x->c;
     const int first = g->n_nodes;
-    tt_value *s = c->param_dtype != TT_F32 ? tt_cast(g, shard, c->param_dtype) : shard;
+    const int cast = c->param_dtype != TT_F32 && !c->frozen;
+    tt_value *s = cast ? tt_cast(g, shard, c->param_dtype) : shard;
     tt_value *y = s ? tt_all_gather(g, s, NULL, group_of(c, b), group_size_of(c, b), what) : NULL;
     tt_value *w = y ? tt_comm_wait(g, y) : NULL;
-    tt_value *full = w && c->param_dtype != TT_F32 ? tt_cast(g, w, TT_F32) : w;
+    tt_value *full = w && cast ? tt_cast(g, w, TT_F32) : w;
     if (!full || anchor_new(x, first, at)) return NULL;
     return full;
 }
@@ -206,7 +218,9 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
 {
     memset(res, 0, sizeof *res);
     if (g->failed) return -1;
+    if (c->frozen && grads) return tt_errorf("FSDP pass: a frozen base has no gradients");
     const int nb = c->n_buckets, n0 = g->n_nodes;
+    const tt_node *last_fwd = n_fwd > 0 ? g->nodes[n_fwd - 1] : NULL; /* (hoisting keeps it the forward's last) */
     fsdp_ctx x = {.g = g, .c = c, .n0 = n0, .n_fwd = n_fwd, .units = units, .grads = grads, .n_units = n_units};
     res->param_shard = calloc((size_t)nb + 1, sizeof *res->param_shard);
     res->grad_shard = calloc((size_t)nb + 1, sizeof *res->grad_shard);
@@ -258,21 +272,22 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
         const tt_fsdp_bucket *bk = &c->buckets[b];
         if (fwd_first[b] == n0 && bwd_first[b] == n0) continue; /* never read: nothing to gather */
         const int64_t shard_n = bk->padded / group_size_of(c, b);
-        tt_value *shard = tt_value_new(g, TT_ROLE_PARAM, TT_F32, 1, &shard_n);
+        tt_value *shard = tt_value_new(g, c->frozen ? TT_ROLE_FROZEN : TT_ROLE_PARAM, TT_F32, 1, &shard_n);
         if (!shard) {
             rc = -1;
             break;
         }
         shard->unit = bk->first_unit;
         snprintf(shard->name, sizeof shard->name, "%s.%.80s", bk->expert ? "expert_shard" : "shard",
-                 units[bk->first_unit]->name);
+                 bucket_name(&x, b));
         res->param_shard[b] = shard;
         if (group_size_of(c, b) == 1) { /* a group of one (a rank's own experts): read in place */
             rc = move_views(&x, b, units, shard);
             continue;
         }
         char what[48];
-        snprintf(what, sizeof what, "%.30s %s", units[bk->first_unit]->name, bk->expert ? "experts" : "params");
+        snprintf(what, sizeof what, "%.30s %s", bucket_name(&x, b),
+                 bk->expert ? "experts" : c->frozen ? "frozen" : "params");
         const int reshard = c->reshard_after_forward == 2 || (c->reshard_after_forward == 1 && b != last_fwd_bucket);
         tt_value *full_f = NULL, *full_b = NULL;
         if (fwd_first[b] < n0) {
@@ -327,26 +342,26 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
         const int64_t shard_n = bk->padded / gs;
         const int u0 = bk->first_unit, dp = gs == 1; /* a group of one: the gradients go to the shard itself */
         char what[48];
-        snprintf(what, sizeof what, "%.30s %s", units[u0]->name, bk->expert ? "expert grads" : "grads");
+        snprintf(what, sizeof what, "%.30s %s", bucket_name(&x, b), bk->expert ? "expert grads" : "grads");
         tt_value *shard = tt_value_new(g, TT_ROLE_STATE, TT_F32, 1, &shard_n), *full = shard;
         if (!shard) {
             rc = -1;
             break;
         }
         shard->unit = u0;
-        snprintf(shard->name, sizeof shard->name, "grad_shard.%.80s", units[u0]->name);
+        snprintf(shard->name, sizeof shard->name, "grad_shard.%.80s", bucket_name(&x, b));
         res->grad_shard[b] = shard;
         if (!dp && c->grads_persistent) {
             if ((full = tt_value_new(g, TT_ROLE_STATE, TT_F32, 1, &bk->padded))) {
                 full->unit = u0;
-                snprintf(full->name, sizeof full->name, "grad_full.%.80s", units[u0]->name);
+                snprintf(full->name, sizeof full->name, "grad_full.%.80s", bucket_name(&x, b));
                 res->grad_full[b] = full;
             }
         } else if (!dp) {
             const int first = g->n_nodes;
             set_where(g, g->nodes[g_first[b]], u0);
             if ((full = tt_zeros(g, TT_F32, 1, &bk->padded))) {
-                snprintf(full->name, sizeof full->name, "grad_bucket.%.80s", units[u0]->name);
+                snprintf(full->name, sizeof full->name, "grad_bucket.%.80s", bucket_name(&x, b));
                 if (anchor_new(&x, first, g_first[b])) rc = -1;
             }
         }
@@ -404,6 +419,9 @@ tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *
         }
         rc = tt_graph_set_order(g, order);
     }
+    res->n_fwd = g->n_nodes;
+    for (int i = 0; i < g->n_nodes && last_fwd; i++)
+        if (g->nodes[i] == last_fwd) res->n_fwd = i + 1;
     free(order);
     free(x.anchor);
     free(x.unit_bucket);

@@ -61,6 +61,9 @@ typedef struct {
     int reduce;                /* this graph ends an optimizer step: it reduces the gradients */
     int grads_persistent;      /* shards > 1 and micro-steps accumulate: the full gradients live in state
                                   buffers across the graphs of one optimizer step */
+    int frozen;                /* the units are a frozen base (LoRA's): their shards are TT_ROLE_FROZEN roots,
+                                  gathered as the words they are (param_dtype is not applied: a word may hold
+                                  two bf16 weights), and nothing is reduced (grads must be NULL) */
 } tt_fsdp_cfg;
 
 /* What the caller binds: per bucket, the root the rank's parameter shard is
@@ -70,13 +73,18 @@ typedef struct {
 typedef struct {
     tt_value **param_shard, **grad_shard, **grad_full;
     int gathers, reductions;   /* collectives inserted */
+    int n_fwd;                 /* the forward's nodes in the new order (up to its last original node): what a
+                                  second pass over the same graph takes as n_fwd */
 } tt_fsdp_result;
 
 /* g: a step graph as the earlier passes leave it, its nodes [0, n_fwd) the
  * forward; units[u]: the param root of unit u (its parameters are views of
  * it), grads[u]: the gradient root of unit u (NULL in a forward-only graph).
  * With shards 1 nothing is gathered (the units stay bound to whole weights)
- * and the gradients are all-reduced over the replicas. The unit gradient
+ * and the gradients are all-reduced over the replicas. A unit root may be
+ * NULL (a unit with nothing in it: LoRA's adapters of the embeddings). The
+ * pass may run twice on one graph, on two sets of units (LoRA: the frozen
+ * base, then the adapters), the second taking result->n_fwd of the first. The unit gradient
  * roots are left unread: the gradients go to the roots of the result. result's arrays are
  * allocated here (tt_fsdp_result_free). */
 tt_err tt_fsdp(tt_graph *g, int n_fwd, tt_value *const *units, tt_value *const *grads, int n_units,
