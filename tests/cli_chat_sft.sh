@@ -63,12 +63,6 @@ python3 -c "import sys; sys.exit(not float(sys.argv[1]) < 0.02)" "$val"
 check "validation loss on the assistant's tokens is near zero ($val < 0.02)" $?
 
 # a run of 12 steps resumed to 24 gives the losses of 24 uninterrupted steps, bit for bit
-losses() { python3 -c '
-import json,sys
-for l in open(sys.argv[1]):
-    r=json.loads(l)
-    if "loss" in r and "val_loss" not in r: print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))
-' "$1" | sort -n | uniq; }
 R=("${TRAIN[@]}" --validation.enable false --metrics.log_freq 1 --checkpoint.enable true --checkpoint.interval 12
    --lr_scheduler.decay_ratio 0)
 "$TITAN" "${R[@]}" --training.steps 24 --job.dump_folder "$W/straight" >/dev/null 2>&1 &&

@@ -24,13 +24,6 @@ check "resumed to 40" $?
 grep -q "resumed from" "$W/r2.log"
 check "second run resumed from a checkpoint" $?
 
-# losses of steps 1..40 from metrics.jsonl, as printed (full precision)
-losses() { python3 -c '
-import json,sys
-for l in open(sys.argv[1]):
-    r=json.loads(l)
-    if "loss" in r and "val_loss" not in r: print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))
-' "$1" | sort -n | uniq; }
 if command -v python3 >/dev/null; then
   losses "$W/full/metrics.jsonl" >"$W/a"
   losses "$W/resumed/metrics.jsonl" >"$W/b"

@@ -20,6 +20,8 @@
 #           With -q a success is neither printed nor counted: the checks on
 #           $W/out and $W/err that follow are the ones that count. Returns
 #           non-zero on a failure, so those checks can follow with &&.
+#   losses METRICS_JSONL  prints "step loss grad_norm" of each train record
+#           (full precision, in step order): two runs' outputs compare with cmp
 #   wait_for FILE REGEX  waits (up to 30 s) until a line of FILE matches the
 #           extended REGEX: a running job got that far; non-zero if it never does
 #   stops_on_signal NAME SIG FILE REGEX DUMP LOG CMD...  runs the training
@@ -76,4 +78,12 @@ stops_on_signal() { # stops_on_signal NAME SIG FILE REGEX DUMP LOG CMD...: see a
   rc=$?
   [ $rc -eq 0 ] && grep -q "stop requested" "$log" && [ "$(ls "$dump/checkpoint" | grep -c '^step-')" -eq 1 ]
   check "$name" $?
+}
+losses() { # losses METRICS_JSONL: see above
+  python3 -c '
+import json,sys
+for l in open(sys.argv[1]):
+    r=json.loads(l)
+    if "loss" in r and "val_loss" not in r: print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))
+' "$1" | sort -n | uniq
 }

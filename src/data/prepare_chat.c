@@ -200,10 +200,8 @@ tt_err tt_prepare_chat(const tt_prepare_opts *o, FILE *log)
     const uint32_t pad = (uint32_t)(bos >= 0 ? bos : eos >= 0 ? eos : 0); /* what fills a window's end */
     const uint32_t width = V <= 65536 ? 2 : 4;
     char path[2][4200];
-    snprintf(path[0], sizeof path[0], "%s/train.bin", o->out_dir);
-    snprintf(path[1], sizeof path[1], "%s/val.bin", o->out_dir);
-    if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {
-        rc = tt_errorf("%s: cannot create: %s", o->out_dir, strerror(errno));
+    if (tt_prep_out_paths(o, path)) {
+        rc = -1;
         goto done;
     }
     for (int s = 0; s < 2 && !rc; s++)

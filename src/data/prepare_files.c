@@ -142,3 +142,11 @@ void tt_prep_progress(uint64_t done, uint64_t total, double t0, int final)
     fflush(stderr);
 }
 
+
+tt_err tt_prep_out_paths(const tt_prepare_opts *o, char path[2][4200])
+{
+    snprintf(path[0], 4200, "%s/train.bin", o->out_dir);
+    snprintf(path[1], 4200, "%s/val.bin", o->out_dir);
+    if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) return tt_errorf("%s: cannot create: %s", o->out_dir, strerror(errno));
+    return 0;
+}

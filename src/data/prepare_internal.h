@@ -38,6 +38,8 @@ int tt_prep_held_out(const tt_prepare_opts *o, uint64_t doc_index);
 /* The error for a validation fraction that leaves one split empty. */
 tt_err tt_prep_split_error(const tt_prepare_opts *o, uint64_t n_docs, int val_empty, int has_txt);
 void tt_prep_progress(uint64_t done, uint64_t total, double t0, int final);
+/* o->out_dir made if need be, and its train.bin and val.bin paths */
+tt_err tt_prep_out_paths(const tt_prepare_opts *o, char path[2][4200]);
 
 /* titan prepare --chat (prepare_chat.c) */
 tt_err tt_prepare_chat(const tt_prepare_opts *o, FILE *log);
