@@ -30,6 +30,7 @@ crosscheck: build
 	bash tests/crosscheck_hf.sh $(BUILD) .
 	bash tests/crosscheck_lora.sh $(BUILD) .
 	bash tests/crosscheck_chat_export.sh $(BUILD) .
+	bash tests/crosscheck_chat_mask.sh $(BUILD) .
 
 # the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 test-sanitize:

@@ -17,7 +17,8 @@ add_generation_prompt=True)).
   (its whole run, which also writes the shards) against a multiprocessing.Pool of procs workers.
 
 The peers alternate (titan, Python, titan, Python, ...) for --rounds rounds; the script prints each
-round's times and the median of the per-round ratios. Run it on a quiet machine.
+round's times and the median of the per-round ratios. Run it on a quiet machine. With
+--check-only it only checks the ids and flags (make crosscheck runs it so).
 """
 import argparse
 import json
@@ -138,6 +139,7 @@ def main():
     ap.add_argument("--n", type=int, default=10000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--procs", type=int, default=os.cpu_count())
+    ap.add_argument("--check-only", action="store_true", help="the parity check alone, no timing")
     args = ap.parse_args()
     template = open(args.template, encoding="utf-8").read()
     work = tempfile.mkdtemp(prefix="chat_prep.")
@@ -165,6 +167,8 @@ def main():
                 raise SystemExit("conversation %d: titan's ids or flags differ from transformers'" % k)
         print("ids and flags equal on all %d conversations (%d tokens, %d trained)" %
               (len(ref), sum(len(i) for i, _ in ref), sum(sum(f) for _, f in ref)))
+        if args.check_only:
+            return
 
         for procs in sorted({1, args.procs}):
             env = dict(os.environ, OMP_NUM_THREADS=str(procs))
