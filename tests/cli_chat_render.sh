@@ -98,7 +98,7 @@ expect "a rejected conversation prints its error on its line and the run goes on
 check "  the raise_exception message is the error" \
   $([ "$(tr '\n' '|' <"$W/out")" = '"ok"|{"error": "no system, line 1"}|"ok"|' ]; echo $?)
 printf '{"messages": [{"role": "user", "content": "a"}]}\n{"messages": [\n' >"$W/broken.jsonl"
-expect "a line that is not JSON stops with the file and line" 1 "broken.jsonl:2: not valid JSON" \
+expect "a line that is not JSON stops with the file and line" 1 "broken.jsonl:2: malformed JSON" \
   "$TITAN" tokenize --chat --render --chat-template "$W/t.jinja" "$W/broken.jsonl"
 check "  the lines before it were printed" $([ "$(cat "$W/out")" = '"Fuser"' ]; echo $?)
 printf '{"conversations": [{"from": "robot", "value": "x"}]}\n' >"$W/role.jsonl"

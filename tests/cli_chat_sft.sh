@@ -114,6 +114,8 @@ check "titan chat over the base with the trained adapter answers as it was taugh
 printf '%s\n' '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}' >"$W/good.jsonl"
 { cat "$W/good.jsonl"; echo '{"messages": [oops'; } >"$W/bad_json.jsonl"
 expect "a malformed JSON line" 1 'bad_json.jsonl:2: malformed JSON' "$TITAN" "${P[@]}" --out "$W/x" "$W/bad_json.jsonl"
+{ cat "$W/good.jsonl"; cat "$W/good.jsonl" | tr -d '\n'; cat "$W/good.jsonl"; } >"$W/two_on_a_line.jsonl"
+expect "two conversations on one line" 1 'two_on_a_line.jsonl:2: malformed JSON: text after' "$TITAN" "${P[@]}" --out "$W/x" "$W/two_on_a_line.jsonl"
 { cat "$W/good.jsonl"; echo '{"messages": [{"role": "robot", "content": "hi"}]}'; } >"$W/bad_role.jsonl"
 expect "an unknown role" 1 'bad_role.jsonl:2: .*unknown role "robot"' "$TITAN" "${P[@]}" --out "$W/x" "$W/bad_role.jsonl"
 { printf '%s' "{% if messages[0]['role'] != 'user' %}{{ raise_exception('the first message must be the user\\'s') }}{% endif %}"

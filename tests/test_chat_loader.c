@@ -159,6 +159,14 @@ static void test_bad_shards(void)
     expect_refused(path, 136, 1, "cut", "a cut inside the prefix");
     expect_refused(path, 50, 1, "header byte", "a reserved header byte set");
     expect_refused(path, 32, 3, "", "a document count that does not match the size");
+    /* counts whose section offsets would wrap around 2^64 to this very size (72 bytes) */
+    uint8_t h[72] = "TTSHARD";
+    const uint64_t tokens = ((uint64_t)1 << 61) - 8, docs = ((uint64_t)1 << 59) + 3;
+    h[8] = 2, h[12] = 4, h[20] = 10;
+    for (int i = 0; i < 8; i++) h[24 + i] = (uint8_t)(tokens >> (8 * i)), h[32 + i] = (uint8_t)(docs >> (8 * i));
+    tt_shard_header hd;
+    CHECK_MSG(tt_shard_validate(h, sizeof h, "wrap.bin", &hd) != 0 && strstr(tt_last_error(), "wrap.bin"),
+              "counts that wrap the layout: \"%s\"", tt_last_error());
     tt_shard_writer *w = tt_shard_writer_open_chat(path, 2, PAD, VOCAB);
     int32_t t[3] = {5, 6, 7};
     uint8_t m[3] = {1, 1, 1};

@@ -28,9 +28,14 @@ static const char *sharegpt_role(const char *from)
     return NULL;
 }
 
+/* the roles chat data uses: OpenAI's four, and the ones published templates read besides (Llama
+ * 3.1's ipython for tool results, OpenAI's developer, the older function) */
 static int known_role(const char *r)
 {
-    return !strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant") || !strcmp(r, "tool");
+    static const char *const roles[] = {"system", "user", "assistant", "tool", "ipython", "developer", "function"};
+    for (size_t i = 0; i < sizeof roles / sizeof *roles; i++)
+        if (!strcmp(r, roles[i])) return 1;
+    return 0;
 }
 
 tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON **tools, int *first_trained)
@@ -95,7 +100,7 @@ tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON 
             return tt_errorf("message %d is not an object with a string \"role\"", i);
         }
         if (!known_role(role->valuestring)) {
-            tt_errorf("message %d: unknown role \"%.60s\" (system, user, assistant, tool)", i, role->valuestring);
+            tt_errorf("message %d: unknown role \"%.60s\" (system, user, assistant, tool, ipython, developer, function)", i, role->valuestring);
             cJSON_Delete(*messages);
             *messages = NULL;
             return -1;
@@ -162,10 +167,27 @@ static tt_err write_masks(chat_job *j, const cJSON *messages, const cJSON *tools
     return rc;
 }
 
+cJSON *tt_chat_parse_line(const char *line, size_t len)
+{
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, 0);
+    if (!root) {
+        tt_errorf("malformed JSON");
+        return NULL;
+    }
+    while (end < line + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
+    if (end < line + len) { /* two objects on a line, or garbage after one */
+        cJSON_Delete(root);
+        tt_errorf("malformed JSON: text after the conversation's closing brace, at byte %zu", (size_t)(end - line));
+        return NULL;
+    }
+    return root;
+}
+
 static tt_err render_line(chat_job *j, char *line, size_t len)
 {
-    cJSON *root = cJSON_ParseWithLength(line, len);
-    if (!root) return tt_errorf("not valid JSON");
+    cJSON *root = tt_chat_parse_line(line, len);
+    if (!root) return -1;
     cJSON *messages = NULL;
     const cJSON *tools = NULL;
     int first = 0;

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "chat/chat_internal.h" /* the template's has_generation */
 #include "core/core.h"
@@ -18,8 +19,9 @@ typedef struct {
 } text;
 
 /* Render messages[:k]. The sub-list holds references to the messages (nothing is copied). */
-static tt_err render_first(const tt_chat_template *t, const tt_chat_specials *sp, const cJSON *messages, int k,
-                           const cJSON *tools, int add_gen, text *out, tt_chat_spans *gen, int *raised)
+static tt_err render_first(const tt_chat_template *t, const tt_chat_specials *sp, const tt_chat_limits *lim,
+                           const cJSON *messages, int k, const cJSON *tools, int add_gen, text *out,
+                           tt_chat_spans *gen, int *raised)
 {
     cJSON *sub = cJSON_CreateArray();
     if (!sub) return tt_errorf("out of memory");
@@ -29,7 +31,7 @@ static tt_err render_first(const tt_chat_template *t, const tt_chat_specials *sp
             cJSON_Delete(sub);
             return tt_errorf("out of memory");
         }
-    tt_err rc = tt_chat_render(t, sub, tools, add_gen, sp, NULL, &out->p, &out->n, gen, raised);
+    tt_err rc = tt_chat_render(t, sub, tools, add_gen, sp, lim, &out->p, &out->n, gen, raised);
     cJSON_Delete(sub);
     return rc;
 }
@@ -102,8 +104,8 @@ static tt_chat_sample *add_sample(tt_chat_samples *out, text *whole)
 /* The bytes every later piece repeats: the rendering of the leading system message (or of no
  * message, which is the template's opening such as a BOS), when the whole text starts with it. A
  * template that cannot render it (one that reads messages[0]) repeats nothing. */
-static void find_prefix(const tt_chat_template *t, const tt_chat_specials *sp, const cJSON *messages,
-                        const cJSON *tools, tt_chat_sample *s)
+static void find_prefix(const tt_chat_template *t, const tt_chat_specials *sp, const tt_chat_limits *lim,
+                        const cJSON *messages, const cJSON *tools, tt_chat_sample *s)
 {
     const cJSON *m0 = messages ? messages->child : NULL;
     int k = m0 && !strcmp(role_of(m0), "system");
@@ -111,7 +113,7 @@ static void find_prefix(const tt_chat_template *t, const tt_chat_specials *sp, c
     const char *saved = tt_last_error();
     char keep[512];
     snprintf(keep, sizeof keep, "%s", saved ? saved : "");
-    if (render_first(t, sp, messages, k, tools, 0, &pre, NULL, NULL) == 0) {
+    if (render_first(t, sp, lim, messages, k, tools, 0, &pre, NULL, NULL) == 0) {
         text whole = {s->text, s->len};
         if (is_prefix(&pre, &whole) && (s->n_ranges == 0 || pre.n <= s->rstart[0])) s->prefix = pre.n;
     }
@@ -124,16 +126,17 @@ static void find_prefix(const tt_chat_template *t, const tt_chat_specials *sp, c
  * the whole. Returns 1 when that prefix property fails for some turn (the template rewrites earlier
  * turns), 0 when it holds, -1 on error. With ranges 0 the ranges are not kept
  * (they come from elsewhere) and only the cuts are. */
-static int walk_turns(const tt_chat_template *t, const tt_chat_specials *sp, const cJSON *messages,
-                      const cJSON *tools, int first_trained, int ranges, tt_chat_sample *s, int *raised)
+static int walk_turns(const tt_chat_template *t, const tt_chat_specials *sp, const tt_chat_limits *lim,
+                      const cJSON *messages, const cJSON *tools, int first_trained, int ranges, tt_chat_sample *s,
+                      int *raised)
 {
     const text whole = {s->text, s->len};
     int i = 0, broken = 0;
     for (const cJSON *m = messages->child; m && !broken; m = m->next, i++) {
         if (strcmp(role_of(m), "assistant")) continue;
         text p = {0}, q = {0};
-        int rc = render_first(t, sp, messages, i, tools, 1, &p, NULL, raised) ||
-                 render_first(t, sp, messages, i + 1, tools, 0, &q, NULL, raised);
+        int rc = render_first(t, sp, lim, messages, i, tools, 1, &p, NULL, raised) ||
+                 render_first(t, sp, lim, messages, i + 1, tools, 0, &q, NULL, raised);
         if (rc) {
             free(p.p), free(q.p);
             return -1;
@@ -155,16 +158,16 @@ static int walk_turns(const tt_chat_template *t, const tt_chat_specials *sp, con
 
 /* The template rewrites earlier turns: one sample per trained assistant turn i, the rendering of
  * messages[:i+1] trained on what it adds to the prompt of messages[:i]. */
-static tt_err per_turn(const tt_chat_template *t, const tt_chat_specials *sp, const cJSON *messages,
-                       const cJSON *tools, int first_trained, tt_chat_samples *out, int *raised)
+static tt_err per_turn(const tt_chat_template *t, const tt_chat_specials *sp, const tt_chat_limits *lim,
+                       const cJSON *messages, const cJSON *tools, int first_trained, tt_chat_samples *out, int *raised)
 {
     int i = 0;
     out->per_turn = 1;
     for (const cJSON *m = messages->child; m; m = m->next, i++) {
         if (i < first_trained || strcmp(role_of(m), "assistant")) continue;
         text p = {0}, q = {0};
-        if (render_first(t, sp, messages, i, tools, 1, &p, NULL, raised) ||
-            render_first(t, sp, messages, i + 1, tools, 0, &q, NULL, raised)) {
+        if (render_first(t, sp, lim, messages, i, tools, 1, &p, NULL, raised) ||
+            render_first(t, sp, lim, messages, i + 1, tools, 0, &q, NULL, raised)) {
             free(p.p), free(q.p);
             return -1;
         }
@@ -173,7 +176,7 @@ static tt_err per_turn(const tt_chat_template *t, const tt_chat_specials *sp, co
         tt_chat_sample *s = add_sample(out, &q);
         free(q.p);
         if (!s || push_range(s, a, s->len)) return -1;
-        find_prefix(t, sp, messages, tools, s);
+        find_prefix(t, sp, lim, messages, tools, s);
         if (s->n_ranges == 0) sample_free(s), out->n--; /* an empty reply: nothing to train */
     }
     return 0;
@@ -185,30 +188,36 @@ tt_err tt_chat_samples_of(const tt_chat_template *t, const tt_chat_specials *sp,
 {
     memset(out, 0, sizeof *out);
     if (raised) *raised = 0;
+    /* one clock for every rendering of the conversation: strftime_now must not move between a turn's
+     * prefix and the whole (a run crossing midnight would break the prefix property) */
+    const tt_chat_limits lim0 = {.now = (int64_t)time(NULL)}, *lim = &lim0;
     if (!cJSON_IsArray(messages)) return tt_errorf("the messages are not a list");
     text whole = {0};
     tt_chat_spans gen = {0};
-    if (render_first(t, sp, messages, cJSON_GetArraySize(messages), tools, 0, &whole, &gen, raised)) return -1;
+    if (render_first(t, sp, lim, messages, cJSON_GetArraySize(messages), tools, 0, &whole, &gen, raised)) {
+        tt_chat_spans_free(&gen);
+        return -1;
+    }
     tt_chat_sample *s = add_sample(out, &whole);
     tt_err rc = s ? 0 : -1;
     free(whole.p);
     if (!rc && on == TT_CHAT_TRAIN_ALL) {
         rc = push_range(s, 0, s->len);
-        if (!rc && walk_turns(t, sp, messages, tools, first_trained, 0, s, raised) < 0) rc = -1;
+        if (!rc && walk_turns(t, sp, lim, messages, tools, first_trained, 0, s, raised) < 0) rc = -1;
     } else if (!rc && t->has_generation) {
         /* the template marks what is trained; a prompt's (TRL) turns are not */
         text p0 = {0};
-        if (first_trained > 0) rc = render_first(t, sp, messages, first_trained, tools, 1, &p0, NULL, raised);
+        if (first_trained > 0) rc = render_first(t, sp, lim, messages, first_trained, tools, 1, &p0, NULL, raised);
         for (int k = 0; !rc && k < gen.n; k++)
             if (gen.start[k] >= p0.n) rc = push_range(s, gen.start[k], gen.end[k]);
         free(p0.p);
-        if (!rc && walk_turns(t, sp, messages, tools, first_trained, 0, s, raised) < 0) rc = -1;
+        if (!rc && walk_turns(t, sp, lim, messages, tools, first_trained, 0, s, raised) < 0) rc = -1;
     } else if (!rc) {
-        int broken = walk_turns(t, sp, messages, tools, first_trained, 1, s, raised);
+        int broken = walk_turns(t, sp, lim, messages, tools, first_trained, 1, s, raised);
         if (broken < 0) rc = -1;
         if (broken > 0) {
             tt_chat_samples_free(out);
-            rc = per_turn(t, sp, messages, tools, first_trained, out, raised);
+            rc = per_turn(t, sp, lim, messages, tools, first_trained, out, raised);
         }
     }
     tt_chat_spans_free(&gen);
@@ -216,7 +225,7 @@ tt_err tt_chat_samples_of(const tt_chat_template *t, const tt_chat_specials *sp,
         if (s->n_ranges == 0) {
             tt_chat_samples_free(out); /* nothing to train */
         } else {
-            find_prefix(t, sp, messages, tools, s);
+            find_prefix(t, sp, lim, messages, tools, s);
             /* a cut inside the repeated prefix would repeat it twice */
             int k = 0;
             for (int j = 0; j < s->n_cuts; j++)

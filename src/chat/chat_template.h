@@ -73,6 +73,10 @@ tt_err tt_chat_conversation_of(const cJSON *line, cJSON **messages, const cJSON 
  * tt_chat_specials_free; on error nothing is left to free. */
 tt_err tt_chat_template_open(const char *hf_dir, const char *file, tt_chat_template **t, tt_chat_specials *sp);
 
+/* One JSONL line as JSON (its length given, no NUL needed); NULL + "malformed JSON..." when it is
+ * not, or when anything but whitespace follows the value. */
+cJSON *tt_chat_parse_line(const char *line, size_t len);
+
 /* cJSON keeps no number literal, so 1.0 and 1 would both read as a number: after cJSON_Parse of
  * text, this stores each number's literal (valuestring, freed by cJSON_Delete) so that the template
  * sees ints and floats as Python's json.loads makes them. */

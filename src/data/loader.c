@@ -176,7 +176,7 @@ static tt_err build_chat_pieces(tt_loader *l)
         }
         l->chat.split++;
         /* a later piece repeats the prefix when it leaves most of the window to turns */
-        const uint32_t P = tt_shard_doc_prefix(s, d) * 2 <= T ? tt_shard_doc_prefix(s, d) : 0;
+        const uint32_t P = (uint64_t)tt_shard_doc_prefix(s, d) * 2 <= T ? tt_shard_doc_prefix(s, d) : 0;
         uint32_t pre = 0;
         for (uint64_t at = a; at < b;) {
             const uint64_t room = T + 1 - pre; /* tokens this piece takes after the prefix */

@@ -46,10 +46,10 @@ static void conv_clear(conv *c)
 /* Parse, render, encode and flag one line (on any thread). */
 static void make_conv(const chat_ctx *x, conv *c)
 {
-    cJSON *root = cJSON_ParseWithLength(c->text, c->len), *messages = NULL;
+    cJSON *root = tt_chat_parse_line(c->text, c->len), *messages = NULL;
     const cJSON *tools = NULL;
     int first = 0;
-    c->rc = root ? 0 : tt_errorf("malformed JSON");
+    c->rc = root ? 0 : -1;
     if (!c->rc)
         c->rc = tt_chat_json_keep_numbers(root, c->text, c->len) ||
                 tt_chat_conversation_of(root, &messages, &tools, &first);
@@ -88,7 +88,7 @@ static tt_err write_conv(const chat_ctx *x, tt_shard_writer *w[2], const char *p
         k->nothing++;
         return 0;
     }
-    if (c->ss.per_turn) k->per_turn_convs++, k->per_turn_samples += (uint64_t)c->ss.n;
+    int written = 0;
     for (int i = 0; i < c->ss.n; i++) {
         const tt_chat_tokens *tk = &c->tk[i];
         if (tk->n_trained == 0) continue; /* what was trained lay in no token's first byte */
@@ -99,7 +99,13 @@ static tt_err write_conv(const chat_ctx *x, tt_shard_writer *w[2], const char *p
         k->samples[s]++;
         k->tokens[s] += tk->n;
         k->trained[s] += (uint64_t)tk->n_trained;
+        written++;
     }
+    if (!written) { /* what it trains lay inside tokens that start before it */
+        k->nothing++;
+        return 0;
+    }
+    if (c->ss.per_turn) k->per_turn_convs++, k->per_turn_samples += (uint64_t)written;
     k->convs[s]++;
     return 0;
 }

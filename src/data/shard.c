@@ -297,7 +297,8 @@ fail:
     return -1;
 }
 
-/* Where version 2's sections start, and the whole size; 0 if the counts overflow. */
+/* Where version 2's sections start, and the whole size; 0 if the counts are beyond any file (2^48
+ * each: with that bound no sum below can wrap, however a header is crafted). */
 typedef struct {
     size_t mask, doc_off, doc_prefix, cuts, end;
 } shard_layout;
@@ -305,13 +306,15 @@ typedef struct {
 static int layout_of(const tt_shard_header *h, shard_layout *L)
 {
     size_t body, x;
-    if (h->token_count > SIZE_MAX / 8 || tt_mul_size((size_t)h->token_count, h->token_width, &body)) return 0;
+    const uint64_t most = (uint64_t)1 << 48;
+    if (h->token_count > most || h->doc_count > most || h->cut_count > most ||
+        tt_mul_size((size_t)h->token_count, h->token_width, &body))
+        return 0;
     size_t at = header_bytes(h->version) + body;
     if (h->version != TT_SHARD_VERSION_CHAT) {
         L->end = at;
         return 1;
     }
-    if (h->doc_count > SIZE_MAX / 16 || h->cut_count > SIZE_MAX / 16) return 0;
     L->mask = at += pad8(body);
     L->doc_off = at += (size_t)h->token_count + pad8(h->token_count);
     L->doc_prefix = at += 8 * ((size_t)h->doc_count + 1);
@@ -338,6 +341,10 @@ static tt_err validate_sections(const uint8_t *p, const tt_shard_header *h, cons
             return tt_errorf("%s: document %llu repeats a prefix of %u tokens but has %llu", name,
                              (unsigned long long)d, pr, (unsigned long long)(b - a));
         if (mask[a]) return tt_errorf("%s: document %llu's first token is flagged as a target", name, (unsigned long long)d);
+        for (uint64_t i = a; i < a + pr; i++) /* a later piece repeats the prefix: it trains nothing */
+            if (mask[i])
+                return tt_errorf("%s: token %llu of document %llu's repeated prefix is flagged as a target", name,
+                                 (unsigned long long)(i - a), (unsigned long long)d);
         for (uint64_t c; k < h->cut_count && (c = tt_shard_le64(cut + 8 * k)) < b; k++)
             if (c <= a + pr || (k && c <= tt_shard_le64(cut + 8 * (k - 1))))
                 return tt_errorf("%s: cut %llu (token %llu) is not inside document %llu after its prefix, in order",
