@@ -301,6 +301,18 @@ static void test_step_graph(variant va, tt_dtype dt)
             loss[ac] = (float)l;
             arena[ac] = tt_exec_arena_bytes(sg.exec);
             arena_no_ac[ac] = sg.arena_no_ac;
+            /* full: each block boundary's norm (the fused add_rmsnorm ending a block, read by the next)
+             * is rebuilt by an rmsnorm of the saved sum, not saved: L - 1 of them (the last block's
+             * norm is the head's) */
+            int renorms = 0;
+            for (int i = 0; i < sg.g->n_nodes; i++) {
+                const tt_node *n = sg.g->nodes[i];
+                renorms += n->op == TT_OP_RMSNORM && strstr(n->scope, ".remat") && n->in[0]->producer &&
+                           n->in[0]->producer->op == TT_OP_ADD_RMSNORM;
+            }
+            const int rms = strcmp(variant_names[va], "gpt2") != 0; /* GPT-2's layernorms fuse with nothing */
+            CHECK_MSG(renorms == (ac == TT_AC_FULL && rms ? m->cfg.n_layers - 1 : 0), "%s %s: %d norms rebuilt at block edges",
+                      variant_names[va], tt_ac_mode_name((tt_ac_mode)ac), renorms);
             grad[ac] = th_alloc(m->numel, sizeof(float));
             CHECK_MSG(tt_state_download(&st, TT_STATE_GRAD, grad[ac]) == 0, "%s", tt_last_error());
             tt_step_graph_free(&sg);
