@@ -10,8 +10,12 @@
 # generates the adapted model's greedy text; a bf16 base trains. Bad input is
 # refused by name: a negative rank, a target that matches nothing, a routed
 # expert, the [lora] keys against an adapter's own, another base under a
-# checkpoint, a DoRA adapter, a tensor of another shape. (LoRA on several
-# ranks: tests/mpi_lora.sh.)
+# checkpoint, a DoRA adapter, a tensor of another shape. GPT-2 (Conv1D layers,
+# its fused c_attn one adapter for q, k and v): trains, exports a PEFT adapter
+# with fan_in_fan_out and c_attn's B (3 D, r), which evaluates to the
+# checkpoint's loss, merges into a folder that generates the adapted model's
+# text, and PEFT's own GPT-2 adapter loads. (LoRA on several ranks:
+# tests/mpi_lora.sh.)
 set -u
 TITAN=$1
 SRC=$2
@@ -103,4 +107,39 @@ expect "a DoRA adapter" error "adapter_config.json: field 'use_dora'" \
 expect "an adapter of another model" error "tensor '.*' has shape" \
   "$TITAN" train --model.hf_assets_path "$FIX/qwen3" --training.mixed_precision_param float32 --training.seq_len 64 \
   --lora.adapter_path "$W/peft" --training.steps 1 --job.dump_folder "$W/g"
+# ---- GPT-2: Conv1D layers, c_attn's q, k and v under one adapter
+for i in $(seq 1 400); do echo "{\"text\": \"The cat $((i % 7)) sat on the mat $((i % 5)) and the dog ran to the door.\"}"; done >"$W/g2.jsonl"
+expect -q "prepare GPT-2 data" 0 "" "$TITAN" prepare --hf "$FIX/gpt2" --out "$W/g2data" --val-fraction 0.1 --no-progress "$W/g2.jsonl"
+G2_BASE=(--model.hf_assets_path "$FIX/gpt2" --training.dataset_path "$W/g2data/train.bin" --validation.dataset_path
+         "$W/g2data/val.bin" --validation.enable true --validation.freq 12 --validation.steps 2 --training.seq_len 64
+         --training.local_batch_size 4 --training.mixed_precision_param float32 --optimizer.lr 1e-2
+         --optimizer.weight_decay 0 --lr_scheduler.warmup_steps 2 --metrics.log_freq 1 --generate.max_new_tokens 0)
+G2=("${G2_BASE[@]}" --lora.rank 4 --lora.alpha 8 --lora.dropout 0.1 --checkpoint.enable true --checkpoint.interval 12)
+expect "GPT-2: train c_attn and mlp.c_fc" 0 "" "$TITAN" train "${G2[@]}" --lora.target_modules c_attn,c_fc \
+  --training.steps 12 --job.dump_folder "$W/g2a"
+grep -q "LoRA: rank 4, scale 2, 4 linear layers adapted" "$W/out"; check "GPT-2: c_attn is one adapter a layer (4 in all)" $?
+expect -q "GPT-2: export --peft" 0 "" "$TITAN" export "${G2[@]}" --lora.target_modules c_attn,c_fc --job.dump_folder "$W/g2a" \
+  --peft --out "$W/g2peft"
+head -c 4096 "$W/g2peft/adapter_model.safetensors" | grep -aq \
+  '"base_model.model.transformer.h.1.attn.c_attn.lora_B.weight":{"dtype":"F32","shape":\[144,4\]' &&
+  head -c 4096 "$W/g2peft/adapter_model.safetensors" | grep -aq \
+  '"base_model.model.transformer.h.1.attn.c_attn.lora_A.weight":{"dtype":"F32","shape":\[4,48\]' &&
+  grep -q '"fan_in_fan_out":[[:space:]]*true' "$W/g2peft/adapter_config.json"
+check "GPT-2: the adapter is PEFT's c_attn: A (4, 48), B (144, 4), fan_in_fan_out" $?
+expect -q "GPT-2: eval the checkpoint" 0 "" "$TITAN" eval "${G2[@]}" --lora.target_modules c_attn,c_fc --job.dump_folder "$W/g2a"
+l_ck=$(sed -n 's/.*eval step 12: loss \([0-9.]*\).*/\1/p' "$W/err" "$W/out" | head -1)
+expect -q "GPT-2: eval the exported adapter" 0 "" "$TITAN" eval "${G2_BASE[@]}" --lora.adapter_path "$W/g2peft" \
+  --job.dump_folder "$W/g2b"
+l_ad=$(sed -n 's/.*eval step 0: loss \([0-9.]*\).*/\1/p' "$W/err" "$W/out" | head -1)
+[ -n "$l_ck" ] && [ "$l_ck" = "$l_ad" ]; check "GPT-2: the adapter evaluates to the checkpoint's loss ($l_ck, $l_ad)" $?
+expect -q "GPT-2: export --merge" 0 "" "$TITAN" export "${G2[@]}" --lora.target_modules c_attn,c_fc --job.dump_folder "$W/g2a" \
+  --merge --out "$W/g2merged"
+expect -q "GPT-2: generate from the adapter" 0 "" "$TITAN" generate "${G2_BASE[@]}" --lora.adapter_path "$W/g2peft" \
+  --job.dump_folder "$W/g2b" --generate.temperature 0 --generate.max_new_tokens 16 "The cat"
+cp "$W/out" "$W/g2gen"
+expect -q "GPT-2: generate from the merged folder" 0 "" "$TITAN" generate --hf "$W/g2merged" \
+  --training.mixed_precision_param float32 --generate.temperature 0 --generate.max_new_tokens 16 "The cat"
+[ -s "$W/out" ] && cmp "$W/g2gen" "$W/out"; check "GPT-2: the merged model writes the adapted model's greedy text" $?
+expect "GPT-2: PEFT's own adapter (all-linear, c_attn included) loads" 0 "" "$TITAN" eval "${G2_BASE[@]}" \
+  --lora.adapter_path "$SRC/tests/fixtures/lora/gpt2" --job.dump_folder "$W/g2c"
 cli_done cli_lora

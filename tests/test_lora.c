@@ -7,9 +7,12 @@
  * (linear layers, embeddings, head) in bf16. Target lists: PEFT's names, all-linear, a name that matches
  * nothing (the error lists what exists), a routed expert (refused). Each on
  * the dense llama block (q/k/v and gate/up fused), Qwen2's (q/k/v biases,
- * tied head) and an MoE block with a shared expert (attention and shared
- * expert adapted). And against PEFT (tests/fixtures/lora, made by
- * tools/gen_lora_fixtures.py): for each tiny Hugging Face model and its PEFT
+ * tied head), an MoE block with a shared expert (attention and shared
+ * expert adapted) and GPT-2's (c_attn one adapter over q, k and v; the fused
+ * and unfused graphs give one loss and the same gradients with dropout, one
+ * mask per adapter). And against PEFT (tests/fixtures/lora, made by
+ * tools/gen_lora_fixtures.py): for each tiny Hugging Face model (GPT-2's
+ * merged c_attn compared as the Conv1D's (in, 3 D) weight) and its PEFT
  * adapter (B non-zero), titan's loss, adapter gradients and gradient norm
  * equal PEFT's, its merge equals merge_and_unload (fp32 within 1e-6, bf16 bit
  * for bit), and the adapter written back in PEFT's format reads back the
@@ -50,15 +53,16 @@ static void make_batch(batch *b)
     }
 }
 
-typedef enum { LLAMA, QWEN2, MOE, N_VARIANTS } variant;
-static const char *const names[] = {"llama", "qwen2 (q/k/v bias, tied)", "llama + MoE (shared expert)"};
+typedef enum { LLAMA, QWEN2, MOE, GPT2, N_VARIANTS } variant;
+static const char *const names[] = {"llama", "qwen2 (q/k/v bias, tied)", "llama + MoE (shared expert)",
+                                    "gpt2 (c_attn: one adapter for q, k, v)"};
 
 static tt_model *make_model(variant va)
 {
     tt_model_cfg c;
     memset(&c, 0, sizeof c);
-    c.arch = TT_ARCH_LLAMA;
-    c.dim = 32, c.n_layers = L, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 8, c.ffn_dim = 48;
+    c.arch = va == GPT2 ? TT_ARCH_GPT2 : TT_ARCH_LLAMA;
+    c.dim = 32, c.n_layers = L, c.n_heads = 4, c.n_kv_heads = va == GPT2 ? 4 : 2, c.head_dim = 8, c.ffn_dim = 48;
     c.vocab_size = V, c.max_seq_len = 64, c.norm_eps = 1e-5, c.rope.theta = 10000;
     c.tie_embeddings = va == QWEN2;
     c.qkv_bias = va == QWEN2;
@@ -89,14 +93,14 @@ typedef struct {
     int ok, B, T;
 } run;
 
-static int open_run_bt(run *r, const tt_model *m, const tt_lora *l, tt_dtype base_dt, tt_dtype act, const float *w,
-                       const float *aw, int b, int t)
+static int open_run_cfg(run *r, const tt_model *m, const tt_lora *l, tt_dtype base_dt, tt_dtype act, const float *w,
+                        const float *aw, int b, int t, int no_fuse)
 {
     memset(r, 0, sizeof *r);
     r->be = tt_backend_get("cpu");
     r->q = r->be->queue_new();
     r->B = b, r->T = t;
-    tt_step_cfg cfg = {.B = b, .T = t, .act_dtype = act, .lora = l, .frozen = l ? &r->fb : NULL};
+    tt_step_cfg cfg = {.B = b, .T = t, .act_dtype = act, .lora = l, .frozen = l ? &r->fb : NULL, .no_fuse = no_fuse};
     int rc = l ? tt_frozen_init(&r->fb, m, base_dt, r->be, r->q) : 0;
     if (!rc) rc = tt_state_init(&r->st, l ? l->adapters : m, r->be, r->q, 1);
     if (!rc && l) {
@@ -107,6 +111,12 @@ static int open_run_bt(run *r, const tt_model *m, const tt_lora *l, tt_dtype bas
     if (!rc) rc = tt_build_micro_step(&r->sg, m, &r->st, &cfg, 1, TT_EXEC_GRAPH, TT_AC_NONE, NULL);
     CHECK_MSG(rc == 0, "%s", tt_last_error());
     return r->ok = rc == 0;
+}
+
+static int open_run_bt(run *r, const tt_model *m, const tt_lora *l, tt_dtype base_dt, tt_dtype act, const float *w,
+                       const float *aw, int b, int t)
+{
+    return open_run_cfg(r, m, l, base_dt, act, w, aw, b, t, 0);
 }
 
 static int open_run(run *r, const tt_model *m, const tt_lora *l, tt_dtype base_dt, tt_dtype act, const float *w,
@@ -209,8 +219,9 @@ static void check_variant(variant va, const char *const *targets, int n_targets)
 
     /* the adapters' gradients against central differences of the loss; the loss against the merged model's */
     run lr;
+    double no_drop = NAN;
     if (open_run(&lr, m, &l, TT_F32, TT_F32, w, a)) {
-        const double loss = run_loss(&lr, &b);
+        const double loss = no_drop = run_loss(&lr, &b);
         float *grad = th_alloc(l.adapters->numel, sizeof(float));
         CHECK(tt_state_download(&lr.st, TT_STATE_GRAD, grad) == 0);
         /* a few coordinates of every A and B: the largest gradients, where fp32 differences resolve them */
@@ -239,11 +250,14 @@ static void check_variant(variant va, const char *const *targets, int n_targets)
         /* merged: W + s B A in a plain step gives the same loss */
         float *wm = th_alloc(m->numel, sizeof(float));
         memcpy(wm, w, m->numel * sizeof(float));
-        for (int t = 0; t < l.n_targets; t++) {
-            const tt_lora_target *x = &l.targets[t];
-            const tt_param *p = &m->params[x->base];
-            tt_lora_merge(wm + p->offset, a + l.adapters->params[x->a].offset, a + l.adapters->params[x->b].offset,
-                          p->shape[0], p->shape[1], l.rank, l.scale);
+        for (int i = 0; i < m->n_params; i++) { /* each weight of a target, with its rows of B */
+            int64_t row0;
+            const int t = tt_lora_target_of(&l, m, i, &row0);
+            if (t < 0) continue;
+            const tt_param *p = &m->params[i];
+            tt_lora_merge(wm + p->offset, a + l.adapters->params[l.targets[t].a].offset,
+                          a + l.adapters->params[l.targets[t].b].offset + row0 * l.rank, p->shape[0], p->shape[1],
+                          l.rank, l.scale);
         }
         run mg;
         if (open_run(&mg, m, NULL, TT_F32, TT_F32, wm, NULL)) {
@@ -255,6 +269,27 @@ static void check_variant(variant va, const char *const *targets, int n_targets)
         free(grad);
     }
     close_run(&lr);
+
+    /* unfused (q, k and v three matmuls, each reading its rows of a fused module's B) against fused, with dropout:
+     * one mask per adapter, so the same loss and gradients */
+    l.dropout = 0.25;
+    run fu, un;
+    if (open_run_cfg(&fu, m, &l, TT_F32, TT_F32, w, a, B, T, 0) && open_run_cfg(&un, m, &l, TT_F32, TT_F32, w, a, B, T, 1)) {
+        CHECK(tt_step_set_rng(&fu.sg, 7, 3) == 0 && tt_step_set_rng(&un.sg, 7, 3) == 0);
+        const double lf = run_loss(&fu, &b), lu = run_loss(&un, &b);
+        float *gf = th_alloc(l.adapters->numel, sizeof(float)), *gu = th_alloc(l.adapters->numel, sizeof(float));
+        CHECK(tt_state_download(&fu.st, TT_STATE_GRAD, gf) == 0 && tt_state_download(&un.st, TT_STATE_GRAD, gu) == 0);
+        double err = 0, mag = 0;
+        for (size_t k = 0; k < l.adapters->numel; k++) err = fmax(err, fabs(gf[k] - gu[k])), mag = fmax(mag, fabs(gf[k]));
+        CHECK_MSG(fabs(lf - lu) <= 1e-6 * fabs(lf) && err <= 1e-5 * mag, "%s, dropout: fused %.9g, unfused %.9g; "
+                  "gradients differ by %g (largest %g)", names[va], lf, lu, err, mag);
+        CHECK_MSG(lf != no_drop, "%s: dropout 0.25 leaves the loss at %.9g", names[va], lf);
+        free(gf);
+        free(gu);
+    }
+    close_run(&fu);
+    close_run(&un);
+    l.dropout = 0;
 
     /* bf16: the linear weights stored bf16, the rest fp32; a step runs and leaves the base's bytes alone */
     tt_frozen_layout fl;
@@ -336,11 +371,14 @@ static void export_trained(const char *name, const char *root, const tt_model *m
     float *merged = th_alloc(m->numel, sizeof(float)), *trained = th_alloc(l->adapters->numel, sizeof(float));
     CHECK(tt_state_download(&r.st, TT_STATE_PARAM, trained) == 0);
     memcpy(merged, w, m->numel * sizeof(float));
-    for (int t = 0; t < l->n_targets; t++) {
-        const tt_lora_target *x = &l->targets[t];
-        const tt_param *p = &m->params[x->base];
-        tt_lora_merge(merged + p->offset, trained + l->adapters->params[x->a].offset,
-                      trained + l->adapters->params[x->b].offset, p->shape[0], p->shape[1], l->rank, l->scale);
+    for (int i = 0; i < m->n_params; i++) {
+        int64_t row0;
+        const int t = tt_lora_target_of(l, m, i, &row0);
+        if (t < 0) continue;
+        const tt_param *p = &m->params[i];
+        tt_lora_merge(merged + p->offset, trained + l->adapters->params[l->targets[t].a].offset,
+                      trained + l->adapters->params[l->targets[t].b].offset + row0 * l->rank, p->shape[0], p->shape[1],
+                      l->rank, l->scale);
     }
     tt_param_store ts = tt_model_host_store(trained), ms = tt_model_host_store(merged);
     tt_hf_export_opts o = tt_hf_export_defaults();
@@ -413,32 +451,41 @@ static void check_peft(const char *name)
     close_run(&r);
     const char *export_dir = getenv("TITAN_LORA_EXPORT_DIR");
     if (export_dir && ids && lab && !rc) export_trained(name, export_dir, m, &l, &spec, &hc, w, aw, ids->data, lab->data);
-    /* the merge, fp32 and bf16, against merge_and_unload's */
-    for (int t = 0; t < l.n_targets && !rc; t++) {
+    /* the merge, fp32 and bf16, against merge_and_unload's: each weight of a target (GPT-2's c_attn holds three, as
+     * column blocks of the Conv1D's (in, out) weight) */
+    for (int i = 0; i < m->n_params && !rc; i++) {
+        int64_t row0;
+        const int t = tt_lora_target_of(&l, m, i, &row0);
+        if (t < 0) continue;
         const tt_lora_target *x = &l.targets[t];
-        const tt_param *p = &m->params[x->base];
+        const tt_param *p = &m->params[i];
+        const int64_t rows = l.adapters->params[x->b].shape[0], out = p->shape[0], in = p->shape[1];
+        tt_hf_slot slot;
+        CHECK(tt_model_hf_slot(m, i, &slot) == 0);
         const size_t n = (size_t)tt_param_numel(p);
         float *wm = th_alloc(n, sizeof(float)), *wb = th_alloc(n, sizeof(float));
         for (size_t k = 0; k < n; k++) wb[k] = tt_bf16_to_f32(tt_f32_to_bf16(w[p->offset + (int64_t)k]));
         memcpy(wm, w + p->offset, n * sizeof(float));
-        const float *A = aw + l.adapters->params[x->a].offset, *Bm = aw + l.adapters->params[x->b].offset;
-        tt_lora_merge(wm, A, Bm, p->shape[0], p->shape[1], l.rank, l.scale);
-        tt_lora_merge(wb, A, Bm, p->shape[0], p->shape[1], l.rank, l.scale);
+        const float *A = aw + l.adapters->params[x->a].offset, *Bm = aw + l.adapters->params[x->b].offset + row0 * l.rank;
+        tt_lora_merge(wm, A, Bm, out, in, l.rank, l.scale);
+        tt_lora_merge(wb, A, Bm, out, in, l.rank, l.scale);
         char tn[300];
         snprintf(tn, sizeof tn, "merged.%s.weight", x->module);
-        const tt_st_tensor *f = ref_tensor(ref, tn, n, "F32");
+        const tt_st_tensor *f = ref_tensor(ref, tn, (size_t)(rows * in), "F32");
         snprintf(tn, sizeof tn, "merged_bf16.%s.weight", x->module);
-        const tt_st_tensor *h = ref_tensor(ref, tn, n, "BF16");
+        const tt_st_tensor *h = ref_tensor(ref, tn, (size_t)(rows * in), "BF16");
         double err = 0;
         size_t differ = 0;
-        for (size_t k = 0; f && h && k < n; k++) {
-            err = fmax(err, fabs(((const float *)f->data)[k] - wm[k]));
-            uint16_t hb;
-            memcpy(&hb, (const char *)h->data + 2 * k, 2);
-            differ += hb != tt_f32_to_bf16(wb[k]);
-        }
-        CHECK_MSG(err <= 1e-6, "%s: merged %s off PEFT's by %g", name, x->module, err);
-        CHECK_MSG(differ == 0, "%s: bf16 merge of %s: %zu of %zu values differ from PEFT's", name, x->module, differ, n);
+        for (int64_t o = 0; f && h && o < out; o++)
+            for (int64_t c = 0; c < in; c++) {
+                const int64_t k = o * in + c, at = slot.transpose ? c * rows + row0 + o : (row0 + o) * in + c;
+                err = fmax(err, fabs(((const float *)f->data)[at] - wm[k]));
+                uint16_t hb;
+                memcpy(&hb, (const char *)h->data + 2 * at, 2);
+                differ += hb != tt_f32_to_bf16(wb[k]);
+            }
+        CHECK_MSG(err <= 1e-6, "%s: merged %s off PEFT's by %g", name, p->name, err);
+        CHECK_MSG(differ == 0, "%s: bf16 merge of %s: %zu of %zu values differ from PEFT's", name, p->name, differ, n);
         free(wm);
         free(wb);
     }
@@ -480,8 +527,11 @@ int main(void)
     check_variant(LLAMA, qv, 2);
     check_variant(QWEN2, NULL, 0); /* all-linear */
     check_variant(MOE, moe, 7);
+    check_variant(GPT2, NULL, 0); /* all-linear: c_attn (q, k, v in one adapter), c_proj, c_fc, mlp.c_proj */
+    static const char *const c_attn[] = {"c_attn"};
+    check_variant(GPT2, c_attn, 1);
     check_errors();
-    static const char *const peft_models[] = {"llama", "qwen2", "qwen3", "mistral", "qwen3_moe"};
+    static const char *const peft_models[] = {"llama", "qwen2", "qwen3", "mistral", "qwen3_moe", "gpt2"};
     for (size_t k = 0; k < sizeof peft_models / sizeof *peft_models; k++) check_peft(peft_models[k]);
     return th_done("test_lora");
 }

@@ -84,7 +84,11 @@ LORA = {
     "qwen3": ("all-linear", False),
     "mistral": ("all-linear", False),
     "qwen3_moe": (ATTENTION, False),
+    "gpt2": ("all-linear", False),
 }
+# Conv1D modules (GPT-2's), whose weights are stored (in, out): PEFT's fan_in_fan_out, and one adapter for c_attn's
+# q, k and v together
+FAN_IN_FAN_OUT = {"gpt2"}
 
 
 def forward(model, ids):
@@ -107,7 +111,7 @@ def build_adapter(name, base, index, folder, ids):
     while True:
         torch.manual_seed(seed)
         cfg = LoraConfig(r=R, lora_alpha=ALPHA, lora_dropout=0.0, bias="none", target_modules=targets,
-                         use_rslora=rslora, task_type="CAUSAL_LM")
+                         use_rslora=rslora, fan_in_fan_out=name in FAN_IN_FAN_OUT, task_type="CAUSAL_LM")
         model = get_peft_model(load(folder), cfg)
         with torch.no_grad():
             for pname, p in model.named_parameters():
@@ -190,6 +194,8 @@ def main():
         for k, w in merged16.items():
             mod = "base_model.model." + k[:-len(".weight")]
             delta = saved[mod + ".lora_B.weight"] @ saved[mod + ".lora_A.weight"] * scale
+            if name in FAN_IN_FAN_OUT:
+                delta = delta.T  # the weight is (in, out)
             assert torch.equal(w, (base16[k].float() + delta).to(torch.bfloat16)), k
             assert (merged[k] - (base32[k] + delta)).abs().max() < 1e-6, k
         m = load(folder)

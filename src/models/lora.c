@@ -12,10 +12,11 @@ double tt_lora_scale(const tt_lora_spec *s)
     return s->use_rslora ? s->alpha / sqrt((double)s->rank) : s->alpha / s->rank;
 }
 
-tt_err tt_lora_module_name(const tt_model *base, int i, char *module, size_t cap, int *adaptable)
+tt_err tt_lora_module_name(const tt_model *base, int i, char *module, size_t cap, int *adaptable, int *parts)
 {
     const tt_param *p = &base->params[i];
     *adaptable = 0;
+    if (parts) *parts = 1;
     module[0] = 0;
     /* a linear layer of a block: 2-D, in a transformer block (not the embeddings or the head), not a routed
      * expert's slice of a packed tensor */
@@ -27,9 +28,27 @@ tt_err tt_lora_module_name(const tt_model *base, int i, char *module, size_t cap
     if (n - 7 >= cap) return tt_errorf("lora: the module name of '%s' is too long", s.name);
     memcpy(module, s.name, n - 7);
     module[n - 7] = 0;
-    /* GPT-2's c_attn holds q, k and v as parts of one Conv1D: one PEFT adapter covers all three */
-    *adaptable = s.n_parts == 1 && !s.stacked ? 1 : -1;
-    if (p->routed) *adaptable = -2;
+    if (p->routed || s.stacked) {
+        *adaptable = p->routed ? -2 : -1;
+        return 0;
+    }
+    if (s.n_parts == 1) {
+        *adaptable = 1;
+        return 0;
+    }
+    /* GPT-2's c_attn holds q, k and v as parts of one Conv1D, and one PEFT adapter covers the three: the module
+     * is its first part's, with the parts after it */
+    if (s.part != 0) return 0;
+    for (int k = 1; k < s.n_parts; k++) {
+        tt_hf_slot t;
+        const tt_param *q = i + k < base->n_params ? &base->params[i + k] : NULL;
+        if (!q || tt_model_hf_slot(base, i + k, &t) || strcmp(t.name, s.name) || t.part != k || q->ndim != 2 ||
+            q->shape[1] != p->shape[1] || q->unit != p->unit)
+            return tt_errorf("lora: the %d parts of '%s' are not consecutive weights of one input size", s.n_parts,
+                             s.name);
+    }
+    *adaptable = 1;
+    if (parts) *parts = s.n_parts;
     return 0;
 }
 
@@ -62,7 +81,7 @@ static void module_leaves(const tt_model *base, char *buf, size_t cap)
     char m[128];
     for (int i = 0; i < base->n_params && k + 1 < cap; i++) {
         int ok;
-        if (tt_lora_module_name(base, i, m, sizeof m, &ok) || !ok) continue;
+        if (tt_lora_module_name(base, i, m, sizeof m, &ok, NULL) || ok != 1) continue;
         char item[136]; /* " q_proj," against " " + the list so far */
         snprintf(item, sizeof item, " %s,", tt_lora_module_leaf(m));
         char seen[1100];
@@ -92,11 +111,19 @@ static tt_err declare(tt_model *m, void *ctx)
                 tt_lora_target *x = &c->l->targets[t];
                 const tt_param *p = &b->params[x->base];
                 if (p->unit != u) continue;
-                char name[96];
-                const size_t n = strlen(p->name);
-                const int stem = n > 7 && !strcmp(p->name + n - 7, ".weight") ? (int)(n - 7) : (int)n;
-                snprintf(name, sizeof name, "%.*s.lora_%c", stem, p->name, half ? 'B' : 'A');
-                const int64_t shape[2] = {half ? p->shape[0] : r, half ? r : p->shape[1]};
+                int64_t rows = 0;
+                for (int k = 0; k < x->n_parts; k++) rows += b->params[x->base + k].shape[0];
+                /* named after the weight ("layers.0.attn.q_proj.lora_A"), or after the module when it holds
+                 * several ("h.0.attn.c_attn.lora_A") */
+                const char *dot = strrchr(p->name, '.');
+                const int stem = dot && !strcmp(dot, ".weight") ? (int)(dot - p->name) : (int)strlen(p->name);
+                const char *up = memrchr(p->name, '.', (size_t)stem);
+                const int keep = up ? (int)(up - p->name) + 1 : 0;
+                char name[160];
+                if (x->n_parts == 1) snprintf(name, sizeof name, "%.*s.lora_%c", stem, p->name, half ? 'B' : 'A');
+                else snprintf(name, sizeof name, "%.*s%s.lora_%c", keep, p->name, tt_lora_module_leaf(x->module),
+                              half ? 'B' : 'A');
+                const int64_t shape[2] = {half ? rows : r, half ? r : p->shape[1]};
                 /* A: Kaiming-uniform with a = sqrt(5), as PEFT (bound 1 / sqrt(in)); B: zeros, so a new adapter
                  * leaves the base's outputs as they are */
                 if (tt_model_declare(m, u, name, 2, shape, half ? TT_INIT_ZEROS : TT_INIT_UNIFORM,
@@ -121,8 +148,8 @@ tt_err tt_lora_new(const tt_model *base, const tt_lora_spec *spec, tt_lora *out)
     int used[TT_LORA_MAX_TARGETS] = {0};
     char m[128];
     for (int i = 0; i < base->n_params; i++) {
-        int ok;
-        if (tt_lora_module_name(base, i, m, sizeof m, &ok)) goto fail;
+        int ok, parts;
+        if (tt_lora_module_name(base, i, m, sizeof m, &ok, &parts)) goto fail;
         if (!ok || !matches(spec, m)) continue;
         if (ok == -2 && !spec->all_linear) {
             tt_errorf("lora: '%s' is a routed expert's weight, and LoRA on routed experts is not supported: target "
@@ -131,8 +158,8 @@ tt_err tt_lora_new(const tt_model *base, const tt_lora_spec *spec, tt_lora *out)
             goto fail;
         }
         if (ok == -1 && !spec->all_linear) {
-            tt_errorf("lora: '%s' holds several projections in one tensor (GPT-2's fused c_attn), which titan "
-                      "cannot adapt as one yet: target the other modules",
+            tt_errorf("lora: '%s' is one of several weights stacked in one tensor, which titan cannot adapt: target "
+                      "the other modules",
                       m);
             goto fail;
         }
@@ -140,6 +167,7 @@ tt_err tt_lora_new(const tt_model *base, const tt_lora_spec *spec, tt_lora *out)
         for (int t = 0; t < spec->n_targets; t++) used[t] |= match_one(spec->targets[t], m);
         tt_lora_target *x = &out->targets[out->n_targets++];
         x->base = i;
+        x->n_parts = parts;
         snprintf(x->module, sizeof x->module, "%s", m);
     }
     for (int t = 0; t < spec->n_targets; t++)
@@ -169,10 +197,17 @@ void tt_lora_free(tt_lora *l)
     memset(l, 0, sizeof *l);
 }
 
-int tt_lora_target_of(const tt_lora *l, int base_param)
+int tt_lora_target_of(const tt_lora *l, const tt_model *base, int base_param, int64_t *row0)
 {
-    for (int t = 0; t < l->n_targets; t++)
-        if (l->targets[t].base == base_param) return t;
+    for (int t = 0; t < l->n_targets; t++) {
+        const tt_lora_target *x = &l->targets[t];
+        if (base_param < x->base || base_param >= x->base + x->n_parts) continue;
+        if (row0) {
+            *row0 = 0;
+            for (int i = x->base; i < base_param; i++) *row0 += base->params[i].shape[0];
+        }
+        return t;
+    }
     return -1;
 }
 

@@ -21,10 +21,12 @@ typedef struct {
     char targets[TT_LORA_MAX_TARGETS][64];
 } tt_lora_spec;
 
-/* One adapted linear layer */
+/* One adapted linear layer: a module of PEFT's, which may hold several of titan's weights (GPT-2's c_attn holds
+ * q, k and v: one adapter, its B's rows theirs in order) */
 typedef struct {
-    int base;          /* its weight: a 2-D parameter (out, in) of the base model */
-    int a, b;          /* A (r, in) and B (out, r): parameters of the adapter model */
+    int base;          /* its weight: a 2-D parameter (out, in) of the base model, the first of n_parts */
+    int n_parts;       /* base .. base + n_parts - 1, consecutive parameters with one in */
+    int a, b;          /* A (r, in) and B (sum of the parts' out, r): parameters of the adapter model */
     char module[128];  /* its Hugging Face module name: "model.layers.0.self_attn.q_proj" */
 } tt_lora_target;
 
@@ -45,11 +47,13 @@ void tt_lora_free(tt_lora *l);
 double tt_lora_scale(const tt_lora_spec *spec);
 /* The last component of a module name ("q_proj" of "model.layers.0.self_attn.q_proj") */
 const char *tt_lora_module_leaf(const char *module);
-/* The target of base parameter i, or -1 */
-int tt_lora_target_of(const tt_lora *l, int base_param);
-/* The Hugging Face module name of base parameter i (its tensor name without ".weight"), 0 when it is a linear
- * layer's weight in a block that LoRA may adapt (not the embeddings, the head, or a routed expert). */
-tt_err tt_lora_module_name(const tt_model *base, int i, char *module, size_t cap, int *adaptable);
+/* The target of base parameter i, or -1; *row0 (may be NULL) receives the first row of B that is i's */
+int tt_lora_target_of(const tt_lora *l, const tt_model *base, int base_param, int64_t *row0);
+/* The Hugging Face module name of base parameter i (its tensor name without ".weight"). *adaptable: 1 when it is
+ * a linear layer's weight in a block that LoRA may adapt, with *parts (may be NULL) the parameters its module
+ * holds from i on (3 for GPT-2's c_attn, whose q is i); 0 when it is not (the embeddings, the head, a later part
+ * of a fused module); -2 for a routed expert's weight, -1 for one of several weights stacked in one tensor. */
+tt_err tt_lora_module_name(const tt_model *base, int i, char *module, size_t cap, int *adaptable, int *parts);
 
 /* The frozen base's storage: the linear weights of the blocks in dtype (bf16 halves them), everything else fp32
  * (the embeddings, norms, biases and head, which the kernels read as fp32); each parameter at a 64-byte aligned

@@ -74,11 +74,13 @@ static tt_err merged_weights(tt_run *r, tt_train_state *ad, tt_train_state *out)
     const tt_param_store dst = ad && !rc ? tt_state_store(out, TT_STATE_PARAM) : (tt_param_store){0};
     for (int i = 0; i < m->n_params && !rc; i++) {
         if ((rc = base.read(base.ctx, m, i, w)) || !ad) continue;
-        const int t = tt_lora_target_of(&r->lora, i);
-        if (t >= 0) {
+        int64_t row0;
+        const int t = tt_lora_target_of(&r->lora, m, i, &row0);
+        if (t >= 0) { /* B's rows from row0 are this weight's (GPT-2's c_attn: q, k, v in one adapter) */
             const tt_lora_target *x = &r->lora.targets[t];
             if ((rc = src.read(src.ctx, a, x->a, A)) || (rc = src.read(src.ctx, a, x->b, B))) break;
-            tt_lora_merge(w, A, B, m->params[i].shape[0], m->params[i].shape[1], r->lora.rank, r->lora.scale);
+            tt_lora_merge(w, A, B + row0 * r->lora.rank, m->params[i].shape[0], m->params[i].shape[1], r->lora.rank,
+                          r->lora.scale);
         }
         rc = dst.write(dst.ctx, m, i, w);
     }

@@ -63,24 +63,33 @@ const tt_model *tt_step_trained_model(const tt_model *m, const tt_step_cfg *c)
     return c->lora ? c->lora->adapters : m;
 }
 
-/* LoRA: every target's base weight by (unit, bytes) with its adapter's values, for the pass */
+/* LoRA: every target's base weight by (unit, bytes) with its adapter's values, for the pass; a target of several
+ * weights (GPT-2's c_attn) is a site for each, with the rows of B that are its */
 static tt_err apply_lora(tt_step_graph *sg, const tt_model *m, const tt_step_cfg *c, tt_value *const *avals,
                          int with_grad)
 {
     const tt_lora *l = c->lora;
     const tt_frozen_layout *fl = &c->frozen->layout;
-    tt_lora_site *sites = calloc((size_t)l->n_targets + 1, sizeof *sites);
+    int n = 0;
+    for (int t = 0; t < l->n_targets; t++) n += l->targets[t].n_parts;
+    tt_lora_site *sites = calloc((size_t)n + 1, sizeof *sites);
     if (!sites) return tt_errorf("out of memory");
+    n = 0;
     for (int t = 0; t < l->n_targets; t++) {
         const tt_lora_target *x = &l->targets[t];
-        const int i = x->base;
-        sites[t] = (tt_lora_site){m->params[i].unit, fl->offset[i],
-                                  (size_t)tt_param_numel(&m->params[i]) * tt_dtype_size(fl->dtype[i]), avals[x->a],
-                                  avals[x->b], x->module};
+        tt_value *B = avals[x->b];
+        for (int i = x->base, row0 = 0; i < x->base + x->n_parts; row0 += (int)m->params[i].shape[0], i++) {
+            tt_value *b = x->n_parts == 1 ? B
+                          : tt_value_view(sg->g, tt_value_root(B), tt_value_root_offset(B) + (size_t)row0 * (size_t)B->shape[1] * sizeof(float),
+                                          B->dtype, 2, (int64_t[]){m->params[i].shape[0], B->shape[1]});
+            sites[n++] = (tt_lora_site){m->params[i].unit, fl->offset[i],
+                                        (size_t)tt_param_numel(&m->params[i]) * tt_dtype_size(fl->dtype[i]),
+                                        avals[x->a], b, t, x->module};
+        }
     }
     const int drop = with_grad && l->dropout > 0; /* evaluation runs without dropout */
     if (drop) sg->rng = input(sg->g, "lora_rng", TT_I64, 2);
-    const tt_lora_pass_cfg lc = {l->n_targets, sites, l->scale, drop ? l->dropout : 0, sg->rng};
+    const tt_lora_pass_cfg lc = {n, sites, l->scale, drop ? l->dropout : 0, sg->rng};
     tt_err rc = tt_lora_pass(sg->g, &lc, &sg->lora_applied);
     free(sites);
     return rc;

@@ -12,8 +12,8 @@
 /* s (drop(x) A^T) of one site: (N, r), the scale on this narrow value rather than on the layer's output */
 static tt_value *down(tt_graph *g, const tt_lora_pass_cfg *c, const tt_lora_site *s, tt_value *x)
 {
-    /* each adapter draws its own mask (PEFT's dropout is a module an adapter): the site tells them apart */
-    tt_value *xd = c->dropout > 0 ? tt_dropout(g, x, c->rng, c->dropout, (uint64_t)(s - c->sites)) : x;
+    /* each adapter draws its own mask (PEFT's dropout is a module an adapter's) */
+    tt_value *xd = c->dropout > 0 ? tt_dropout(g, x, c->rng, c->dropout, (uint64_t)s->adapter) : x;
     return tt_scale(g, tt_matmul(g, xd, s->A, 0, 1), c->scale); // (N, r)
 }
 
@@ -58,24 +58,38 @@ static int parts_of(const tt_lora_pass_cfg *c, int unit, size_t off, size_t byte
     return n;
 }
 
-/* The layer's output with every adapted part's term on its columns: y + (s x A_i^T) B_i^T (N, out). */
+/* b starts where a ends, in one root */
+static int back_to_back(tt_value *a, tt_value *b)
+{
+    return tt_value_root(a) == tt_value_root(b) && tt_value_root_offset(a) + tt_value_bytes(a) == tt_value_root_offset(b);
+}
+
+/* The layer's output with every adapted part's term on its columns: y + (s x A_i^T) B_i^T (N, out). The parts of
+ * one module (one A, their B's rows back to back) make one term. */
 static tt_value *adapted(tt_graph *g, const tt_lora_pass_cfg *c, tt_node *mm, const tt_lora_site *const *hit, int n)
 {
     tt_value *x = mm->in[0], *w = mm->in[1], *d[TT_ADD_SCALED_MAX_PARTS];
     const size_t row = (size_t)w->shape[1] * tt_dtype_size(w->dtype), off = tt_value_root_offset(w);
-    int c0[TT_ADD_SCALED_MAX_PARTS];
+    int c0[TT_ADD_SCALED_MAX_PARTS], terms = 0;
     if (n > TT_ADD_SCALED_MAX_PARTS)
         return tt_graph_fail(g, "lora: '%s' joins %d adapted layers, more than %d", w->name, n, TT_ADD_SCALED_MAX_PARTS);
     /* a fused weight's parts: their A's stacked, one matmul and the r columns of each part taken from it */
     tt_value *a = n > 1 && c->dropout == 0 ? stacked_a(g, hit, n) : NULL;
     tt_value *u = a ? tt_scale(g, tt_matmul(g, x, a, 0, 1), c->scale) : NULL; // (N, n r)
-    for (int k = 0, at = 0; k < n; at += (int)hit[k]->A->shape[0], k++) {
+    for (int k = 0, at = 0, j; k < n; at += (int)hit[k]->A->shape[0], k = j) {
         const int r = (int)hit[k]->A->shape[0];
+        int64_t rows = hit[k]->B->shape[0];
+        for (j = k + 1; j < n && hit[j]->A == hit[k]->A && back_to_back(hit[j - 1]->B, hit[j]->B); j++)
+            rows += hit[j]->B->shape[0];
+        tt_value *b = hit[k]->B;
+        if (j > k + 1 && !(b = tt_value_view(g, tt_value_root(b), tt_value_root_offset(b), b->dtype, 2,
+                                             (int64_t[]){rows, r})))
+            return NULL;
         tt_value *uk = u ? tt_head_slice(g, u, 1, (int)u->shape[1], at, r, 0, 0) : down(g, c, hit[k], x); // (N, r)
-        d[k] = tt_matmul(g, uk, hit[k]->B, 0, 1); // (N, out_k)
-        c0[k] = (int)((hit[k]->offset - off) / row); /* the part's first output column */
+        d[terms] = tt_matmul(g, uk, b, 0, 1); // (N, rows)
+        c0[terms++] = (int)((hit[k]->offset - off) / row); /* the term's first output column */
     }
-    return tt_add_scaled_cols(g, mm->out[0], n, d, c0, 1.0);
+    return tt_add_scaled_cols(g, mm->out[0], terms, d, c0, 1.0);
 }
 
 tt_err tt_lora_pass(tt_graph *g, const tt_lora_pass_cfg *c, int *applied)

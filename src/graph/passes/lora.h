@@ -8,11 +8,13 @@
 #include "ops/ops.h"
 
 /* One adapted weight: its bytes [offset, offset + bytes) in the root of graph unit `unit`, and its adapter's
- * A (r, in) and B (out, r) values (views of the adapters' units) */
+ * A (r, in) and B (out, r) values (views of the adapters' units). The parts of one module (GPT-2's c_attn: q, k
+ * and v) are sites with one A, each B a view of the module's B's rows, and one adapter id. */
 typedef struct {
     int unit;
     size_t offset, bytes;
     tt_value *A, *B;
+    int adapter;        /* its dropout mask's stream: one per module, as PEFT's dropout is the module's */
     const char *module; /* named in errors */
 } tt_lora_site;
 
