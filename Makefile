@@ -1,19 +1,30 @@
 # Thin wrapper over CMake for the README's two commands and CI.
 #   make run    install dependencies, build, run the default job
 #   make test   build and run the whole test suite (CTest)
+#   make venv   the pinned light pip packages the tests' Python checks use
+#               (tests/requirements-ci.txt) in .venv, which make test then uses
 #   make crosscheck  the live cross-checks against transformers and PEFT
-#               (PYTHON= a python with torch, transformers, peft, safetensors;
-#               the chat export's needs transformers alone)
+#               (PYTHON= a python with torch, transformers, peft, safetensors,
+#               tokenizers; the chat export's needs transformers alone)
 JOBS ?= $(shell nproc)
+# the project virtualenv (make venv): where it exists, the tests' python3 is its
+VENV ?= .venv
+TEST_PATH = $(if $(wildcard $(VENV)/bin/python3),PATH="$(abspath $(VENV))/bin:$$PATH")
 BUILD ?= build
 FUZZ_SECONDS ?= 10
 
-.PHONY: all deps build run test test-sanitize fuzz crosscheck clean
+.PHONY: all deps venv build run test test-sanitize fuzz crosscheck clean
 
 all: build
 
 deps:
 	bash scripts/install-deps.sh
+
+# the light pip packages the tests' Python checks use (tests/requirements-ci.txt, pinned), in $(VENV)
+venv:
+	@[ -x $(VENV)/bin/python3 ] || python3 -m venv $(VENV)
+	@cmp -s tests/requirements-ci.txt $(VENV)/requirements-ci.txt || \
+	  { $(VENV)/bin/pip install -q -r tests/requirements-ci.txt && cp tests/requirements-ci.txt $(VENV)/requirements-ci.txt; }
 
 build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -23,7 +34,7 @@ run: deps build
 	./$(BUILD)/titan train
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j 1
+	cd $(BUILD) && $(TEST_PATH) ctest --output-on-failure -j 1
 
 # titan's exports in transformers and its LoRA adapters in PEFT, live (needs torch: not part of make test)
 crosscheck: build
@@ -31,12 +42,14 @@ crosscheck: build
 	bash tests/crosscheck_lora.sh $(BUILD) .
 	bash tests/crosscheck_chat_export.sh $(BUILD) .
 	bash tests/crosscheck_chat_mask.sh $(BUILD) .
+	cd $(BUILD) && $(if $(PYTHON),PATH="$(dir $(abspath $(PYTHON))):$$PATH") TITAN_HF_FINETUNE_TRANSFORMERS=1 \
+	  ctest --output-on-failure -R '^cli_hf_finetune$$'
 
 # the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 test-sanitize:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTITAN_SANITIZE=ON >/dev/null
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 1
+	cd build-asan && $(TEST_PATH) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 1
 
 fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTITAN_FUZZ=ON >/dev/null

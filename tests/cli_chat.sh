@@ -16,7 +16,7 @@ TITAN=$1 SRC=$2
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
 export OMP_NUM_THREADS=2
 FIX=$SRC/tests/fixtures/hf
-[ -f "$FIX/qwen2/tokenizer.json" ] || { echo "skipped: $FIX/qwen2/tokenizer.json is missing"; exit 77; }
+[ -f "$FIX/qwen2/tokenizer.json" ] || skip_test cli_chat "$FIX/qwen2/tokenizer.json is missing"
 GREEDY=(--generate.temperature 0 --generate.max_new_tokens 12)
 
 # ---- a ChatML model folder: the fixture with a template, its eos_token and a generation_config.json list

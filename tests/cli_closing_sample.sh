@@ -63,7 +63,7 @@ if [ -f "$F/tokenizer.json" ]; then
   expect "titan generate --hf with an empty prompt still refuses" 1 \
     "the prompt is empty and the tokenizer adds no BOS token" "$TITAN" generate --hf "$F" --generate.max_new_tokens 4 ""
 else
-  echo "skipped: $F/tokenizer.json is missing (the GPT-2 fixture part)"
+  skip_part "$F/tokenizer.json is missing (the GPT-2 fixture part)"
 fi
 
 cli_done cli_closing_sample

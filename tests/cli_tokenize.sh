@@ -98,7 +98,7 @@ PY
     same "$name: decoded text as HF (special tokens skipped)" "$W/want" "$W/o"
   done
 else
-  echo "skipped: parity with the fixtures' expected ids (no python3 to read them)"
+  skip_part "parity with the fixtures' expected ids (no python3 to read them)"
 fi
 
 # ---- help and bad input ---------------------------------------------------------

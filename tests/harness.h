@@ -33,7 +33,11 @@ extern int th_failed, th_passed;
 /* Print the summary line and return the process exit code. */
 int th_done(const char *name);
 /* Report a skip with a reason and return 77 (CTest's SKIP_RETURN_CODE). */
+/* The whole test cannot run here: prints why and returns 77 (CTest's "skipped"); under CI=true, where nothing may
+ * be skipped, a failure (1). */
 int th_skip(const char *name, const char *why);
+/* A part of the test cannot run here: prints why; under CI=true counts a failure */
+void th_skip_part(const char *why);
 /* Zeroed memory for n elements of size bytes, released with free(); n = 0
  * still gives a pointer. Overflow or out of memory ends the test (exit 1). */
 void *th_alloc(size_t n, size_t size);

@@ -25,7 +25,11 @@ router gap over the tokens scored: top-k routing is discontinuous, so the two
 sides can pick different experts for a token only where the k-th and the
 (k+1)-th router softmax scores are that close (fp32 rounding, ~1e-6).
 
-    python3 tests/hf_finetune_check.py WORK FIXTURES PROMPT NAME...
+    python3 tests/hf_finetune_check.py [--ids | --transformers] WORK FIXTURES PROMPT NAME...
+
+--ids runs the ids part alone, with tokenizers alone (CTest's
+cli_hf_finetune, in CI); --transformers the other three, which need torch and
+transformers (make crosscheck). With neither, all four.
 """
 import json
 import os
@@ -35,11 +39,11 @@ import sys
 
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-import torch  # noqa: E402
-import transformers  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
-from safetensors.torch import load_file  # noqa: E402
-from transformers import AutoModelForCausalLM  # noqa: E402
+
+# torch, transformers and safetensors are imported by main() for the transformers part only: the ids part
+# (--ids, in CTest and CI) needs tokenizers alone
+torch = transformers = load_file = AutoModelForCausalLM = None
 
 SEQ_LEN = 64  # training.seq_len in cli_hf_finetune.sh
 MAX_NEW = 24  # generate.max_new_tokens there
@@ -189,16 +193,26 @@ def load(folder):
     return model, problems
 
 
+class Side:
+    """What both parts read of a fine-tuned model's export: its config's ids and tokenizers' tokenizer."""
+
+    def __init__(self, work, fixtures, prompt, name):
+        self.fix, self.hf, self.d = os.path.join(fixtures, name), os.path.join(work, name, "run", "hf"), os.path.join(work, name)
+        self.cfg = json.load(open(os.path.join(self.hf, "config.json")))
+        eos = self.cfg["eos_token_id"]
+        self.eos_ids = eos if isinstance(eos, list) else [eos]
+        self.bos, self.eos = self.cfg["bos_token_id"], self.eos_ids[0]
+        self.tok = Tokenizer.from_file(os.path.join(self.hf, "tokenizer.json"))
+        self.added_ids = {i for i, t in self.tok.get_added_tokens_decoder().items()}
+        self.n_tok = self.tok.get_vocab_size(with_added_tokens=True)
+        self.ids = self.tok.encode(prompt).ids  # with the template's special tokens, as titan's prompt encoding
+
+
 def check_model(work, fixtures, prompt, name):
     results = []  # (what, ok, detail)
-    fix, hf, d = os.path.join(fixtures, name), os.path.join(work, name, "run", "hf"), os.path.join(work, name)
-    cfg = json.load(open(os.path.join(hf, "config.json")))
-    eos_ids = cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], list) else [cfg["eos_token_id"]]
-    bos, eos = cfg["bos_token_id"], eos_ids[0]
-    tok = Tokenizer.from_file(os.path.join(hf, "tokenizer.json"))
-    added = {t.content: i for i, t in tok.get_added_tokens_decoder().items()}
-    added_ids = set(added.values())
-    n_tok = tok.get_vocab_size(with_added_tokens=True)
+    s = Side(work, fixtures, prompt, name)
+    fix, hf, d, cfg, eos_ids = s.fix, s.hf, s.d, s.cfg, s.eos_ids
+    tok, added_ids, n_tok, eos = s.tok, s.added_ids, s.n_tok, s.eos
 
     # weights: the fixture's tensors (under the same Hugging Face names) against the export's
     trained, problems = load(hf)
@@ -228,7 +242,7 @@ def check_model(work, fixtures, prompt, name):
                     + ("" if vgap is None else f"; smallest router gap {vgap:.2e}")))
 
     # greedy continuation, against titan generate's text
-    ids = tok.encode(prompt).ids  # with the template's special tokens, as titan's prompt encoding
+    ids = s.ids
     with torch.no_grad():
         g = trained.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                              max_new_tokens=MAX_NEW, do_sample=False, eos_token_id=eos_ids, pad_token_id=eos,
@@ -266,8 +280,15 @@ def check_model(work, fixtures, prompt, name):
                   + f"{' (a near tie: accepted)' if ok else ''}; transformers {want!r}, titan {got!r}")
     results.append(("greedy generate() in transformers gives titan's text", ok, detail))
 
-    # token ids: titan prepare's shard against tokenizers
-    pb, pv, ptok = read_shard(os.path.join(d, "probe", "train.bin"))
+    return results
+
+
+def check_ids(work, fixtures, prompt, name):
+    """titan prepare's shard and titan's prompt ids against tokenizers'"""
+    s = Side(work, fixtures, prompt, name)
+    tok, bos, eos, ids, added_ids = s.tok, s.bos, s.eos, s.ids, s.added_ids
+    results = []
+    pb, pv, ptok = read_shard(os.path.join(s.d, "probe", "train.bin"))
     texts = [json.loads(l)["text"] for f in ("corpus.jsonl", "probe.jsonl") for l in open(os.path.join(work, f))]
     expect = []
     for t in texts:
@@ -277,7 +298,7 @@ def check_model(work, fixtures, prompt, name):
     pdocs = split_docs(ptok, pb)
     bad = [i for i, (a, b) in enumerate(zip(pdocs, expect)) if a != b]
     results.append(("titan prepare's ids equal tokenizers' for every document",
-                    pb == bos and pv == n_tok and len(pdocs) == len(expect) and not bad,
+                    pb == bos and pv == s.n_tok and len(pdocs) == len(expect) and not bad,
                     f"{len(pdocs)} documents, {len(ptok)} tokens, shard BOS {pb}, vocab {pv}"
                     + (f"; first differing document {bad[0]}: {texts[bad[0]]!r}" if bad else "")))
     kept = [t for t in texts if tok.encode(t, add_special_tokens=False).ids]  # prepare skips empty documents
@@ -291,20 +312,33 @@ def check_model(work, fixtures, prompt, name):
 
 
 def main():
-    work, fixtures, prompt, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-    torch.manual_seed(0)
-    transformers.utils.logging.disable_progress_bar()
-    torch.set_num_threads(2)
+    global torch, transformers, load_file, AutoModelForCausalLM
+    args = sys.argv[1:]
+    mode = args.pop(0) if args and args[0] in ("--ids", "--transformers") else "all"
+    work, fixtures, prompt, names = args[0], args[1], args[2], args[3:]
+    parts = []
+    if mode != "--transformers":
+        parts.append(("tokenizers side", check_ids))
+    if mode != "--ids":
+        import torch
+        import transformers
+        from safetensors.torch import load_file
+        from transformers import AutoModelForCausalLM
+        torch.manual_seed(0)
+        transformers.utils.logging.disable_progress_bar()
+        torch.set_num_threads(2)
+        parts.append(("transformers side", check_model))
     passed = failed = 0
     for name in names:
-        try:
-            results = check_model(work, fixtures, prompt, name)
-        except Exception as e:  # a folder transformers cannot load, a missing file: a failure, with its reason
-            results = [("transformers side", False, repr(e))]
-        for what, ok, detail in results:
-            print(f"{'ok  ' if ok else 'FAIL'} {name}: {what} ({detail})")
-            passed += ok
-            failed += not ok
+        for side, check in parts:
+            try:
+                results = check(work, fixtures, prompt, name)
+            except Exception as e:  # a folder that cannot be loaded, a missing file: a failure, with its reason
+                results = [(side, False, repr(e))]
+            for what, ok, detail in results:
+                print(f"{'ok  ' if ok else 'FAIL'} {name}: {what} ({detail})")
+                passed += ok
+                failed += not ok
     print(f"hf_finetune_check: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed > 0 else 1
 

@@ -24,6 +24,10 @@
 #           (full precision, in step order): two runs' outputs compare with cmp
 #   wait_for FILE REGEX  waits (up to 30 s) until a line of FILE matches the
 #           extended REGEX: a running job got that far; non-zero if it never does
+#   skip_test NAME WHY  the whole test cannot run here: exits 77 (CTest's
+#           "skipped"), or, under CI=true, where nothing may be skipped, 1
+#   skip_part WHY  a part of the test cannot run here: says so, and under
+#           CI=true counts a failure
 #   stops_on_signal NAME SIG FILE REGEX DUMP LOG CMD...  runs the training
 #           command CMD in the background (output in LOG), sends it SIG once
 #           a line of FILE matches REGEX, and checks that it exits 0, says
@@ -31,6 +35,14 @@
 W=$(mktemp -d ${CLI_TMP_TEMPLATE:+"$CLI_TMP_TEMPLATE"})
 trap 'rm -rf "$W"' EXIT
 pass=0 fail=0
+skip_test() {
+  if [ "${CI:-}" = true ]; then echo "FAIL $1: $2 (CI=true: nothing may be skipped)"; exit 1; fi
+  echo "$1: SKIPPED: $2"; exit 77
+}
+skip_part() {
+  if [ "${CI:-}" = true ]; then echo "FAIL $1 (CI=true: nothing may be skipped)"; fail=$((fail + 1))
+  else echo "skipped: $1"; fi
+}
 check() { # check NAME CONDITION-EXIT-STATUS
   if [ "$2" -eq 0 ]; then echo "ok   $1"; pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi
 }

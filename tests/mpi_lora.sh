@@ -35,7 +35,7 @@ FIX=$SRC/tests/fixtures/hf
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
 export OMP_NUM_THREADS=1
 if ! "$MPIEXEC" --version >/dev/null 2>&1; then
-  echo "mpi_lora: no MPI launcher ($MPIEXEC): skipped"; exit 77
+  skip_test mpi_lora "no MPI launcher ($MPIEXEC)"
 fi
 mpi() { # mpi NP ARGS...: titan on NP ranks
   local np=$1; shift

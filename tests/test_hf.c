@@ -335,13 +335,15 @@ static void test_shared_gpt2(void)
 {
     const char *sh = th_shared_dir();
     if (!sh) {
-        printf("tiny-random-gpt2: skipped (../shared not found)\n");
+        th_skip_part("tiny-random-gpt2 (../shared not found)");
         return;
     }
     char dir[4200], out[4200], a[4300], b[4300];
     snprintf(dir, sizeof dir, "%s/fixtures/hf/tiny-random-gpt2", sh);
     if (access(dir, R_OK) != 0) {
-        printf("tiny-random-gpt2: skipped (%s not found)\n", dir);
+        char why[4300];
+        snprintf(why, sizeof why, "tiny-random-gpt2 (%s not found)", dir);
+        th_skip_part(why);
         return;
     }
     tt_hf_config hc;

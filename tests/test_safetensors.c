@@ -392,7 +392,7 @@ static int test_fixture(void)
     char p[4096];
     snprintf(p, sizeof p, "%s/fixtures/hf/tiny-random-gpt2/model.safetensors", shared ? shared : "");
     if (!shared || access(p, R_OK) != 0) {
-        printf("test_safetensors: tiny-random-gpt2 fixture absent, that part skipped\n");
+        th_skip_part("test_safetensors: the tiny-random-gpt2 fixture (absent)");
         return 0;
     }
     tt_safetensors *st = tt_st_open(p);

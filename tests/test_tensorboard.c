@@ -375,7 +375,7 @@ static void test_training(const char *tmp)
 
     /* pip's tensorboard, where installed, must read the folder as one run with the same figures */
     if (system("python3 -c 'import tensorboard' >/dev/null 2>&1") != 0) {
-        printf("skipped: the tensorboard cross-check (python3 cannot import tensorboard; pip install tensorboard)\n");
+        th_skip_part("the tensorboard cross-check (python3 cannot import tensorboard: make venv)");
         return;
     }
     char cmd[2048], theirs[600];

@@ -271,7 +271,7 @@ static void test_real(const cJSON *texts)
 {
     const char *shared = th_shared_dir();
     if (!shared) {
-        printf("test_tokenizer: published GPT-2 / Llama 2 tokenizers skipped: ../shared is absent\n");
+        th_skip_part("test_tokenizer: the published GPT-2 / Llama 2 tokenizers (../shared is absent)");
         return;
     }
     static const char *const names[] = {"gpt2", "llama2"};
