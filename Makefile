@@ -11,7 +11,7 @@ JOBS ?= $(shell nproc)
 VENV ?= .venv
 TEST_PATH = $(if $(wildcard $(VENV)/bin/python3),PATH="$(abspath $(VENV))/bin:$$PATH")
 BUILD ?= build
-FUZZ_SECONDS ?= 10
+FUZZ_SECONDS ?= 60
 
 .PHONY: all deps venv build run test test-sanitize fuzz crosscheck clean
 
@@ -54,14 +54,7 @@ test-sanitize:
 fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTITAN_FUZZ=ON >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target $$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$$//' | tr '\n' ' ')
-	@for f in build-fuzz/fuzz_*; do \
-	  [ -f "$$f" ] && [ -x "$$f" ] || continue; \
-	  echo "== $$f ($(FUZZ_SECONDS) s)"; \
-	  mkdir -p build-fuzz/corpus/$$(basename $$f); \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus/$$(basename $$f) >build-fuzz/$$(basename $$f).log 2>&1 \
-	    || { tail -n 40 build-fuzz/$$(basename $$f).log; exit 1; }; \
-	  tail -n 1 build-fuzz/$$(basename $$f).log; \
-	done
+	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
