@@ -21,7 +21,7 @@
 #include "config/resolve.h"
 #include "graph/exec.h"
 
-#if __has_include(<oneapi/dnnl/dnnl.h>)
+#ifdef TITAN_HAVE_DNNL_H /* CMake found oneDNN's header (libdnnl-dev) */
 #include <oneapi/dnnl/dnnl.h>
 #if DNNL_VERSION_MAJOR == 2
 #define HAVE_DNNL 1
