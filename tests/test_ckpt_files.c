@@ -1,6 +1,8 @@
 /* test_ckpt_files.c — checkpoint folders: save/list/prune/open round trip,
  * checkpoints in parts, leftovers of interrupted saves, and refusal of truncated, corrupt and
- * malformed checkpoints; XXH64 against the published test vectors. */
+ * malformed checkpoints; a reader of part of a file checks (and reads) the chunks it takes and no
+ * others, and a checkpoint written before chunk checksums is checked whole; XXH64 against the
+ * published test vectors. */
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdint.h>
@@ -167,10 +169,11 @@ static void test_damage(const char *folder)
     CHECK(truncate(state, sb.st_size - 100) == 0);
     expect_open_fails(folder, 1, "step-1/state.safetensors: size", "truncated checkpoint");
 
-    /* one flipped bit in the tensor data: only the checksum can tell */
+    /* one flipped bit in the tensor data: only the checksum can tell (this small file is one chunk, the header's,
+     * checked on open; test_chunks has a file of several) */
     snprintf(state, sizeof state, "%s/step-2/state.safetensors", folder);
     flip_byte(state, sb.st_size - 5);
-    expect_open_fails(folder, 2, "step-2/state.safetensors", "checksum");
+    expect_open_fails(folder, 2, "step-2/state.safetensors: bytes 0..", "corrupt checkpoint");
 
     /* malformed meta.json: the error names the file and the line */
     snprintf(meta, sizeof meta, "%s/step-3/meta.json", folder);
@@ -208,6 +211,15 @@ static void test_meta_validate(void)
         {"{\"files\": {}, \"files\": {}}", "twice"},
         {"{\"a\": \"\xff\"}", "UTF-8"},
         {"{\"a\": 1,\n\n\"b\" 2}", "m.json:3:"},
+        {"{\"files\": {\"s.safetensors\": {\"size\": 1, \"xxh64\": \"0123456789abcdef\", \"chunk\": 65536}}}", "chunks"},
+        {"{\"files\": {\"s.safetensors\": {\"size\": 1, \"xxh64\": \"0123456789abcdef\", \"chunk\": 65535, "
+         "\"chunks\": \"0123456789abcdef\"}}}", "power of two"},
+        {"{\"files\": {\"s.safetensors\": {\"size\": 1, \"xxh64\": \"0123456789abcdef\", \"chunk\": 65536, "
+         "\"chunks\": \"0123456789abcdef0\"}}}", "chunks"},
+        {"{\"files\": {\"s.safetensors\": {\"size\": 300000, \"xxh64\": \"0123456789abcdef\", \"chunk\": 65536, "
+         "\"chunks\": \"0123456789abcdef\"}}}", "5 checksums"},
+        {"{\"files\": {\"s.safetensors\": {\"size\": 9007199254740992, \"xxh64\": \"0123456789abcdef\", "
+         "\"chunk\": 65536, \"chunks\": \"\"}}}", "at most 4096"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = tt_ckpt_meta_validate(bad[i].text, strlen(bad[i].text), "m.json");
@@ -217,22 +229,112 @@ static void test_meta_validate(void)
     }
 }
 
+/* meta.json as a checkpoint written before chunk checksums has it: each file's size and XXH64 alone */
+static void drop_chunks(const char *folder, long step)
+{
+    char meta[512], *text;
+    snprintf(meta, sizeof meta, "%s/step-%ld/meta.json", folder, step);
+    size_t len;
+    CHECK((text = tt_read_file(meta, 1 << 24, &len)) != NULL);
+    cJSON *root = cJSON_Parse(text);
+    for (cJSON *f = cJSON_GetObjectItem(root, "files")->child; f; f = f->next) {
+        cJSON_DeleteItemFromObject(f, "chunk");
+        cJSON_DeleteItemFromObject(f, "chunks");
+    }
+    char *out = cJSON_Print(root);
+    CHECK(tt_write_file_atomic(meta, out, strlen(out)) == 0);
+    free(out);
+    free(text);
+    cJSON_Delete(root);
+}
+
+/* A file of several chunks: a reader checks the chunks of the bytes it takes, once, and reads no other; a flipped
+ * byte is found when its chunk is read, naming it; the header's chunks are checked on open; a checkpoint without
+ * chunk checksums is checked whole on open. */
+static void test_chunks(const char *folder)
+{
+    enum { N = (5 * TT_CKPT_MIN_CHUNK + 400) / 4 }; /* 5 chunks and a bit: 6 */
+    float *big = calloc(N, sizeof *big);
+    for (int i = 0; i < N; i++) big[i] = (float)i;
+    tt_st_tensor t = {.name = "big", .dtype = "F32", .ndim = 1, .shape = {N}, .data = big, .nbytes = N * sizeof *big};
+    CHECK(tt_ckpt_chunk_size(1) == TT_CKPT_MIN_CHUNK && tt_ckpt_chunk_size(TT_CKPT_MIN_CHUNK * TT_CKPT_MAX_CHUNKS + 1) ==
+                                                           2 * TT_CKPT_MIN_CHUNK);
+    for (long s = 1; s <= 3; s++) CHECK_MSG(tt_ckpt_save(folder, s, 1, &t, "{}") == 0, "%s", tt_last_error());
+    char state[512];
+    tt_ckpt *ck = tt_ckpt_open(folder, 1);
+    CHECK_MSG(ck != NULL, "%s", tt_last_error());
+    if (ck) {
+        const tt_safetensors *st = tt_ckpt_tensors(ck);
+        const tt_st_tensor *b = tt_st_find(st, "big");
+        uint64_t data, meta;
+        tt_ckpt_bytes_read(ck, &data, &meta);
+        CHECK_MSG(data == 0 && meta > TT_CKPT_MIN_CHUNK && meta < TT_CKPT_MIN_CHUNK + 2048, "open read %llu + %llu",
+                  (unsigned long long)data, (unsigned long long)meta);
+        /* 100 floats inside the fourth chunk (the data starts after a header of under 200 bytes): that chunk
+         * alone, once */
+        const char *mid = (const char *)b->data + 3 * TT_CKPT_MIN_CHUNK + 1000;
+        CHECK(tt_ckpt_check(ck, st, mid, 400) == 0 && tt_ckpt_check(ck, st, mid, 400) == 0);
+        tt_ckpt_bytes_read(ck, &data, &meta);
+        CHECK_MSG(data == TT_CKPT_MIN_CHUNK, "read %llu", (unsigned long long)data);
+        /* the whole tensor: the rest of the file, the header's chunk (read on open) not again */
+        struct stat sb;
+        snprintf(state, sizeof state, "%s/step-1/state.safetensors", folder);
+        CHECK(stat(state, &sb) == 0 && tt_ckpt_check(ck, st, b->data, b->nbytes) == 0);
+        tt_ckpt_bytes_read(ck, &data, &meta);
+        CHECK_MSG(data == (uint64_t)sb.st_size - TT_CKPT_MIN_CHUNK, "read %llu of %lld", (unsigned long long)data,
+                  (long long)sb.st_size);
+        CHECK(tt_ckpt_check(ck, st, (const char *)b->data + b->nbytes, 1) != 0); /* past the file's end */
+        tt_ckpt_close(ck);
+    }
+    /* a flipped byte in the fifth chunk: found when that chunk is read, not before */
+    snprintf(state, sizeof state, "%s/step-2/state.safetensors", folder);
+    flip_byte(state, 4 * TT_CKPT_MIN_CHUNK + 17);
+    ck = tt_ckpt_open(folder, 2);
+    CHECK_MSG(ck != NULL, "%s", tt_last_error());
+    if (ck) {
+        const tt_safetensors *st = tt_ckpt_tensors(ck);
+        const tt_st_tensor *b = tt_st_find(st, "big");
+        CHECK(tt_ckpt_check(ck, st, b->data, 1000) == 0);
+        CHECK(tt_ckpt_check(ck, st, b->data, b->nbytes) != 0 && strstr(tt_last_error(), "(chunk 4)") &&
+              strstr(tt_last_error(), "corrupt checkpoint"));
+        tt_ckpt_close(ck);
+    }
+    /* a flipped byte in the header: refused on open, before the header is believed */
+    snprintf(state, sizeof state, "%s/step-3/state.safetensors", folder);
+    flip_byte(state, 20);
+    expect_open_fails(folder, 3, "step-3/state.safetensors: bytes 0..", "(chunk 0)");
+    /* a checkpoint written before chunk checksums: checked whole on open */
+    drop_chunks(folder, 2);
+    expect_open_fails(folder, 2, "step-2/state.safetensors: XXH64 checksum", "corrupt checkpoint");
+    CHECK_MSG(tt_ckpt_save(folder, 4, 1, &t, "{}") == 0, "%s", tt_last_error());
+    drop_chunks(folder, 4);
+    ck = tt_ckpt_open(folder, 4);
+    CHECK_MSG(ck != NULL, "%s", tt_last_error());
+    if (ck) {
+        uint64_t data, meta;
+        tt_ckpt_bytes_read(ck, &data, &meta);
+        CHECK(data > (uint64_t)t.nbytes && tt_ckpt_check(ck, tt_ckpt_tensors(ck), tt_st_get(tt_ckpt_tensors(ck), 0)->data, 8) == 0);
+        tt_ckpt_close(ck);
+    }
+    free(big);
+}
+
 /* A checkpoint in parts (what the ranks of a sharded run write): invisible
  * until committed, then every part opens; a missing part fails the open. */
 static void test_parts(const char *folder)
 {
     const char *files[2] = {"shard-00000-of-00002.safetensors", "shard-00001-of-00002.safetensors"};
-    uint64_t size[2], hash[2];
+    static tt_ckpt_sums sums[2];
     long steps[4];
     CHECK_MSG(tt_ckpt_begin(folder, 7) == 0, "%s", tt_last_error());
     for (int k = 0; k < 2; k++) {
         make_tensors((float)k);
-        CHECK_MSG(tt_ckpt_write_part(folder, 7, files[k], 2, tensors, &size[k], &hash[k]) == 0, "%s", tt_last_error());
+        CHECK_MSG(tt_ckpt_write_part(folder, 7, files[k], 2, tensors, &sums[k]) == 0, "%s", tt_last_error());
     }
     CHECK(tt_ckpt_list(folder, steps, 4) == 0); /* not there before the commit */
-    CHECK(tt_ckpt_write_part(folder, 7, "../x.safetensors", 2, tensors, &size[0], &hash[0]) != 0 &&
+    CHECK(tt_ckpt_write_part(folder, 7, "../x.safetensors", 2, tensors, &sums[0]) != 0 &&
           strstr(tt_last_error(), "plain file name"));
-    CHECK_MSG(tt_ckpt_commit(folder, 7, "{\"step\": 7}", 2, files, size, hash) == 0, "%s", tt_last_error());
+    CHECK_MSG(tt_ckpt_commit(folder, 7, "{\"step\": 7}", 2, files, sums) == 0, "%s", tt_last_error());
     CHECK(tt_ckpt_list(folder, steps, 4) == 1 && steps[0] == 7);
     tt_ckpt *ck = tt_ckpt_open(folder, 7);
     CHECK_MSG(ck != NULL, "%s", tt_last_error());
@@ -268,6 +370,8 @@ int main(void)
     test_damage(folder2);
     snprintf(folder2, sizeof folder2, "%s/parts", tmpdir);
     test_parts(folder2);
+    snprintf(folder2, sizeof folder2, "%s/chunks", tmpdir);
+    test_chunks(folder2);
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return th_done("test_ckpt_files");
 }

@@ -1,7 +1,8 @@
 /* ckpt_files.c — checkpoint folders on disk: step-<N>/{state.safetensors,
  * meta.json}, written under a temporary name and renamed so that a crash never
- * leaves a half checkpoint that looks whole, and verified (size + XXH64 of
- * every file) before a run resumes from one. What goes in them is train's. */
+ * leaves a half checkpoint that looks whole, and verified (sizes on open, then
+ * the XXH64 of every chunk a reader takes bytes from) as a run resumes from
+ * one. What goes in them is train's. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -70,15 +71,30 @@ uint64_t tt_xxh64(const void *data, size_t len, uint64_t seed)
     return h;
 }
 
-/* Size and XXH64 of a whole file, read through a mapping. */
-static tt_err hash_file(const char *path, uint64_t *size, uint64_t *hash)
+uint64_t tt_ckpt_chunk_size(uint64_t file_size)
+{
+    uint64_t c = TT_CKPT_MIN_CHUNK;
+    while (file_size > c * TT_CKPT_MAX_CHUNKS) c <<= 1;
+    return c;
+}
+
+static uint64_t n_chunks(uint64_t size, uint64_t chunk) { return (size + chunk - 1) / chunk; }
+
+/* A file's checksums (size, XXH64, each chunk's), read through a mapping. */
+static tt_err file_sums(const char *path, tt_ckpt_sums *s)
 {
     void *m;
     size_t n;
     if (tt_map_file(path, &m, &n)) return -1;
     if (n > 0) madvise(m, n, MADV_SEQUENTIAL);
-    *size = n;
-    *hash = tt_xxh64(m, n, 0);
+    memset(s, 0, sizeof *s);
+    s->size = n;
+    s->chunk = tt_ckpt_chunk_size(n);
+    for (uint64_t k = 0; k < n_chunks(n, s->chunk); k++) {
+        const uint64_t at = k * s->chunk;
+        s->chunks[k] = tt_xxh64((const char *)m + at, n - at < s->chunk ? n - at : s->chunk, 0);
+    }
+    s->xxh64 = tt_xxh64(m, n, 0);
     tt_unmap_file(m, n);
     return TT_OK;
 }
@@ -273,6 +289,27 @@ static tt_err check_files(const cJSON *root, const char *name)
             tt_errorf("%s: files: '%s' needs \"xxh64\", 16 lowercase hex digits", name, fn);
             goto out;
         }
+        const cJSON *chunk = cJSON_GetObjectItemCaseSensitive(f, "chunk");
+        const cJSON *chunks = cJSON_GetObjectItemCaseSensitive(f, "chunks");
+        if (chunk || chunks) { /* both, or neither (a checkpoint written before chunk checksums) */
+            const double c = cJSON_IsNumber(chunk) ? chunk->valuedouble : 0;
+            const int pow2 = c >= (double)TT_CKPT_MIN_CHUNK && c <= 9007199254740992.0 && (double)(uint64_t)c == c &&
+                             !((uint64_t)c & ((uint64_t)c - 1));
+            const uint64_t k = pow2 ? n_chunks((uint64_t)sz, (uint64_t)c) : 0;
+            if (!pow2 || k > TT_CKPT_MAX_CHUNKS) {
+                tt_errorf("%s: files: '%s' needs \"chunk\", a power of two of at least %llu bytes making at most %d "
+                          "chunks", name, fn, (unsigned long long)TT_CKPT_MIN_CHUNK, TT_CKPT_MAX_CHUNKS);
+                goto out;
+            }
+            size_t hex = 0;
+            if (cJSON_IsString(chunks))
+                while (chunks->valuestring[hex] && strchr("0123456789abcdef", chunks->valuestring[hex])) hex++;
+            if (!cJSON_IsString(chunks) || chunks->valuestring[hex] || hex != 16 * k) {
+                tt_errorf("%s: files: '%s' needs \"chunks\", %llu checksums of 16 lowercase hex digits", name, fn,
+                          (unsigned long long)k);
+                goto out;
+            }
+        }
         const size_t len = strlen(fn), ext = strlen(".safetensors");
         if (len <= ext || strcmp(fn + len - ext, ".safetensors") != 0) {
             tt_errorf("%s: files: '%s' is not a .safetensors file", name, fn);
@@ -340,22 +377,29 @@ tt_err tt_ckpt_meta_validate(const char *json_text, size_t len, const char *name
 /* ---- save --------------------------------------------------------------- */
 /* The caller's JSON text with "files" added before its closing brace: the
  * text is not re-printed, so numbers keep every digit the caller wrote. */
-static char *meta_with_files(const char *meta, int empty, int n, const char *const *files, const uint64_t *sizes,
-                             const uint64_t *hashes)
+static char *meta_with_files(const char *meta, int empty, int n, const char *const *files, const tt_ckpt_sums *sums)
 {
     size_t len = strlen(meta);
     while (len > 0 && meta[len - 1] != '}') len--; /* it parsed as an object: ends in '}' */
     size_t keep = len - 1;
     while (keep > 0 && (meta[keep - 1] == ' ' || meta[keep - 1] == '\n' || meta[keep - 1] == '\t' || meta[keep - 1] == '\r'))
         keep--;
-    size_t cap = keep + 64 + (size_t)n * 400, at = keep;
+    size_t cap = keep + 64, at = keep;
+    for (int i = 0; i < n; i++) cap += 400 + 16 * n_chunks(sums[i].size, sums[i].chunk);
     char *out = malloc(cap);
     if (!out) return NULL;
     memcpy(out, meta, keep);
     at += (size_t)snprintf(out + at, cap - at, "%s\"files\": {", empty ? "\n  " : ",\n  ");
-    for (int i = 0; i < n; i++)
-        at += (size_t)snprintf(out + at, cap - at, "%s\n    \"%s\": {\"size\": %" PRIu64 ", \"xxh64\": \"%016" PRIx64 "\"}",
-                               i ? "," : "", files[i], sizes[i], hashes[i]);
+    for (int i = 0; i < n; i++) {
+        const tt_ckpt_sums *s = &sums[i];
+        at += (size_t)snprintf(out + at, cap - at,
+                               "%s\n    \"%s\": {\"size\": %" PRIu64 ", \"xxh64\": \"%016" PRIx64 "\", \"chunk\": %" PRIu64
+                               ", \"chunks\": \"",
+                               i ? "," : "", files[i], s->size, s->xxh64, s->chunk);
+        for (uint64_t k = 0; k < n_chunks(s->size, s->chunk); k++)
+            at += (size_t)snprintf(out + at, cap - at, "%016" PRIx64, s->chunks[k]);
+        at += (size_t)snprintf(out + at, cap - at, "\"}");
+    }
     snprintf(out + at, cap - at, "\n  }\n}\n");
     return out;
 }
@@ -401,13 +445,13 @@ tt_err tt_ckpt_begin(const char *folder, long step)
 }
 
 tt_err tt_ckpt_write_part(const char *folder, long step, const char *file, int n, const tt_st_tensor *tensors,
-                          uint64_t *size, uint64_t *xxh64)
+                          tt_ckpt_sums *sums)
 {
     char tmp[4096], path[4400];
     if (tmp_path(folder, step, tmp, sizeof tmp)) return -1;
     if (!plain_file_name(file)) return tt_errorf("checkpoint file '%s' is not a plain file name", file);
     snprintf(path, sizeof path, "%s/%s", tmp, file);
-    return tt_st_write(path, n, tensors, NULL, NULL, 0) != 0 || hash_file(path, size, xxh64) != 0 ? -1 : TT_OK;
+    return tt_st_write(path, n, tensors, NULL, NULL, 0) != 0 || file_sums(path, sums) != 0 ? -1 : TT_OK;
 }
 
 void tt_ckpt_abort(const char *folder, long step)
@@ -417,7 +461,7 @@ void tt_ckpt_abort(const char *folder, long step)
 }
 
 tt_err tt_ckpt_commit(const char *folder, long step, const char *meta_json, int n_files, const char *const *files,
-                      const uint64_t *sizes, const uint64_t *hashes)
+                      const tt_ckpt_sums *sums)
 {
     char tmp[4096], final[4096], meta_path[4200];
     if (tmp_path(folder, step, tmp, sizeof tmp)) return -1;
@@ -429,7 +473,7 @@ tt_err tt_ckpt_commit(const char *folder, long step, const char *meta_json, int 
     int empty = root->child == NULL, reserved = cJSON_GetObjectItemCaseSensitive(root, "files") != NULL;
     cJSON_Delete(root);
     if (reserved) return tt_errorf("checkpoint meta_json: key \"files\" is reserved (the checkpoint writes it)");
-    char *meta = meta_with_files(meta_json, empty, n_files, files, sizes, hashes);
+    char *meta = meta_with_files(meta_json, empty, n_files, files, sums);
     if (!meta) return tt_errorf("%s: out of memory", meta_path);
     /* what we write must be what tt_ckpt_open accepts */
     tt_err rc = tt_ckpt_meta_validate(meta, strlen(meta), meta_path) != 0 ||
@@ -442,26 +486,102 @@ tt_err tt_ckpt_commit(const char *folder, long step, const char *meta_json, int 
 tt_err tt_ckpt_save(const char *folder, long step, int n, const tt_st_tensor *tensors, const char *meta_json)
 {
     static const char *const file = "state.safetensors";
-    uint64_t size, hash;
-    if (tt_ckpt_begin(folder, step)) return -1;
-    if (tt_ckpt_write_part(folder, step, file, n, tensors, &size, &hash) ||
-        tt_ckpt_commit(folder, step, meta_json, 1, &file, &size, &hash)) {
+    tt_ckpt_sums *sums = malloc(sizeof *sums);
+    if (!sums) return tt_errorf("%s: out of memory", folder);
+    if (tt_ckpt_begin(folder, step)) {
+        free(sums);
+        return -1;
+    }
+    if (tt_ckpt_write_part(folder, step, file, n, tensors, sums) || tt_ckpt_commit(folder, step, meta_json, 1, &file, sums)) {
+        free(sums);
         char saved[2048];
         snprintf(saved, sizeof saved, "%s", tt_last_error());
         tt_ckpt_abort(folder, step);
         tt_errorf("%s", saved);
         return -1;
     }
+    free(sums);
     return TT_OK;
 }
 
 /* ---- open --------------------------------------------------------------- */
+typedef struct {
+    char *name;
+    tt_safetensors *st;  /* parsed from the mapping */
+    void *base;          /* the file, mapped */
+    size_t len;
+    uint64_t chunk, n_chunks; /* 0 chunks: checked whole on open */
+    uint64_t *want;      /* meta.json's chunk checksums */
+    unsigned char *done; /* per chunk: checked */
+} ckpt_file;
+
 struct tt_ckpt {
     char *meta;
     int n;
-    char **names;         /* the files meta.json lists, in its order */
-    tt_safetensors **st;  /* each one mapped */
+    ckpt_file *f; /* the files meta.json lists, in its order */
+    uint64_t data_read, meta_read;
 };
+
+/* Chunks [k0, k1] of file f checked (each once), the bytes counted as data or metadata. */
+static tt_err check_chunks(tt_ckpt *ck, ckpt_file *f, uint64_t k0, uint64_t k1, int metadata)
+{
+    for (uint64_t k = k0; k <= k1 && k < f->n_chunks; k++) {
+        if (f->done[k]) continue;
+        const uint64_t at = k * f->chunk, n = f->len - at < f->chunk ? f->len - at : f->chunk;
+        const uint64_t got = tt_xxh64((const char *)f->base + at, n, 0);
+        if (got != f->want[k])
+            return tt_errorf("%s: bytes %" PRIu64 "..%" PRIu64 " (chunk %" PRIu64 ") have XXH64 %016" PRIx64
+                             " but meta.json records %016" PRIx64 " (corrupt checkpoint)",
+                             f->name, at, at + n, k, got, f->want[k]);
+        f->done[k] = 1;
+        *(metadata ? &ck->meta_read : &ck->data_read) += n;
+    }
+    return TT_OK;
+}
+
+/* File f of dir, as meta.json's entry e records it: its size checked, mapped; with chunk checksums its header's
+ * chunks checked, else its whole XXH64; then its safetensors header parsed. */
+static tt_err open_file(tt_ckpt *ck, ckpt_file *f, const char *dir, const cJSON *e)
+{
+    char p[4400];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, e->string);
+    const uint64_t want = (uint64_t)cJSON_GetObjectItemCaseSensitive(e, "size")->valuedouble;
+    const char *want_sum = cJSON_GetObjectItemCaseSensitive(e, "xxh64")->valuestring;
+    const cJSON *jc = cJSON_GetObjectItemCaseSensitive(e, "chunk"), *js = cJSON_GetObjectItemCaseSensitive(e, "chunks");
+    if (!(f->name = strdup(p))) return tt_errorf("out of memory");
+    if (stat(p, &sb) != 0) return tt_errorf("%s: missing, but meta.json lists it (incomplete checkpoint)", p);
+    if ((uint64_t)sb.st_size != want)
+        return tt_errorf("%s: size %lld but meta.json records %" PRIu64 " (%s)", p, (long long)sb.st_size, want,
+                         (uint64_t)sb.st_size < want ? "truncated checkpoint" : "file changed after the checkpoint was saved");
+    if (tt_map_file(p, &f->base, &f->len)) return -1;
+    if (f->len != want) return tt_errorf("%s: changed while it was opened", p);
+    if (!jc) { /* written before chunk checksums: the whole file, now */
+        char got[17];
+        snprintf(got, sizeof got, "%016" PRIx64, tt_xxh64(f->base, f->len, 0));
+        ck->data_read += f->len;
+        if (strcmp(got, want_sum) != 0)
+            return tt_errorf("%s: XXH64 checksum %s but meta.json records %s (corrupt checkpoint)", p, got, want_sum);
+    } else { /* meta_validate checked the fields */
+        f->chunk = (uint64_t)jc->valuedouble;
+        f->n_chunks = n_chunks(f->len, f->chunk);
+        f->want = calloc(f->n_chunks + 1, sizeof *f->want);
+        f->done = calloc(f->n_chunks + 1, 1);
+        if (!f->want || !f->done) return tt_errorf("out of memory");
+        for (uint64_t k = 0; k < f->n_chunks; k++) {
+            char hex[17];
+            memcpy(hex, js->valuestring + 16 * k, 16);
+            hex[16] = 0;
+            f->want[k] = strtoull(hex, NULL, 16);
+        }
+        /* the header says where every tensor lies: checked before it is believed */
+        uint64_t hl = 0;
+        if (f->len >= 8) memcpy(&hl, f->base, 8);
+        const uint64_t end = f->len < 8 || hl > f->len - 8 ? f->len : 8 + hl;
+        if (end && check_chunks(ck, f, 0, (end - 1) / f->chunk, 1)) return -1;
+    }
+    return tt_st_parse(f->base, f->len, p, &f->st);
+}
 
 tt_ckpt *tt_ckpt_open(const char *folder, long step)
 {
@@ -479,44 +599,19 @@ tt_ckpt *tt_ckpt_open(const char *folder, long step)
     cJSON *root = NULL;
     tt_ckpt *ck = NULL;
     if (tt_ckpt_meta_validate(text, len, p) != 0) goto fail;
-    root = cJSON_Parse(text);
-    for (const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "files")->child; f; f = f->next) {
-        uint64_t want = (uint64_t)cJSON_GetObjectItemCaseSensitive(f, "size")->valuedouble;
-        const char *want_sum = cJSON_GetObjectItemCaseSensitive(f, "xxh64")->valuestring;
-        snprintf(p, sizeof p, "%s/%s", dir, f->string);
-        if (stat(p, &sb) != 0) {
-            tt_errorf("%s: missing, but meta.json lists it (incomplete checkpoint)", p);
-            goto fail;
-        }
-        if ((uint64_t)sb.st_size != want) {
-            tt_errorf("%s: size %lld but meta.json records %" PRIu64 " (%s)", p, (long long)sb.st_size, want,
-                      (uint64_t)sb.st_size < want ? "truncated checkpoint" : "file changed after the checkpoint was saved");
-            goto fail;
-        }
-        uint64_t size, hash;
-        if (hash_file(p, &size, &hash) != 0) goto fail;
-        char got[17];
-        snprintf(got, sizeof got, "%016" PRIx64, hash);
-        if (strcmp(got, want_sum) != 0) {
-            tt_errorf("%s: XXH64 checksum %s but meta.json records %s (corrupt checkpoint)", p, got, want_sum);
-            goto fail;
-        }
+    if (!(root = cJSON_Parse(text))) {
+        tt_errorf("%s: out of memory", p);
+        goto fail;
     }
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
     const int n = cJSON_GetArraySize(files);
-    if (!(ck = calloc(1, sizeof *ck)) || !(ck->names = calloc((size_t)n, sizeof *ck->names)) ||
-        !(ck->st = calloc((size_t)n, sizeof *ck->st))) {
+    if (!(ck = calloc(1, sizeof *ck)) || !(ck->f = calloc((size_t)n, sizeof *ck->f))) {
         tt_errorf("out of memory");
         goto fail;
     }
-    for (const cJSON *f = files->child; f; f = f->next) {
-        snprintf(p, sizeof p, "%s/%s", dir, f->string);
-        if (!(ck->names[ck->n] = strdup(f->string))) {
-            tt_errorf("out of memory");
-            goto fail;
-        }
-        if (!(ck->st[ck->n++] = tt_st_open(p))) goto fail;
-    }
+    ck->meta_read = len;
+    for (const cJSON *e = files->child; e; e = e->next)
+        if (open_file(ck, &ck->f[ck->n++], dir, e)) goto fail;
     ck->meta = text;
     cJSON_Delete(root);
     return ck;
@@ -527,11 +622,34 @@ fail:
     return NULL;
 }
 
+tt_err tt_ckpt_check(tt_ckpt *ck, const tt_safetensors *st, const void *p, size_t n)
+{
+    for (int i = 0; i < ck->n; i++) {
+        ckpt_file *f = &ck->f[i];
+        if (f->st != st) continue;
+        const char *b = f->base, *q = p;
+        if (q < b || q > b + f->len || n > (size_t)(b + f->len - q))
+            return tt_errorf("%s: bytes outside the file asked for", f->name);
+        if (!n || !f->n_chunks) return TT_OK;
+        const uint64_t at = (uint64_t)(q - b);
+        return check_chunks(ck, f, at / f->chunk, (at + n - 1) / f->chunk, 0);
+    }
+    return tt_errorf("a tensor file that is not this checkpoint's");
+}
+
+void tt_ckpt_bytes_read(const tt_ckpt *ck, uint64_t *data, uint64_t *metadata)
+{
+    *data = ck->data_read;
+    *metadata = ck->meta_read;
+}
+
 const char *tt_ckpt_meta_json(const tt_ckpt *ck) { return ck->meta; }
 const tt_safetensors *tt_ckpt_file(const tt_ckpt *ck, const char *file)
 {
-    for (int i = 0; i < ck->n; i++)
-        if (strcmp(ck->names[i], file) == 0) return ck->st[i];
+    for (int i = 0; i < ck->n; i++) {
+        const char *slash = strrchr(ck->f[i].name, '/');
+        if (strcmp(slash ? slash + 1 : ck->f[i].name, file) == 0) return ck->f[i].st;
+    }
     return NULL;
 }
 const tt_safetensors *tt_ckpt_tensors(const tt_ckpt *ck) { return tt_ckpt_file(ck, "state.safetensors"); }
@@ -540,11 +658,13 @@ void tt_ckpt_close(tt_ckpt *ck)
 {
     if (!ck) return;
     for (int i = 0; i < ck->n; i++) {
-        tt_st_close(ck->st[i]);
-        free(ck->names[i]);
+        tt_st_close(ck->f[i].st);
+        if (ck->f[i].base) tt_unmap_file(ck->f[i].base, ck->f[i].len);
+        free(ck->f[i].name);
+        free(ck->f[i].want);
+        free(ck->f[i].done);
     }
-    free(ck->st);
-    free(ck->names);
+    free(ck->f);
     free(ck->meta);
     free(ck);
 }

@@ -159,36 +159,27 @@ static tt_err save_sharded(tt_run *r, const char *meta)
     ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
     char (*names)[48] = calloc((size_t)S, sizeof *names);
     const char **files = calloc((size_t)S, sizeof *files);
-    int64_t *sums = calloc(2 * (size_t)S, sizeof *sums); /* per shard: size, then xxh64 (its bits) */
+    tt_ckpt_sums *sums = calloc((size_t)S, sizeof *sums); /* per shard, filled by its writer */
     tt_err rc = ts && ent && names && files && sums ? 0 : tt_errorf("out of memory");
     if (!rc && r->rank == 0) rc = tt_ckpt_begin(r->ckpt_dir, r->step);
     rc = agree(r, rc, "starting the checkpoint");
     if (!rc && writer) { /* replica 0's ranks: one file each */
-        uint64_t size = 0, hash = 0;
         char file[48];
         shard_file(file, sizeof file, sh->shard_rank, S);
         shard_tensors(r, ent, ts);
-        rc = tt_ckpt_write_part(r->ckpt_dir, r->step, file, nt, ts, &size, &hash);
-        sums[2 * sh->shard_rank] = (int64_t)size;
-        memcpy(&sums[2 * sh->shard_rank + 1], &hash, sizeof hash);
+        rc = tt_ckpt_write_part(r->ckpt_dir, r->step, file, nt, ts, &sums[sh->shard_rank]);
     }
     rc = agree(r, rc, "writing the checkpoint's shards");
-    /* every file's size and checksum to rank 0 (one writer a shard: the sum is its figures) */
-    if (!rc && tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, sums, 2 * (size_t)S, TT_I64, TT_REDUCE_SUM,
-                                  "the checkpoint's checksums"))
+    /* every file's checksums to rank 0 (one writer a shard, the others' zeros: the sum is its figures, bit for bit) */
+    if (!rc && tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, sums, (size_t)S * sizeof *sums / sizeof(int64_t), TT_I64,
+                                  TT_REDUCE_SUM, "the checkpoint's checksums"))
         rc = -1;
     if (!rc && r->rank == 0) {
-        uint64_t *size = malloc((size_t)S * sizeof *size), *hash = malloc((size_t)S * sizeof *hash);
-        rc = size && hash ? 0 : tt_errorf("out of memory");
-        for (int s = 0; s < S && !rc; s++) {
+        for (int s = 0; s < S; s++) {
             shard_file(names[s], sizeof names[s], s, S);
             files[s] = names[s];
-            size[s] = (uint64_t)sums[2 * s];
-            memcpy(&hash[s], &sums[2 * s + 1], sizeof hash[s]);
         }
-        if (!rc) rc = tt_ckpt_commit(r->ckpt_dir, r->step, meta, S, files, size, hash);
-        free(size);
-        free(hash);
+        rc = tt_ckpt_commit(r->ckpt_dir, r->step, meta, S, files, sums);
     }
     rc = agree(r, rc, "committing the checkpoint");
     if (rc && r->rank == 0) tt_ckpt_abort(r->ckpt_dir, r->step);
@@ -232,11 +223,32 @@ tt_err tt_run_save(tt_run *r)
 
 /* ---- load ------------------------------------------------------------------ */
 
-/* The flat range [first, first + n) of a kind, held at data, into the
- * rank's part of it; moments only where the run keeps an optimizer. */
-static tt_err load_range(tt_run *r, tt_state_kind kind, const float *data, int64_t first, int64_t n)
+/* Where a kind's saved values lie: file st of checkpoint ck, its flat element `first` at data */
+typedef struct {
+    tt_ckpt *ck;
+    const tt_safetensors *st;
+    const float *data;
+    int64_t first;
+} saved_at;
+
+static tt_err check_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
 {
-    return r->state.buf[kind] ? tt_state_write_range(&r->state, kind, first, n, data) : 0;
+    const saved_at *s = ctx;
+    (void)at;
+    return tt_ckpt_check(s->ck, s->st, s->data + (flat - s->first), (size_t)n * sizeof(float));
+}
+
+/* The flat range [first, first + n) of a kind, saved at s, into the rank's part of it; moments only where the run
+ * keeps an optimizer. The bytes the rank takes (its pieces, on a sharded state) are checked against their chunks'
+ * checksums first, and no others are read. */
+static tt_err load_range(tt_run *r, tt_state_kind kind, const saved_at *s, int64_t n)
+{
+    if (!r->state.buf[kind]) return 0;
+    const tt_err rc = tt_state_is_sharded(&r->state)
+                          ? tt_sharding_pieces(r->state.sh, r->state.sh->shard_rank, s->first, s->first + n, check_piece,
+                                               (void *)s)
+                          : tt_ckpt_check(s->ck, s->st, s->data, (size_t)n * sizeof(float));
+    return rc ? rc : tt_state_write_range(&r->state, kind, s->first, n, s->data);
 }
 
 /* A saved tensor: there, F32 and numel long, and (ndim > 0) of that shape. */
@@ -251,7 +263,7 @@ static tt_err check_tensor(const tt_st_tensor *t, const char *name, int64_t nume
     return 0;
 }
 
-static tt_err load_whole(tt_run *r, const tt_safetensors *st, const char *where)
+static tt_err load_whole(tt_run *r, tt_ckpt *ck, const tt_safetensors *st, const char *where)
 {
     const tt_model *m = tt_run_trained(r);
     tt_err rc = 0;
@@ -261,8 +273,10 @@ static tt_err load_whole(tt_run *r, const tt_safetensors *st, const char *where)
             char name[160];
             snprintf(name, sizeof name, "%s%s", tt_state_kind_prefix(saved_kinds[part]), p->name);
             const tt_st_tensor *t = tt_st_find(st, name);
-            if (!(rc = check_tensor(t, name, tt_param_numel(p), p->ndim, p->shape, where)))
-                rc = load_range(r, saved_kinds[part], t->data, p->offset, tt_param_numel(p));
+            if (!(rc = check_tensor(t, name, tt_param_numel(p), p->ndim, p->shape, where))) {
+                const saved_at s = {ck, st, t->data, p->offset};
+                rc = load_range(r, saved_kinds[part], &s, tt_param_numel(p));
+            }
         }
     return rc;
 }
@@ -375,13 +389,16 @@ static tt_err read_layout(const cJSON *jo, const tt_model *m, tt_sharding *out, 
 typedef struct {
     tt_run *r;
     tt_state_kind kind;
+    tt_ckpt *ck;
+    const tt_safetensors *st;
     const float *data;
 } load_ctx;
 
 static tt_err load_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
 {
     const load_ctx *l = ctx;
-    return load_range(l->r, l->kind, l->data + at, flat, n);
+    const saved_at s = {l->ck, l->st, l->data + at, flat};
+    return load_range(l->r, l->kind, &s, n);
 }
 
 static tt_err load_sharded(tt_run *r, tt_ckpt *ck, const cJSON *jo, const char *where)
@@ -403,7 +420,7 @@ static tt_err load_sharded(tt_run *r, tt_ckpt *ck, const cJSON *jo, const char *
                 snprintf(name, sizeof name, "%sbucket.%d", tt_state_kind_prefix(saved_kinds[part]), b);
                 const int64_t len = saved.buckets[b].padded / tt_sharding_group_size(&saved, b);
                 const tt_st_tensor *t = tt_st_find(st, name);
-                load_ctx l = {r, saved_kinds[part], t ? t->data : NULL};
+                load_ctx l = {r, saved_kinds[part], ck, st, t ? t->data : NULL};
                 /* the saved slice's pieces of the flat layout (padding left out) */
                 if (!(rc = check_tensor(t, name, len, 0, NULL, where)))
                     rc = tt_sharding_slice_pieces(&saved, b, s, load_piece, &l);
@@ -438,7 +455,7 @@ static tt_err load_from(tt_run *r, tt_ckpt *ck, const char *where)
     const cJSON *jo = cJSON_GetObjectItem(meta, "layout");
     const tt_safetensors *whole = tt_ckpt_tensors(ck);
     tt_err rc = check_lora(r, meta, where) ? -1
-                : whole                    ? load_whole(r, whole, where)
+                : whole                    ? load_whole(r, ck, whole, where)
                 : jo  ? load_sharded(r, ck, jo, where)
                       : tt_errorf("%s: neither state.safetensors nor a 'layout' of shards", where);
     cJSON *js = cJSON_GetObjectItem(meta, "step"), *jd = cJSON_GetObjectItem(meta, "data");
@@ -453,6 +470,26 @@ static tt_err load_from(tt_run *r, tt_ckpt *ck, const char *where)
     }
     cJSON_Delete(meta);
     return rc;
+}
+
+/* What each rank read of the checkpoint it resumed from (data, then metadata: meta.json and the files' headers),
+ * said once by rank 0: each rank reads the chunks of its own slices. */
+static void log_bytes_read(tt_run *r, const uint64_t got[2])
+{
+    int64_t *all = calloc(2 * (size_t)r->world, sizeof *all);
+    if (!all) return;
+    all[2 * r->rank] = (int64_t)got[0], all[2 * r->rank + 1] = (int64_t)got[1];
+    if (r->world == 1 || !tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, all, 2 * (size_t)r->world, TT_I64, TT_REDUCE_SUM,
+                                             "the checkpoint's bytes read")) {
+        char line[1024];
+        size_t at = 0;
+        for (int k = 0; k < r->world && k < 16 && at < sizeof line; k++)
+            at += (size_t)snprintf(line + at, sizeof line - at, "%s rank %d %lld + %lld", k ? "," : "", k,
+                                   (long long)all[2 * k], (long long)all[2 * k + 1]);
+        if (r->world > 16 && at < sizeof line) snprintf(line + at, sizeof line - at, ", ... (%d ranks)", r->world);
+        tt_log("checkpoint bytes read (data + metadata):%s", line);
+    }
+    free(all);
 }
 
 tt_err tt_run_restore(tt_run *r, int require)
@@ -472,11 +509,16 @@ tt_err tt_run_restore(tt_run *r, int require)
         snprintf(where, sizeof where, "%s/step-%ld", r->ckpt_dir, steps[k]);
         tt_ckpt *ck = tt_ckpt_open(r->ckpt_dir, steps[k]);
         tt_err rc = ck ? load_from(r, ck, where) : -1;
+        uint64_t got[2] = {0, 0};
+        if (ck) tt_ckpt_bytes_read(ck, &got[0], &got[1]);
         tt_ckpt_close(ck);
         rc = agree(r, rc, where); /* every rank resumes from the same step, or none does */
         if (!rc) {
             if (require) fprintf(stderr, "loaded %s (step %ld)\n", where, r->step); /* stdout carries the output */
-            else tt_log("resumed from %s (step %ld)", where, r->step);
+            else {
+                tt_log("resumed from %s (step %ld)", where, r->step);
+                log_bytes_read(r, got);
+            }
             return 0;
         }
         if (!r->cfg->checkpoint.fallback_to_previous || k == 0)
