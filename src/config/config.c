@@ -58,7 +58,7 @@ static const char *const optimizers[] = {"AdamW", NULL};
 static const char *const decay_types[] = {"linear", "sqrt", "cosine", NULL};
 static const char *const ac_modes[] = {"none", "selective", "full", NULL};
 static const char *const reshard_modes[] = {"default", "always", "never", NULL};
-static const char *const fault_kinds[] = {"exit", "hang", "nan", NULL};
+static const char *const fault_kinds[] = {"exit", "hang", "nan", "slow_save", NULL};
 static const char *const score_funcs[] = {"softmax", "sigmoid", NULL};
 static const char *const export_dtypes[] = {"auto", "float32", "bfloat16", NULL}; /* "" also means auto */
 
