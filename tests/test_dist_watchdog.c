@@ -3,8 +3,11 @@
  * timeout here) aborts the job, naming the rank and the collective. The test
  * launches mpirun (TITAN_MPIEXEC, which CTest sets) on two ranks of itself,
  * under `timeout`, once with rank 0 blocked in a wait and once with rank 0
- * computing while its collective is pending; rank 1 never joins. Skipped in a
- * build without MPI or without mpirun. */
+ * computing while its collective is pending; rank 1 never joins. And a rank
+ * busy alone (reporting progress, tt_work_progress) for three timeouts is
+ * waited for, by a collective or by the end of the job, but once it stops
+ * reporting it is taken for hung within the timeout. Skipped in a build
+ * without MPI or without mpirun. */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -19,11 +22,40 @@
 #define COMM_TIMEOUT 2 /* seconds: the watchdog's */
 #define JOB_BOUND 30   /* seconds the job may take in all (start-up, the timeout, the abort); timeout(1)
                           ends a job that would hang past it, so the test fails rather than hangs */
+#define BUSY (3 * COMM_TIMEOUT) /* seconds of work a busy rank does alone, reporting progress */
 #define TEXT(x) TEXT_(x)
 #define TEXT_(x) #x
 
+/* BUSY seconds of work in 10 ms pieces, each reported as progress. */
+static void busy(void)
+{
+    for (int i = 0; i < BUSY * 100; i++) {
+        usleep(10000);
+        tt_work_progress();
+    }
+}
+
+/* The busy modes: rank 1 works alone, then joins the all-reduce (busy) or
+ * stops answering (busy_hang); or rank 0 works alone while rank 1 ends the
+ * job (busy_end). 0 when the job ended as it should. */
+static int busy_program(tt_dist *d, const char *mode)
+{
+    const int rank = tt_dist_rank(d);
+    int64_t x = 1;
+    if (rank == (strcmp(mode, "busy_end") ? 1 : 0)) busy();
+    if (!strcmp(mode, "busy_hang") && rank == 1) {
+        sleep(100); /* hung after its work: no progress; the job's abort ends this sleep */
+        return 0;
+    }
+    if (strcmp(mode, "busy_end") &&
+        tt_dist_all_reduce(d, TT_GROUP_WORLD, &x, 1, TT_I64, TT_REDUCE_SUM, "the stuck all_reduce"))
+        return 4;
+    tt_shutdown();
+    return 0;
+}
+
 /* One rank of the job: rank 1 never joins; rank 0 waits for it, or computes
- * with the collective pending. */
+ * with the collective pending; or a busy mode. */
 static int rank_program(const char *mode)
 {
     tt_dist *d = tt_dist_get();
@@ -32,6 +64,7 @@ static int rank_program(const char *mode)
         return 3;
     }
     tt_dist_set_timeout(d, COMM_TIMEOUT);
+    if (!strncmp(mode, "busy", 4)) return busy_program(d, mode);
     if (tt_dist_rank(d) != 0) {
         sleep(100); /* the dead rank: the job's abort ends this sleep */
         return 0;
@@ -105,5 +138,29 @@ int main(int argc, char **argv)
         CHECK_MSG(strstr(out, want) != NULL, "%s: the output lacks '%s':\n%s", modes[m][0], want, out);
         printf("  %s: the job ended with status %d after %.1f s: %s\n", modes[m][0], rc, seconds, want);
     }
+    /* a rank busy for three timeouts, waited for by a collective or by the end of the job: the job completes */
+    static const char *const fine[] = {"busy", "busy_end"};
+    for (size_t m = 0; m < 2; m++) {
+        static char out[1 << 16];
+        double seconds = 0;
+        int rc = launch(mpiexec, self, fine[m], &seconds, out, sizeof out);
+        CHECK_MSG(rc == 0 && seconds >= BUSY, "%s: the job's exit status is %d after %.1f s (want 0 after the "
+                  "busy rank's %d s):\n%s", fine[m], rc, seconds, BUSY, out);
+        if (rc == 0)
+            printf("  %s: a rank busy alone for %d s, reporting progress: the job completed in %.1f s\n", fine[m],
+                   BUSY, seconds);
+    }
+    /* busy, then hung: aborted within the timeout of its last progress, the message says so */
+    static char out[1 << 16];
+    double seconds = 0;
+    int rc = launch(mpiexec, self, "busy_hang", &seconds, out, sizeof out);
+    char want[160];
+    snprintf(want, sizeof want, "rank 0: the stuck all_reduce did not complete in %d s since rank 1 last reported "
+             "progress", COMM_TIMEOUT);
+    CHECK_MSG(rc > 0 && rc != 124 && rc != 137 && rc != 127, "busy_hang: the job's exit status is %d", rc);
+    CHECK_MSG(seconds >= BUSY + COMM_TIMEOUT && seconds < BUSY + JOB_BOUND / 2, "busy_hang: the job took %.1f s",
+              seconds);
+    CHECK_MSG(strstr(out, want) != NULL, "busy_hang: the output lacks '%s':\n%s", want, out);
+    printf("  busy_hang: the job ended with status %d after %.1f s: %s\n", rc, seconds, want);
     return th_done("test_dist_watchdog");
 }

@@ -171,6 +171,7 @@ static tt_err generate_ids(tt_generator *gen, const int32_t *prompt_ids, int n_p
         if (tt_tok_stream_feed(ts, tok, &piece, &plen) || (reply && reply_add(reply, tok, piece, plen))) goto done;
         fwrite(piece, 1, plen, out); /* streamed as the tokens come */
         fflush(out);
+        tt_work_progress(); /* a run's closing sample: the other ranks wait for rank 0 */
         if (i == max_new - 1) break;
         const int32_t t32 = tok;
         if (gen_step(&dec, &t32, 1, Tp + i, row, c->vocab_size)) goto done;

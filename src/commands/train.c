@@ -8,6 +8,7 @@
 #include "train/export.h"
 #include "train/run_open.h"
 #include "train/loop.h"
+#include "train/parallel.h"
 
 tt_err tt_train(const tt_config *cfg)
 {
@@ -19,6 +20,7 @@ tt_err tt_train(const tt_config *cfg)
     tt_loop_result res = {0};
     tt_err rc = tt_step_hooks_from_config(&r, hooks, &n_hooks) || tt_train_loop(&r, hooks, n_hooks, &res);
     if (!rc && res.completed && c->checkpoint.last_save_in_hf) {
+        tt_fault_slow_work(tt_fault_slow_seconds(c, r.rank, r.step)); /* a test's slow export, rank 0 alone */
         char dir[TT_CONFIG_PATH_MAX + 8];
         snprintf(dir, sizeof dir, "%s/hf", c->job.dump_folder);
         rc = r.has_lora ? tt_run_export_peft(&r, dir) : tt_run_export_hf(&r, dir); /* LoRA: its adapter */

@@ -58,7 +58,7 @@ static const char *const optimizers[] = {"AdamW", NULL};
 static const char *const decay_types[] = {"linear", "sqrt", "cosine", NULL};
 static const char *const ac_modes[] = {"none", "selective", "full", NULL};
 static const char *const reshard_modes[] = {"default", "always", "never", NULL};
-static const char *const fault_kinds[] = {"exit", "hang", "nan", NULL};
+static const char *const fault_kinds[] = {"exit", "hang", "nan", "slow_save", NULL};
 static const char *const score_funcs[] = {"softmax", "sigmoid", NULL};
 static const char *const export_dtypes[] = {"auto", "float32", "bfloat16", NULL}; /* "" also means auto */
 
@@ -201,7 +201,8 @@ static const cfg_key keys[] = {
 
     FLT_("comm.timeout_seconds", comm.timeout_seconds, 0, INFINITY, 0, "60",
          "a collective that does not complete in this many seconds ends the whole job (a dead or hung rank); "
-         "0 = wait forever"),
+         "a rank busy alone (writing a checkpoint or the export, sampling) reports progress, and a wait on it "
+         "counts from its last report; 0 = wait forever"),
     BOOL_("comm.overlap", comm.overlap, 0, "true",
           "the schedule pass issues each unit's all-gather one unit ahead and waits for each reduction one "
           "unit later, so transfers run while kernels do; false waits for every collective right after it "
@@ -211,7 +212,8 @@ static const cfg_key keys[] = {
     INT_("comm.fault_step", comm.fault_step, 1, BIG, 0, "1", "for tests: the step at which comm.fault_rank fails"),
     ENUM_("comm.fault_kind", comm.fault_kind, fault_kinds, 0, "exit",
           "for tests: how comm.fault_rank fails: exit (the process ends), hang (it stops answering), nan (its "
-          "loss is NaN)"),
+          "loss is NaN), slow_save (its checkpoint of that step, and the closing export when it is the last, "
+          "take 3 x comm.timeout_seconds while it keeps writing)"),
 
     I64_("synthetic.train_tokens", synthetic.train_tokens, 1, I64_BIG, "4194304", "tokens in the synthetic training split"),
     I64_("synthetic.val_tokens", synthetic.val_tokens, 1, I64_BIG, "131072", "tokens in the synthetic validation split"),

@@ -73,6 +73,15 @@ void tt_unmap_file(void *base, size_t len);
 
 /* ---- time and memory ---------------------------------------------------- */
 double tt_now(void);                              /* seconds, monotonic */
+/* Long work one rank does while the others of a job may wait for it (writing
+ * a file, deleting a folder, generating a sample) calls tt_work_progress as
+ * it advances: after each chunk written, file removed, token made. The job's
+ * layer (src/dist/) sets the hook and tells the other ranks, whose watchdog
+ * then bounds their wait by the time since this rank's last progress rather
+ * than by a fixed time. The progress must come from the work itself: a timer
+ * calling it would hide a hang. Until a hook is set, a no-op. */
+void tt_work_progress(void);
+void tt_set_work_progress_hook(void (*hook)(void));
 size_t tt_peak_rss_bytes(void);
 int tt_num_threads(void);
 /* The cores this process may run on (its CPU affinity, else the online

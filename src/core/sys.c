@@ -19,6 +19,15 @@ double tt_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static void (*work_progress_hook)(void);
+
+void tt_set_work_progress_hook(void (*hook)(void)) { work_progress_hook = hook; }
+
+void tt_work_progress(void)
+{
+    if (work_progress_hook) work_progress_hook();
+}
+
 size_t tt_peak_rss_bytes(void)
 {
     struct rusage ru;

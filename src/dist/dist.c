@@ -143,6 +143,7 @@ tt_dist *tt_dist_get(void)
     int rc = tt_mpi_setup(d);
     tt_watch_end(d, &w);
     if (rc) return fail_get();
+    tt_progress_start(d);
     d->replicate = d->shard = 0; /* no groups yet: the default mesh makes them */
     if (tt_dist_set_mesh(d, 1, d->world, 1)) return fail_get();
     state = READY;
@@ -155,8 +156,37 @@ static void drain(tt_dist *d)
 {
     while (d->n_pending) {
         tt_dist_progress(d);
+        tt_progress_listen(d);
         if (d->n_pending) sched_yield();
     }
+}
+
+/* Before MPI_Finalize: every rank learns how many progress messages the
+ * others sent it (an all-to-all, itself a wait that listens, so a rank that
+ * is still busy at the end keeps the others waiting for it) and receives
+ * them all: MPI_Finalize then starts with no message in flight. */
+static tt_err close_progress(tt_dist *d)
+{
+    tt_progress_stop();
+    const size_t n = (size_t)d->world;
+    size_t *v = calloc(4 * n, sizeof *v);
+    int64_t *sent = calloc(n, sizeof *sent);
+    tt_err rc = v && sent ? 0 : tt_errorf("rank %d: out of memory ending the job", d->rank);
+    for (size_t j = 0; !rc && j < n; j++) v[j] = v[2 * n + j] = 1, v[n + j] = v[3 * n + j] = j;
+    /* how many each rank sent this one: a wait like any other, that listens */
+    tt_coll c = {.kind = TT_COLL_ALL_TO_ALLV, .group = TT_GROUP_WORLD, .send = d->n_told, .recv = sent,
+                 .count = 1, .dtype = TT_I64, .scounts = v, .sdispls = v + n, .rcounts = v + 2 * n,
+                 .rdispls = v + 3 * n, .what = "the end of the job (every rank finishing its work)"};
+    tt_coll_req *req = NULL;
+    if (!rc && (tt_coll_start(d, &c, &req) || tt_coll_wait(d, req))) rc = -1;
+    tt_watch w = {0};
+    tt_watch_begin(d, &w, "receiving the last progress messages", NULL);
+    for (int j = 0; !rc && j < d->world; j++)
+        while (!rc && d->n_heard[j] < sent[j]) rc = tt_mpi_hear_progress_from(d, j);
+    tt_watch_end(d, &w);
+    free(v);
+    free(sent);
+    return rc;
 }
 
 void tt_dist_finalize(void)
@@ -165,6 +195,9 @@ void tt_dist_finalize(void)
     if (state == NONE || state == FINALIZED) return;
     if (d->mpi) {
         drain(d);
+        /* Every rank past its work before any sits in MPI_Finalize, which
+         * blocks unwatched by progress: rank 0 may still be exporting */
+        if (state == READY && d->n_told && close_progress(d)) tt_warn("%s", tt_last_error());
         tt_watch w = {0};
         tt_watch_begin(d, &w, "MPI_Finalize (every rank ending the job)", NULL);
         tt_mpi_finalize(d);
@@ -521,6 +554,7 @@ tt_err tt_coll_wait(tt_dist *d, tt_coll_req *req)
         int rc = tt_mpi_test(req);
         if (rc) complete(d, req, rc < 0);
         else if (spins > 100) sched_yield(); /* ranks may share cores: let the peer run */
+        if (!rc && d->mpi) tt_progress_listen(d); /* a rank this one waits for may be busy, not hung */
     }
     d->wait_seconds += tt_now() - t0;
     if (req->expert) d->expert_wait_seconds += tt_now() - t0;

@@ -72,15 +72,26 @@ struct tt_dist {
     tt_coll_req *free_reqs; /* finished requests, reused so a step allocates nothing */
     int n_pending;
 
-    /* the watchdog (dist_watchdog.c); mu guards watched, timeout and stop */
+    /* the watchdog (dist_watchdog.c); mu guards watched, timeout, stop and heard* */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
     int thread_running, stop;
     double timeout;
     tt_watch watched; /* sentinel of a circular list */
+
+    /* progress (dist_watchdog.c): a rank doing long work alone tells the
+     * others now and then; a rank blocked in a wait listens, and the
+     * watchdog counts its timeout from the last word heard */
+    pthread_t main_thread; /* the one that calls MPI (FUNNELED) */
+    double heard;          /* tt_now() when another rank's progress last arrived (0: never) */
+    int heard_from;        /* that rank */
+    double told, listened; /* tt_now() when this rank last told the others, last listened */
+    int64_t *n_told, *n_heard; /* per world rank: messages sent to it, received from it */
 #ifdef TITAN_HAVE_MPI
     MPI_Comm world_comm; /* a duplicate of MPI_COMM_WORLD: our traffic apart from anyone else's */
+    MPI_Comm progress_comm; /* another: the progress messages, apart from the collectives */
+    MPI_Request *telling;   /* per world rank: the last progress message sent to it */
     MPI_Op bf16_sum, bf16_max;
 #endif
 };
@@ -111,6 +122,12 @@ int tt_mpi_test(tt_coll_req *r);
 void tt_mpi_req_release(tt_coll_req *r); /* frees what the request holds */
 _Noreturn void tt_mpi_abort(int status);
 void tt_mpi_finalize(tt_dist *d);
+/* Progress messages (empty, on progress_comm): one to every other rank whose
+ * previous one has gone; and those that arrived, received without blocking
+ * (the count; *from: the last sender), or from one rank, blocking. */
+void tt_mpi_tell_progress(tt_dist *d);
+int tt_mpi_hear_progress(tt_dist *d, int *from);
+tt_err tt_mpi_hear_progress_from(tt_dist *d, int rank);
 
 /* ---- dist_watchdog.c ----------------------------------------------------------- */
 tt_err tt_watchdog_start(tt_dist *d);
@@ -118,5 +135,11 @@ void tt_watchdog_stop(tt_dist *d);
 /* Time w from now (what names it in the abort message); end it when done. */
 void tt_watch_begin(tt_dist *d, tt_watch *w, const char *what, tt_coll_req *req);
 void tt_watch_end(tt_dist *d, tt_watch *w);
+/* The progress hook (tt_work_progress) on this job's ranks, and off again
+ * at the end; and, in a wait, the messages of the others' (taken at most
+ * every few ms), which push back the timeouts of this rank's watches. */
+void tt_progress_start(tt_dist *d);
+void tt_progress_stop(void);
+void tt_progress_listen(tt_dist *d);
 
 #endif

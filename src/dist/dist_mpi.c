@@ -52,7 +52,7 @@ tt_err tt_mpi_init(tt_dist *d)
     int provided = 0, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "starting the job", "MPI_Init_thread");
     d->mpi = 1;
-    d->world_comm = MPI_COMM_NULL;
+    d->world_comm = d->progress_comm = MPI_COMM_NULL;
     for (int g = 0; g < TT_GROUP_COUNT; g++) d->groups[g].comm = MPI_COMM_NULL;
     d->bf16_sum = d->bf16_max = MPI_OP_NULL;
     /* errors come back as return codes (and from there as tt_err), not as
@@ -82,6 +82,51 @@ tt_err tt_mpi_setup(tt_dist *d)
     MPI_Comm_rank(node, &d->local_rank);
     MPI_Comm_size(node, &d->local_size);
     MPI_Comm_free(&node);
+    if ((rc = MPI_Comm_dup(d->world_comm, &d->progress_comm)) != MPI_SUCCESS)
+        return mpi_fail(rc, "starting the job", "MPI_Comm_dup");
+    d->telling = malloc((size_t)d->world * sizeof *d->telling);
+    d->n_told = calloc((size_t)d->world, sizeof *d->n_told);
+    d->n_heard = calloc((size_t)d->world, sizeof *d->n_heard);
+    if (!d->telling || !d->n_told || !d->n_heard)
+        return tt_errorf("rank %d: out of memory for the progress messages of %d ranks", d->rank, d->world);
+    for (int j = 0; j < d->world; j++) d->telling[j] = MPI_REQUEST_NULL;
+    return 0;
+}
+
+#define PROGRESS_TAG 1
+
+void tt_mpi_tell_progress(tt_dist *d)
+{
+    /* empty messages: their arrival is the news. One in flight a rank at
+     * most: a peer that has not taken the last one yet needs no other. */
+    for (int j = 0; j < d->world; j++) {
+        int gone = 1;
+        if (j == d->rank || MPI_Test(&d->telling[j], &gone, MPI_STATUS_IGNORE) != MPI_SUCCESS || !gone) continue;
+        if (MPI_Isend(NULL, 0, MPI_BYTE, j, PROGRESS_TAG, d->progress_comm, &d->telling[j]) == MPI_SUCCESS)
+            d->n_told[j]++;
+    }
+}
+
+int tt_mpi_hear_progress(tt_dist *d, int *from)
+{
+    int n = 0, any = 1;
+    MPI_Status st;
+    while (MPI_Iprobe(MPI_ANY_SOURCE, PROGRESS_TAG, d->progress_comm, &any, &st) == MPI_SUCCESS && any) {
+        if (MPI_Recv(NULL, 0, MPI_BYTE, st.MPI_SOURCE, PROGRESS_TAG, d->progress_comm, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS)
+            break;
+        d->n_heard[st.MPI_SOURCE]++;
+        *from = st.MPI_SOURCE;
+        n++;
+    }
+    return n;
+}
+
+tt_err tt_mpi_hear_progress_from(tt_dist *d, int rank)
+{
+    int rc = MPI_Recv(NULL, 0, MPI_BYTE, rank, PROGRESS_TAG, d->progress_comm, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, "the last progress messages", "MPI_Recv");
+    d->n_heard[rank]++;
     return 0;
 }
 
@@ -220,6 +265,12 @@ void tt_mpi_finalize(tt_dist *d)
     for (int g = TT_GROUP_WORLD + 1; g < TT_GROUP_COUNT; g++) free_comm(&d->groups[g].comm);
     d->groups[TT_GROUP_WORLD].comm = MPI_COMM_NULL;
     free_comm(&d->world_comm);
+    if (d->telling) MPI_Waitall(d->world, d->telling, MPI_STATUSES_IGNORE); /* all received (tt_progress_close) */
+    free_comm(&d->progress_comm);
+    free(d->telling);
+    free(d->n_told);
+    free(d->n_heard);
+    d->telling = NULL, d->n_told = d->n_heard = NULL;
     if (d->bf16_sum != MPI_OP_NULL) MPI_Op_free(&d->bf16_sum);
     if (d->bf16_max != MPI_OP_NULL) MPI_Op_free(&d->bf16_max);
     MPI_Finalize();
@@ -260,6 +311,17 @@ int tt_mpi_test(tt_coll_req *r)
     return 1;
 }
 void tt_mpi_req_release(tt_coll_req *r) { (void)r; }
+void tt_mpi_tell_progress(tt_dist *d) { (void)d; }
+int tt_mpi_hear_progress(tt_dist *d, int *from)
+{
+    (void)d, (void)from;
+    return 0;
+}
+tt_err tt_mpi_hear_progress_from(tt_dist *d, int rank)
+{
+    (void)d, (void)rank;
+    return tt_errorf("this build of titan has no MPI");
+}
 _Noreturn void tt_mpi_abort(int status) { _exit(status); }
 void tt_mpi_finalize(tt_dist *d) { (void)d; }
 

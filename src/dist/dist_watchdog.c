@@ -1,6 +1,7 @@
 /* dist_watchdog.c — the thread that ends the whole job when a collective or a
  * blocking MPI call does not complete within the timeout, so that a dead or
- * hung rank never leaves the others waiting forever.
+ * hung rank never leaves the others waiting forever; and the progress
+ * messages that tell it a rank is busy, not dead.
  *
  * This is the one place the library ends the process. A collective that does
  * not complete cannot be returned from: MPI offers no way to cancel it, its
@@ -20,7 +21,29 @@
 
 #include "dist/dist_internal.h"
 
-#define POLL_SECONDS 0.05 /* how often the thread looks: the abort comes within this of the timeout */
+#define POLL_SECONDS 0.05   /* how often the thread looks: the abort comes within this of the timeout */
+#define LISTEN_SECONDS 0.01 /* how often a waiting rank takes the progress messages that arrived */
+#define TELL_PARTS 6        /* a busy rank tells the others every timeout / TELL_PARTS at most */
+
+/* The abort's one line: what this rank waited for, and whether another rank's
+ * progress had pushed the timeout back (it then counts from the last word).
+ * Word heard at the wait's very start is likely a message left from earlier
+ * work, taken as soon as the wait listened: it moved the timeout by nothing
+ * worth naming. */
+static void say_late(const tt_dist *d, const tt_watch *w, double now, double timeout)
+{
+    char msg[384];
+    if (d->heard > w->since + (timeout < 10 ? timeout / 10 : 1))
+        snprintf(msg, sizeof msg,
+                 "rank %d: %s did not complete in %g s since rank %d last reported progress (%.0f s in all): "
+                 "aborting the job\n",
+                 d->rank, w->what, timeout, d->heard_from, now - w->since);
+    else
+        snprintf(msg, sizeof msg, "rank %d: %s did not complete in %g s: aborting the job\n", d->rank, w->what,
+                 timeout);
+    fputs(msg, stderr); /* one write, so ranks' lines do not interleave */
+    fflush(stderr);
+}
 
 static void *watchdog_main(void *arg)
 {
@@ -29,15 +52,14 @@ static void *watchdog_main(void *arg)
     while (!d->stop) {
         double now = tt_now(), timeout = d->timeout;
         const tt_watch *late = NULL;
+        /* a wait is late when neither it nor word from a busy rank is recent:
+         * a dead or hung rank sends none, so it is still caught in timeout */
+        const double word = d->heard;
         for (const tt_watch *w = d->watched.next; timeout > 0 && w != &d->watched; w = w->next)
-            if (now - w->since > timeout && (!late || w->since < late->since)) late = w;
+            if (now - (w->since > word ? w->since : word) > timeout && (!late || w->since < late->since)) late = w;
         if (late) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "rank %d: %s did not complete in %g s: aborting the job\n", d->rank,
-                     late->what, timeout);
+            say_late(d, late, now, timeout);
             pthread_mutex_unlock(&d->mu);
-            fputs(msg, stderr); /* one write, so ranks' lines do not interleave */
-            fflush(stderr);
             tt_mpi_abort(1);
         }
         struct timespec ts;
@@ -94,4 +116,47 @@ void tt_watch_end(tt_dist *d, tt_watch *w)
     w->next->prev = w->prev;
     w->next = w->prev = NULL;
     pthread_mutex_unlock(&d->mu);
+}
+
+/* ---- progress ------------------------------------------------------------------ */
+
+static tt_dist *progress_job; /* the job tt_work_progress reports to */
+
+/* tt_work_progress's hook: tell the others, at most every timeout /
+ * TELL_PARTS (a few messages a timeout, however fine the work's steps).
+ * Only the thread that calls MPI may; work on another thread says nothing. */
+static void on_work_progress(void)
+{
+    tt_dist *d = progress_job;
+    if (!d || !pthread_equal(pthread_self(), d->main_thread)) return;
+    const double now = tt_now(), timeout = d->timeout; /* the main thread alone sets it */
+    if (timeout <= 0 || (d->told > 0 && now - d->told < timeout / TELL_PARTS)) return;
+    d->told = now;
+    tt_mpi_tell_progress(d);
+}
+
+void tt_progress_start(tt_dist *d)
+{
+    d->main_thread = pthread_self();
+    d->heard = d->told = d->listened = 0;
+    progress_job = d;
+    tt_set_work_progress_hook(on_work_progress);
+}
+
+void tt_progress_listen(tt_dist *d)
+{
+    const double now = tt_now();
+    if (now - d->listened < LISTEN_SECONDS) return;
+    d->listened = now;
+    int from = -1;
+    if (!tt_mpi_hear_progress(d, &from)) return;
+    pthread_mutex_lock(&d->mu);
+    d->heard = now, d->heard_from = from;
+    pthread_mutex_unlock(&d->mu);
+}
+
+void tt_progress_stop(void)
+{
+    tt_set_work_progress_hook(NULL);
+    progress_job = NULL;
 }

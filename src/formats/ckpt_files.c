@@ -93,6 +93,7 @@ static tt_err file_sums(const char *path, tt_ckpt_sums *s)
     for (uint64_t k = 0; k < n_chunks(n, s->chunk); k++) {
         const uint64_t at = k * s->chunk;
         s->chunks[k] = tt_xxh64((const char *)m + at, n - at < s->chunk ? n - at : s->chunk, 0);
+        tt_work_progress(); /* a checkpoint of many GB: the other ranks wait for the writers */
     }
     s->xxh64 = tt_xxh64(m, n, 0);
     tt_unmap_file(m, n);
@@ -103,6 +104,7 @@ static tt_err file_sums(const char *path, tt_ckpt_sums *s)
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb, (void)flag, (void)ftw;
+    tt_work_progress(); /* pruning a big checkpoint on a slow file system: the other ranks wait for rank 0 */
     return remove(p) == 0 ? 0 : -1;
 }
 

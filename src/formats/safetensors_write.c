@@ -12,18 +12,21 @@
 
 #include "formats/safetensors.h"
 
-/* write() until done: it may write less than asked, and at most ~2 GiB a call */
+/* write() until done: it may write less than asked. At most 64 MiB a call,
+ * each reported as progress (tt_work_progress): a rank writing a file that
+ * takes minutes keeps telling the ranks that wait for it that it is alive. */
 static int write_all(int fd, const void *buf, size_t n)
 {
     const char *p = buf;
     while (n > 0) {
-        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
+        ssize_t w = write(fd, p, n > (64u << 20) ? (64u << 20) : n);
         if (w < 0) {
             if (errno == EINTR) continue;
             return -1;
         }
         p += w;
         n -= (size_t)w;
+        tt_work_progress();
     }
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "formats/ckpt_files.h"
 #include "formats/safetensors.h"
 #include "train/checkpoint.h"
+#include "train/parallel.h"
 
 static const tt_state_kind saved_kinds[3] = {TT_STATE_PARAM, TT_STATE_EXP_AVG, TT_STATE_EXP_AVG_SQ};
 
@@ -94,13 +95,27 @@ typedef struct {
     tt_state_kind kind;
     size_t off; /* bytes */
     char name[128];
+    double slow; /* seconds of comm.fault_kind = slow_save before it (tests) */
 } ckpt_entry;
 
 /* The writer fetches each tensor from the backend as it reaches it. */
 static tt_err fetch_entry(void *ctx, void *dst, size_t bytes)
 {
     const ckpt_entry *e = ctx;
+    if (e->slow > 0) tt_fault_slow_work(e->slow);
     return tt_backend_read(e->s->be, e->s->q, dst, (tt_mem){e->s->buf[e->kind], e->off}, bytes);
+}
+
+/* slow_save's time spread over a rank's n tensors (those with bytes: the
+ * writer fetches no empty one), so it keeps writing all along */
+static void slow_entries(const tt_run *r, ckpt_entry *ent, const tt_st_tensor *ts, int n)
+{
+    const double s = tt_fault_slow_seconds(r->cfg, r->rank, r->step);
+    int full = 0;
+    for (int i = 0; i < n; i++) full += ts[i].nbytes > 0;
+    if (s <= 0 || !full) return;
+    tt_warn("comm.fault_kind = slow_save at step %ld: writing for %g s", r->step, s);
+    for (int i = 0; i < n; i++) ent[i].slow = ts[i].nbytes > 0 ? s / full : 0;
 }
 
 static void entry(tt_st_tensor *t, ckpt_entry *e, int ndim, const int64_t *shape)
@@ -123,7 +138,7 @@ static int whole_tensors(tt_run *r, ckpt_entry *ent, tt_st_tensor *out)
     for (int part = 0; part < 3; part++)
         for (int i = 0; i < m->n_params; i++, n++) {
             const tt_param *p = &m->params[i];
-            ent[n] = (ckpt_entry){&r->state, saved_kinds[part], (size_t)p->offset * sizeof(float), ""};
+            ent[n] = (ckpt_entry){&r->state, saved_kinds[part], (size_t)p->offset * sizeof(float), "", 0};
             snprintf(ent[n].name, sizeof ent[n].name, "%s%s", tt_state_kind_prefix(saved_kinds[part]), p->name);
             entry(&out[n], &ent[n], p->ndim, p->shape);
         }
@@ -138,7 +153,7 @@ static int shard_tensors(tt_run *r, ckpt_entry *ent, tt_st_tensor *out)
     for (int part = 0; part < 3; part++)
         for (int b = 0; b < sh->n_buckets; b++, n++) {
             const int64_t len = sh->buckets[b].padded / tt_sharding_group_size(sh, b);
-            ent[n] = (ckpt_entry){&r->state, saved_kinds[part], (size_t)sh->shard_offset[b] * sizeof(float), ""};
+            ent[n] = (ckpt_entry){&r->state, saved_kinds[part], (size_t)sh->shard_offset[b] * sizeof(float), "", 0};
             snprintf(ent[n].name, sizeof ent[n].name, "%sbucket.%d", tt_state_kind_prefix(saved_kinds[part]), b);
             entry(&out[n], &ent[n], 1, &len);
         }
@@ -167,6 +182,7 @@ static tt_err save_sharded(tt_run *r, const char *meta)
         char file[48];
         shard_file(file, sizeof file, sh->shard_rank, S);
         shard_tensors(r, ent, ts);
+        slow_entries(r, ent, ts, nt);
         rc = tt_ckpt_write_part(r->ckpt_dir, r->step, file, nt, ts, &sums[sh->shard_rank]);
     }
     rc = agree(r, rc, "writing the checkpoint's shards");
@@ -199,6 +215,7 @@ static tt_err save_whole(tt_run *r, const char *meta)
     tt_err rc = ts && ent ? 0 : tt_errorf("out of memory");
     if (!rc) {
         whole_tensors(r, ent, ts);
+        slow_entries(r, ent, ts, nt);
         rc = tt_ckpt_save(r->ckpt_dir, r->step, nt, ts, meta);
     }
     free(ts);

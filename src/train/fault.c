@@ -1,21 +1,38 @@
 /* fault.c — comm.fault_*: a rank that fails on purpose at a given step
- * (exits, hangs, or poisons its loss), to test what the other ranks do. */
+ * (exits, hangs, or poisons its loss) or is slow to write it (slow_save), to
+ * test what the other ranks do. */
 #include <math.h>
 #include <unistd.h>
 
 #include "train/hooks.h"
 #include "train/parallel.h"
 
+#define SLOW_SLICE 0.05 /* seconds of slow_save's work between two reports of progress */
+
 static const char *fault_name(tt_fault_kind k)
 {
     return k == TT_FAULT_EXIT ? "exit" : k == TT_FAULT_HANG ? "hang" : "nan";
+}
+
+double tt_fault_slow_seconds(const tt_config *c, int rank, long step)
+{
+    if (c->comm.fault_kind != TT_FAULT_SLOW_SAVE || !tt_parallel_fault_now(c, rank, step)) return 0;
+    return 3 * c->comm.timeout_seconds;
+}
+
+void tt_fault_slow_work(double seconds)
+{
+    for (double left = seconds; left > 0; left -= SLOW_SLICE) {
+        usleep((useconds_t)(1e6 * (left < SLOW_SLICE ? left : SLOW_SLICE)));
+        tt_work_progress(); /* a slice of slow writing done; pause() (hang) reports none */
+    }
 }
 
 static tt_err fault_begin(void *ctx, tt_run *r, long step)
 {
     (void)ctx;
     const tt_config *c = r->cfg;
-    if (!tt_parallel_fault_now(c, r->rank, step)) return 0;
+    if (!tt_parallel_fault_now(c, r->rank, step) || c->comm.fault_kind == TT_FAULT_SLOW_SAVE) return 0;
     tt_warn("comm.fault_kind = %s at step %ld: injected", fault_name(c->comm.fault_kind), step);
     if (c->comm.fault_kind == TT_FAULT_EXIT) _exit(3);
     while (c->comm.fault_kind == TT_FAULT_HANG) pause();

@@ -43,5 +43,11 @@ void tt_parallel_step_cfg(const tt_config *c, const tt_sharding *sh, tt_step_cfg
  * comm.fault_step. What to do is comm.fault_kind's: the caller ends the
  * process (exit), stops answering (hang) or poisons its loss (nan). */
 bool tt_parallel_fault_now(const tt_config *c, int rank, long step);
+/* comm.fault_kind = slow_save (fault.c): the seconds that rank's writes of
+ * `step` take on purpose, 3 x comm.timeout_seconds (0 when the fault does not
+ * strike); and that much slow work, in slices, each reported as progress as
+ * a slow disk's chunks would be. */
+double tt_fault_slow_seconds(const tt_config *c, int rank, long step);
+void tt_fault_slow_work(double seconds);
 
 #endif

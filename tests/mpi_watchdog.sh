@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# mpi_watchdog.sh — the watchdog tells a busy rank from a hung one, in
+# training on 2 ranks (a tiny model in fp32):
+#   - rank 0 of a data parallel run writes its checkpoint (the whole state)
+#     and, at the end, the Hugging Face export, each taking 3 x
+#     comm.timeout_seconds on purpose (comm.fault_kind = slow_save) while it
+#     keeps writing: the job completes, and resumes from that checkpoint;
+#   - the same under FSDP, with rank 1 the slow writer of its shard and of
+#     its part of the closing gather;
+#   - a rank that hangs is still aborted within the timeout, and with the
+#     default comm.timeout_seconds within 60 s (and some slack).
+# CMake runs it as `bash mpi_watchdog.sh TITAN SRC MPIEXEC` with the MPI test
+# environment (OMP_NUM_THREADS=1, run as root allowed, no cross-memory attach).
+set -u
+TITAN=$1
+MPIEXEC=${3:-mpirun}
+. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
+export OMP_NUM_THREADS=1
+if ! "$MPIEXEC" --version >/dev/null 2>&1; then
+  echo "mpi_watchdog: no MPI launcher ($MPIEXEC): skipped"; exit 77
+fi
+COMMON=(--model.dim 64 --model.n_layers 2 --model.n_heads 4 --model.n_kv_heads 2 --model.ffn_dim 192
+        --training.seq_len 256 --synthetic.train_tokens 200000 --synthetic.val_tokens 8192
+        --lr_scheduler.warmup_steps 1 --metrics.log_freq 1 --metrics.peak_tflops 1
+        --training.mixed_precision_param float32 --validation.enable false --training.local_batch_size 1
+        --checkpoint.enable true --checkpoint.interval 2)
+DP=(--parallelism.data_parallel_replicate_degree 2 --parallelism.data_parallel_shard_degree 1)
+# train NAME ARGS...: 2 ranks, under timeout(1) so that a hang fails the test rather than hangs it; log in $W/NAME.log
+train() {
+  local name=$1; shift
+  timeout -k 5 150 "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/$name" "$@" \
+    >"$W/$name.log" 2>&1
+}
+
+# ---- a slow writer is waited for ------------------------------------------------------
+# slow NAME RANK ARGS...: RANK writes step 2's checkpoint, and takes part in the closing export, for 3 x 2 s each
+slow() {
+  local name=$1 rank=$2 t0 t1 rc; shift 2
+  t0=$(date +%s)
+  train "$name" "$@" --training.steps 2 --comm.timeout_seconds 2 --comm.fault_rank "$rank" --comm.fault_step 2 \
+    --comm.fault_kind slow_save --checkpoint.last_save_in_hf true --generate.max_new_tokens 8
+  rc=$? t1=$(date +%s)
+  echo "  (exit $rc after $((t1 - t0)) s)"
+  [ $rc -eq 0 ] && [ $((t1 - t0)) -ge 12 ] && grep -q "slow_save at step 2: writing for 6 s" "$W/$name.log" &&
+    grep -q "checkpoint saved: .*step-2" "$W/$name.log" && [ -f "$W/$name/hf/model.safetensors" ] &&
+    [ "$(grep -c "^sample" "$W/$name.log")" -eq 1 ]
+  check "$name: rank $rank writes for three timeouts, checkpoint and export: the job completes" $?
+  timeout -k 5 150 "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "$@" --training.steps 3 \
+    --job.dump_folder "$W/$name" >"$W/${name}_resume.log" 2>&1 &&
+    grep -q "resumed from .*step-2 (step 2)" "$W/${name}_resume.log"
+  check "  the slowly written checkpoint loads" $?
+}
+slow dp_slow 0 "${DP[@]}"
+slow fsdp_slow 1
+
+# ---- a hung rank is aborted -----------------------------------------------------------
+# hung NAME SECONDS BOUND ARGS...: rank 1 hangs at step 3; the job ends non-zero after the watchdog's SECONDS and
+# within BOUND s, its message naming rank 0's wait
+hung() {
+  local name=$1 secs=$2 bound=$3 t0 t1 rc; shift 3
+  t0=$(date +%s)
+  train "$name" --training.steps 200 --comm.fault_rank 1 --comm.fault_step 3 --comm.fault_kind hang "$@"
+  rc=$? t1=$(date +%s)
+  echo "  (exit $rc after $((t1 - t0)) s)"
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((t1 - t0)) -ge "$secs" ] && [ $((t1 - t0)) -le "$bound" ] &&
+    grep -qE "rank 0: .* did not complete in $secs s: aborting the job" "$W/$name.log"
+}
+hung hang_2s 2 20 --comm.timeout_seconds 2
+check "rank 1 hangs (comm.timeout_seconds 2): the job ends within 20 s, naming the wait" $?
+# comm.timeout_seconds at its default (60 s): within 60 s and the start's and the abort's slack
+hung hang_default 60 80
+check "rank 1 hangs (comm.timeout_seconds at its default): the job ends within 60 s (+ 20 s of slack)" $?
+cli_done mpi_watchdog
