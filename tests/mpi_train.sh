@@ -9,6 +9,8 @@
 #   - a checkpoint saved on 4 ranks resumes on 4 (bitwise), on 2 and on 1, and
 #     one saved by one process resumes on 4, continuing the uninterrupted
 #     run's losses; the export at the end of a run on 2 ranks is one process's;
+#     ranks that see different checkpoints (node-local dump folders) are
+#     refused before any loads, naming the ranks and what each sees;
 #   - a rank that exits, hangs, is killed or sees a NaN ends the whole job
 #     non-zero within 60 s, and the last checkpoint still loads;
 #   - a stop request saves one checkpoint, taken by every rank at one step;
@@ -143,6 +145,28 @@ expect "a checkpoint layout that does not split into its shards is refused" erro
 sed -i 's/"shards":5/"shards":8/' "$W/bad/checkpoint/step-10/meta.json"
 expect "a checkpoint missing a shard's file is refused" error "shard-00000-of-00008.safetensors is not in the checkpoint" \
   "$TITAN" train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/bad" --training.local_batch_size 4
+# node-local dump folders: each rank runs in a folder of its own (mpirun --wdir) with the same relative
+# job.dump_folder. Rank 1's holds no checkpoint, then only the older of rank 0's two: the job is refused before any
+# rank loads, naming the ranks and what each sees (rank 1 would have started fresh, then loaded another step)
+NL=(--checkpoint.enable true --checkpoint.interval 2 --training.local_batch_size 1 --job.dump_folder run)
+mkdir -p "$W/node0" "$W/node1" &&
+  (cd "$W/node0" && mpi 2 train "${COMMON[@]}" "${NL[@]}" --training.steps 4 >"$W/node0.log" 2>&1) &&
+  [ -f "$W/node0/run/checkpoint/step-2/meta.json" ] && [ -f "$W/node0/run/checkpoint/step-4/meta.json" ]
+check "node-local folders: rank 0's holds step-2 and step-4" $?
+nodes() { # the job on 2 ranks, rank r in $W/node<r>
+  "$MPIEXEC" --oversubscribe --wdir "$W/node0" -np 1 "$TITAN" train "${COMMON[@]}" "${NL[@]}" "$@" \
+    : --wdir "$W/node1" -np 1 "$TITAN" train "${COMMON[@]}" "${NL[@]}" "$@"
+}
+expect "ranks that see different checkpoints are refused: rank 1 sees none" error \
+  "^rank [01]: .*run/checkpoint: the ranks do not see the same checkpoints .*rank 0 sees 2, step-2 to step-4; rank 1 sees none" \
+  nodes
+mkdir -p "$W/node1/run/checkpoint" && cp -r "$W/node0/run/checkpoint/step-2" "$W/node1/run/checkpoint/"
+expect "  and rank 1 sees only the older one" error "rank 0 sees 2, step-2 to step-4; rank 1 sees step-2\. Every rank" \
+  nodes
+grep -q '"step":4,' "$W/node0/run/metrics.jsonl" && ! grep -q '"step":5,' "$W/node0/run/metrics.jsonl" &&
+  [ "$(ls "$W/node0/run/checkpoint")" = "$(printf 'step-2\nstep-4')" ] &&
+  [ "$(ls -A "$W/node1/run/checkpoint")" = step-2 ]
+check "  no rank trained on (rank 0 logged no step after 4) or saved" $?
 mpi 2 export "${COMMON[@]}" --job.dump_folder "$W/c1" --out "$W/hf" >"$W/exp.log" 2>&1
 [ $? -ne 0 ] && grep -q "one process" "$W/exp.log"
 check "export refuses several processes (it loads a checkpoint whole)" $?
