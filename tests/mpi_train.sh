@@ -145,6 +145,17 @@ expect "a checkpoint layout that does not split into its shards is refused" erro
 sed -i 's/"shards":5/"shards":8/' "$W/bad/checkpoint/step-10/meta.json"
 expect "a checkpoint missing a shard's file is refused" error "shard-00000-of-00008.safetensors is not in the checkpoint" \
   "$TITAN" train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/bad" --training.local_batch_size 4
+# more buckets than the model's units make is refused by name before the layout's pieces are allocated
+python3 - "$W/bad/checkpoint/step-10/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["layout"]["shards"] = 4
+m["layout"]["buckets"] += [[0, 0, 0]] * 100000
+json.dump(m, open(sys.argv[1], "w"))
+PY
+expect "a checkpoint layout of more buckets than the model's units is refused" error \
+  "bad/checkpoint/step-10/meta.json: layout 'buckets' lists 100004 buckets; the model's 4 units make at most 4" \
+  "$TITAN" train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/bad" --training.local_batch_size 4
 # node-local dump folders: each rank runs in a folder of its own (mpirun --wdir) with the same relative
 # job.dump_folder. Rank 1's holds no checkpoint, then only the older of rank 0's two: the job is refused before any
 # rank loads, naming the ranks and what each sees (rank 1 would have started fresh, then loaded another step)
@@ -350,6 +361,18 @@ b["pieces"][0][2] = 0  # every place's gate/up experts on top of place 0's
 json.dump(m, open(sys.argv[1], "w"))
 PY
 expect "a checkpoint whose expert pieces overlap is refused" error "meta.json: the layout's buckets repeat element" \
+  "$TITAN" train "${COMMON[@]}" "${MOE[@]}" --checkpoint.enable true --job.dump_folder "$W/badep" \
+    --training.local_batch_size 4
+# an expert degree (up to 2^20 in the file) that does not divide the model's experts is refused by name before the
+# layout's pieces (buckets x 2 x the degree) are allocated
+python3 - "$W/badep/checkpoint/step-10/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["layout"]["shards"] = m["layout"]["expert_parallel"] = 1 << 20
+json.dump(m, open(sys.argv[1], "w"))
+PY
+expect "a checkpoint layout whose expert degree does not divide the model's experts is refused" error \
+  "badep/checkpoint/step-10/meta.json: layout 'expert_parallel' = 1048576 does not divide the 4 experts of layers.0" \
   "$TITAN" train "${COMMON[@]}" "${MOE[@]}" --checkpoint.enable true --job.dump_folder "$W/badep" \
     --training.local_batch_size 4
 # a skewed router: a DeepSeek-V3-style export whose selection bias sends every token to experts 0-3 (rank 0's

@@ -314,6 +314,31 @@ static int by_flat(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A saved layout's bucket count and expert degree, against what the model
+ * allows (a unit is one bucket or shares one, an MoE block under expert
+ * parallelism two; the degree divides every MoE block's experts), and the
+ * memory its pieces take checked, all before anything is allocated. */
+static tt_err check_layout_size(const tt_model *m, int nb, int ep, const char *where)
+{
+    int moe = 0;
+    for (int u = 0; u < m->n_units; u++) {
+        const tt_unit *un = &m->units[u];
+        if (un->n_experts <= 0) continue;
+        moe++;
+        if (un->n_experts % ep)
+            return tt_errorf("%s/meta.json: layout 'expert_parallel' = %d does not divide the %d experts of %s", where,
+                             ep, un->n_experts, un->name);
+    }
+    if (ep > 1 && !moe)
+        return tt_errorf("%s/meta.json: layout 'expert_parallel' = %d, but the model has no experts", where, ep);
+    const int most = m->n_units + (ep > 1 ? moe : 0);
+    if (nb > most)
+        return tt_errorf("%s/meta.json: layout 'buckets' lists %d buckets; the model's %d units make at most %d", where,
+                         nb, m->n_units, most);
+    const size_t bytes = (size_t)nb * (sizeof(tt_fsdp_bucket) + TT_FSDP_MAX_SEGS * (size_t)ep * sizeof(tt_fsdp_seg));
+    return tt_mem_check(bytes, "%s/meta.json: layout's %d buckets at %d expert places", where, nb, ep);
+}
+
 /* The saved layout, checked against the model before any of it is used:
  * every bucket padded to a multiple of the ranks that slice it, and the
  * pieces of all of them (an expert bucket's at every place of the expert
@@ -333,6 +358,7 @@ static tt_err read_layout(const cJSON *jo, const tt_model *m, tt_sharding *out, 
     if (numel != (int64_t)m->numel)
         return tt_errorf("%s/meta.json: the checkpoint holds %lld parameters, the model %zu (was the config changed?)",
                          where, (long long)numel, m->numel);
+    if (check_layout_size(m, nb, ep, where)) return -1;
     out->shards = S, out->replicas = 1, out->ep = ep, out->n_buckets = nb;
     out->buckets = calloc((size_t)nb, sizeof *out->buckets);
     tt_fsdp_seg *all = calloc((size_t)nb * TT_FSDP_MAX_SEGS * (size_t)ep, sizeof *all);
