@@ -11,8 +11,9 @@
 #     run's losses; the export at the end of a run on 2 ranks is one process's;
 #     ranks that see different checkpoints (node-local dump folders) are
 #     refused before any loads, naming the ranks and what each sees;
-#   - a rank that exits, hangs, is killed or sees a NaN ends the whole job
-#     non-zero within 60 s, and the last checkpoint still loads;
+#   - a rank that exits, hangs, is killed or sees a NaN (in its loss, or in a
+#     gradient) ends the whole job non-zero within 60 s, and the last
+#     checkpoint still loads;
 #   - a stop request saves one checkpoint, taken by every rank at one step;
 #   - Mixture-of-Experts under FSDP, HSDP and accumulation gives one process's
 #     losses, balancing bias and expert load; a DeepSeek-V3-style model saved
@@ -203,7 +204,7 @@ for kind in exit hang; do
     grep -q "resumed from .*step-2" "$W/f_${kind}2.log"
   check "  the last checkpoint loads" $?
 done
-grep -q "rank 0.*timed out\|rank 0.*did not complete\|watchdog" "$W/f_hang.log"
+grep -qE "^rank 0: .+ did not complete in 10 s: aborting the job" "$W/f_hang.log"
 check "  the watchdog names the rank and what it waited for" $?
 
 # SIGKILL one rank once the job is training
@@ -212,7 +213,11 @@ timeout 120 "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT
   >"$W/f_kill.log" 2>&1 &
 job=$!
 wait_for "$W/f_kill/metrics.jsonl" '"step":3,'
-victim=$(pgrep -f "titan train .*$W/f_kill" | tail -n 1)
+# a rank: a process running the titan binary (mpirun's and timeout's command lines name the job too)
+victim=
+for p in $(pgrep -f "$W/f_kill"); do
+  [ "$(readlink -f "/proc/$p/exe")" = "$(readlink -f "$TITAN")" ] && victim=$p
+done
 [ -n "$victim" ] && kill -KILL "$victim"
 wait $job
 ended $? "$t0"
@@ -233,6 +238,15 @@ expect "a NaN loss on rank 1 stops every rank at step 3" error "step 3: loss is 
   --training.local_batch_size 1 --comm.fault_rank 1 --comm.fault_step 3 --comm.fault_kind nan
 ! grep -q '"step":3,' "$W/f_nan/metrics.jsonl"
 check "  no rank logged the step" $?
+# a NaN in one element of rank 1's gradients (the loss stays finite): the gradient norm, summed over the ranks, is
+# NaN, which stops the job at that step, naming it, before the step is logged or saved
+expect "a NaN gradient on rank 1 stops the job at step 3" error "step 3: gradient norm is NaN" \
+  "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/f_nang" \
+  --training.local_batch_size 1 --checkpoint.enable true --checkpoint.interval 1 \
+  --comm.fault_rank 1 --comm.fault_step 3 --comm.fault_kind nan_grad
+grep -q '"step":2,' "$W/f_nang/metrics.jsonl" && ! grep -q '"step":3,' "$W/f_nang/metrics.jsonl" &&
+  [ -d "$W/f_nang/checkpoint/step-2" ] && [ ! -e "$W/f_nang/checkpoint/step-3" ]
+check "  no rank logged or saved the step" $?
 
 # ---- Mixture-of-Experts under FSDP/HSDP (expert weights sharded like any unit) ------------------
 # the tokens per expert summed over the ranks, so the balancing bias moves as one process's: the same losses and

@@ -30,7 +30,7 @@ typedef enum { TT_OPTIMIZER_ADAMW = 0 } tt_optimizer_name;                      
 typedef enum { TT_LR_DECAY_LINEAR = 0, TT_LR_DECAY_SQRT, TT_LR_DECAY_COSINE } tt_decay_type; /* "linear" ... */
 /* parallelism.fsdp_reshard_after_forward: free a unit's gathered weights after its forward */
 typedef enum { TT_RESHARD_DEFAULT = 0, TT_RESHARD_ALWAYS, TT_RESHARD_NEVER } tt_reshard_mode; /* "default" ... */
-typedef enum { TT_FAULT_EXIT = 0, TT_FAULT_HANG, TT_FAULT_NAN } tt_fault_kind;   /* "exit" "hang" "nan" */
+typedef enum { TT_FAULT_EXIT = 0, TT_FAULT_HANG, TT_FAULT_NAN, TT_FAULT_NAN_GRAD } tt_fault_kind; /* "exit" "hang" "nan" "nan_grad" */
 /* model.score_func: how the router turns logits into scores */
 typedef enum { TT_SCORE_FUNC_SOFTMAX = 0, TT_SCORE_FUNC_SIGMOID } tt_score_func_name; /* "softmax" "sigmoid" */
 /* checkpoint.export_dtype: the dtype of a Hugging Face export's weights; auto (also "") = the source folder's */

@@ -58,7 +58,7 @@ static const char *const optimizers[] = {"AdamW", NULL};
 static const char *const decay_types[] = {"linear", "sqrt", "cosine", NULL};
 static const char *const ac_modes[] = {"none", "selective", "full", NULL};
 static const char *const reshard_modes[] = {"default", "always", "never", NULL};
-static const char *const fault_kinds[] = {"exit", "hang", "nan", NULL};
+static const char *const fault_kinds[] = {"exit", "hang", "nan", "nan_grad", NULL};
 static const char *const score_funcs[] = {"softmax", "sigmoid", NULL};
 static const char *const export_dtypes[] = {"auto", "float32", "bfloat16", NULL}; /* "" also means auto */
 
@@ -211,7 +211,7 @@ static const cfg_key keys[] = {
     INT_("comm.fault_step", comm.fault_step, 1, BIG, 0, "1", "for tests: the step at which comm.fault_rank fails"),
     ENUM_("comm.fault_kind", comm.fault_kind, fault_kinds, 0, "exit",
           "for tests: how comm.fault_rank fails: exit (the process ends), hang (it stops answering), nan (its "
-          "loss is NaN)"),
+          "loss is NaN), nan_grad (the first element of its gradients is NaN when the optimizer step reads them)"),
 
     I64_("synthetic.train_tokens", synthetic.train_tokens, 1, I64_BIG, "4194304", "tokens in the synthetic training split"),
     I64_("synthetic.val_tokens", synthetic.val_tokens, 1, I64_BIG, "131072", "tokens in the synthetic validation split"),
