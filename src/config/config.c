@@ -69,7 +69,8 @@ static const char *const export_dtypes[] = {"auto", "float32", "bfloat16", NULL}
  * validation and checkpointing are off unless a recipe turns them on. */
 static const cfg_key keys[] = {
     STR_("job.dump_folder", job.dump_folder, "./outputs", "folder for checkpoints, logs and metrics"),
-    STR_("job.description", job.description, "", "free text describing the run"),
+    STR_("job.description", job.description, "",
+         "free text describing the run (logged at the start, and in summary.json)"),
 
     ENUM_("model.name", model.name, model_names, 0, "llama", "model family"),
     STR_("model.flavor", model.flavor, "debugmodel",
