@@ -262,6 +262,10 @@ char *tt_config_to_toml(const tt_config *c);
 tt_err tt_config_get(const tt_config *c, const char *key, char *buf, size_t size);
 /* true if a file or the command line set this key. */
 bool tt_config_is_set(const tt_config *c, const char *key);
+/* true if the command line (or tt_config_set) set this key, over any recipe file. */
+bool tt_config_is_overridden(const tt_config *c, const char *key);
+/* The name of the i-th key ("section.key", in the order --help lists them); NULL past the last. */
+const char *tt_config_key_name(size_t i);
 
 /* Every key with its type, allowed values or range, default and help, then
  * the model flavors. */

@@ -146,8 +146,9 @@ static const cfg_key keys[] = {
          "MoE: groups a token may choose experts from (DeepSeek-V3's topk_group)"),
     ENUM_("model.tokenizer", model.tokenizer, tokenizers, 0, "byte", "tokenizer"),
     STR_("model.hf_assets_path", model.hf_assets_path, "",
-         "Hugging Face model folder: the architecture comes from its config.json (replacing the model.* shape "
-         "keys) and the tokenizer from its tokenizer.json"),
+         "Hugging Face model folder: the architecture comes from its config.json and the tokenizer from its "
+         "tokenizer.json; over it the command line may give only model.max_seq_len, model.route_scale, "
+         "model.load_balance_coeff and the router loss keys"),
 
     INT_("training.steps", training.steps, 1, BIG, 0, "600", "optimizer steps to train for"),
     I64_("training.seed", training.seed, 0, I64_BIG, "42", "seed of parameter init and data order"),
@@ -328,6 +329,17 @@ bool tt_config_is_set(const tt_config *c, const char *key)
     int i = find_key(key);
     return i >= 0 && c->set_by_user_[i];
 }
+
+/* set_by_user_: 0 unset, 1 by a recipe file, OVERRIDDEN by the command line or tt_config_set */
+#define OVERRIDDEN 2
+
+bool tt_config_is_overridden(const tt_config *c, const char *key)
+{
+    int i = find_key(key);
+    return i >= 0 && c->set_by_user_[i] == OVERRIDDEN;
+}
+
+const char *tt_config_key_name(size_t i) { return i < N_KEYS ? keys[i].key : NULL; }
 
 /* ---- text building ---------------------------------------------------------- */
 
@@ -679,7 +691,9 @@ tt_err tt_config_set(tt_config *c, const char *key, const char *value, const cha
     const char *where = origin ? origin : "config";
     int ki = key ? find_key(key) : -1;
     if (ki < 0) return unknown_key(where, false, key ? key : "");
-    return set_text(c, ki, value, where);
+    if (set_text(c, ki, value, where)) return -1;
+    c->set_by_user_[ki] = OVERRIDDEN;
+    return 0;
 }
 
 tt_err tt_config_get(const tt_config *c, const char *key, char *buf, size_t size)
@@ -765,8 +779,10 @@ tt_err tt_config_parse_args(tt_config *c, int argc, char **argv, int *n_rest, ch
     /* the recipe first, then the overrides in the order given */
     tt_config t = *c;
     if (config && tt_config_load_file(&t, config)) goto done;
-    for (int i = 0; i < n_pairs; i++)
+    for (int i = 0; i < n_pairs; i++) {
         if (set_text(&t, pair_key[i], pair_val[i], "command line")) goto done;
+        t.set_by_user_[pair_key[i]] = OVERRIDDEN;
+    }
     *c = t;
     if (n_rest) *n_rest = nr;
     r = 0;
