@@ -149,6 +149,12 @@ static void test_model_keys_over_folder(void)
     CHECK_MSG(resolve("gpt2", (const char *[]){"model.max_seq_len", "32", NULL}, &o) != 0 &&
                   HAS("model.max_seq_len is given, but ") && HAS("GPT-2 whose"),
               "%s", tt_last_error());
+    CHECK_MSG(resolve("qwen3_moe", (const char *[]){"model.load_balance_coeff", "1e-3", NULL}, &o) != 0 &&
+                  HAS("model.load_balance_coeff = 0.001, but the routers of ") &&
+                  HAS("(Qwen3MoeForCausalLM) have no selection bias"),
+              "%s", tt_last_error());
+    /* the default coefficient is not refused (the run's log says it does nothing) */
+    CHECK_MSG(resolve("qwen3_moe", (const char *[]){NULL}, &o) == 0 && !o.moe.has_bias, "%s", tt_last_error());
 }
 
 int main(void)

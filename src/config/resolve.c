@@ -58,6 +58,10 @@ static tt_err hf_model_overrides(const tt_config *c, tt_hf_config *hc)
             return tt_errorf("model.route_scale is given, but %s (%s) has no experts", dir, arch);
         o->moe.route_scale = m->route_scale;
     }
+    if (tt_config_is_overridden(c, "model.load_balance_coeff") && m->load_balance_coeff > 0 && !o->moe.has_bias)
+        return tt_errorf("model.load_balance_coeff = %g, but the routers of %s (%s) have no selection bias for it to "
+                         "move: leave it out, or 0",
+                         m->load_balance_coeff, dir, arch);
     moe_losses_from_config(m, o);
     return 0;
 }
