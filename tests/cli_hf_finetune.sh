@@ -16,8 +16,9 @@
 # fixtures is test_hf's logits parity on the same folders.
 # Qwen3-MoE: the run keeps titan's default model.load_balance_coeff, but a
 # model loaded from a folder without a selection bias gets none (the expert
-# load is only measured), so the export is the plain Qwen3MoeForCausalLM
-# folder; transformers' side reports how close its router came to a tie.
+# load is only measured, which the log says once), so the export is the plain
+# Qwen3MoeForCausalLM folder; transformers' side reports how close its router
+# came to a tie.
 set -u
 TITAN=$1
 SRC=$2
@@ -115,6 +116,9 @@ for m in "${MODELS[@]}"; do
       grep -q '"moe_bias_spread":\[0,0\]' "$D/run/metrics.jsonl" &&
       ! grep -q '"moe_bias_spread":\[[^]]*[1-9]' "$D/run/metrics.jsonl"
     check "$m: the run has the fixture's MoE layers and no selection bias (it moved nowhere)" $?
+    [ "$(grep -c "model.load_balance_coeff = 0.001 does nothing: the routers of $F have no selection bias" \
+      "$D/train.log")" -eq 1 ]
+    check "$m: the log says once that the default model.load_balance_coeff does nothing here" $?
   fi
   # the closing sample (default job's generate.*: empty prompt, 200 new tokens)
   # fits the model: GPT-2's tokenizer adds no BOS, and it has 64 positions

@@ -9,8 +9,11 @@
 #   - a checkpoint saved on 4 ranks resumes on 4 (bitwise), on 2 and on 1, and
 #     one saved by one process resumes on 4, continuing the uninterrupted
 #     run's losses; the export at the end of a run on 2 ranks is one process's;
-#   - a rank that exits, hangs, is killed or sees a NaN ends the whole job
-#     non-zero within 60 s, and the last checkpoint still loads;
+#     ranks that see different checkpoints (node-local dump folders) are
+#     refused before any loads, naming the ranks and what each sees;
+#   - a rank that exits, hangs, is killed or sees a NaN (in its loss, or in a
+#     gradient) ends the whole job non-zero within 60 s, and the last
+#     checkpoint still loads;
 #   - a stop request saves one checkpoint, taken by every rank at one step;
 #   - Mixture-of-Experts under FSDP, HSDP and accumulation gives one process's
 #     losses, balancing bias and expert load; a DeepSeek-V3-style model saved
@@ -32,7 +35,7 @@ MPIEXEC=${3:-mpirun}
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
 export OMP_NUM_THREADS=1
 if ! "$MPIEXEC" --version >/dev/null 2>&1; then
-  echo "mpi_train: no MPI launcher ($MPIEXEC): skipped"; exit 77
+  skip_test mpi_train "no MPI launcher ($MPIEXEC)"
 fi
 mpi() { # mpi NP ARGS...: titan on NP ranks
   local np=$1; shift
@@ -143,6 +146,39 @@ expect "a checkpoint layout that does not split into its shards is refused" erro
 sed -i 's/"shards":5/"shards":8/' "$W/bad/checkpoint/step-10/meta.json"
 expect "a checkpoint missing a shard's file is refused" error "shard-00000-of-00008.safetensors is not in the checkpoint" \
   "$TITAN" train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/bad" --training.local_batch_size 4
+# more buckets than the model's units make is refused by name before the layout's pieces are allocated
+python3 - "$W/bad/checkpoint/step-10/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["layout"]["shards"] = 4
+m["layout"]["buckets"] += [[0, 0, 0]] * 100000
+json.dump(m, open(sys.argv[1], "w"))
+PY
+expect "a checkpoint layout of more buckets than the model's units is refused" error \
+  "bad/checkpoint/step-10/meta.json: layout 'buckets' lists 100004 buckets; the model's 4 units make at most 4" \
+  "$TITAN" train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/bad" --training.local_batch_size 4
+# node-local dump folders: each rank runs in a folder of its own (mpirun --wdir) with the same relative
+# job.dump_folder. Rank 1's holds no checkpoint, then only the older of rank 0's two: the job is refused before any
+# rank loads, naming the ranks and what each sees (rank 1 would have started fresh, then loaded another step)
+NL=(--checkpoint.enable true --checkpoint.interval 2 --training.local_batch_size 1 --job.dump_folder run)
+mkdir -p "$W/node0" "$W/node1" &&
+  (cd "$W/node0" && mpi 2 train "${COMMON[@]}" "${NL[@]}" --training.steps 4 >"$W/node0.log" 2>&1) &&
+  [ -f "$W/node0/run/checkpoint/step-2/meta.json" ] && [ -f "$W/node0/run/checkpoint/step-4/meta.json" ]
+check "node-local folders: rank 0's holds step-2 and step-4" $?
+nodes() { # the job on 2 ranks, rank r in $W/node<r>
+  "$MPIEXEC" --oversubscribe --wdir "$W/node0" -np 1 "$TITAN" train "${COMMON[@]}" "${NL[@]}" "$@" \
+    : --wdir "$W/node1" -np 1 "$TITAN" train "${COMMON[@]}" "${NL[@]}" "$@"
+}
+expect "ranks that see different checkpoints are refused: rank 1 sees none" error \
+  "^rank [01]: .*run/checkpoint: the ranks do not see the same checkpoints .*rank 0 sees 2, step-2 to step-4; rank 1 sees none" \
+  nodes
+mkdir -p "$W/node1/run/checkpoint" && cp -r "$W/node0/run/checkpoint/step-2" "$W/node1/run/checkpoint/"
+expect "  and rank 1 sees only the older one" error "rank 0 sees 2, step-2 to step-4; rank 1 sees step-2\. Every rank" \
+  nodes
+grep -q '"step":4,' "$W/node0/run/metrics.jsonl" && ! grep -q '"step":5,' "$W/node0/run/metrics.jsonl" &&
+  [ "$(ls "$W/node0/run/checkpoint")" = "$(printf 'step-2\nstep-4')" ] &&
+  [ "$(ls -A "$W/node1/run/checkpoint")" = step-2 ]
+check "  no rank trained on (rank 0 logged no step after 4) or saved" $?
 mpi 2 export "${COMMON[@]}" --job.dump_folder "$W/c1" --out "$W/hf" >"$W/exp.log" 2>&1
 [ $? -ne 0 ] && grep -q "one process" "$W/exp.log"
 check "export refuses several processes (it loads a checkpoint whole)" $?
@@ -168,7 +204,7 @@ for kind in exit hang; do
     grep -q "resumed from .*step-2" "$W/f_${kind}2.log"
   check "  the last checkpoint loads" $?
 done
-grep -q "rank 0.*timed out\|rank 0.*did not complete\|watchdog" "$W/f_hang.log"
+grep -qE "^rank 0: .+ did not complete in 10 s: aborting the job" "$W/f_hang.log"
 check "  the watchdog names the rank and what it waited for" $?
 
 # SIGKILL one rank once the job is training
@@ -177,7 +213,11 @@ timeout 120 "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT
   >"$W/f_kill.log" 2>&1 &
 job=$!
 wait_for "$W/f_kill/metrics.jsonl" '"step":3,'
-victim=$(pgrep -f "titan train .*$W/f_kill" | tail -n 1)
+# a rank: a process running the titan binary (mpirun's and timeout's command lines name the job too)
+victim=
+for p in $(pgrep -f "$W/f_kill"); do
+  [ "$(readlink -f "/proc/$p/exe")" = "$(readlink -f "$TITAN")" ] && victim=$p
+done
 [ -n "$victim" ] && kill -KILL "$victim"
 wait $job
 ended $? "$t0"
@@ -198,6 +238,15 @@ expect "a NaN loss on rank 1 stops every rank at step 3" error "step 3: loss is 
   --training.local_batch_size 1 --comm.fault_rank 1 --comm.fault_step 3 --comm.fault_kind nan
 ! grep -q '"step":3,' "$W/f_nan/metrics.jsonl"
 check "  no rank logged the step" $?
+# a NaN in one element of rank 1's gradients (the loss stays finite): the gradient norm, summed over the ranks, is
+# NaN, which stops the job at that step, naming it, before the step is logged or saved
+expect "a NaN gradient on rank 1 stops the job at step 3" error "step 3: gradient norm is NaN" \
+  "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/f_nang" \
+  --training.local_batch_size 1 --checkpoint.enable true --checkpoint.interval 1 \
+  --comm.fault_rank 1 --comm.fault_step 3 --comm.fault_kind nan_grad
+grep -q '"step":2,' "$W/f_nang/metrics.jsonl" && ! grep -q '"step":3,' "$W/f_nang/metrics.jsonl" &&
+  [ -d "$W/f_nang/checkpoint/step-2" ] && [ ! -e "$W/f_nang/checkpoint/step-3" ]
+check "  no rank logged or saved the step" $?
 
 # ---- Mixture-of-Experts under FSDP/HSDP (expert weights sharded like any unit) ------------------
 # the tokens per expert summed over the ranks, so the balancing bias moves as one process's: the same losses and
@@ -326,6 +375,18 @@ b["pieces"][0][2] = 0  # every place's gate/up experts on top of place 0's
 json.dump(m, open(sys.argv[1], "w"))
 PY
 expect "a checkpoint whose expert pieces overlap is refused" error "meta.json: the layout's buckets repeat element" \
+  "$TITAN" train "${COMMON[@]}" "${MOE[@]}" --checkpoint.enable true --job.dump_folder "$W/badep" \
+    --training.local_batch_size 4
+# an expert degree (up to 2^20 in the file) that does not divide the model's experts is refused by name before the
+# layout's pieces (buckets x 2 x the degree) are allocated
+python3 - "$W/badep/checkpoint/step-10/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["layout"]["shards"] = m["layout"]["expert_parallel"] = 1 << 20
+json.dump(m, open(sys.argv[1], "w"))
+PY
+expect "a checkpoint layout whose expert degree does not divide the model's experts is refused" error \
+  "badep/checkpoint/step-10/meta.json: layout 'expert_parallel' = 1048576 does not divide the 4 experts of layers.0" \
   "$TITAN" train "${COMMON[@]}" "${MOE[@]}" --checkpoint.enable true --job.dump_folder "$W/badep" \
     --training.local_batch_size 4
 # a skewed router: a DeepSeek-V3-style export whose selection bias sends every token to experts 0-3 (rank 0's

@@ -17,7 +17,7 @@ MPIEXEC=${3:-mpirun}
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 export OMP_NUM_THREADS=1
 if ! "$MPIEXEC" --version >/dev/null 2>&1; then
-  echo "mpi_watchdog: no MPI launcher ($MPIEXEC): skipped"; exit 77
+  skip_test mpi_watchdog "no MPI launcher ($MPIEXEC)"
 fi
 COMMON=(--model.dim 64 --model.n_layers 2 --model.n_heads 4 --model.n_kv_heads 2 --model.ffn_dim 192
         --training.seq_len 256 --synthetic.train_tokens 200000 --synthetic.val_tokens 8192

@@ -1,10 +1,13 @@
 /* test_hf_config.c — the config.json reader's refusals say the rule they
  * apply, and what fuzz_hf_config found stays fixed: an n_embd whose 4x MLP
  * overflows an int, a YaRN factor that export wrote back as another number,
- * layer_types read in quadratic time, and a window loop over every layer. */
+ * layer_types read in quadratic time, and a window loop over every layer.
+ * And the model.* keys set over a folder's config.json: applied, or refused
+ * by name, never dropped. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/resolve.h"
 #include "harness.h"
 #include "hf/hf_config.h"
 
@@ -105,11 +108,61 @@ static void test_many_layers(void)
               "%s", tt_last_error());
 }
 
+/* The model a config resolves to, from fixture folder `fix` with the keys kv (NULL-terminated pairs): 0 or -1. */
+static int resolve(const char *fix, const char *const *kv, tt_model_cfg *o)
+{
+    tt_config *c = th_alloc(1, sizeof *c);
+    tt_config_defaults(c);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/hf/%s", TITAN_SOURCE_DIR, fix);
+    int rc = tt_config_set(c, "model.hf_assets_path", dir, "test");
+    for (int i = 0; kv[i] && !rc; i += 2) rc = tt_config_set(c, kv[i], kv[i + 1], "test");
+    if (!rc) rc = tt_model_cfg_from_config(c, o, NULL, NULL);
+    free(c);
+    return rc;
+}
+
+static void test_model_keys_over_folder(void)
+{
+    tt_model_cfg o;
+    /* applied: the context, the routing scale, the router losses */
+    CHECK_MSG(resolve("qwen3_moe", (const char *[]){"model.max_seq_len", "100", "model.route_scale", "2.5",
+                                                    "model.router_aux_loss_coef", "0.01", "model.load_balance_coeff",
+                                                    "0", NULL},
+                      &o) == 0,
+              "%s", tt_last_error());
+    CHECK(o.max_seq_len == 100 && o.moe.route_scale == 2.5f && o.moe.aux_coef == 0.01);
+    CHECK_MSG(resolve("deepseek_v3", (const char *[]){"model.load_balance_coeff", "1e-3", NULL}, &o) == 0 &&
+                  o.moe.has_bias,
+              "%s", tt_last_error());
+    /* refused by name: what the folder gives, and what means nothing for it */
+    CHECK_MSG(resolve("qwen3_moe", (const char *[]){"model.dim", "64", NULL}, &o) != 0 &&
+                  HAS("model.dim is given on the command line, but model.hf_assets_path ") &&
+                  HAS("qwen3_moe gives the architecture"),
+              "%s", tt_last_error());
+    CHECK_MSG(resolve("llama", (const char *[]){"model.flavor", "debugmodel", NULL}, &o) != 0 &&
+                  HAS("model.flavor is given on the command line"),
+              "%s", tt_last_error());
+    CHECK_MSG(resolve("llama", (const char *[]){"model.route_scale", "2", NULL}, &o) != 0 &&
+                  HAS("model.route_scale is given, but ") && HAS("has no experts"),
+              "%s", tt_last_error());
+    CHECK_MSG(resolve("gpt2", (const char *[]){"model.max_seq_len", "32", NULL}, &o) != 0 &&
+                  HAS("model.max_seq_len is given, but ") && HAS("GPT-2 whose"),
+              "%s", tt_last_error());
+    CHECK_MSG(resolve("qwen3_moe", (const char *[]){"model.load_balance_coeff", "1e-3", NULL}, &o) != 0 &&
+                  HAS("model.load_balance_coeff = 0.001, but the routers of ") &&
+                  HAS("(Qwen3MoeForCausalLM) have no selection bias"),
+              "%s", tt_last_error());
+    /* the default coefficient is not refused (the run's log says it does nothing) */
+    CHECK_MSG(resolve("qwen3_moe", (const char *[]){NULL}, &o) == 0 && !o.moe.has_bias, "%s", tt_last_error());
+}
+
 int main(void)
 {
     test_messages();
     test_gpt2_wide();
     test_written_back();
     test_many_layers();
+    test_model_keys_over_folder();
     return th_done("test_hf_config");
 }

@@ -269,7 +269,7 @@ int main(void)
     char *text = slurp(summary);
     o = text ? cJSON_Parse(text) : NULL;
     CHECK(o != NULL);
-    CHECK(num(o, "steps") == 70 && num(o, "params") == 123456);
+    CHECK(num(o, "steps") == 70 && num(o, "params") == 123456 && !cJSON_GetObjectItem(o, "description"));
     CHECK(num(o, "final_train_loss") == 2.0 && num(o, "final_val_loss") == 2.5);
     CHECK(num(o, "floor_nats") == 2.0 && num(o, "unigram_nats") == 4.0);
     CHECK_NEAR(num(o, "gap_closed"), 0.75, 1e-12);     /* (4 - 2.5) / (4 - 2) */
@@ -334,7 +334,8 @@ int main(void)
                            {"model.ffn_dim", "64"}, {"training.local_batch_size", "2"},
                            {"synthetic.train_tokens", "20000"}, {"synthetic.val_tokens", "2000"},
                            {"checkpoint.enable", "false"}, {"generate.max_new_tokens", "0"},
-                           {"training.mixed_precision_param", "float32"}};
+                           {"training.mixed_precision_param", "float32"},
+                           {"job.description", "a peak far too low"}};
     int rc = 0;
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) rc |= tt_config_set(c, kv[i][0], kv[i][1], "test");
     if (!rc) rc = tt_config_finalize(c);
@@ -346,6 +347,7 @@ int main(void)
     CHECK_MSG(line && strstr(line, "mfu: n/a (the peak looks wrong)") && !strstr(line, "measuring it again") &&
                   strstr(line, "MFU n/a of the 1e-06 GFLOP/s f32 peak (config)"),
               "%s", line ? line : "");
+    CHECK_MSG(line && strstr(line, "job.description: a peak far too low\n"), "%s", line ? line : ""); /* the header */
     snprintf(jsonl, sizeof jsonl, "%s/metrics.jsonl", run);
     for (int i = 0; i < 2; i++) {
         o = jsonl_line(jsonl, i);
@@ -362,6 +364,8 @@ int main(void)
           num(o, "flops_per_token_attention_executed") < num(o, "flops_per_token"));
     CHECK_MSG(cJSON_IsString(sn) && strstr(sn->valuestring, "metrics.peak_tflops"), "%s",
               cJSON_IsString(sn) ? sn->valuestring : "(no mfu_note)");
+    const cJSON *sd = o ? cJSON_GetObjectItem(o, "description") : NULL;
+    CHECK(cJSON_IsString(sd) && !strcmp(sd->valuestring, "a peak far too low"));
     cJSON_Delete(o);
     free(c);
 

@@ -30,7 +30,8 @@ typedef enum { TT_OPTIMIZER_ADAMW = 0 } tt_optimizer_name;                      
 typedef enum { TT_LR_DECAY_LINEAR = 0, TT_LR_DECAY_SQRT, TT_LR_DECAY_COSINE } tt_decay_type; /* "linear" ... */
 /* parallelism.fsdp_reshard_after_forward: free a unit's gathered weights after its forward */
 typedef enum { TT_RESHARD_DEFAULT = 0, TT_RESHARD_ALWAYS, TT_RESHARD_NEVER } tt_reshard_mode; /* "default" ... */
-typedef enum { TT_FAULT_EXIT = 0, TT_FAULT_HANG, TT_FAULT_NAN, TT_FAULT_SLOW_SAVE } tt_fault_kind; /* "exit" "hang" "nan" "slow_save" */
+typedef enum { TT_FAULT_EXIT = 0, TT_FAULT_HANG, TT_FAULT_NAN, TT_FAULT_SLOW_SAVE, TT_FAULT_NAN_GRAD } tt_fault_kind;
+/* "exit" "hang" "nan" "slow_save" "nan_grad" */
 /* model.score_func: how the router turns logits into scores */
 typedef enum { TT_SCORE_FUNC_SOFTMAX = 0, TT_SCORE_FUNC_SIGMOID } tt_score_func_name; /* "softmax" "sigmoid" */
 /* checkpoint.export_dtype: the dtype of a Hugging Face export's weights; auto (also "") = the source folder's */
@@ -262,6 +263,10 @@ char *tt_config_to_toml(const tt_config *c);
 tt_err tt_config_get(const tt_config *c, const char *key, char *buf, size_t size);
 /* true if a file or the command line set this key. */
 bool tt_config_is_set(const tt_config *c, const char *key);
+/* true if the command line (or tt_config_set) set this key, over any recipe file. */
+bool tt_config_is_overridden(const tt_config *c, const char *key);
+/* The name of the i-th key ("section.key", in the order --help lists them); NULL past the last. */
+const char *tt_config_key_name(size_t i);
 
 /* Every key with its type, allowed values or range, default and help, then
  * the model flavors. */

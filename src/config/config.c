@@ -58,7 +58,7 @@ static const char *const optimizers[] = {"AdamW", NULL};
 static const char *const decay_types[] = {"linear", "sqrt", "cosine", NULL};
 static const char *const ac_modes[] = {"none", "selective", "full", NULL};
 static const char *const reshard_modes[] = {"default", "always", "never", NULL};
-static const char *const fault_kinds[] = {"exit", "hang", "nan", "slow_save", NULL};
+static const char *const fault_kinds[] = {"exit", "hang", "nan", "slow_save", "nan_grad", NULL};
 static const char *const score_funcs[] = {"softmax", "sigmoid", NULL};
 static const char *const export_dtypes[] = {"auto", "float32", "bfloat16", NULL}; /* "" also means auto */
 
@@ -69,7 +69,8 @@ static const char *const export_dtypes[] = {"auto", "float32", "bfloat16", NULL}
  * validation and checkpointing are off unless a recipe turns them on. */
 static const cfg_key keys[] = {
     STR_("job.dump_folder", job.dump_folder, "./outputs", "folder for checkpoints, logs and metrics"),
-    STR_("job.description", job.description, "", "free text describing the run"),
+    STR_("job.description", job.description, "",
+         "free text describing the run (logged at the start, and in summary.json)"),
 
     ENUM_("model.name", model.name, model_names, 0, "llama", "model family"),
     STR_("model.flavor", model.flavor, "debugmodel",
@@ -145,8 +146,9 @@ static const cfg_key keys[] = {
          "MoE: groups a token may choose experts from (DeepSeek-V3's topk_group)"),
     ENUM_("model.tokenizer", model.tokenizer, tokenizers, 0, "byte", "tokenizer"),
     STR_("model.hf_assets_path", model.hf_assets_path, "",
-         "Hugging Face model folder: the architecture comes from its config.json (replacing the model.* shape "
-         "keys) and the tokenizer from its tokenizer.json"),
+         "Hugging Face model folder: the architecture comes from its config.json and the tokenizer from its "
+         "tokenizer.json; over it the command line may give only model.max_seq_len, model.route_scale, "
+         "model.load_balance_coeff and the router loss keys"),
 
     INT_("training.steps", training.steps, 1, BIG, 0, "600", "optimizer steps to train for"),
     I64_("training.seed", training.seed, 0, I64_BIG, "42", "seed of parameter init and data order"),
@@ -213,7 +215,8 @@ static const cfg_key keys[] = {
     ENUM_("comm.fault_kind", comm.fault_kind, fault_kinds, 0, "exit",
           "for tests: how comm.fault_rank fails: exit (the process ends), hang (it stops answering), nan (its "
           "loss is NaN), slow_save (its checkpoint of that step, and the closing export when it is the last, "
-          "take 3 x comm.timeout_seconds while it keeps writing)"),
+          "take 3 x comm.timeout_seconds while it keeps writing), nan_grad (the first element of its gradients is "
+          "NaN when the optimizer step reads them)"),
 
     I64_("synthetic.train_tokens", synthetic.train_tokens, 1, I64_BIG, "4194304", "tokens in the synthetic training split"),
     I64_("synthetic.val_tokens", synthetic.val_tokens, 1, I64_BIG, "131072", "tokens in the synthetic validation split"),
@@ -329,6 +332,17 @@ bool tt_config_is_set(const tt_config *c, const char *key)
     int i = find_key(key);
     return i >= 0 && c->set_by_user_[i];
 }
+
+/* set_by_user_: 0 unset, 1 by a recipe file, OVERRIDDEN by the command line or tt_config_set */
+#define OVERRIDDEN 2
+
+bool tt_config_is_overridden(const tt_config *c, const char *key)
+{
+    int i = find_key(key);
+    return i >= 0 && c->set_by_user_[i] == OVERRIDDEN;
+}
+
+const char *tt_config_key_name(size_t i) { return i < N_KEYS ? keys[i].key : NULL; }
 
 /* ---- text building ---------------------------------------------------------- */
 
@@ -680,7 +694,9 @@ tt_err tt_config_set(tt_config *c, const char *key, const char *value, const cha
     const char *where = origin ? origin : "config";
     int ki = key ? find_key(key) : -1;
     if (ki < 0) return unknown_key(where, false, key ? key : "");
-    return set_text(c, ki, value, where);
+    if (set_text(c, ki, value, where)) return -1;
+    c->set_by_user_[ki] = OVERRIDDEN;
+    return 0;
 }
 
 tt_err tt_config_get(const tt_config *c, const char *key, char *buf, size_t size)
@@ -766,8 +782,10 @@ tt_err tt_config_parse_args(tt_config *c, int argc, char **argv, int *n_rest, ch
     /* the recipe first, then the overrides in the order given */
     tt_config t = *c;
     if (config && tt_config_load_file(&t, config)) goto done;
-    for (int i = 0; i < n_pairs; i++)
+    for (int i = 0; i < n_pairs; i++) {
         if (set_text(&t, pair_key[i], pair_val[i], "command line")) goto done;
+        t.set_by_user_[pair_key[i]] = OVERRIDDEN;
+    }
     *c = t;
     if (n_rest) *n_rest = nr;
     r = 0;

@@ -16,6 +16,56 @@ static void moe_losses_from_config(const tt_model_config *m, tt_model_cfg *o)
     o->moe.z_coef = m->router_z_loss_coef;
 }
 
+/* The model.* keys that apply to a model loaded from model.hf_assets_path:
+ * how long a context it has (not GPT-2's, whose positions are weights), how
+ * much its routers scale, and the balancing and auxiliary losses. The folder's
+ * config.json gives the rest, so overriding one of them would do nothing (a
+ * recipe's model.* keys describe its own model and give way to the folder). */
+static const char *const hf_model_keys[] = {"model.hf_assets_path",       "model.max_seq_len",
+                                             "model.route_scale",          "model.load_balance_coeff",
+                                             "model.router_aux_loss_coef", "model.router_aux_loss_seq",
+                                             "model.router_z_loss_coef",   NULL};
+
+static int hf_applies(const char *key)
+{
+    for (int i = 0; hf_model_keys[i]; i++)
+        if (!strcmp(key, hf_model_keys[i])) return 1;
+    return 0;
+}
+
+/* The model.* keys overridden (the command line) over a loaded model's config.json (hc): applied, or refused by
+ * name. */
+static tt_err hf_model_overrides(const tt_config *c, tt_hf_config *hc)
+{
+    const tt_model_config *m = &c->model;
+    const char *dir = m->hf_assets_path, *arch = tt_hf_family_architecture(hc->family), *key;
+    tt_model_cfg *o = &hc->model;
+    for (size_t i = 0; (key = tt_config_key_name(i)); i++)
+        if (!strncmp(key, "model.", 6) && tt_config_is_overridden(c, key) && !hf_applies(key))
+            return tt_errorf("%s is given on the command line, but model.hf_assets_path %s gives the architecture "
+                             "(its config.json): leave it out (on a loaded model only model.max_seq_len, "
+                             "model.route_scale, model.load_balance_coeff and the router loss keys apply)",
+                             key, dir);
+    if (tt_config_is_overridden(c, "model.max_seq_len")) {
+        if (o->arch == TT_ARCH_GPT2)
+            return tt_errorf("model.max_seq_len is given, but %s is a GPT-2 whose %d positions are learned weights: "
+                             "leave it out",
+                             dir, o->max_seq_len);
+        o->max_seq_len = m->max_seq_len;
+    }
+    if (tt_config_is_overridden(c, "model.route_scale")) {
+        if (o->moe.n_experts <= 0)
+            return tt_errorf("model.route_scale is given, but %s (%s) has no experts", dir, arch);
+        o->moe.route_scale = m->route_scale;
+    }
+    if (tt_config_is_overridden(c, "model.load_balance_coeff") && m->load_balance_coeff > 0 && !o->moe.has_bias)
+        return tt_errorf("model.load_balance_coeff = %g, but the routers of %s (%s) have no selection bias for it to "
+                         "move: leave it out, or 0",
+                         m->load_balance_coeff, dir, arch);
+    moe_losses_from_config(m, o);
+    return 0;
+}
+
 tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ext *ext, tt_hf_config *hf)
 {
     const tt_model_config *m = &c->model;
@@ -25,7 +75,7 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
         tt_hf_config hc;
         if (tt_hf_config_read(m->hf_assets_path, &hc)) return tt_error_prefix("model.hf_assets_path: ");
         tt_hf_detect_layout(m->hf_assets_path, &hc.model, &hc.ext);
-        moe_losses_from_config(m, &hc.model);
+        if (hf_model_overrides(c, &hc)) return -1;
         *o = hc.model;
         if (ext) *ext = hc.ext;
         if (hf) *hf = hc;

@@ -345,6 +345,31 @@ static int by_flat(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A saved layout's bucket count and expert degree, against what the model
+ * allows (a unit is one bucket or shares one, an MoE block under expert
+ * parallelism two; the degree divides every MoE block's experts), and the
+ * memory its pieces take checked, all before anything is allocated. */
+static tt_err check_layout_size(const tt_model *m, int nb, int ep, const char *where)
+{
+    int moe = 0;
+    for (int u = 0; u < m->n_units; u++) {
+        const tt_unit *un = &m->units[u];
+        if (un->n_experts <= 0) continue;
+        moe++;
+        if (un->n_experts % ep)
+            return tt_errorf("%s/meta.json: layout 'expert_parallel' = %d does not divide the %d experts of %s", where,
+                             ep, un->n_experts, un->name);
+    }
+    if (ep > 1 && !moe)
+        return tt_errorf("%s/meta.json: layout 'expert_parallel' = %d, but the model has no experts", where, ep);
+    const int most = m->n_units + (ep > 1 ? moe : 0);
+    if (nb > most)
+        return tt_errorf("%s/meta.json: layout 'buckets' lists %d buckets; the model's %d units make at most %d", where,
+                         nb, m->n_units, most);
+    const size_t bytes = (size_t)nb * (sizeof(tt_fsdp_bucket) + TT_FSDP_MAX_SEGS * (size_t)ep * sizeof(tt_fsdp_seg));
+    return tt_mem_check(bytes, "%s/meta.json: layout's %d buckets at %d expert places", where, nb, ep);
+}
+
 /* The saved layout, checked against the model before any of it is used:
  * every bucket padded to a multiple of the ranks that slice it, and the
  * pieces of all of them (an expert bucket's at every place of the expert
@@ -364,6 +389,7 @@ static tt_err read_layout(const cJSON *jo, const tt_model *m, tt_sharding *out, 
     if (numel != (int64_t)m->numel)
         return tt_errorf("%s/meta.json: the checkpoint holds %lld parameters, the model %zu (was the config changed?)",
                          where, (long long)numel, m->numel);
+    if (check_layout_size(m, nb, ep, where)) return -1;
     out->shards = S, out->replicas = 1, out->ep = ep, out->n_buckets = nb;
     out->buckets = calloc((size_t)nb, sizeof *out->buckets);
     tt_fsdp_seg *all = calloc((size_t)nb * TT_FSDP_MAX_SEGS * (size_t)ep, sizeof *all);
@@ -509,15 +535,101 @@ static void log_bytes_read(tt_run *r, const uint64_t got[2])
     free(all);
 }
 
+/* ---- which checkpoints the ranks see -------------------------------------- */
+
+/* A rank's view of the checkpoint folder: how many, the oldest and the
+ * newest, and a hash of the whole list. */
+enum { VIEW_N, VIEW_OLDEST, VIEW_NEWEST, VIEW_HASH, VIEW_FIELDS };
+
+static void view_of(const long *steps, int n, int64_t *v)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) h = tt_hash64(h ^ (uint64_t)steps[i], (uint64_t)i);
+    v[VIEW_N] = n, v[VIEW_OLDEST] = n ? steps[0] : -1, v[VIEW_NEWEST] = n ? steps[n - 1] : -1;
+    memcpy(&v[VIEW_HASH], &h, sizeof h);
+}
+
+static int same_view(const int64_t *all, int i, int j)
+{
+    return !memcmp(all + (size_t)i * VIEW_FIELDS, all + (size_t)j * VIEW_FIELDS, VIEW_FIELDS * sizeof *all);
+}
+
+/* "rank 0 sees 2, step-2 to step-4" / "ranks 1, 3 see none": the ranks that share rank first's view, and it. */
+static void describe_view(char *buf, size_t size, const int64_t *all, int world, int first)
+{
+    const int64_t *v = all + (size_t)first * VIEW_FIELDS;
+    char ranks[96] = "", what[96];
+    size_t len = 0;
+    int n = 0;
+    for (int j = first; j < world; j++) {
+        if (!same_view(all, first, j)) continue;
+        if (n < 6) len += (size_t)snprintf(ranks + len, sizeof ranks - len, "%s%d", n ? ", " : "", j);
+        n++;
+    }
+    if (v[VIEW_N] == 0) snprintf(what, sizeof what, "none");
+    else if (v[VIEW_N] == 1) snprintf(what, sizeof what, "step-%lld", (long long)v[VIEW_NEWEST]);
+    else
+        snprintf(what, sizeof what, "%lld, step-%lld to step-%lld", (long long)v[VIEW_N], (long long)v[VIEW_OLDEST],
+                 (long long)v[VIEW_NEWEST]);
+    snprintf(buf, size, "rank%s %s%s see%s %s", n > 1 ? "s" : "", ranks, n > 6 ? " and more" : "", n > 1 ? "" : "s",
+             what);
+}
+
+/* An error naming each different view of the folder and the ranks that have it (at most 4 views). */
+static tt_err views_differ(const tt_run *r, const int64_t *all)
+{
+    char msg[1024] = "", one[256];
+    size_t len = 0;
+    int views = 0;
+    for (int j = 0; j < r->world; j++) {
+        int seen = 0;
+        for (int i = 0; i < j && !seen; i++) seen = same_view(all, i, j);
+        if (seen) continue;
+        if (views++ == 4) {
+            snprintf(msg + len, sizeof msg - len, "; and other views");
+            break;
+        }
+        describe_view(one, sizeof one, all, r->world, j);
+        len += (size_t)snprintf(msg + len, len < sizeof msg ? sizeof msg - len : 0, "%s%s", j ? "; " : "", one);
+        if (len >= sizeof msg) break;
+    }
+    return tt_errorf("%s: the ranks do not see the same checkpoints (node-local dump folders, or a network file "
+                     "system that has not caught up?): %s. Every rank must see the same ones to resume",
+                     r->ckpt_dir, msg);
+}
+
+/* Every rank must resume from the same list: with node-local dump folders,
+ * or a file system that lags, a rank that saw none would start fresh while
+ * the others load, and one that saw an older newest would load another step. */
+static tt_err agree_on_checkpoints(tt_run *r, const long *steps, int n)
+{
+    if (agree(r, n < 0 ? -1 : 0, "listing the checkpoints")) return -1;
+    if (r->world == 1) return 0;
+    int64_t *all = calloc((size_t)r->world * VIEW_FIELDS, sizeof *all);
+    tt_err rc = all ? 0 : tt_errorf("out of memory comparing the checkpoints of %d ranks", r->world);
+    if (all) view_of(steps, n, all + (size_t)r->rank * VIEW_FIELDS);
+    /* each rank fills its own row, so the sum is every rank's */
+    if (agree(r, rc, "comparing the checkpoints the ranks see") ||
+        tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, all, (size_t)r->world * VIEW_FIELDS, TT_I64, TT_REDUCE_SUM,
+                           "the checkpoints each rank sees")) {
+        free(all);
+        return -1;
+    }
+    for (int j = 1; j < r->world && !rc; j++)
+        if (!same_view(all, 0, j)) rc = views_differ(r, all);
+    free(all);
+    return rc;
+}
+
 tt_err tt_run_restore(tt_run *r, int require)
 {
     long steps[256];
-    int n;
+    int n = r->world > 1 || r->cfg->checkpoint.load_step < 0 ? tt_ckpt_list(r->ckpt_dir, steps, 256) : 0;
+    if (agree_on_checkpoints(r, steps, n)) return -1;
     if (r->cfg->checkpoint.load_step >= 0) {
         steps[0] = r->cfg->checkpoint.load_step;
         n = 1;
-    } else if ((n = tt_ckpt_list(r->ckpt_dir, steps, 256)) <= 0) {
-        if (n < 0) return -1;
+    } else if (n == 0) {
         if (require) return tt_errorf("%s: no checkpoint found (train first, or set job.dump_folder)", r->ckpt_dir);
         return 0; /* nothing saved yet: a fresh run */
     }

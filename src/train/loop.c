@@ -40,6 +40,7 @@ static tt_err write_summary(tt_run *r, double last_loss, double val_loss, long t
         .unigram_nats = r->corpus.unigram_nats, .total_tokens = tokens_seen, .wall_seconds = wall,
         .mean_tokens_per_sec = (double)tokens_seen / wall, .flops_per_token = r->flops_per_token,
         .peak_source = r->peak_source, .world = r->world, .train_state_bytes = r->state_bytes,
+        .description = c->job.description,
     };
     tt_metrics_summarize_mfu(&r->metrics, &s, tt_dtype_name(r->step_cfg.act_dtype));
     if (r->rank == 0 && tt_metrics_write_summary(c->job.dump_folder, &s)) return -1;

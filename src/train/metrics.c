@@ -397,6 +397,7 @@ tt_err tt_metrics_write_summary(const char *dump_folder, const tt_run_summary *s
         cJSON_Delete(extra);
         return tt_errorf("metrics: out of memory building summary.json");
     }
+    if (s->description && s->description[0]) cJSON_AddStringToObject(o, "description", s->description);
     cJSON_AddNumberToObject(o, "steps", (double)s->steps);
     cJSON_AddNumberToObject(o, "params", (double)s->params);
     cJSON_AddNumberToObject(o, "final_train_loss", s->final_train_loss);

@@ -175,6 +175,7 @@ typedef struct {
     double peak_gflops;             /* the peak MFU is against; <= 0 = unknown (left out) */
     const char *peak_source;        /* "measured" | "cached" | "re-measured" | "config" (NULL = "config") */
     const char *extra_json;         /* NULL, or any JSON text: stored parsed under "extra" */
+    const char *description;        /* job.description (NULL or "": left out) */
     int world;                      /* ranks (0 or 1: one process); tokens and throughput are per rank */
     double train_state_bytes;       /* > 0: the train state's backend memory on a rank (the most of any),
                                        measured: written as train_state_bytes_per_rank */

@@ -249,6 +249,12 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
     const size_t mem0 = r->be->bytes_in_use();
     const int ep = tt_dist_group_size(r->dist, TT_GROUP_EXPERT);
     r->step_cfg = (tt_step_cfg){.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
+    /* a Hugging Face model's routers may have no bias (Mixtral, Qwen-MoE, OLMoE): the coefficient has nothing to move */
+    if (training && !tt_config_lora_on(c) && mc.moe.n_experts > 0 && !mc.moe.has_bias &&
+        c->model.load_balance_coeff > 0)
+        tt_log("model.load_balance_coeff = %g does nothing: the routers of %s have no selection bias (the expert "
+               "load is only measured)",
+               c->model.load_balance_coeff, c->model.hf_assets_path);
     /* the balancing bias is the base's: frozen under LoRA */
     if (tt_parallel_check_experts(ep, tt_dist_group_size(r->dist, TT_GROUP_SHARD), &mc) ||
         tt_moe_balance_init(&r->balance, r->model, tt_config_lora_on(c) ? 0 : c->model.load_balance_coeff, ep,
@@ -347,6 +353,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                      tr->arena_no_ac / 1048576.0, tr->remat.nodes,
                      tr->remat.graph_flops > 0 ? 100 * tr->remat.flops / tr->remat.graph_flops : 0.0);
         const int bf16 = r->step_cfg.act_dtype == TT_BF16;
+        if (c->job.description[0]) tt_log("job.description: %s", c->job.description);
         tt_log("model %s (%s): %.2fM parameters, %.2f MFLOPs/token | %d x %d tokens x %d accumulation | backend %s, "
                "exec %s | activation checkpoint %s: arena %.1f MiB%s | compute %s | peak %.0f GFLOP/s %s (%s)",
                tt_arch_name(mc.arch), r->has_hf ? c->model.hf_assets_path : c->model.flavor, n / 1e6,
