@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The default job's model and sequence length trained for a few steps on the
 # cpu backend and on the ref backend (the reference kernels) gives the same
-# losses and gradient norms within the tolerances the op tests use: fp32
-# within 1e-4 relative, bf16 within 1e-2. The ref run also goes through a
+# losses and gradient norms: fp32 within 6e-6 relative, bf16 losses within
+# 2.5e-3 and gradient norms within 1e-2 (the bounds below say what they
+# were measured at). The ref run also goes through a
 # checkpoint, a resume and generation, which on ref only work if nothing
 # above the backend reads its buffers but through copies.
 # Usage: cli_backends.sh TITAN SRC
@@ -18,12 +19,18 @@ COMMON=(--training.steps 3 --training.local_batch_size 2 --synthetic.train_token
 
 # "step loss grad_norm" per line from metrics.jsonl
 losses() { sed -n 's/.*"step":\([0-9]*\),"loss":\([^,]*\),"grad_norm":\([^,]*\),.*/\1 \2 \3/p' "$1"; }
-# the largest relative difference between the losses and gradient norms of two runs
-maxrel() { paste -d' ' "$1" "$2" | awk '{ for (i = 2; i <= 3; i++) { d = $i - $(i + 3); if (d < 0) d = -d;
-  r = d / ($(i + 3) < 0 ? -$(i + 3) : $(i + 3)); if (r > m) m = r } } END { printf "%.3g\n", m + 0 }'; }
+# the largest relative difference between column $3 (2: loss, 3: grad norm) of two runs
+maxrel() { paste -d' ' "$1" "$2" | awk -v i="$3" '{ d = $i - $(i + 3); if (d < 0) d = -d;
+  r = d / ($(i + 3) < 0 ? -$(i + 3) : $(i + 3)); if (r > m) m = r } END { printf "%.3g\n", m + 0 }'; }
+
+# The bounds, about 10x the largest difference measured (cpu with TITAN_GEMM_ISA avx512 and avx2, against ref):
+#   float32  loss 0 (bit for bit), grad norm 6.6e-7                -> 6e-6 for both
+#   bfloat16 loss 2.4e-4, grad norm 3.1e-3 (step 2)                -> loss 2.5e-3; grad norm kept at 1e-2 (about
+#            3x: 10x would loosen it, and AVX512-BF16 CPUs take a bf16 path not measured here)
 
 for dt in float32 bfloat16; do
-  tol=$([ $dt = float32 ] && echo 1e-4 || echo 1e-2)
+  tol_loss=$([ $dt = float32 ] && echo 6e-6 || echo 2.5e-3)
+  tol_gn=$([ $dt = float32 ] && echo 6e-6 || echo 1e-2)
   for be in cpu ref; do
     "$TITAN" train "${COMMON[@]}" --training.backend $be --training.mixed_precision_param $dt \
       --job.dump_folder "$W/$be-$dt" >"$W/$be-$dt.log" 2>&1
@@ -32,10 +39,13 @@ for dt in float32 bfloat16; do
     [ "$(wc -l <"$W/$be-$dt.txt")" -eq 3 ]
     check "$dt on $be: 3 logged steps" $?
   done
-  m=$(maxrel "$W/cpu-$dt.txt" "$W/ref-$dt.txt")
-  echo "     $dt: cpu vs ref, largest relative difference of loss and grad norm: $m (tolerance $tol)"
-  awk -v m="$m" -v t="$tol" 'BEGIN { exit !(m <= t) }'
-  check "$dt: cpu and ref agree within $tol" $?
+  ml=$(maxrel "$W/cpu-$dt.txt" "$W/ref-$dt.txt" 2) mg=$(maxrel "$W/cpu-$dt.txt" "$W/ref-$dt.txt" 3)
+  echo "     $dt: cpu vs ref, largest relative difference of the losses $ml (tolerance $tol_loss)," \
+    "of the grad norms $mg (tolerance $tol_gn)"
+  awk -v m="$ml" -v t="$tol_loss" 'BEGIN { exit !(m <= t) }'
+  check "$dt: cpu and ref losses agree within $tol_loss" $?
+  awk -v m="$mg" -v t="$tol_gn" 'BEGIN { exit !(m <= t) }'
+  check "$dt: cpu and ref grad norms agree within $tol_gn" $?
 done
 
 # ref: resume from the last checkpoint (step 3) to step 4 gives the losses of one run

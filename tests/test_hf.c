@@ -18,6 +18,9 @@
 #include "formats/safetensors.h"
 
 #define FIX TITAN_SOURCE_DIR "/tests/fixtures/hf"
+/* max |titan - transformers| over a fixture's logits (fp32, cpu): about 10x the worst measured, 4.41e-6 (llama;
+ * the others 1.9e-6 to 4.3e-6, each printed by the test) */
+#define LOGITS_TOL 5e-5
 static char tmp_root[64];
 static const char *export_root; /* tmp_root, or $TITAN_HF_EXPORT_DIR (kept for tests/hf_roundtrip.py) */
 
@@ -259,7 +262,7 @@ static void test_fixture(const fixture *fx)
               tt_hf_family_architecture(tt_hf_family_for(&m->cfg, &m->ext)));
     float *logits = malloc(64u << 20 >> 2); /* far more than any fixture's logits */
     double d = parity(m, w, ref, logits, -1);
-    CHECK_MSG(d >= 0 && d <= 1e-4, "%s: max |titan - transformers| = %g", fx->name, d);
+    CHECK_MSG(d >= 0 && d <= LOGITS_TOL, "%s: max |titan - transformers| = %g (tolerance %g)", fx->name, d, LOGITS_TOL);
     printf("%-16s %-18s max |logits - transformers| = %.2e\n", fx->name, tt_hf_family_architecture(hc.family), d);
 
     /* the sliding window and YaRN's attention factor change the answer: the
@@ -354,7 +357,8 @@ static void test_shared_gpt2(void)
     CHECK(hc.family == TT_HF_GPT2 && m->cfg.dim == 32 && m->cfg.n_layers == 5 && m->cfg.ffn_dim == 128);
     CHECK(m->cfg.vocab_size == 1000 && m->cfg.max_seq_len == 512 && hc.bos_token_id == 98);
     double d = parity(m, w, FIX "/tiny-random-gpt2.logits.safetensors", NULL, -1);
-    CHECK_MSG(d >= 0 && d <= 1e-4, "tiny-random-gpt2: %g", d);
+    /* not measured where ../shared is absent: its 5 layers and 1000-token vocabulary under the fixtures' bound */
+    CHECK_MSG(d >= 0 && d <= LOGITS_TOL, "tiny-random-gpt2: max |titan - transformers| = %g (tolerance %g)", d, LOGITS_TOL);
     printf("%-16s %-18s max |logits - transformers| = %.2e\n", "tiny-random-gpt2", "GPT2LMHeadModel", d);
     snprintf(out, sizeof out, "%s/export-tiny-gpt2", export_root);
     tt_hf_export_opts o = tt_hf_export_defaults();
