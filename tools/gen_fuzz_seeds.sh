@@ -6,7 +6,9 @@
 #   shard/        a text shard (version 1) and a conversation shard (version 2)
 #   tfevents/     the TensorBoard event file of a 4-step run, after the
 #                 target's mode byte (0: the bytes are a file)
-#   ckpt_meta/    that run's checkpoint meta.json, and a 2-rank FSDP run's
+#   ckpt_meta/    that run's checkpoint meta.json, a 2-rank FSDP run's and a
+#                 2-rank expert-parallel MoE run's (their layouts; the
+#                 fuzz_ckpt_layout target reads these too)
 #
 #   bash tools/gen_fuzz_seeds.sh build/titan
 set -euo pipefail
@@ -42,5 +44,9 @@ cp "$W/run/checkpoint/step-4/meta.json" "$OUT/ckpt_meta/one_rank.json"
 mpirun --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 "$TITAN" train "${RUN[@]}" \
   --metrics.enable_tensorboard false --parallelism.data_parallel_shard_degree 2 --job.dump_folder "$W/fsdp" >/dev/null 2>&1
 cp "$W/fsdp/checkpoint/step-4/meta.json" "$OUT/ckpt_meta/fsdp2.json"
+mpirun --allow-run-as-root --oversubscribe -np 2 -x OMP_NUM_THREADS=1 "$TITAN" train "${RUN[@]}" \
+  --metrics.enable_tensorboard false --model.n_layers 2 --model.num_experts 4 --model.top_k 2 --model.moe_ffn_dim 16 \
+  --parallelism.data_parallel_shard_degree 2 --parallelism.expert_parallel_degree 2 --job.dump_folder "$W/ep" >/dev/null 2>&1
+cp "$W/ep/checkpoint/step-4/meta.json" "$OUT/ckpt_meta/ep2.json"
 
 du -sh "$OUT"/*

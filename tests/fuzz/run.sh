@@ -38,7 +38,7 @@ for f in "$B"/fuzz_*; do
   t=${f##*/fuzz_}
   dict=$SRC/tests/fuzz/${t/ckpt_layout/ckpt_meta}.dict
   [ -f "$dict" ] || { echo "run.sh: fuzz_$t has no dictionary ($dict)"; exit 1; }
-  case $t in tokenizer_json | safetensors) len=32768 ;; *) len=4096 ;; esac
+  case $t in tokenizer_json | safetensors) len=32768 ;; ckpt_meta | ckpt_layout) len=8192 ;; *) len=4096 ;; esac
   rm -rf "$B/seeds/$t"
   seed "$t" "$B/seeds/$t"
   mkdir -p "$B/corpus/$t"
