@@ -62,6 +62,12 @@ static void test_written_back(void)
         " \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 7.1, \"low_freq_factor\": 0.3,"
         " \"high_freq_factor\": 3.3, \"original_max_position_embeddings\": 96}}",
         "{\"model_type\": \"gpt2\", \"n_embd\": 48, \"n_head\": 4, \"layer_norm_epsilon\": 3.3e-7}",
+        /* -0.0 is falsy in Python's `x or default`: the default 0, +0 (fuzz_hf_config found it written back as
+         * another model: -0.0 was kept, and not written) */
+        "{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+        " \"num_hidden_layers\": 2, \"max_position_embeddings\": 256,"
+        " \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 64,"
+        " \"mscale_all_dim\": -0.0, \"mscale\": -0.0, \"beta_fast\": -0.0}}",
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         tt_hf_config c, d;

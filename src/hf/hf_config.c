@@ -251,7 +251,7 @@ static tt_err read_rope(const char *path, const cJSON *j, int max_pos, tt_rope_p
             const cJSON *v = present(d, opt[i]);
             if (v && (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0))
                 return tt_errorf("%s: key '%s' must be a non-negative number", dp, opt[i]);
-            *dst[i] = v ? v->valuedouble : 0;
+            *dst[i] = v && v->valuedouble != 0 ? v->valuedouble : 0; /* -0.0 is falsy too: the default, +0 */
         }
         x->beta_fast = x->beta_fast ? x->beta_fast : 32;
         x->beta_slow = x->beta_slow ? x->beta_slow : 1;
