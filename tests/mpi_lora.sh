@@ -29,36 +29,14 @@
 # CMake runs it as `bash mpi_lora.sh TITAN SRC MPIEXEC` with the MPI test
 # environment (OMP_NUM_THREADS=1, run as root allowed, no cross-memory attach).
 set -u
-TITAN=$1 SRC=$2
-MPIEXEC=${3:-mpirun}
+. "$(dirname "$0")/lib_mpi.sh" "$@" # TITAN SRC MPIEXEC, mpi, step_losses, close; W, check, expect, ...
 FIX=$SRC/tests/fixtures/hf
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
-export OMP_NUM_THREADS=1
-if ! "$MPIEXEC" --version >/dev/null 2>&1; then
-  skip_test mpi_lora "no MPI launcher ($MPIEXEC)"
-fi
-mpi() { # mpi NP ARGS...: titan on NP ranks
-  local np=$1; shift
-  "$MPIEXEC" --oversubscribe -np "$np" "$TITAN" "$@"
-}
 COMMON=(--model.hf_assets_path "$FIX/llama" --lora.rank 8 --lora.alpha 16 --training.seq_len 256
         --synthetic.train_tokens 200000 --synthetic.val_tokens 8192 --optimizer.lr 1e-2 --lr_scheduler.warmup_steps 2
         --training.steps 20 --metrics.log_freq 1 --metrics.peak_tflops 1 --training.mixed_precision_param float32
         --validation.enable false --checkpoint.enable false --generate.max_new_tokens 0 --comm.timeout_seconds 20)
 DROP=(--lora.dropout 0.1)
 
-# "step loss" for each train record of a run's metrics.jsonl
-losses() { grep -o '"step":[0-9]*,"loss":[^,]*' "$1" | sed 's/"step":\([0-9]*\),"loss":/\1 /'; }
-# close A B [FIRST] [TOL]: the losses of steps FIRST.. (default 1) of B equal A's within TOL (default 1e-5) relative,
-# 20 steps in all
-close() {
-  local first=${3:-1} tol=${4:-1e-5}
-  losses "$1" | awk -v f="$first" '$1 >= f' >"$W/la" && losses "$2" | awk -v f="$first" '$1 >= f' >"$W/lb" &&
-    [ "$(wc -l <"$W/la")" -eq $((21 - first)) ] &&
-    paste "$W/la" "$W/lb" | awk -v tol="$tol" '{ d = $2 - $4; if (d < 0) d = -d; a = $2 < 0 ? -$2 : $2;
-                                   if ($1 != $3 || d > tol * a) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
-                                 END { exit bad }'
-}
 # like_one REF "NAME NP ARGS..." ...: each run on NP ranks gives REF's losses (a one-process run of the same name)
 like_one() {
   local ref=$1 run name np

@@ -7,17 +7,11 @@
 # most its share (the files' bytes over the ranks) x 1.1; a flipped byte in
 # one rank's slice stops the resume on every rank, naming the file and chunk.
 set -u
-TITAN=$1 SRC=$2
-MPIEXEC=${3:-mpirun}
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
-export OMP_NUM_THREADS=1
-if ! "$MPIEXEC" --version >/dev/null 2>&1; then
-  skip_test mpi_resume_read "no MPI launcher ($MPIEXEC)"
-fi
+. "$(dirname "$0")/lib_mpi.sh" "$@" # TITAN SRC MPIEXEC; W, check, cli_done, ...
 RUN=(--config "$SRC/configs/default.toml" --training.local_batch_size 2 --generate.max_new_tokens 0
      --validation.enable false --metrics.log_freq 1 --checkpoint.enable true --checkpoint.interval 4
      --checkpoint.keep_latest_k 0 --job.dump_folder "$W/run" --comm.timeout_seconds 60)
-mpi() { # mpi NP SHARDS STEPS LOG: titan train on NP ranks, SHARDS-way FSDP
+fsdp() { # fsdp NP SHARDS STEPS LOG: titan train on NP ranks, SHARDS-way FSDP
   "$MPIEXEC" --oversubscribe -np "$1" "$TITAN" train "${RUN[@]}" --parallelism.data_parallel_shard_degree "$2" \
     --training.steps "$3" >"$4" 2>&1
 }
@@ -30,14 +24,14 @@ read_ok() {
   echo "$line" | grep -o "rank [0-9]* [0-9]* + [0-9]*" | awk -v t="$total" -v n="$2" '
     { got[$2] = $3 } END { if (length(got) != n) exit 1; for (k in got) if (got[k] > 1.1 * t / n) exit 1 }'
 }
-mpi 2 2 4 "$W/save.log"
+fsdp 2 2 4 "$W/save.log"
 check "a 2-rank FSDP run saves step 4" $?
-mpi 2 2 6 "$W/two.log" && grep -q "resumed from .*step-4" "$W/two.log"
+fsdp 2 2 6 "$W/two.log" && grep -q "resumed from .*step-4" "$W/two.log"
 check "resumed on 2 ranks" $?
 read_ok "$W/two.log" 2
 check "on 2 ranks each reads at most its half x 1.1" $?
 rm -rf "$W/run/checkpoint/step-6"
-mpi 4 4 6 "$W/four.log" && grep -q "resumed from .*step-4" "$W/four.log"
+fsdp 4 4 6 "$W/four.log" && grep -q "resumed from .*step-4" "$W/four.log"
 check "resharded onto 4 ranks" $?
 read_ok "$W/four.log" 4
 check "on 4 ranks each reads at most its quarter x 1.1" $?
@@ -46,7 +40,7 @@ rm -rf "$W/run/checkpoint/step-6"
 f=$(ls "$W"/run/checkpoint/step-4/*.safetensors | tail -1)
 size=$(wc -c <"$f")
 printf '\x55' | dd of="$f" bs=1 seek=$((size - 4000)) conv=notrunc status=none
-mpi 2 2 6 "$W/bad.log"
+fsdp 2 2 6 "$W/bad.log"
 rc=$?
 [ $rc -ne 0 ] && grep -q "$(basename "$f"): bytes .* (chunk [0-9]*) have XXH64 .* (corrupt checkpoint)" "$W/bad.log" &&
   ! grep -q "resumed from" "$W/bad.log"

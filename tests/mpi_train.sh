@@ -30,34 +30,12 @@
 # CMake runs it as `bash mpi_train.sh TITAN SRC MPIEXEC` with the MPI test
 # environment (OMP_NUM_THREADS=1, run as root allowed, no cross-memory attach).
 set -u
-TITAN=$1 SRC=$2
-MPIEXEC=${3:-mpirun}
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, expect, cli_done
-export OMP_NUM_THREADS=1
-if ! "$MPIEXEC" --version >/dev/null 2>&1; then
-  skip_test mpi_train "no MPI launcher ($MPIEXEC)"
-fi
-mpi() { # mpi NP ARGS...: titan on NP ranks
-  local np=$1; shift
-  "$MPIEXEC" --oversubscribe -np "$np" "$TITAN" "$@"
-}
+. "$(dirname "$0")/lib_mpi.sh" "$@" # TITAN SRC MPIEXEC, mpi, step_losses, close; W, check, expect, ...
 COMMON=(--model.dim 64 --model.n_layers 2 --model.n_heads 4 --model.n_kv_heads 2 --model.ffn_dim 192
         --training.seq_len 256 --synthetic.train_tokens 200000 --synthetic.val_tokens 8192
         --optimizer.lr 3e-3 --lr_scheduler.warmup_steps 5 --training.steps 20 --metrics.log_freq 1
         --metrics.peak_tflops 1 --training.mixed_precision_param float32 --validation.enable false
         --checkpoint.enable false --generate.max_new_tokens 0 --comm.timeout_seconds 10)
-
-# "step loss" for each train record of a run's metrics.jsonl
-losses() { grep -o '"step":[0-9]*,"loss":[^,]*' "$1" | sed 's/"step":\([0-9]*\),"loss":/\1 /'; }
-# close A B [FIRST]: the losses of steps FIRST.. (default 1) of B equal A's within 1e-5 relative, 20 steps in all
-close() {
-  local first=${3:-1}
-  losses "$1" | awk -v f="$first" '$1 >= f' >"$W/la" && losses "$2" | awk -v f="$first" '$1 >= f' >"$W/lb" &&
-    [ "$(wc -l <"$W/la")" -eq $((21 - first)) ] &&
-    paste "$W/la" "$W/lb" | awk '{ d = $2 - $4; if (d < 0) d = -d; a = $2 < 0 ? -$2 : $2;
-                                   if ($1 != $3 || d > 1e-5 * a) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
-                                 END { exit bad }'
-}
 
 # ---- the same losses as one process ----------------------------------------
 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/one" --training.local_batch_size 4 \
@@ -302,7 +280,7 @@ DS=(--config "$SRC/configs/deepseek_v3_debug.toml" --model.dim 64 --model.n_head
   mpi 2 train "${DS[@]}" --job.dump_folder "$W/ds2" --training.local_batch_size 2 --training.steps 5 >"$W/ds2.log" 2>&1 &&
   "$TITAN" train "${DS[@]}" --job.dump_folder "$W/ds2" --training.local_batch_size 4 >"$W/ds2b.log" 2>&1 &&
   grep -q "resumed from .*step-5" "$W/ds2b.log" &&
-  losses "$W/ds1/metrics.jsonl" | awk '$1 > 5' >"$W/la" && losses "$W/ds2/metrics.jsonl" | awk '$1 > 5' >"$W/lb" &&
+  step_losses "$W/ds1/metrics.jsonl" | awk '$1 > 5' >"$W/la" && step_losses "$W/ds2/metrics.jsonl" | awk '$1 > 5' >"$W/lb" &&
   [ "$(wc -l <"$W/la")" -eq 5 ] &&
   paste "$W/la" "$W/lb" | awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) bad = 1 } END { exit bad }'
 check "DeepSeek-V3 style (MLA + MoE) saved on 2 ranks resumes on one with one process's losses" $?
@@ -338,7 +316,7 @@ DBG=(--training.steps 3 --training.exec_mode debug)
   >"$W/epd1.log" 2>&1 &&
   mpi 2 train "${COMMON[@]}" "${MOE[@]}" "${DBG[@]}" --job.dump_folder "$W/epd2" --training.local_batch_size 2 \
     --parallelism.expert_parallel_degree 2 >"$W/epd2.log" 2>&1 &&
-  losses "$W/epd1/metrics.jsonl" >"$W/la" && losses "$W/epd2/metrics.jsonl" >"$W/lb" &&
+  step_losses "$W/epd1/metrics.jsonl" >"$W/la" && step_losses "$W/epd2/metrics.jsonl" >"$W/lb" &&
   [ "$(wc -l <"$W/la")" -eq 3 ] && cmp -s "$W/la" "$W/lb"
 check "debug mode (ref backend, NaN checks) under EP 2: one process's losses" $?
 grep -q "experts over 2 (2 a rank)" "$W/ep2_fsdp2.log" && grep -q "received" "$W/ep2.log"

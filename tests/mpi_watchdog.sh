@@ -12,13 +12,7 @@
 # CMake runs it as `bash mpi_watchdog.sh TITAN SRC MPIEXEC` with the MPI test
 # environment (OMP_NUM_THREADS=1, run as root allowed, no cross-memory attach).
 set -u
-TITAN=$1
-MPIEXEC=${3:-mpirun}
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
-export OMP_NUM_THREADS=1
-if ! "$MPIEXEC" --version >/dev/null 2>&1; then
-  skip_test mpi_watchdog "no MPI launcher ($MPIEXEC)"
-fi
+. "$(dirname "$0")/lib_mpi.sh" "$@" # TITAN SRC MPIEXEC; W, check, cli_done, ...
 COMMON=(--model.dim 64 --model.n_layers 2 --model.n_heads 4 --model.n_kv_heads 2 --model.ffn_dim 192
         --training.seq_len 256 --synthetic.train_tokens 200000 --synthetic.val_tokens 8192
         --lr_scheduler.warmup_steps 1 --metrics.log_freq 1 --metrics.peak_tflops 1
