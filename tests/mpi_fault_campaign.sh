@@ -15,13 +15,15 @@
 # each step in metrics.jsonl, for steps repeated after a resume) are the
 # uninterrupted run's, bitwise (the exact logged text).
 #
-# Half the kills land anywhere in a step (a random step after the resume and
-# a random fraction of a step's time after its log line), half in a
-# checkpoint save (as soon as its .step-N.tmp folder appears). The schedule
-# (which rank, which step) comes from bash's RANDOM seeded with FAULT_SEED,
-# printed at the start (a random one when unset): the same seed gives the
-# same schedule, though on a loaded machine a kill's moment within its step
-# is not reproducible.
+# Two kills in five land anywhere in a step (a random step after the resume
+# and a random fraction of a step's time after its log line), two in a
+# checkpoint save (as soon as its .step-N.tmp folder appears: a save of this
+# model takes milliseconds, so some land just after it), one while the job
+# starts (launching, reading the corpus, loading the checkpoint). The
+# schedule (which rank, which kind, which step) comes from bash's RANDOM
+# seeded with FAULT_SEED, printed at the start (a random one when unset): the
+# same seed gives the same schedule, though on a loaded machine a kill's
+# moment within its step is not reproducible.
 #
 #   short (CTest, ~1 min): 40 steps, a checkpoint every 10, 3 kills, local batch 2
 #   full  (~10 min here):  300 steps, a checkpoint every 25, 10 kills, local batch 8
@@ -104,8 +106,8 @@ rank_pid() { # rank_pid MPIRUN_PID RANK: sets pid to that rank's process (by OMP
 wait_line() { # wait_line LOG REGEX SECONDS: until a line of the job's LOG matches (0), the job exits (1), or time is up (2)
   local t0
   now_us; t0=$now
-  until grep -qE -e "$2" "$1"; do
-    alive "$job" || { grep -qE -e "$2" "$1"; return $?; }
+  until grep -qsE -e "$2" "$1"; do
+    alive "$job" || { grep -qsE -e "$2" "$1"; return $?; }
     now_us
     [ $((now - t0)) -gt $(($3 * 1000000)) ] && return 2
     sleep 0.05
@@ -116,10 +118,8 @@ newest() { # newest CKPT_DIR: the newest complete checkpoint's step (step-N, no 
   n=$(ls "$1" 2>/dev/null | grep -E '^step-[0-9]+$' | sed 's/^step-//' | sort -n | tail -n 1)
   echo "${n:-0}"
 }
-records() { wc -l <"$1" 2>/dev/null || echo 0; } # metrics.jsonl's records so far
-max_step_after() { # max_step_after METRICS N: the highest step among the records after the first N
-  awk -v n="$2" 'NR > n && match($0, /^\{"step":[0-9]+,/) { s = substr($0, 9, RLENGTH - 9) + 0; if (s > m) m = s }
-                 END { print m + 0 }' "$1" 2>/dev/null || echo 0
+last_step() { # last_step LOG: the last step a run's log shows (0: none)
+  grep -oE "^step: +[0-9]+ " "$1" | tail -n 1 | grep -oE "[0-9]+" || echo 0
 }
 # last_losses METRICS: "step loss grad_norm" as logged (the exact text), the last record of each step, in step order
 last_losses() {
@@ -129,24 +129,35 @@ last_losses() {
 }
 tail_log() { echo "  --- the end of $1:"; tail -n 15 "$1" | cut -c1-300 | sed 's/^/  | /'; }
 
+# resume_ok LOG STEP: the run's log says it resumed from CK's step-STEP (for STEP 0: says nothing of a resume)
+resume_ok() {
+  got=$(grep -m 1 -o "resumed from .* (step [0-9]*)" "$1")
+  if [ "$2" -gt 0 ]; then [ "$got" = "resumed from $CK/step-$2 (step $2)" ]; else [ -z "$got" ]; fi
+}
+deadline() { echo $((($1 + 2) * STEP_US * 4 / 1000000 + 60)); } # deadline STEPS: s to wait for that many steps
+
 # ---- the uninterrupted run: the losses to match, and a step's time to place the kills -------------
 now_us; t_campaign=$now
 start "$W/straight" "$W/straight.log"
+wait_line "$W/straight.log" "^step: +1 " 120
+now_us; START_US=$((now - t_campaign)) # launch to the first step's log line (the corpus made, a step): at first
 finish $((STEPS * 10 + 120))
 [ $rc -eq 0 ] && grep -qE "^step: +$STEPS " "$W/straight.log"
 ok=$?
-check "the uninterrupted run: $STEPS steps, exit $rc in $(secs "$took") s" $ok
+check "the uninterrupted run: $STEPS steps, exit $rc in $(secs $((START_US + took))) s" $ok
 [ $ok -eq 0 ] || { tail_log "$W/straight.log"; cli_done mpi_fault_campaign; exit; }
-STEP_US=$((took / STEPS)) # an upper bound (it includes the start): where in a step a kill lands is drawn anyway
+STEP_US=$((took / (STEPS - 1)))
 
 # ---- the schedule: KILLS kills drawn up front from the seed -------------------------------------
-# kind 'step': STEPS_AFTER steps after the resume (1 to 2 intervals), FRAC/1000 of a step after that step's
-# log line; kind 'save': during the save of the K-th checkpoint after the resume (1 or 2; a 'step' kill
-# where that checkpoint would be the last step's)
+# kind 'step' (2 in 5): AFTER steps after the resume (1 to 2 intervals), FRAC/1000 of a step after that step's
+# log line; 'save' (2 in 5): during the save of the AFTER-th checkpoint after the resume (1 or 2; a 'step' kill
+# where that checkpoint would be the last step's); 'start' (1 in 5): FRAC/1000 of the time the uninterrupted
+# run (then the restart before) took from its launch to its first step (the launch, reading the corpus,
+# loading the checkpoint)
 declare -a K_RANK K_KIND K_AFTER K_FRAC
 for i in $(seq 1 "$KILLS"); do
   K_RANK[i]=$((RANDOM % 2))
-  if [ $((RANDOM % 2)) -eq 0 ]; then K_KIND[i]=step; else K_KIND[i]=save; fi
+  case $((RANDOM % 5)) in 0 | 1) K_KIND[i]=step ;; 2 | 3) K_KIND[i]=save ;; *) K_KIND[i]=start ;; esac
   K_AFTER[i]=$((1 + RANDOM % (2 * INTERVAL)))
   K_FRAC[i]=$((RANDOM % 1000))
   [ "${K_KIND[i]}" = save ] && K_AFTER[i]=$((1 + RANDOM % 2))
@@ -154,49 +165,52 @@ done
 
 # ---- the campaign ------------------------------------------------------------------------------
 D=$W/run CK=$W/run/checkpoint
-survived=0 lost=0 repeated=0 mid_save=0 max_exit=0 resumed=0 from_ckpt=0
+survived=0 lost=0 repeated=0 mid_save=0 max_exit=0 resumed=0 from_ckpt=0 early=0 last_logged=0
 for i in $(seq 1 $((KILLS + 1))); do
   log=$W/run-$i.log
   expect_step=$(newest "$CK")
-  # a fresh start truncates metrics.jsonl, a resume appends to it
-  if [ "$expect_step" -gt 0 ]; then base=$(records "$D/metrics.jsonl"); else base=0; fi
-  start "$D" "$log"
-  # the restart must resume from the newest complete checkpoint: its log says so before its first step
-  wait_line "$log" "^step: +[0-9]+ " 120
-  w=$?
-  if [ $w -ne 0 ]; then
-    [ $w -eq 1 ] && why="the job exited before its first step" || why="no step within 120 s"
-    check "run $i: starts ($why)" 1
-    tail_log "$log"
-    kill -9 $(ranks_of "$job") "$job" 2>/dev/null
-    break
-  fi
-  got=$(grep -m 1 -o "resumed from .* (step [0-9]*)" "$log")
-  if [ "$expect_step" -gt 0 ]; then
-    [ "$got" = "resumed from $CK/step-$expect_step (step $expect_step)" ]
-  else
-    [ -z "$got" ]
-  fi
-  ok=$?
-  if [ $i -gt 1 ]; then
-    check "run $i: resumes from the newest complete checkpoint (step $expect_step; the log: ${got:-a fresh start})" $ok
-    [ $ok -eq 0 ] && resumed=$((resumed + 1))
-    [ $ok -eq 0 ] && [ "$expect_step" -gt 0 ] && from_ckpt=$((from_ckpt + 1))
+  if [ $i -gt 1 ]; then # the steps the killed run logged past the checkpoint this one resumes from
     repeated=$((repeated + last_logged - expect_step))
-    echo "     steps repeated: $((last_logged - expect_step)) (run $((i - 1)) logged step $last_logged)"
+    echo "     restart $((i - 1)): run $((i - 1)) logged step $last_logged, run $i resumes from step $expect_step"
   fi
-  [ $ok -eq 0 ] || { tail_log "$log"; kill -9 $(ranks_of "$job") "$job" 2>/dev/null; break; }
+  kind=${K_KIND[i]:-end} rank=${K_RANK[i]:-} tmp=
+  now_us; t_launch=$now
+  start "$D" "$log"
+  if [ "$kind" = start ]; then
+    # killed while it starts: its log may or may not say yet what it resumed from
+    sleep "$(secs $((START_US * K_FRAC[i] / 1000)))"
+    where="the start + $(secs $((START_US * K_FRAC[i] / 1000))) s"
+    w=0
+  else
+    # the run must resume from the newest complete checkpoint: its log says so before its first step
+    wait_line "$log" "^step: +[0-9]+ " 120
+    w=$?
+    if [ $w -ne 0 ]; then
+      [ $w -eq 1 ] && why="the job exited before its first step" || why="no step within 120 s"
+      check "run $i: starts ($why)" 1
+      tail_log "$log"
+      kill -9 $(ranks_of "$job") "$job" 2>/dev/null
+      break
+    fi
+    now_us; START_US=$((now - t_launch)) # a restart's start (the corpus is cached by then): for the next 'start' kill
+    resume_ok "$log" "$expect_step"
+    ok=$?
+    if [ $i -gt 1 ]; then
+      check "run $i: resumes from the newest complete checkpoint (step $expect_step; the log: ${got:-a fresh start})" $ok
+      [ $ok -eq 0 ] && resumed=$((resumed + 1)) && [ "$expect_step" -gt 0 ] && from_ckpt=$((from_ckpt + 1))
+    fi
+    [ $ok -eq 0 ] || { tail_log "$log"; kill -9 $(ranks_of "$job") "$job" 2>/dev/null; break; }
+  fi
 
   # ---- the last run: to the end
-  if [ $i -gt "$KILLS" ]; then
-    finish $(((STEPS - expect_step) * STEP_US * 4 / 1000000 + 120))
+  if [ "$kind" = end ]; then
+    finish "$(deadline $((STEPS - expect_step)))"
     [ $rc -eq 0 ] && grep -qE "^step: +$STEPS " "$log"
     check "run $i: runs to step $STEPS (exit $rc)" $?
     break
   fi
 
   # ---- where this kill lands
-  rank=${K_RANK[i]} kind=${K_KIND[i]} tmp=
   if [ "$kind" = save ]; then
     target=$(((expect_step / INTERVAL + K_AFTER[i]) * INTERVAL))
     [ "$target" -ge "$STEPS" ] && kind=step
@@ -204,13 +218,13 @@ for i in $(seq 1 $((KILLS + 1))); do
   if [ "$kind" = step ]; then
     target=$((expect_step + K_AFTER[i]))
     [ "$target" -ge "$STEPS" ] && target=$((STEPS - 1))
-    wait_line "$log" "^step: +$target " $(((target - expect_step + 2) * STEP_US * 4 / 1000000 + 60))
+    wait_line "$log" "^step: +$target " "$(deadline $((target - expect_step)))"
     w=$?
     [ $w -eq 0 ] && sleep "$(secs $((STEP_US * K_FRAC[i] / 1000)))"
     where="step $target + $((K_FRAC[i] / 10))% of a step"
-  else
+  elif [ "$kind" = save ]; then
     # from the log line of the step before, look for the save's .step-N.tmp every 2 ms
-    wait_line "$log" "^step: +$((target - 1)) " $(((target - expect_step + 2) * STEP_US * 4 / 1000000 + 60))
+    wait_line "$log" "^step: +$((target - 1)) " "$(deadline $((target - expect_step)))"
     w=$?
     if [ $w -eq 0 ]; then
       now_us; t0=$now
@@ -222,7 +236,9 @@ for i in $(seq 1 $((KILLS + 1))); do
     fi
     where="the save of step $target"
   fi
-  if [ $w -ne 0 ] || ! rank_pid "$job" "$rank"; then
+  # the rank's process (mpirun may not have started it yet when the kill comes early in the start)
+  for _ in $(seq 1 100); do rank_pid "$job" "$rank" && break; alive "$job" || break; sleep 0.05; done
+  if [ $w -ne 0 ] || [ -z "$pid" ]; then
     check "run $i: reaches $where with rank $rank running (wait: $w)" 1
     tail_log "$log"
     kill -9 $(ranks_of "$job") "$job" 2>/dev/null
@@ -234,6 +250,18 @@ for i in $(seq 1 $((KILLS + 1))); do
   f=$?
   [ -n "$tmp" ] && [ ! -d "$CK/step-$target" ] && mid_save=$((mid_save + 1)) && where="$where (mid-save: .step-$target.tmp)"
   [ "$took" -gt "$max_exit" ] && max_exit=$took
+  # killed while starting: what it said of its resume, if it got that far, must be right too
+  if [ "$kind" = start ]; then
+    if grep -qE "resumed from|^step: " "$log"; then
+      resume_ok "$log" "$expect_step"
+      ok=$?
+      check "run $i: resumes from the newest complete checkpoint (step $expect_step; the log: ${got:-a fresh start}) before its kill" $ok
+      [ $ok -eq 0 ] && resumed=$((resumed + 1)) && [ "$expect_step" -gt 0 ] && from_ckpt=$((from_ckpt + 1))
+      [ $ok -eq 0 ] || { tail_log "$log"; break; }
+    else
+      early=$((early + 1)) where="$where (before it resumed)"
+    fi
+  fi
   # the killed job's checkpoints: the newest it reported saved is still there (and complete: see the restart)
   saved=$(grep -o "checkpoint saved: .*/step-[0-9]*" "$log" | tail -n 1 | sed 's/.*step-//')
   have=$(newest "$CK")
@@ -243,7 +271,8 @@ for i in $(seq 1 $((KILLS + 1))); do
   left=
   for p in $others; do alive "$p" && left="$left $p"; done
   [ -n "$left" ] && kill -9 $left 2>/dev/null
-  last_logged=$(max_step_after "$D/metrics.jsonl" "$base")
+  last_logged=$(last_step "$log")
+  [ "$last_logged" -lt "$expect_step" ] && last_logged=$expect_step # none logged: nothing repeated
   [ $f -eq 0 ] && [ $rc -ne 0 ] && [ -z "$left" ] && [ "${saved:-0}" -le "$have" ]
   ok=$?
   check "kill $i: rank $rank (pid $pid) at $where: exit $rc $(secs "$took") s after the kill (bound $BOUND s)${left:+, ranks left:$left}, newest checkpoint step $have (reported saved: ${saved:-none})" $ok
@@ -264,7 +293,7 @@ check "no checkpoint lost" $?
 now_us
 echo "figures: seed $SEED, $MODE ($STEPS steps, a checkpoint every $INTERVAL, 2 ranks, local batch $BATCH):" \
   "kills survived $survived of $KILLS ($mid_save during a save) | checkpoints lost $lost |" \
-  "steps repeated $repeated over $resumed restarts ($from_ckpt from a checkpoint, the others fresh) | kill to exit at most $(secs "$max_exit") s (bound $BOUND s) |" \
+  "steps repeated $repeated | restarts checked $resumed ($from_ckpt from a checkpoint, the others fresh; $early more killed before they resumed) | kill to exit at most $(secs "$max_exit") s (bound $BOUND s) |" \
   "a step $(secs "$STEP_US") s | the campaign $(( (now - t_campaign) / 1000000 )) s"
 [ "$survived" -eq "$KILLS" ]
 check "all $KILLS kills survived" $?
