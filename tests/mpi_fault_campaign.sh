@@ -25,8 +25,8 @@
 # same seed gives the same schedule, though on a loaded machine a kill's
 # moment within its step is not reproducible.
 #
-#   short (CTest, ~1 min): 40 steps, a checkpoint every 10, 3 kills, local batch 2
-#   full  (~10 min here):  300 steps, a checkpoint every 25, 10 kills, local batch 8
+#   short (CTest, ~30 s here): 40 steps, a checkpoint every 10, 3 kills, local batch 2
+#   full  (~8 min here):    300 steps, a checkpoint every 25, 10 kills, local batch 8
 #
 # It ends with the figures: kills survived, checkpoints lost, steps repeated,
 # the longest time from a kill to the job's exit. CMake runs the short one as
