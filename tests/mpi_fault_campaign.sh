@@ -35,14 +35,9 @@
 # attach); FAULT_KEEP=DIR keeps the runs' folders and logs in DIR.
 set -u
 export LC_ALL=C # EPOCHREALTIME with a '.', whatever the locale
-TITAN=$1 SRC=$2
-MPIEXEC=${3:-mpirun}
+# TITAN SRC MPIEXEC, W (removed on exit), pass/fail, check, cli_done; one thread a rank; no launcher: skipped
+. "$(dirname "$0")/lib_mpi.sh" "$@"
 MODE=${4:-short}
-. "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done, skip_test
-export OMP_NUM_THREADS=1
-if ! "$MPIEXEC" --version >/dev/null 2>&1; then
-  skip_test mpi_fault_campaign "no MPI launcher ($MPIEXEC)"
-fi
 case $MODE in
   short) STEPS=40 INTERVAL=10 KILLS=3 BATCH=2 ;;
   full) STEPS=300 INTERVAL=25 KILLS=10 BATCH=8 ;; # 2 x 8: the default job's batch of 16 sequences
