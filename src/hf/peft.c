@@ -171,6 +171,9 @@ static tt_err read_bool(const cJSON *j, const char *what, const char *key, int *
  * it adapts, so the list only names kinds. (Called with a list already checked name by name.) */
 static tt_err last_names(const cJSON *v, const char *what, tt_peft_config *o)
 {
+    /* the full names read so far are replaced whole: no byte of one left after a shorter last name's end, so the
+     * config is the same as when its last names are read (an export's, written back) */
+    memset(o->targets, 0, sizeof o->targets);
     o->n_targets = 0;
     for (const cJSON *t = v->child; t; t = t->next) {
         const char *dot = strrchr(t->valuestring, '.'), *s = dot ? dot + 1 : t->valuestring;
