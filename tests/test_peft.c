@@ -243,6 +243,16 @@ static void test_accepted(void)
     char *text = tt_peft_config_to_json(&c);
     CHECK(text && tt_peft_config_parse(text, strlen(text), "written.json", &back) == 0 && !memcmp(&c, &back, sizeof c));
     free(text);
+    /* past the limit, every name is still checked: a number after the 32nd (read as a NULL name before), and a last
+     * name "all-linear" (accepted, then not writable) */
+    full[strlen(full) - 1] = 0;
+    char more[80 * 48 + 64];
+    snprintf(more, sizeof more, "%s, 7]", full);
+    CHECK_MSG(variant("target_modules", more, &c) != 0 && strstr(tt_last_error(), "each must be a module name"), "%s",
+              tt_last_error());
+    snprintf(more, sizeof more, "%s, \"model.layers.0.all-linear\"]", full);
+    CHECK_MSG(variant("target_modules", more, &c) != 0 && strstr(tt_last_error(), "no last name a module can have"),
+              "%s", tt_last_error());
 }
 
 /* What is not a config at all. */

@@ -168,7 +168,8 @@ static tt_err read_bool(const cJSON *j, const char *what, const char *key, int *
 
 /* A list longer than TT_PEFT_MAX_TARGETS: PEFT saves an "all-linear" adapter with every adapted module's full name
  * (224 for an 8B Llama). Kept as the set of their last names ("q_proj", ...): the adapter's tensors say which modules
- * it adapts, so the list only names kinds. (Called with a list already checked name by name.) */
+ * it adapts, so the list only names kinds. (Called with a list already checked name by name: strings, none
+ * "all-linear", each shorter than a target.) */
 static tt_err last_names(const cJSON *v, const char *what, tt_peft_config *o)
 {
     /* the full names read so far are replaced whole: no byte of one left after a shorter last name's end, so the
@@ -180,7 +181,10 @@ static tt_err last_names(const cJSON *v, const char *what, tt_peft_config *o)
         int dup = 0;
         for (int i = 0; i < o->n_targets && !dup; i++) dup = !strcmp(o->targets[i], s);
         if (dup) continue;
-        if (!s[0] || o->n_targets == TT_PEFT_MAX_TARGETS)
+        if (!s[0] || !strcasecmp(s, "all-linear"))
+            return tt_errorf("%s: field 'target_modules' has more than %d names, and '%.60s' has no last name a "
+                             "module can have", what, TT_PEFT_MAX_TARGETS, t->valuestring);
+        if (o->n_targets == TT_PEFT_MAX_TARGETS)
             return tt_errorf("%s: field 'target_modules' has more than %d names, and more than %d kinds of module "
                              "by their last names (titan's TT_PEFT_MAX_TARGETS)",
                              what, TT_PEFT_MAX_TARGETS, TT_PEFT_MAX_TARGETS);
@@ -224,16 +228,19 @@ static tt_err read_targets(const cJSON *j, const char *what, tt_peft_config *o)
     if (!cJSON_IsArray(v)) return tt_errorf("%s: field 'target_modules' is %s: must be a list of module names or "
                                             "\"all-linear\"", what, snip(v, b));
     if (!v->child) return tt_errorf("%s: field 'target_modules' is []: titan needs at least one module", what);
+    /* every name checked before any is kept: a list past the limit is read again by its last names */
     for (const cJSON *t = v->child; t; t = t->next) {
         if (!cJSON_IsString(t) || !t->valuestring[0])
             return tt_errorf("%s: field 'target_modules' has %s: each must be a module name", what, snip(t, b));
-        const char *s = t->valuestring;
-        if (!strcasecmp(s, "all-linear"))
+        if (!strcasecmp(t->valuestring, "all-linear"))
             return tt_errorf("%s: field 'target_modules' has \"all-linear\" in a list, where PEFT reads it as a "
                              "module's name; write it as the string \"all-linear\"", what);
-        if (strlen(s) >= sizeof o->targets[0])
+        if (strlen(t->valuestring) >= sizeof o->targets[0])
             return tt_errorf("%s: field 'target_modules' has %s: longer than %zu bytes", what, snip(t, b),
                              sizeof o->targets[0] - 1);
+    }
+    for (const cJSON *t = v->child; t; t = t->next) {
+        const char *s = t->valuestring;
         int dup = 0;
         for (int i = 0; i < o->n_targets && !dup; i++) dup = !strcmp(o->targets[i], s);
         if (dup) continue; /* PEFT keeps a set */
