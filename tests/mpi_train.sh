@@ -8,7 +8,8 @@
 #   - bench step times the FSDP step on ranks and writes a trace a rank;
 #   - a checkpoint saved on 4 ranks resumes on 4 (bitwise), on 2 and on 1, and
 #     one saved by one process resumes on 4, continuing the uninterrupted
-#     run's losses; the export at the end of a run on 2 ranks is one process's;
+#     run's losses; data parallel ranks write a part of the state each, and
+#     HSDP's replicas a part of each shard each, and these resume on 1 and 4; the export at the end of a run on 2 ranks is one process's;
 #     ranks that see different checkpoints (node-local dump folders) are
 #     refused before any loads, naming the ranks and what each sees;
 #   - a rank that exits, hangs, is killed or sees a NaN (in its loss, or in a
@@ -115,6 +116,28 @@ mpi 4 train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/c1" --
   grep -q "resumed from .*step-10" "$W/c14.log"
 check "saved by 1 process, resumed on 4 ranks" $?
 close "$W/one/metrics.jsonl" "$W/c1/metrics.jsonl" 11
+check "  its losses continue the uninterrupted run's" $?
+# the ranks that hold the same bytes share the writing: data parallel ranks a part of the state each, the replicas
+# of HSDP a part of each shard each
+files_there() { local d=$1; shift; for f; do [ -s "$d/$f" ] || return 1; done; } # files_there DIR FILE...
+DP4=(--parallelism.data_parallel_replicate_degree 4 --parallelism.data_parallel_shard_degree 1)
+mpi 4 train "${COMMON[@]}" "${CK[@]}" "${DP4[@]}" --job.dump_folder "$W/cdp" --training.local_batch_size 1 >"$W/cdp.log" 2>&1
+[ $? -ne 0 ] && [ ! -e "$W/cdp/checkpoint/step-10/state.safetensors" ] &&
+  files_there "$W/cdp/checkpoint/step-10" state.part-0000{0,1,2,3}-of-00004.safetensors
+check "data parallel on 4 ranks: a checkpoint of four parts, one written by each rank" $?
+"$TITAN" train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/cdp" --training.local_batch_size 4 \
+  >"$W/cdp1.log" 2>&1 && grep -q "resumed from .*step-10" "$W/cdp1.log"
+check "  resumed on 1" $?
+close "$W/one/metrics.jsonl" "$W/cdp/metrics.jsonl" 11
+check "  its losses continue the uninterrupted run's" $?
+mpi 4 train "${COMMON[@]}" "${CK[@]}" --parallelism.data_parallel_replicate_degree 2 --job.dump_folder "$W/chs" \
+  --training.local_batch_size 1 >"$W/chs.log" 2>&1
+[ $? -ne 0 ] && files_there "$W/chs/checkpoint/step-10" shard-0000{0,1}-of-00002.part-0000{0,1}-of-00002.safetensors
+check "HSDP 2 x 2: each replica writes a part of each shard" $?
+mpi 4 train "${COMMON[@]}" --checkpoint.enable true --job.dump_folder "$W/chs" --training.local_batch_size 1 \
+  >"$W/chs4.log" 2>&1 && grep -q "resumed from .*step-10" "$W/chs4.log"
+check "  resumed by FSDP on 4" $?
+close "$W/one/metrics.jsonl" "$W/chs/metrics.jsonl" 11
 check "  its losses continue the uninterrupted run's" $?
 # a damaged layout, or a missing shard, is refused by name
 mkdir -p "$W/bad/checkpoint" && cp -r "$W/c4b/checkpoint/step-10" "$W/bad/checkpoint/"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mpi_watchdog.sh — the watchdog tells a busy rank from a hung one, in
 # training on 2 ranks (a tiny model in fp32):
-#   - rank 0 of a data parallel run writes its checkpoint (the whole state)
+#   - rank 0 of a data parallel run writes its part of the checkpoint
 #     and, at the end, the Hugging Face export, each taking 3 x
 #     comm.timeout_seconds on purpose (comm.fault_kind = slow_save) while it
 #     keeps writing: the job completes, and resumes from that checkpoint;

@@ -357,6 +357,42 @@ static void test_parts(const char *folder)
     CHECK(!exists(p));
 }
 
+/* A group of files in parts (data parallel ranks each write a part of the state): a tensor is found in the part
+ * that holds it, files of another name are not the group's, and a tensor in two parts is an error. */
+static void test_groups(const char *folder)
+{
+    const char *files[3] = {"state.part-00000-of-00002.safetensors", "state.part-00001-of-00002.safetensors",
+                            "statex.safetensors"};
+    static tt_ckpt_sums sums[3];
+    for (int step = 1; step <= 2; step++) {
+        CHECK_MSG(tt_ckpt_begin(folder, step) == 0, "%s", tt_last_error());
+        make_tensors((float)step);
+        /* step 1: part 0 the weight, part 1 the moment; step 2: both parts the weight */
+        CHECK(tt_ckpt_write_part(folder, step, files[0], 1, &tensors[0], &sums[0]) == 0);
+        CHECK(tt_ckpt_write_part(folder, step, files[1], 1, &tensors[step == 1 ? 1 : 0], &sums[1]) == 0);
+        CHECK(tt_ckpt_write_part(folder, step, files[2], 2, tensors, &sums[2]) == 0);
+        CHECK_MSG(tt_ckpt_commit(folder, step, "{}", 3, files, sums) == 0, "%s", tt_last_error());
+    }
+    const tt_st_tensor *t;
+    const tt_safetensors *st;
+    tt_ckpt *ck = tt_ckpt_open(folder, 1);
+    CHECK_MSG(ck != NULL, "%s", tt_last_error());
+    if (ck) {
+        CHECK(tt_ckpt_find(ck, "state", "layers.0.w", &t, &st) == 2 && st == tt_ckpt_file(ck, files[0]) && t &&
+              t->nbytes == sizeof w);
+        CHECK(tt_ckpt_find(ck, "state", "opt.m1.layers.0.w", &t, &st) == 2 && st == tt_ckpt_file(ck, files[1]) && t);
+        CHECK(tt_ckpt_find(ck, "state", "nope", &t, &st) == 2 && !t && !st);
+        CHECK(tt_ckpt_find(ck, "shard-00000-of-00002", "layers.0.w", &t, &st) == 0 && !t);
+        tt_ckpt_close(ck);
+    }
+    ck = tt_ckpt_open(folder, 2);
+    CHECK_MSG(ck != NULL, "%s", tt_last_error());
+    if (ck) {
+        CHECK(tt_ckpt_find(ck, "state", "layers.0.w", &t, &st) < 0 && strstr(tt_last_error(), "in two files of state"));
+        tt_ckpt_close(ck);
+    }
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/tt_ckpt_XXXXXX");
@@ -370,6 +406,8 @@ int main(void)
     test_damage(folder2);
     snprintf(folder2, sizeof folder2, "%s/parts", tmpdir);
     test_parts(folder2);
+    snprintf(folder2, sizeof folder2, "%s/groups", tmpdir);
+    test_groups(folder2);
     snprintf(folder2, sizeof folder2, "%s/chunks", tmpdir);
     test_chunks(folder2);
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

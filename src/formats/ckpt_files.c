@@ -656,6 +656,24 @@ const tt_safetensors *tt_ckpt_file(const tt_ckpt *ck, const char *file)
 }
 const tt_safetensors *tt_ckpt_tensors(const tt_ckpt *ck) { return tt_ckpt_file(ck, "state.safetensors"); }
 
+int tt_ckpt_find(const tt_ckpt *ck, const char *group, const char *name, const tt_st_tensor **t,
+                 const tt_safetensors **st)
+{
+    const size_t len = strlen(group);
+    int files = 0;
+    *t = NULL, *st = NULL;
+    for (int i = 0; i < ck->n; i++) {
+        const char *slash = strrchr(ck->f[i].name, '/'), *file = slash ? slash + 1 : ck->f[i].name;
+        if (strncmp(file, group, len) || file[len] != '.') continue; /* group.safetensors, group.part-... */
+        files++;
+        const tt_st_tensor *found = tt_st_find(ck->f[i].st, name);
+        if (!found) continue;
+        if (*t) return tt_errorf("%s: tensor '%s' is in two files of %s", file, name, group);
+        *t = found, *st = ck->f[i].st;
+    }
+    return files;
+}
+
 void tt_ckpt_close(tt_ckpt *ck)
 {
     if (!ck) return;

@@ -1,5 +1,6 @@
 /* ckpt_files.h — the native checkpoint directory layout: <folder>/step-<N>/
- * holding state.safetensors (or a file per shard) and meta.json, saved atomically, listed, pruned,
+ * holding state.safetensors (or a file per shard, or per part of either written by a rank: see tt_ckpt_find) and
+ * meta.json, saved atomically, listed, pruned,
  * and checked for truncation and corruption: sizes on open, then the XXH64 of each chunk a reader
  * takes bytes from (a checkpoint written before chunk checksums: each file's XXH64 on open). */
 #ifndef TT_CKPT_FILES_H
@@ -75,6 +76,11 @@ void tt_ckpt_bytes_read(const tt_ckpt *ck, uint64_t *data, uint64_t *metadata);
 const char *tt_ckpt_meta_json(const tt_ckpt *ck); /* the whole meta.json, "files" included */
 const tt_safetensors *tt_ckpt_tensors(const tt_ckpt *ck); /* state.safetensors, or NULL (a sharded checkpoint) */
 const tt_safetensors *tt_ckpt_file(const tt_ckpt *ck, const char *file); /* NULL when it has no such file */
+/* A state saved in parts: the files of group G are G.safetensors, or G.part-<k>-of-<P>.safetensors when the ranks
+ * that hold the same bytes each wrote a part of them. The tensor `name` in group's files: *t and the file *st (both
+ * NULL when none holds it). Returns how many files the group has (0: none), or -1 + error when two hold name. */
+int tt_ckpt_find(const tt_ckpt *ck, const char *group, const char *name, const tt_st_tensor **t,
+                 const tt_safetensors **st);
 void tt_ckpt_close(tt_ckpt *ck);
 
 /* Structural check of a meta.json text (len bytes, need not be NUL-terminated):

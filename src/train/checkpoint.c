@@ -1,11 +1,13 @@
 /* checkpoint.c — a run's train state saved and restored, by every rank of
  * the job together. A whole state (one process, or data parallel ranks that
- * all hold everything) is saved by rank 0 as state.safetensors, one tensor a
- * parameter and moment. A sharded state is saved by the ranks of one replica,
- * each its slices as shard-<s>-of-<S>.safetensors (one tensor a bucket and
- * kind), with the layout in meta.json. Either loads into any layout: each
- * rank copies the pieces of the saved tensors that fall in its slices, so a
- * run resumes on any number of ranks. */
+ * all hold everything) is saved as the group of files "state", one tensor a
+ * parameter and moment. A sharded state is saved as a group a shard,
+ * "shard-<s>-of-<S>" (one tensor a bucket and kind), with the layout in
+ * meta.json. The ranks that hold the same bytes share the writing: each
+ * writes a part of its group, G.part-<k>-of-<P>.safetensors (one writer:
+ * G.safetensors). Either loads into any layout: each rank copies the pieces
+ * of the saved tensors that fall in its slices, so a run resumes on any
+ * number of ranks. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,81 +163,116 @@ static int shard_tensors(tt_run *r, ckpt_entry *ent, tt_st_tensor *out)
     return n;
 }
 
-static void shard_file(char *buf, size_t n, int s, int shards)
+/* The name of group g of a state saved as `groups`: "state" (a whole state), or a shard's, "shard-<s>-of-<S>" */
+static void group_name(char *buf, size_t n, int g, int groups)
 {
-    snprintf(buf, n, "shard-%05d-of-%05d.safetensors", s, shards);
+    if (groups == 1) snprintf(buf, n, "state");
+    else snprintf(buf, n, "shard-%05d-of-%05d", g, groups);
 }
 
-static tt_err save_sharded(tt_run *r, const char *meta)
+/* The file of part k of P of a group: G.safetensors when one rank writes it all, else G.part-<k>-of-<P>.safetensors */
+static void part_file(char *buf, size_t n, const char *group, int k, int parts)
 {
-    const tt_sharding *sh = &r->sh;
-    const int S = sh->shards, writer = tt_dist_group_rank(r->dist, TT_GROUP_REPLICATE) == 0;
-    const int nt = 3 * sh->n_buckets;
-    tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
-    ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
-    char (*names)[48] = calloc((size_t)S, sizeof *names);
-    const char **files = calloc((size_t)S, sizeof *files);
-    tt_ckpt_sums *sums = calloc((size_t)S, sizeof *sums); /* per shard, filled by its writer */
-    tt_err rc = ts && ent && names && files && sums ? 0 : tt_errorf("out of memory");
+    if (parts == 1) snprintf(buf, n, "%s.safetensors", group);
+    else snprintf(buf, n, "%s.part-%05d-of-%05d.safetensors", group, k, parts);
+}
+
+/* The tensors [*first, *first + *count) of ts that part k of P writes: a run of them, split by bytes (a tensor goes
+ * to the part its middle byte falls in), the same on every rank. */
+static void part_range(const tt_st_tensor *ts, int n, int parts, int k, int *first, int *count)
+{
+    double total = 0, at = 0;
+    for (int i = 0; i < n; i++) total += (double)ts[i].nbytes;
+    *first = n, *count = 0;
+    for (int i = 0; i < n; i++) {
+        const double mid = at + 0.5 * (double)ts[i].nbytes;
+        at += (double)ts[i].nbytes;
+        int part = total > 0 ? (int)(mid * parts / total) : 0;
+        if (part > parts - 1) part = parts - 1;
+        if (part != k) continue;
+        if (*first == n) *first = i;
+        ++*count;
+    }
+}
+
+/* Save the state as `groups` groups of files: one ("state") when every rank holds it all, or one a shard. The
+ * ranks that hold a group's bytes (every rank of a data parallel run; a shard's ranks in each replica) write a part
+ * of it each, so that no rank writes alone while the others wait. This rank's group is g, of tensors ts (n), and it
+ * writes part `part` of `parts`. Rank 0 begins the temporary folder and, once every part is written, commits
+ * meta.json with each file's checksums. */
+static tt_err save_parts(tt_run *r, const char *meta, int groups, int g, int part, int parts, ckpt_entry *ent,
+                         tt_st_tensor *ts, int n)
+{
+    const int nf = groups * parts, me = g * parts + part;
+    char (*names)[96] = calloc((size_t)nf, sizeof *names);
+    const char **files = calloc((size_t)nf, sizeof *files);
+    tt_ckpt_sums *sums = calloc((size_t)nf, sizeof *sums); /* per file, filled by its writer */
+    tt_err rc = names && files && sums ? 0 : tt_errorf("out of memory");
     if (!rc && r->rank == 0) rc = tt_ckpt_begin(r->ckpt_dir, r->step);
     rc = agree(r, rc, "starting the checkpoint");
-    if (!rc && writer) { /* replica 0's ranks: one file each */
-        char file[48];
-        shard_file(file, sizeof file, sh->shard_rank, S);
-        shard_tensors(r, ent, ts);
-        slow_entries(r, ent, ts, nt);
-        rc = tt_ckpt_write_part(r->ckpt_dir, r->step, file, nt, ts, &sums[sh->shard_rank]);
+    int first, count;
+    part_range(ts, n, parts, part, &first, &count);
+    if (!rc && count > 0) { /* a part of no tensors (more ranks than tensors) makes no file */
+        char group[48], file[96];
+        group_name(group, sizeof group, g, groups);
+        part_file(file, sizeof file, group, part, parts);
+        slow_entries(r, ent + first, ts + first, count);
+        rc = tt_ckpt_write_part(r->ckpt_dir, r->step, file, count, ts + first, &sums[me]);
     }
-    rc = agree(r, rc, "writing the checkpoint's shards");
-    /* every file's checksums to rank 0 (one writer a shard, the others' zeros: the sum is its figures, bit for bit) */
-    if (!rc && tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, sums, (size_t)S * sizeof *sums / sizeof(int64_t), TT_I64,
-                                  TT_REDUCE_SUM, "the checkpoint's checksums"))
+    rc = agree(r, rc, "writing the checkpoint's files");
+    /* every file's checksums to rank 0 (one writer a file, the others' zeros: the sum is its figures, bit for bit) */
+    if (!rc && r->world > 1 &&
+        tt_dist_all_reduce(r->dist, TT_GROUP_WORLD, sums, (size_t)nf * sizeof *sums / sizeof(int64_t), TT_I64,
+                           TT_REDUCE_SUM, "the checkpoint's checksums"))
         rc = -1;
     if (!rc && r->rank == 0) {
-        for (int s = 0; s < S; s++) {
-            shard_file(names[s], sizeof names[s], s, S);
-            files[s] = names[s];
+        int listed = 0;
+        for (int f = 0; f < nf; f++) {
+            if (!sums[f].size) continue; /* a part with no tensors: no file (a written one has at least its header) */
+            char group[48];
+            group_name(group, sizeof group, f / parts, groups);
+            part_file(names[listed], sizeof names[listed], group, f % parts, parts);
+            if (listed != f) sums[listed] = sums[f];
+            files[listed] = names[listed];
+            listed++;
         }
-        rc = tt_ckpt_commit(r->ckpt_dir, r->step, meta, S, files, sums);
+        rc = tt_ckpt_commit(r->ckpt_dir, r->step, meta, listed, files, sums);
     }
     rc = agree(r, rc, "committing the checkpoint");
     if (rc && r->rank == 0) tt_ckpt_abort(r->ckpt_dir, r->step);
-    free(ts);
-    free(ent);
     free(names);
     free(files);
     free(sums);
     return rc;
 }
 
-static tt_err save_whole(tt_run *r, const char *meta)
-{
-    const int nt = 3 * tt_run_trained(r)->n_params;
-    tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
-    ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
-    tt_err rc = ts && ent ? 0 : tt_errorf("out of memory");
-    if (!rc) {
-        whole_tensors(r, ent, ts);
-        slow_entries(r, ent, ts, nt);
-        rc = tt_ckpt_save(r->ckpt_dir, r->step, nt, ts, meta);
-    }
-    free(ts);
-    free(ent);
-    return rc;
-}
-
 tt_err tt_run_save(tt_run *r)
 {
     const int sharded = tt_state_is_sharded(&r->state);
+    const int nt = 3 * (sharded ? r->sh.n_buckets : tt_run_trained(r)->n_params);
     char *meta = meta_text(r, sharded ? &r->sh : NULL);
-    tt_err rc = meta ? 0 : -1;
-    if (sharded) rc = save_sharded(r, meta);
-    else rc = agree(r, !rc && r->rank == 0 ? save_whole(r, meta) : rc, "writing the checkpoint");
+    tt_st_tensor *ts = calloc((size_t)nt, sizeof *ts);
+    ckpt_entry *ent = calloc((size_t)nt, sizeof *ent);
+    tt_err rc = meta && ts && ent ? 0 : tt_errorf("out of memory");
+    /* a whole state: every rank holds it and writes a part; a sharded one: the shard's ranks in every replica */
+    const int parts = sharded ? tt_dist_group_size(r->dist, TT_GROUP_REPLICATE) : r->world;
+    const int part = sharded ? tt_dist_group_rank(r->dist, TT_GROUP_REPLICATE) : r->rank;
+    if (!rc && sharded) shard_tensors(r, ent, ts);
+    else if (!rc) whole_tensors(r, ent, ts);
+    rc = agree(r, rc, "preparing the checkpoint");
+    if (!rc)
+        rc = save_parts(r, meta, sharded ? r->sh.shards : 1, sharded ? r->sh.shard_rank : 0, part, parts, ent, ts, nt);
     free(meta);
+    free(ts);
+    free(ent);
     if (!rc && r->rank == 0 && r->cfg->checkpoint.keep_latest_k > 0)
         rc = tt_ckpt_prune(r->ckpt_dir, r->cfg->checkpoint.keep_latest_k);
     if (agree(r, rc, "saving the checkpoint")) return tt_error_prefix("saving checkpoint step %ld: ", r->step);
-    tt_log("checkpoint saved: %s/step-%ld%s", r->ckpt_dir, r->step, sharded ? " (one file a shard)" : "");
+    tt_log("checkpoint saved: %s/step-%ld%s", r->ckpt_dir, r->step,
+           sharded && parts > 1 ? " (a part of each shard a replica)"
+           : sharded            ? " (one file a shard)"
+           : parts > 1          ? " (a part a rank)"
+                                : "");
     return 0;
 }
 
@@ -281,7 +318,17 @@ static tt_err check_tensor(const tt_st_tensor *t, const char *name, int64_t nume
     return 0;
 }
 
-static tt_err load_whole(tt_run *r, tt_ckpt *ck, const tt_safetensors *st, const char *where)
+/* The tensor `name` of a group's files (the state's, or a shard's), checked; *st its file */
+static tt_err find_tensor(tt_ckpt *ck, const char *group, const char *name, int64_t numel, int ndim,
+                          const int64_t *shape, const char *where, const tt_st_tensor **t, const tt_safetensors **st)
+{
+    const int files = tt_ckpt_find(ck, group, name, t, st);
+    if (files < 0) return tt_error_prefix("%s: ", where);
+    if (files == 0) return tt_errorf("%s: %s.safetensors is not in the checkpoint, nor are its parts", where, group);
+    return check_tensor(*t, name, numel, ndim, shape, where);
+}
+
+static tt_err load_whole(tt_run *r, tt_ckpt *ck, const char *where)
 {
     const tt_model *m = tt_run_trained(r);
     tt_err rc = 0;
@@ -290,8 +337,9 @@ static tt_err load_whole(tt_run *r, tt_ckpt *ck, const tt_safetensors *st, const
             const tt_param *p = &m->params[i];
             char name[160];
             snprintf(name, sizeof name, "%s%s", tt_state_kind_prefix(saved_kinds[part]), p->name);
-            const tt_st_tensor *t = tt_st_find(st, name);
-            if (!(rc = check_tensor(t, name, tt_param_numel(p), p->ndim, p->shape, where))) {
+            const tt_st_tensor *t;
+            const tt_safetensors *st;
+            if (!(rc = find_tensor(ck, "state", name, tt_param_numel(p), p->ndim, p->shape, where, &t, &st))) {
                 const saved_at s = {ck, st, t->data, p->offset};
                 rc = load_range(r, saved_kinds[part], &s, tt_param_numel(p));
             }
@@ -321,23 +369,19 @@ static tt_err load_sharded(tt_run *r, tt_ckpt *ck, const cJSON *jo, const char *
     if (tt_ckpt_layout_read(jo, tt_run_trained(r), &saved, where)) return -1;
     tt_err rc = 0;
     for (int s = 0; s < saved.shards && !rc; s++) {
-        char file[48];
-        shard_file(file, sizeof file, s, saved.shards);
-        const tt_safetensors *st = tt_ckpt_file(ck, file);
-        if (!st) {
-            rc = tt_errorf("%s: %s is not in the checkpoint", where, file);
-            break;
-        }
+        char group[48];
+        group_name(group, sizeof group, s, saved.shards);
         for (int part = 0; part < 3 && !rc; part++)
             for (int b = 0; b < saved.n_buckets && !rc; b++) {
                 char name[64];
                 snprintf(name, sizeof name, "%sbucket.%d", tt_state_kind_prefix(saved_kinds[part]), b);
                 const int64_t len = saved.buckets[b].padded / tt_sharding_group_size(&saved, b);
-                const tt_st_tensor *t = tt_st_find(st, name);
-                load_ctx l = {r, saved_kinds[part], ck, st, t ? t->data : NULL};
+                const tt_st_tensor *t;
+                const tt_safetensors *st;
+                if ((rc = find_tensor(ck, group, name, len, 0, NULL, where, &t, &st))) break;
                 /* the saved slice's pieces of the flat layout (padding left out) */
-                if (!(rc = check_tensor(t, name, len, 0, NULL, where)))
-                    rc = tt_sharding_slice_pieces(&saved, b, s, load_piece, &l);
+                load_ctx l = {r, saved_kinds[part], ck, st, t->data};
+                rc = tt_sharding_slice_pieces(&saved, b, s, load_piece, &l);
             }
     }
     tt_sharding_free(&saved);
@@ -367,11 +411,8 @@ static tt_err load_from(tt_run *r, tt_ckpt *ck, const char *where)
 {
     cJSON *meta = cJSON_Parse(tt_ckpt_meta_json(ck));
     const cJSON *jo = cJSON_GetObjectItem(meta, "layout");
-    const tt_safetensors *whole = tt_ckpt_tensors(ck);
-    tt_err rc = check_lora(r, meta, where) ? -1
-                : whole                    ? load_whole(r, ck, whole, where)
-                : jo  ? load_sharded(r, ck, jo, where)
-                      : tt_errorf("%s: neither state.safetensors nor a 'layout' of shards", where);
+    /* a layout: one group of files a shard; none: the whole state's, "state" */
+    tt_err rc = check_lora(r, meta, where) ? -1 : jo ? load_sharded(r, ck, jo, where) : load_whole(r, ck, where);
     cJSON *js = cJSON_GetObjectItem(meta, "step"), *jd = cJSON_GetObjectItem(meta, "data");
     cJSON *je = jd ? cJSON_GetObjectItem(jd, "epoch") : NULL, *jc = jd ? cJSON_GetObjectItem(jd, "cursor") : NULL;
     if (rc) {
