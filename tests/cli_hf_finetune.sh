@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cli_hf_finetune.sh TITAN SRC — the Hugging Face fine-tuning flow end to end
-# on the tiny Llama, Qwen2, GPT-2 and Mixture-of-Experts fixtures (Qwen3-MoE,
-# Mixtral, Qwen2-MoE, OLMoE, DeepSeek-V3; tests/fixtures/hf/<name>, with their
-# tokenizer.json; the MoE ones have the Llama fixture's):
+# on the tiny Llama, Qwen2, GPT-2, Mixture-of-Experts (Qwen3-MoE, Mixtral,
+# Qwen2-MoE, OLMoE, DeepSeek-V3) and OLMo 2, SmolLM3 and Granite 3 fixtures
+# (tests/fixtures/hf/<name>, with their tokenizer.json; the MoE ones and the
+# last three have the Llama fixture's):
 # `titan prepare --hf` tokenizes a small English corpus,
 # `titan train` starts from the HF weights and fine-tunes for 20 steps (the
 # loss falls), writes <dump>/hf at the end, and `titan generate --hf` runs on
@@ -26,7 +27,7 @@ FIX=$SRC/tests/fixtures/hf
 CLI_TMP_TEMPLATE=/tmp/titan_hf_finetune.XXXXXX
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 export OMP_NUM_THREADS=2
-MODELS=(llama qwen2 gpt2 qwen3_moe mixtral qwen2_moe olmoe deepseek_v3)
+MODELS=(llama qwen2 gpt2 qwen3_moe mixtral qwen2_moe olmoe deepseek_v3 olmo2 smollm3 granite)
 PROMPT="On Monday, Anna and"
 for m in "${MODELS[@]}"; do
   if [ ! -f "$FIX/$m/tokenizer.json" ]; then

@@ -1,8 +1,10 @@
 /* test_hf.c — Hugging Face folders: logits parity with transformers (fp32,
  * eager attention; reference logits made by tools/gen_hf_fixtures.py) for
- * Llama, Mistral, Qwen2, Qwen3, GPT-2 and the Mixture-of-Experts Mixtral,
- * Qwen3-MoE, Qwen2-MoE and OLMoE fixtures, export + reload giving the
- * same logits bit for bit, config.json reading (both transformers 4 and 5
+ * Llama, Mistral, Qwen2, Qwen3, GPT-2, the Mixture-of-Experts Mixtral,
+ * Qwen3-MoE, Qwen2-MoE, OLMoE and DeepSeek-V3, and OLMo 2, SmolLM3 and
+ * Granite 3 fixtures (these three also the training loss within 1e-5 of
+ * transformers' and the greedy continuation through the KV cache its
+ * generate()'s), export + reload giving the same logits bit for bit, config.json reading (both transformers 4 and 5
  * spellings), and bad folders failing with errors that name the file and
  * the tensor or key. */
 #include <ftw.h>
@@ -12,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "commands/generate.h"
 #include "graph/exec.h"
 #include "harness.h"
 #include "hf/hf_model.h"
@@ -97,24 +100,30 @@ static void unload(tt_model *m, float *w)
 
 /* Logits (T, V) of one sequence with the host weights w (flat layout): B = 1,
  * positions 0..T-1, one document, graph mode on the cpu backend. */
-static tt_err run_logits(const tt_model *m, const float *w, const int32_t *ids_in, int T, float *out)
+/* The forward over ids (T) into out: its logits (T, V), or with loss set the training path's loss (1), the fused
+ * linear + cross-entropy of each position against the next id, averaged */
+static tt_err run_forward(const tt_model *m, const float *w, const int32_t *ids_in, int T, int loss, float *out)
 {
     const tt_backend *be = tt_backend_get("cpu");
     tt_graph *g = tt_graph_new();
     tt_value **vals = calloc((size_t)m->n_params, sizeof *vals);
     tt_value **units = calloc((size_t)m->n_units + 1, sizeof *units);
     int32_t *ids = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4), *doc = calloc((size_t)T, 4);
+    int32_t *next = malloc((size_t)T * 4);
     tt_err rc = -1;
-    for (int t = 0; t < T; t++) ids[t] = ids_in[t], pos[t] = t;
-    int64_t n = T;
+    for (int t = 0; t < T; t++) ids[t] = ids_in[t], pos[t] = t, next[t] = t + 1 < T ? ids_in[t + 1] : -100;
+    int64_t n = T, one = 1;
+    const float scale = 1.0f / (float)(T - 1);
     tt_exec *e = NULL;
     if (be && tt_model_bind(g, m, vals, units) == 0) {
         tt_fwd_inputs in = {.B = 1, .T = T, .ids = tt_graph_input(g, "ids", TT_I32, 1, &n),
                             .pos = tt_graph_input(g, "pos", TT_I32, 1, &n), .doc = tt_graph_input(g, "doc", TT_I32, 1, &n)};
+        tt_value *targets = loss ? tt_graph_input(g, "targets", TT_I32, 1, &n) : NULL;
+        tt_value *sc = loss ? tt_graph_input(g, "scale", TT_F32, 1, &one) : NULL;
         tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
-        tt_value *logits = h ? tt_linear(g, h, head, NULL) : NULL; // (T, V)
-        if (logits && !g->failed) {
-            tt_graph_mark_output(g, logits);
+        tt_value *y = !h ? NULL : loss ? tt_ce_linear(g, h, head, targets, sc, -100) : tt_linear(g, h, head, NULL);
+        if (y && !g->failed) {
+            tt_graph_mark_output(g, y);
             e = tt_exec_new(g, be, NULL, TT_EXEC_GRAPH);
             rc = e ? 0 : -1;
             for (int k = 0; k < m->n_units && !rc; k++)
@@ -122,14 +131,20 @@ static tt_err run_logits(const tt_model *m, const float *w, const int32_t *ids_i
             if (!rc) rc = tt_exec_write(e, in.ids, ids, (size_t)T * 4);
             if (!rc) rc = tt_exec_write(e, in.pos, pos, (size_t)T * 4);
             if (!rc) rc = tt_exec_write(e, in.doc, doc, (size_t)T * 4);
+            if (!rc && loss) rc = tt_exec_write(e, targets, next, (size_t)T * 4) || tt_exec_write(e, sc, &scale, 4);
             if (!rc) rc = tt_exec_run(e);
-            if (!rc) rc = tt_exec_read(e, logits, out, (size_t)T * m->cfg.vocab_size * sizeof(float));
+            if (!rc) rc = tt_exec_read(e, y, out, loss ? sizeof(float) : (size_t)T * m->cfg.vocab_size * sizeof(float));
         }
     }
     tt_exec_free(e);
     tt_graph_free(g);
-    free(vals), free(units), free(ids), free(pos), free(doc);
+    free(vals), free(units), free(ids), free(pos), free(doc), free(next);
     return rc;
+}
+
+static tt_err run_logits(const tt_model *m, const float *w, const int32_t *ids, int T, float *out)
+{
+    return run_forward(m, w, ids, T, 0, out);
 }
 
 /* Max |titan - transformers| over every sequence of a reference file, with
@@ -185,7 +200,10 @@ static int same_cfg(const tt_model_cfg *a, const tt_model_ext *ax, const tt_mode
                memcmp(ax->full_attention, bx->full_attention, sizeof ax->full_attention) == 0 &&
                memcmp(&a->moe, &b->moe, sizeof a->moe) == 0 && ax->qk_norm_full == bx->qk_norm_full &&
                ax->hf_packed_experts == bx->hf_packed_experts &&
-               ax->hf_mixtral == bx->hf_mixtral;
+               ax->hf_mixtral == bx->hf_mixtral && ax->post_norms == bx->post_norms &&
+               ax->embed_mult == bx->embed_mult && ax->residual_mult == bx->residual_mult &&
+               ax->attn_mult == bx->attn_mult && ax->logits_div == bx->logits_div &&
+               memcmp(ax->no_rope, bx->no_rope, sizeof ax->no_rope) == 0;
     int same_rope = p->theta == q->theta && p->llama3 == q->llama3 && px->linear == qx->linear && px->yarn == qx->yarn &&
                     (!(p->llama3 || px->linear || px->yarn) || p->factor == q->factor) &&
                     (!p->llama3 || (p->low_freq_factor == q->low_freq_factor &&
@@ -243,7 +261,66 @@ static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
         CHECK(x->rope.yarn && x->rope.mscale_all_dim == 1.0);
     } else if (!strcmp(name, "olmoe")) {
         CHECK(c->moe.n_experts == 4 && !c->moe.route_norm && c->qk_norm && x->qk_norm_full);
+    } else if (!strcmp(name, "olmo2")) { /* norms after the branches, q/k norms over all heads, untied */
+        CHECK(x->post_norms && c->qk_norm && x->qk_norm_full && !c->tie_embeddings && c->rope.theta == 500000.0);
+    } else if (!strcmp(name, "smollm3")) { /* RoPE on layers 0 and 2; the window on layer 1 */
+        CHECK(!x->no_rope[0] && x->no_rope[1] && !x->no_rope[2] && c->tie_embeddings && c->rope.theta == 2000000.0);
+        CHECK(c->window == 5 && tt_model_layer_window(c, x, 0) == 0 && tt_model_layer_window(c, x, 1) == 5 &&
+              tt_model_layer_window(c, x, 2) == 0);
+    } else if (!strcmp(name, "granite")) {
+        CHECK(x->embed_mult == 12.0 && x->residual_mult == 0.22 && x->attn_mult == 0.05 && x->logits_div == 4.0);
     }
+}
+
+/* A reference file's extras (tools/gen_hf_fixtures.py's GREEDY fixtures): the training path's loss on the last
+ * sequence within 1e-5 relative of transformers', and `titan generate`'s greedy continuation through the KV cache
+ * the same ids as transformers' generate(). Returns whether the file has them. */
+static int check_loss_and_greedy(const char *name, const tt_model *m, const float *w, const char *dir, const char *ref)
+{
+    tt_safetensors *st = tt_st_open(ref);
+    const tt_st_tensor *tl = st ? tt_st_find(st, "loss") : NULL, *ti = st ? tt_st_find(st, "ids.2") : NULL;
+    const tt_st_tensor *tp = st ? tt_st_find(st, "greedy.prompt") : NULL, *tg = st ? tt_st_find(st, "greedy.ids") : NULL;
+    if (!tl || !ti || !tp || !tg) {
+        tt_st_close(st);
+        return 0;
+    }
+    float want, got = 0;
+    memcpy(&want, tl->data, sizeof want);
+    const int T = (int)ti->shape[0], P = (int)tp->shape[0], G = (int)tg->shape[0];
+    int32_t *ids = malloc((size_t)(T > P ? T : P) * 4), *cont = malloc((size_t)G * 4);
+    memcpy(ids, ti->data, (size_t)T * 4);
+    tt_err rc = run_forward(m, w, ids, T, 1, &got);
+    CHECK_MSG(rc == 0 && fabs(got - want) <= 1e-5 * fabs(want), "%s: loss %.8g, transformers %.8g (%s)", name, got,
+              want, rc ? tt_last_error() : "");
+    printf("%-16s loss %.7f, transformers %.7f\n", name, got, want);
+    /* the greedy continuation, as `titan generate --hf DIR --generate.temperature 0` makes it */
+    memcpy(ids, tp->data, (size_t)P * 4);
+    memcpy(cont, tg->data, (size_t)G * 4);
+    tt_config cfg;
+    tt_config_defaults(&cfg);
+    tt_generator gen;
+    tt_gen_reply reply = {0};
+    rc = tt_config_set(&cfg, "model.hf_assets_path", dir, "test") ||
+         tt_config_set(&cfg, "generate.temperature", "0", "test") || tt_config_finalize(&cfg) ||
+         tt_generator_open(&gen, &cfg, 1);
+    CHECK_MSG(rc == 0, "%s: %s", name, tt_last_error());
+    if (!rc) {
+        FILE *out = fopen("/dev/null", "w");
+        rc = tt_generator_reply(&gen, ids, P, G, out, &reply);
+        if (out) fclose(out);
+        CHECK_MSG(rc == 0, "%s: %s", name, tt_last_error());
+        /* transformers' ids end with the end id when one stopped it; titan's reply leaves it out */
+        int n = reply.n + (reply.end_id >= 0);
+        int same = !rc && n == G && (reply.n == 0 || memcmp(reply.ids, cont, (size_t)reply.n * 4) == 0) &&
+                   (reply.end_id < 0 || cont[G - 1] == reply.end_id);
+        CHECK_MSG(same, "%s: titan's greedy continuation differs from transformers' (%d ids, %d expected)", name, n,
+                  G);
+        tt_gen_reply_free(&reply);
+        tt_generator_close(&gen);
+    }
+    free(ids), free(cont);
+    tt_st_close(st);
+    return 1;
 }
 
 static void test_fixture(const fixture *fx)
@@ -264,6 +341,8 @@ static void test_fixture(const fixture *fx)
     double d = parity(m, w, ref, logits, -1);
     CHECK_MSG(d >= 0 && d <= LOGITS_TOL, "%s: max |titan - transformers| = %g (tolerance %g)", fx->name, d, LOGITS_TOL);
     printf("%-16s %-18s max |logits - transformers| = %.2e\n", fx->name, tt_hf_family_architecture(hc.family), d);
+    const int extras = check_loss_and_greedy(fx->name, m, w, dir, ref);
+    CHECK_MSG(extras || hc.family < TT_HF_OLMO2, "%s: its reference file has no loss and greedy continuation", fx->name);
 
     /* the sliding window and YaRN's attention factor change the answer: the
      * parity above could fail without them */
@@ -287,6 +366,23 @@ static void test_fixture(const fixture *fx)
         CHECK_MSG(dm > 1e-3, "%s: logits do not depend on mscale_all_dim (%g)", fx->name, dm);
         m->ext.rope.mscale_all_dim = ms;
     }
+    /* each family's own options: each one changes the answer */
+    double *mult[4] = {&m->ext.embed_mult, &m->ext.residual_mult, &m->ext.attn_mult, &m->ext.logits_div};
+    for (int i = 0; i < 4; i++) {
+        if (!*mult[i]) continue;
+        double keep = *mult[i];
+        *mult[i] = 0;
+        double dg = parity(m, w, ref, NULL, 2);
+        CHECK_MSG(dg > 1e-3, "%s: logits do not depend on Granite's multiplier %d (%g)", fx->name, i, dg);
+        *mult[i] = keep;
+    }
+    for (int l = 0; l < m->cfg.n_layers && l < TT_MODEL_MAX_LAYERS; l++) {
+        if (!m->ext.no_rope[l]) continue;
+        m->ext.no_rope[l] = 0;
+        double dr = parity(m, w, ref, NULL, 2);
+        CHECK_MSG(dr > 1e-3, "%s: logits do not depend on layer %d's missing RoPE (%g)", fx->name, l, dr);
+        m->ext.no_rope[l] = 1;
+    }
     if (m->ext.rope.yarn && tt_rope_attention_scale(&m->cfg.rope, &m->ext.rope) != 1.0) {
         double af = m->ext.rope.attention_factor;
         m->ext.rope.attention_factor = 1;
@@ -301,6 +397,7 @@ static void test_fixture(const fixture *fx)
     o.family = hc.family;
     o.max_shard_bytes = fx->shard;
     o.bos_token_id = hc.bos_token_id;
+    o.has_pad = hc.has_pad, o.pad_token_id = hc.pad_token_id;
     o.n_eos = hc.n_eos;
     memcpy(o.eos_token_ids, hc.eos_token_ids, sizeof o.eos_token_ids);
     tt_param_store store = tt_model_host_store(w);
@@ -317,6 +414,7 @@ static void test_fixture(const fixture *fx)
     if (m2) {
         CHECK_MSG(same_cfg(&m->cfg, &m->ext, &m2->cfg, &m2->ext), "%s: config changed in the round trip", fx->name);
         CHECK(hc2.family == hc.family && hc2.bos_token_id == hc.bos_token_id && hc2.n_eos == hc.n_eos);
+        CHECK(hc2.has_pad == hc.has_pad && hc2.pad_token_id == hc.pad_token_id);
         CHECK(strcmp(hc2.torch_dtype, "float32") == 0);
         CHECK(m2->numel == m->numel && memcmp(w2, w, m->numel * sizeof(float)) == 0);
         float *logits2 = malloc(64u << 20 >> 2);
@@ -532,7 +630,7 @@ static void test_bad_folders(void)
     edit_config(dir, "\"LlamaForCausalLM\"", "\"FooForCausalLM\"");
     expect_fail(dir, "unknown architecture",
                 "config.json: architecture 'FooForCausalLM' is not supported (supported: LlamaForCausalLM, "
-                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, DeepseekV3ForCausalLM)", NULL);
+                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, DeepseekV3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM)", NULL);
 
     /* Mixture-of-Experts: an expert missing, the two expert layouts mixed, more experts a token than exist */
     const char *qmoe = FIX "/qwen3_moe", *qpacked = FIX "/qwen3_moe_packed";
@@ -764,6 +862,19 @@ static void test_config(void)
                       "rope_scaling: key 'low_freq_factor' is missing");
     expect_parse_fail("{\"architectures\":[\"LlamaForCausalLM\"],\"rope_scaling\":{\"rope_type\":\"longrope\"}}",
                       "rope type 'longrope' is not supported (supported: default, linear, llama3, yarn)");
+    /* the dense families' own keys */
+    expect_parse_fail("{\"architectures\":[\"SmolLM3ForCausalLM\"],\"num_hidden_layers\":3,\"no_rope_layers\":[1,0]}",
+                      "key 'no_rope_layers' must be a list of 3 numbers 0 or 1");
+    expect_parse_fail("{\"architectures\":[\"SmolLM3ForCausalLM\"],\"num_hidden_layers\":2,\"no_rope_layers\":[1,2]}",
+                      "no_rope_layers[1] must be 0 or 1");
+    expect_parse_fail("{\"architectures\":[\"SmolLM3ForCausalLM\"],\"no_rope_layer_interval\":0}",
+                      "key 'no_rope_layer_interval' must be an integer in [1,");
+    expect_parse_fail("{\"architectures\":[\"GraniteForCausalLM\"],\"residual_multiplier\":0}",
+                      "key 'residual_multiplier' must be a positive finite number");
+    expect_parse_fail("{\"architectures\":[\"GraniteForCausalLM\"],\"logits_scaling\":\"8\"}",
+                      "key 'logits_scaling' must be a positive finite number");
+    expect_parse_fail("{\"architectures\":[\"Olmo2ForCausalLM\"],\"hidden_act\":\"gelu\"}",
+                      "hidden_act 'gelu' is not supported for Olmo2ForCausalLM");
     expect_parse_fail("{\"model_type\":\"deepseek_v2\"}", "model_type 'deepseek_v2' is not supported");
     expect_parse_fail("[1,2]", "t/config.json: not a JSON object");
 
@@ -777,6 +888,19 @@ static void test_config(void)
     CHECK(tt_hf_family_check(TT_HF_MISTRAL, &c.model, &c.ext) != 0);
     c.family = TT_HF_MISTRAL;
     CHECK(tt_hf_config_to_json(&c) == NULL);
+    /* a family's own block is no other class's: OLMo 2's norms, SmolLM3's layers without RoPE, Granite's multipliers */
+    tt_hf_config d;
+    CHECK(parse("{\"architectures\":[\"SmolLM3ForCausalLM\"],\"num_hidden_layers\":4}", &d) == 0 && d.ext.no_rope[3] &&
+          !d.ext.no_rope[2] && d.model.rope.theta == 2000000.0 && d.model.tie_embeddings);
+    CHECK(tt_hf_family_for(&d.model, &d.ext) == TT_HF_SMOLLM3 && tt_hf_family_check(TT_HF_LLAMA, &d.model, &d.ext) != 0 &&
+          strstr(tt_last_error(), "some of its layers apply no RoPE"));
+    CHECK(parse("{\"architectures\":[\"Olmo2ForCausalLM\"]}", &d) == 0 && d.ext.post_norms && d.ext.qk_norm_full);
+    CHECK(tt_hf_family_for(&d.model, &d.ext) == TT_HF_OLMO2 && tt_hf_family_check(TT_HF_OLMOE, &d.model, &d.ext) != 0);
+    d.ext.post_norms = 0;
+    CHECK(tt_hf_family_check(TT_HF_OLMO2, &d.model, &d.ext) != 0 && strstr(tt_last_error(), "branch's output"));
+    CHECK(parse("{\"architectures\":[\"GraniteForCausalLM\"]}", &d) == 0 && d.ext.attn_mult == 1 && !d.ext.embed_mult);
+    CHECK(tt_hf_family_for(&d.model, &d.ext) == TT_HF_GRANITE && tt_hf_family_check(TT_HF_LLAMA, &d.model, &d.ext) != 0 &&
+          strstr(tt_last_error(), "Granite's multipliers"));
     /* a config written for each family parses back to the same model */
     c.family = TT_HF_QWEN3;
     c.model.rope = (tt_rope_params){20000, 0, 3, 0, 0, 512};
@@ -798,6 +922,7 @@ int main(void)
         {"qwen2", TT_HF_QWEN2, 0},  {"qwen3", TT_HF_QWEN3, 40000},       {"gpt2", TT_HF_GPT2, 0},
         {"mixtral", TT_HF_MIXTRAL, 0}, {"qwen3_moe", TT_HF_QWEN3_MOE, 60000}, {"qwen2_moe", TT_HF_QWEN2_MOE, 0},
         {"olmoe", TT_HF_OLMOE, 0}, {"qwen3_moe_packed", TT_HF_QWEN3_MOE, 0}, {"deepseek_v3", TT_HF_DEEPSEEK_V3, 0},
+        {"olmo2", TT_HF_OLMO2, 0}, {"smollm3", TT_HF_SMOLLM3, 0}, {"granite", TT_HF_GRANITE, 0},
     };
     for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) test_fixture(&fx[i]);
     test_shared_gpt2();

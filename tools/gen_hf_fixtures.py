@@ -7,7 +7,8 @@ and gpt2 also get the matching fixture tokenizer.json, and the MoE fixtures
 the llama one, for the fine-tuning test tests/cli_hf_finetune.sh, generate
 and eval) and
 tests/fixtures/hf/<name>.logits.safetensors (int32 "ids.K" and float32
-"logits.K" of shape (T, V) for a few token sequences), computed by
+"logits.K" of shape (T, V) for a few token sequences; for the GREEDY ones also
+the last sequence's loss and its greedy continuation by generate()), computed by
 transformers in float32 with eager attention from the saved folder itself.
 With --shared DIR it also writes the reference logits (only) of the published
 tiny GPT-2 in DIR/fixtures/hf/tiny-random-gpt2.
@@ -60,10 +61,12 @@ import tempfile
 import torch
 import transformers
 from safetensors.torch import save_file
-from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
-                          MistralConfig, MistralForCausalLM, MixtralConfig, MixtralForCausalLM, OlmoeConfig,
-                          OlmoeForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM,
-                          Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
+from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, GPT2Config, GPT2LMHeadModel,
+                          GraniteConfig, GraniteForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
+                          MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Olmo2Config, Olmo2ForCausalLM,
+                          OlmoeConfig, OlmoeForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig,
+                          Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM,
+                          SmolLM3Config, SmolLM3ForCausalLM)
 
 SEQ_LENS = (1, 7, 13)  # 13 > every sliding window below, so the windows matter
 ROUTER_MARGIN = 1e-3  # least gap between sorted router softmax scores, ranks 1..k+1 (see above)
@@ -157,7 +160,7 @@ def router_margins(model, ids_list):
     return margins
 
 
-def reference(folder, vocab, seed, out_path):
+def reference(folder, vocab, seed, out_path, greedy=False):
     model = load(folder)
     tensors = {}
     with torch.no_grad():
@@ -165,6 +168,13 @@ def reference(folder, vocab, seed, out_path):
             logits = model(input_ids=ids).logits[0].float().contiguous()
             tensors[f"ids.{k}"] = ids[0].to(torch.int32).contiguous()
             tensors[f"logits.{k}"] = logits
+        if greedy:  # the last sequence's loss, and its greedy continuation through the KV cache, up to an end id
+            tensors["loss"] = model(input_ids=ids, labels=ids).loss.float().reshape(1).contiguous()
+            prompt = ids
+            out = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=8,
+                                 do_sample=False)
+            tensors["greedy.prompt"] = prompt[0].to(torch.int32).contiguous()
+            tensors["greedy.ids"] = out[0, prompt.shape[1]:].to(torch.int32).contiguous()
     # one metadata key: safetensors writes several in a random order, and the files should be reproducible
     save_file(tensors, out_path, metadata={"made_by": f"transformers {transformers.__version__}, torch {torch.__version__}"})
     print(f"{out_path}: {len(SEQ_LENS)} sequences, max |logit| {max(t.abs().max().item() for n, t in tensors.items() if n.startswith('logits')):.3f}")
@@ -249,7 +259,32 @@ FIXTURES = {
         rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
                          "original_max_position_embeddings": 32, "beta_fast": 32, "beta_slow": 1,
                          "mscale": 1.0, "mscale_all_dim": 1.0})),
+    # The dense families people fine-tune on small machines, each with the llama fixture's tokenizer.
+    # OLMo 2: no norm before a branch, an RMSNorm on each branch's output before the residual add, q/k norms over
+    # the whole projection; untied head
+    "olmo2": (Olmo2ForCausalLM, Olmo2Config(
+        **{**MOE_TOKENS, "tie_word_embeddings": False}, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6,
+        rope_theta=500000.0, pad_token_id=None)),
+    # SmolLM3: RoPE only on the layers no_rope_layers marks 1 (here layers 0 and 2); a sliding window on the
+    # layer without RoPE (use_sliding_window, so layer_types says sliding_attention there); tied
+    "smollm3": (SmolLM3ForCausalLM, SmolLM3Config(
+        **MOE_TOKENS, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, rope_theta=2000000.0,
+        no_rope_layers=[1, 0, 1], use_sliding_window=True, sliding_window=5, pad_token_id=None)),
+    # Granite 3: the embeddings times embedding_multiplier, each branch times residual_multiplier before its add,
+    # attention scores times attention_multiplier (not 1/sqrt(head_dim)), logits divided by logits_scaling; tied
+    "granite": (GraniteForCausalLM, GraniteConfig(
+        **MOE_TOKENS, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, rope_theta=10000.0,
+        embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.05, logits_scaling=4.0,
+        pad_token_id=None)),
 }
+
+# fixtures whose reference file also holds the last sequence's loss ("loss", the mean cross-entropy of each
+# position against the next id) and its greedy continuation ("greedy.prompt", "greedy.ids": the new ids, an end id
+# last when one stopped it), for titan's training loss and KV-cache generation to match
+GREEDY = {"olmo2", "smollm3", "granite"}
 
 # the same model as FIXTURES[base] saved with its experts packed (save_original_format=False)
 PACKED = {"qwen3_moe_packed": "qwen3_moe"}
@@ -261,7 +296,7 @@ PACKED = {"qwen3_moe_packed": "qwen3_moe"}
 # (tests/cli_hf_finetune.sh). The model's vocabulary must cover the tokenizer's.
 TOKENIZERS = {"llama": "llama3", "qwen2": "qwen2", "gpt2": "gpt2",
               "qwen3_moe": "llama3", "mixtral": "llama3", "qwen2_moe": "llama3", "olmoe": "llama3",
-              "deepseek_v3": "llama3"}
+              "deepseek_v3": "llama3", "olmo2": "llama3", "smollm3": "llama3", "granite": "llama3"}
 
 
 def mtp_shapes(cfg):
@@ -430,7 +465,8 @@ def main():
                 shutil.copyfile(os.path.join(folder, "tokenizer.json"), os.path.join(pfolder, "tokenizer.json"))
             reference(pfolder, cfg.vocab_size, 200 + seed, os.path.join(a.out, p + ".logits.safetensors"))
         if name in only:
-            reference(folder, cfg.vocab_size, 200 + seed, os.path.join(a.out, name + ".logits.safetensors"))
+            reference(folder, cfg.vocab_size, 200 + seed, os.path.join(a.out, name + ".logits.safetensors"),
+                      greedy=name in GREEDY)
         else:
             shutil.rmtree(folder)
     if "rope_cases" in only:

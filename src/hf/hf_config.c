@@ -28,6 +28,9 @@ enum {
     F_MIXTRAL = 1 << 10,   /* num_local_experts, always renormalised, Mixtral's tensor names */
     F_QK_NORM_FULL = 1 << 11, /* RMSNorm over all of q and all of k (OLMoE) */
     F_DEEPSEEK = 1 << 12,  /* Multi-head Latent Attention; sigmoid routing in groups with a selection bias */
+    F_POST_NORMS = 1 << 13, /* an RMSNorm on each branch's output, none on its input (OLMo 2) */
+    F_NO_ROPE = 1 << 14,   /* no_rope_layers: RoPE on some layers only (SmolLM3) */
+    F_GRANITE = 1 << 15,   /* embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling */
 };
 
 typedef struct hf_spec hf_spec;
@@ -76,6 +79,14 @@ static const hf_spec specs[] = {
      2048, 2048, 16, 16, 16, 0, 50304, 4096, 0, 1e-5, 0, read_llama, write_llama, check_llama},
     {TT_HF_DEEPSEEK_V3, "DeepseekV3ForCausalLM", "deepseek_v3", TT_ARCH_LLAMA, F_HEAD_DIM | F_MOE | F_DEEPSEEK,
      7168, 18432, 61, 128, 128, 64, 129280, 4096, 0, 1e-6, 0, read_llama, write_llama, check_llama},
+    /* dense families with their own block */
+    {TT_HF_OLMO2, "Olmo2ForCausalLM", "olmo2", TT_ARCH_LLAMA, F_ATTN_BIAS | F_QK_NORM_FULL | F_POST_NORMS,
+     4096, 11008, 32, 32, 0, 0, 50304, 2048, 0, 1e-5, 0, read_llama, write_llama, check_llama},
+    {TT_HF_SMOLLM3, "SmolLM3ForCausalLM", "smollm3", TT_ARCH_LLAMA,
+     F_ATTN_BIAS | F_MLP_BIAS | F_NO_ROPE | F_WINDOW_LAYERS,
+     2048, 11008, 36, 16, 4, 0, 128256, 32768, 0, 1e-6, 1, read_llama, write_llama, check_llama},
+    {TT_HF_GRANITE, "GraniteForCausalLM", "granite", TT_ARCH_LLAMA, F_ATTN_BIAS | F_MLP_BIAS | F_GRANITE,
+     4096, 11008, 32, 32, 0, 0, 32000, 2048, 0, 1e-6, 0, read_llama, write_llama, check_llama},
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -192,7 +203,8 @@ static tt_err get_str(const char *path, const cJSON *o, const char *key, const c
 }
 
 /* ---- RoPE: rope_theta + rope_scaling (transformers 4) or rope_parameters (5) */
-static tt_err read_rope(const char *path, const cJSON *j, int max_pos, tt_rope_params *r, tt_rope_ext *x)
+static tt_err read_rope(const char *path, const cJSON *j, int max_pos, double theta, tt_rope_params *r,
+                        tt_rope_ext *x)
 {
     const char *dn = "rope_parameters";
     const cJSON *d = present(j, dn);
@@ -202,7 +214,7 @@ static tt_err read_rope(const char *path, const cJSON *j, int max_pos, tt_rope_p
     memset(x, 0, sizeof *x);
     /* transformers 5 keeps rope_theta inside rope_parameters, and that one wins */
     double top;
-    if (get_pos(path, j, "rope_theta", 10000, &top) || get_pos(path, d, "rope_theta", top, &r->theta)) return -1;
+    if (get_pos(path, j, "rope_theta", theta, &top) || get_pos(path, d, "rope_theta", top, &r->theta)) return -1;
     double prf;
     if (get_pos(path, j, "partial_rotary_factor", 1, &prf) || get_pos(path, d, "partial_rotary_factor", prf, &prf))
         return -1;
@@ -302,7 +314,9 @@ static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, t
         return 0;
     }
     int use = 0, mwl = 0;
-    if (get_bool(path, j, "use_sliding_window", 0, &use) || get_int(path, j, "max_window_layers", 28, 0, &mwl))
+    const int no_rope = (s->features & F_NO_ROPE) != 0; /* SmolLM3: its layers without RoPE slide, by default */
+    if (get_bool(path, j, "use_sliding_window", 0, &use) ||
+        (!no_rope && get_int(path, j, "max_window_layers", 28, 0, &mwl)))
         return -1;
     const cJSON *lt = present(j, "layer_types");
     if (lt && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != m->n_layers))
@@ -311,7 +325,7 @@ static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, t
     int any_sliding = 0;
     const cJSON *e = lt ? lt->child : NULL; /* walked along: cJSON_GetArrayItem(lt, l) would be quadratic */
     for (int l = 0; l < m->n_layers; l++, e = e ? e->next : NULL) {
-        int sliding = l >= mwl;
+        int sliding = no_rope ? l < TT_MODEL_MAX_LAYERS && x->no_rope[l] : l >= mwl;
         if (!lt && l > TT_MODEL_MAX_LAYERS) break; /* without layer_types every later layer is like this one */
         if (lt) {
             const char *t = cJSON_IsString(e) ? e->valuestring : "";
@@ -330,6 +344,46 @@ static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, t
         m->window = 0;
         memset(x->full_attention, 0, sizeof x->full_attention);
     }
+    return 0;
+}
+
+/* SmolLM3's no_rope_layers: one 0 or 1 a layer, 1 applying RoPE; absent, every no_rope_layer_interval-th layer
+ * has none */
+static tt_err read_no_rope(const cJSON *j, const char *path, const tt_model_cfg *m, tt_model_ext *x)
+{
+    int every = 4;
+    if (get_int(path, j, "no_rope_layer_interval", 4, 1, &every)) return -1;
+    const cJSON *nr = present(j, "no_rope_layers");
+    if (nr && (!cJSON_IsArray(nr) || cJSON_GetArraySize(nr) != m->n_layers))
+        return tt_errorf("%s: key 'no_rope_layers' must be a list of %d numbers 0 or 1 (one per layer)", path,
+                         m->n_layers);
+    const cJSON *e = nr ? nr->child : NULL;
+    for (int l = 0; l < m->n_layers; l++, e = e ? e->next : NULL) {
+        int rope = (l + 1) % every != 0;
+        if (nr) {
+            if (!cJSON_IsNumber(e) || (e->valuedouble != 0 && e->valuedouble != 1))
+                return tt_errorf("%s: no_rope_layers[%d] must be 0 or 1", path, l);
+            rope = e->valuedouble == 1;
+        }
+        if (!rope && l >= TT_MODEL_MAX_LAYERS)
+            return tt_errorf("%s: key 'no_rope_layers': layers without RoPE past %d are not supported", path,
+                             TT_MODEL_MAX_LAYERS);
+        if (l < TT_MODEL_MAX_LAYERS) x->no_rope[l] = !rope;
+    }
+    return 0;
+}
+
+/* Granite's multipliers, each a positive number (1 by default); those of 1 are kept as none (0), but the attention's,
+ * which replaces 1 / sqrt(head_dim), always */
+static tt_err read_granite(const cJSON *j, const char *path, tt_model_ext *x)
+{
+    double em, rm, lg;
+    if (get_pos(path, j, "embedding_multiplier", 1, &em) || get_pos(path, j, "residual_multiplier", 1, &rm) ||
+        get_pos(path, j, "attention_multiplier", 1, &x->attn_mult) || get_pos(path, j, "logits_scaling", 1, &lg))
+        return -1;
+    x->embed_mult = em != 1 ? em : 0;
+    x->residual_mult = rm != 1 ? rm : 0;
+    x->logits_div = lg != 1 ? lg : 0;
     return 0;
 }
 
@@ -559,7 +613,12 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
     o->ext.hf_mixtral = (s->features & F_MIXTRAL) != 0;
     if ((s->features & F_DEEPSEEK) && read_deepseek(j, path, m, &o->ext)) return -1;
     else if ((s->features & F_MOE) && !(s->features & F_DEEPSEEK) && read_moe(s, j, path, m)) return -1;
-    if (read_rope(path, j, m->max_seq_len, &m->rope, &o->ext.rope)) return -1;
+    if ((s->features & F_POST_NORMS)) o->ext.post_norms = 1;
+    if ((s->features & F_GRANITE) && read_granite(j, path, &o->ext)) return -1;
+    if ((s->features & F_NO_ROPE) && read_no_rope(j, path, m, &o->ext)) return -1;
+    /* the class default of rope_theta: SmolLM3's default_theta, 10000 elsewhere */
+    if (read_rope(path, j, m->max_seq_len, s->family == TT_HF_SMOLLM3 ? 2000000.0 : 10000.0, &m->rope, &o->ext.rope))
+        return -1;
     if ((s->features & (F_WINDOW_ALL | F_WINDOW_LAYERS)) && read_windows(s, j, path, m, &o->ext)) return -1;
     return 0;
 }
@@ -574,7 +633,7 @@ static void add_window_keys(const hf_spec *s, const tt_model_cfg *m, const tt_mo
     cJSON_AddBoolToObject(j, "use_sliding_window", m->window > 0);
     if (!m->window) {
         cJSON_AddNullToObject(j, "sliding_window");
-        cJSON_AddNumberToObject(j, "max_window_layers", m->n_layers);
+        if (!(s->features & F_NO_ROPE)) cJSON_AddNumberToObject(j, "max_window_layers", m->n_layers);
         return;
     }
     int first = m->n_layers;
@@ -585,7 +644,7 @@ static void add_window_keys(const hf_spec *s, const tt_model_cfg *m, const tt_mo
         cJSON_AddItemToArray(lt, cJSON_CreateString(sliding ? "sliding_attention" : "full_attention"));
     }
     cJSON_AddNumberToObject(j, "sliding_window", m->window);
-    cJSON_AddNumberToObject(j, "max_window_layers", first); /* what transformers 4 reads */
+    if (!(s->features & F_NO_ROPE)) cJSON_AddNumberToObject(j, "max_window_layers", first); /* transformers 4 */
     cJSON_AddItemToObject(j, "layer_types", lt);            /* what transformers 5 reads */
 }
 
@@ -609,7 +668,19 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     cJSON_AddBoolToObject(j, "tie_word_embeddings", m->tie_embeddings);
     if (s->features & F_ATTN_BIAS) cJSON_AddBoolToObject(j, "attention_bias", c->ext.o_bias);
     if (s->features & F_MLP_BIAS) cJSON_AddBoolToObject(j, "mlp_bias", c->ext.mlp_bias);
+    if (s->features & F_NO_ROPE) { /* before the windows: transformers derives layer_types from it when absent */
+        cJSON *nr = cJSON_AddArrayToObject(j, "no_rope_layers");
+        for (int l = 0; l < m->n_layers; l++)
+            cJSON_AddItemToArray(nr, cJSON_CreateNumber(l < TT_MODEL_MAX_LAYERS && c->ext.no_rope[l] ? 0 : 1));
+    }
     add_window_keys(s, m, &c->ext, j);
+    if (s->features & F_GRANITE) {
+        const tt_model_ext *x = &c->ext;
+        add_real(j, "embedding_multiplier", x->embed_mult ? x->embed_mult : 1);
+        add_real(j, "residual_multiplier", x->residual_mult ? x->residual_mult : 1);
+        add_real(j, "attention_multiplier", x->attn_mult ? x->attn_mult : 1 / sqrt((double)m->head_dim));
+        add_real(j, "logits_scaling", x->logits_div ? x->logits_div : 1);
+    }
     if (s->features & F_DEEPSEEK) write_deepseek(m, &c->ext, j);
     else if (s->features & F_MOE) write_moe(s, m, j);
     return 0;
@@ -626,6 +697,14 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
         return cannot(s, x->qk_norm_full ? "its q/k norms span all heads (the class norms each head)"
                                          : "its q/k norms are per head (the class norms all heads at once)");
     if (check_moe(s, m)) return -1;
+    if (x->post_norms != !!(f & F_POST_NORMS))
+        return cannot(s, x->post_norms ? "it norms each branch's output, not its input"
+                                       : "the class norms each branch's output, not its input");
+    if (!(f & F_GRANITE) && (x->embed_mult || x->residual_mult || x->attn_mult || x->logits_div))
+        return cannot(s, "it has Granite's multipliers (of the embeddings, the residual branches, the attention "
+                         "scores or the logits)");
+    for (int l = 0; l < m->n_layers && l < TT_MODEL_MAX_LAYERS && !(f & F_NO_ROPE); l++)
+        if (x->no_rope[l]) return cannot(s, "some of its layers apply no RoPE");
     if (f & F_QKV_BIAS) {
         if (!m->qkv_bias || x->o_bias) return cannot(s, "its q/k/v projections must have biases and o_proj none");
     } else if (f & F_ATTN_BIAS) {
@@ -725,6 +804,8 @@ static tt_err read_common(const cJSON *j, const char *path, tt_hf_config *o)
     const cJSON *b = present(j, "bos_token_id"), *e = present(j, "eos_token_id");
     o->bos_token_id = -1;
     if (b && get_int(path, j, "bos_token_id", -1, 0, &o->bos_token_id)) return -1;
+    o->has_pad = cJSON_GetObjectItemCaseSensitive(j, "pad_token_id") != NULL, o->pad_token_id = -1;
+    if (o->has_pad && get_int(path, j, "pad_token_id", -1, 0, &o->pad_token_id)) return -1; /* null: -1 */
     if (e && cJSON_IsArray(e)) {
         if (cJSON_GetArraySize(e) > TT_HF_MAX_EOS)
             return tt_errorf("%s: key 'eos_token_id' lists more than %d ids", path, TT_HF_MAX_EOS);
@@ -843,6 +924,8 @@ char *tt_hf_config_to_json(const tt_hf_config *c)
         return NULL;
     }
     if (c->bos_token_id >= 0) cJSON_AddNumberToObject(j, "bos_token_id", c->bos_token_id);
+    if (c->has_pad && c->pad_token_id >= 0) cJSON_AddNumberToObject(j, "pad_token_id", c->pad_token_id);
+    else if (c->has_pad) cJSON_AddNullToObject(j, "pad_token_id");
     if (c->n_eos == 1) cJSON_AddNumberToObject(j, "eos_token_id", c->eos_token_ids[0]);
     else if (c->n_eos > 1) cJSON_AddItemToObject(j, "eos_token_id", cJSON_CreateIntArray(c->eos_token_ids, c->n_eos));
     /* the dtype export writes the weights in: bfloat16, or (anything else) float32 */

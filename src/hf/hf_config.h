@@ -21,6 +21,9 @@ typedef enum {
     TT_HF_QWEN2_MOE, /* Qwen2MoeForCausalLM: a shared expert behind a sigmoid gate */
     TT_HF_OLMOE,   /* OlmoeForCausalLM: q/k RMSNorm over whole projections */
     TT_HF_DEEPSEEK_V3, /* DeepseekV3ForCausalLM: Multi-head Latent Attention, sigmoid routing in groups */
+    TT_HF_OLMO2,   /* Olmo2ForCausalLM: an RMSNorm on each branch's output, q/k RMSNorm over whole projections */
+    TT_HF_SMOLLM3, /* SmolLM3ForCausalLM: RoPE on the layers no_rope_layers marks only */
+    TT_HF_GRANITE, /* GraniteForCausalLM: embedding, residual, attention and logits multipliers */
     TT_HF_FAMILY_COUNT
 } tt_hf_family;
 
@@ -31,6 +34,8 @@ typedef struct {
     tt_model_cfg model;              /* everything that changes the math ... */
     tt_model_ext ext;                /* ... with the extras of tt_model_ext */
     int bos_token_id;                /* -1: absent or null */
+    int has_pad, pad_token_id;       /* pad_token_id given (has_pad; -1: null), kept for the export: absent, the
+                                        class default rules, which may lie outside a small vocabulary */
     int n_eos;                       /* eos_token_id may be one id or a list */
     int eos_token_ids[TT_HF_MAX_EOS];
     char torch_dtype[16];            /* "float32", "bfloat16", ...; "" when absent */

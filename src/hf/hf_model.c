@@ -417,6 +417,7 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
     if (c.family == TT_HF_AUTO || tt_hf_family_check(c.family, &m->cfg, &m->ext))
         return tt_error_prefix("export to %s: ", dir);
     c.bos_token_id = o->bos_token_id;
+    c.has_pad = o->has_pad, c.pad_token_id = o->pad_token_id;
     c.n_eos = o->n_eos;
     memcpy(c.eos_token_ids, o->eos_token_ids, sizeof c.eos_token_ids);
     char *config = tt_hf_config_to_json(&c);

@@ -39,6 +39,7 @@ typedef struct {
     tt_hf_family family;       /* TT_HF_AUTO: the first class that can express the model */
     size_t max_shard_bytes;    /* 0: one model.safetensors; else shards + model.safetensors.index.json */
     int bos_token_id;          /* < 0: none */
+    int has_pad, pad_token_id; /* config.json's pad_token_id (-1: null); has_pad 0: not written */
     int n_eos;                 /* eos ids (0 = none) */
     int eos_token_ids[TT_HF_MAX_EOS];
     const char *tokenizer_json;/* a tokenizer.json to copy into the folder, or NULL */

@@ -1,6 +1,7 @@
 /* llama.c — Llama 2/3 style decoder (also Mistral, Qwen2 with q/k/v bias,
- * Qwen3 with per-head q/k RMSNorm, SmolLM): RMSNorm, RoPE, GQA, SwiGLU, an
- * optional sliding window per layer; Mixture-of-Experts MLPs (Mixtral,
+ * Qwen3 with per-head q/k RMSNorm, SmolLM3 with RoPE on some layers only,
+ * OLMo 2 with its norms after each branch, Granite 3 with its multipliers):
+ * RMSNorm, RoPE, GQA, SwiGLU, an optional sliding window per layer; Mixture-of-Experts MLPs (Mixtral,
  * Qwen-MoE, OLMoE, DeepSeek: models/moe.c) and DeepSeek's Multi-head Latent
  * Attention (models/mla.c) in place of the dense ones; and its Hugging Face
  * tensor names. */
@@ -120,11 +121,27 @@ static tt_value *gqa_attention(tt_graph *g, const tt_model *m, tt_value *const *
         q = tt_rmsnorm_groups(g, q, b[QN], c->norm_eps, m->ext.qk_norm_full ? H * hd : hd);
         k = tt_rmsnorm_groups(g, k, b[KN], c->norm_eps, m->ext.qk_norm_full ? Hk * hd : hd);
     }
-    q = tt_rope_scaled(g, q, in->pos, inv_freq, H, hd, rope_scale);
-    k = tt_rope_scaled(g, k, in->pos, inv_freq, Hk, hd, rope_scale);
-    return in->cache_k
-        ? tt_attention_kv(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H, Hk, hd, window)
-        : tt_attention(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window);
+    if (!(l < TT_MODEL_MAX_LAYERS && m->ext.no_rope[l])) {
+        q = tt_rope_scaled(g, q, in->pos, inv_freq, H, hd, rope_scale);
+        k = tt_rope_scaled(g, k, in->pos, inv_freq, Hk, hd, rope_scale);
+    }
+    const double scale = m->ext.attn_mult; /* 0: 1 / sqrt(hd) */
+    return in->cache_k ? tt_attention_kv_scaled(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H,
+                                                Hk, hd, window, scale)
+                       : tt_attention_scaled(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window, scale);
+}
+
+/* The residual stream after a branch: x + d, OLMo 2's x + rmsnorm(d), Granite's x + residual_mult d */
+static tt_value *residual(tt_graph *g, const tt_model *m, tt_value *x, tt_value *d, tt_value *norm)
+{
+    if (m->ext.post_norms) d = tt_rmsnorm(g, d, norm, m->cfg.norm_eps);
+    return m->ext.residual_mult ? tt_add_scaled(g, x, d, m->ext.residual_mult) : tt_add(g, x, d);
+}
+
+/* A branch's input: rmsnorm(x), or x itself where the norm comes after the branch (OLMo 2) */
+static tt_value *branch_input(tt_graph *g, const tt_model *m, tt_value *x, tt_value *norm)
+{
+    return m->ext.post_norms ? x : tt_rmsnorm(g, x, norm, m->cfg.norm_eps);
 }
 
 static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, const tt_fwd_inputs *in, tt_value **head)
@@ -134,33 +151,35 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
     tt_graph_set_unit(g, 0);
     tt_graph_set_scope(g, "tok_embeddings");
     tt_value *x = tt_embedding(g, in->ids, w[0]); // (B*T, D)
+    if (m->ext.embed_mult) x = tt_scale(g, x, m->ext.embed_mult);
     tt_value *inv_freq = tt_model_rope_table(g, m);
     for (int l = 0; l < c->n_layers; l++) {
         tt_value *const *b = w + block_start(m, l);
         const block_layout bl = layout(m, l);
         tt_graph_set_unit(g, l + 1);
         tt_graph_set_scope(g, "layers.%d.attention", l);
-        tt_value *h = tt_rmsnorm(g, x, b[ATTN_NORM], c->norm_eps);
+        tt_value *h = branch_input(g, m, x, b[ATTN_NORM]);
         tt_value *a = bl.mla >= 0 ? tt_mla_attention(g, m, b + bl.mla, b[WQ], h, in, inv_freq, rope_scale, l)
                                   : gqa_attention(g, m, b, h, in, inv_freq, rope_scale, l);
-        x = tt_add(g, x, tt_linear(g, a, b[WO], bl.bo >= 0 ? b[bl.bo] : NULL));
-        h = tt_rmsnorm(g, x, b[FFN_NORM], c->norm_eps);
+        x = residual(g, m, x, tt_linear(g, a, b[WO], bl.bo >= 0 ? b[bl.bo] : NULL), b[ATTN_NORM]);
+        h = branch_input(g, m, x, b[FFN_NORM]);
         if (bl.moe >= 0) {
             tt_graph_set_scope(g, "layers.%d.moe", l);
-            x = tt_add(g, x, tt_moe_layer(g, &c->moe, b + bl.moe, h, in->B, in->T, in->aux_scale));
+            x = residual(g, m, x, tt_moe_layer(g, &c->moe, b + bl.moe, h, in->B, in->T, in->aux_scale), b[FFN_NORM]);
             continue;
         }
         tt_graph_set_scope(g, "layers.%d.feed_forward", l);
         tt_value *ff = tt_swiglu(g, tt_linear(g, h, b[W1], bl.b1 >= 0 ? b[bl.b1] : NULL),
                                  tt_linear(g, h, b[W3], bl.b3 >= 0 ? b[bl.b3] : NULL));
-        x = tt_add(g, x, tt_linear(g, ff, b[W2], bl.b2 >= 0 ? b[bl.b2] : NULL));
+        x = residual(g, m, x, tt_linear(g, ff, b[W2], bl.b2 >= 0 ? b[bl.b2] : NULL), b[FFN_NORM]);
     }
     tt_graph_set_unit(g, c->n_layers + 1);
     tt_graph_set_scope(g, "norm");
     tt_value *const *f = w + block_start(m, c->n_layers);
     *head = c->tie_embeddings ? w[0] : f[1];
     tt_graph_set_scope(g, "output");
-    return tt_rmsnorm(g, x, f[0], c->norm_eps);
+    tt_value *out = tt_rmsnorm(g, x, f[0], c->norm_eps);
+    return m->ext.logits_div ? tt_scale(g, out, 1.0 / m->ext.logits_div) : out; /* Granite: logits / logits_scaling */
 }
 
 /* ---- Hugging Face names (LlamaForCausalLM and its relatives) ------------- */
@@ -193,7 +212,9 @@ static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
         [ATTN_NORM] = "input_layernorm.weight", [W1] = "mlp.gate_proj.weight", [W2] = "mlp.down_proj.weight",
         [W3] = "mlp.up_proj.weight", [FFN_NORM] = "post_attention_layernorm.weight",
     };
-    const char *n = k < PER_BLOCK ? base[k]
+    const char *n = m->ext.post_norms && k == ATTN_NORM ? "post_attention_layernorm.weight" /* OLMo 2 */
+                    : m->ext.post_norms && k == FFN_NORM ? "post_feedforward_layernorm.weight"
+                    : k < PER_BLOCK                      ? base[k]
                     : k == bl.bo  ? "self_attn.o_proj.bias"
                     : k == bl.b1  ? "mlp.gate_proj.bias"
                     : k == bl.b2  ? "mlp.down_proj.bias"

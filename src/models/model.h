@@ -92,6 +92,14 @@ typedef struct {
                               mlp.experts.down_proj (E, H, I) (transformers 5), not one tensor per expert */
     tt_rope_ext rope;  /* linear and YaRN RoPE scaling */
     int n_mtp_layers;  /* DeepSeek's multi-token-prediction layers in the checkpoint (after the last layer): skipped */
+    int post_norms;    /* OLMo 2: no norm before a branch, an RMSNorm on the branch's output before the residual add
+                          (attention_norm and ffn_norm are those) */
+    /* Granite 3's multipliers (0: none): the embeddings times embed_mult, each branch's output times
+     * residual_mult before its add, the attention scores times attn_mult (in place of 1 / sqrt(head_dim)), and the
+     * final hidden state (so the logits) divided by logits_div */
+    double embed_mult, residual_mult, attn_mult, logits_div;
+    /* 1 = layer l applies no RoPE (SmolLM3's no_rope_layers 0); layers past TT_MODEL_MAX_LAYERS apply it */
+    unsigned char no_rope[TT_MODEL_MAX_LAYERS];
     /* 1 = layer l attends to all earlier keys even when cfg.window > 0 (Qwen2/3's
      * layers below max_window_layers); layers past TT_MODEL_MAX_LAYERS use the window. */
     unsigned char full_attention[TT_MODEL_MAX_LAYERS];

@@ -93,6 +93,7 @@ tt_err tt_run_export_hf(tt_run *r, const char *out_dir)
     char tok[TT_CONFIG_PATH_MAX + 32];
     if (r->has_hf) { /* config.json's own ids; the tokenizer files with generation_config.json come from the folder */
         o.bos_token_id = r->hf.bos_token_id;
+        o.has_pad = r->hf.has_pad, o.pad_token_id = r->hf.pad_token_id;
         o.n_eos = r->hf.n_eos;
         memcpy(o.eos_token_ids, r->hf.eos_token_ids, sizeof o.eos_token_ids);
     } else { /* the byte tokenizer: BOS 256, EOS 257 */
