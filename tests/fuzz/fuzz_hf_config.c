@@ -33,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.ext.n_mtp_layers = 0; /* an export holds no multi-token-prediction layer (titan trains the main ones only) */
     if (d.family != c.family || memcmp(&d.model, &c.model, sizeof c.model) ||
         memcmp(&d.ext, &c.ext, sizeof c.ext) || d.bos_token_id != c.bos_token_id || d.n_eos != c.n_eos ||
-        memcmp(d.eos_token_ids, c.eos_token_ids, sizeof c.eos_token_ids))
+        memcmp(d.eos_token_ids, c.eos_token_ids, sizeof c.eos_token_ids) || d.has_pad != c.has_pad ||
+        d.pad_token_id != c.pad_token_id)
         __builtin_trap(); /* written back, read as another model */
     free(text);
     return 0;
