@@ -191,15 +191,17 @@ static void case_dropout(hc *h, const void *p)
 typedef struct {
     int B, T, H, hd;
     double scale;
+    int rot; /* partial rotary: the features of a head that rotate (0: all) */
 } rope_p;
 static void case_rope(hc *h, const void *p)
 {
     const rope_p *c = p;
-    const int N = c->B * c->T;
+    const int N = c->B * c->T, r = c->rot ? c->rot : c->hd;
     tt_value *x = act_in(h, "x", N, (int64_t)c->H * c->hd, 1);
     tt_value *pos = int_in(h, "pos", N, (fill){I_POS, 0, 0, c->B, c->T, NULL});
-    tt_value *fr = input(h, "inv_freq", TT_F32, 1, (int64_t[]){c->hd / 2}, (fill){F_FREQ, 0, 0, c->hd, 0, NULL});
-    tt_rope_scaled(h->g, x, pos, fr, c->H, c->hd, c->scale);
+    tt_value *fr = input(h, "inv_freq", TT_F32, 1, (int64_t[]){r / 2}, (fill){F_FREQ, 0, 0, r, 0, NULL});
+    if (c->rot) tt_rope_partial(h->g, x, pos, fr, c->H, c->hd, c->rot, c->scale);
+    else tt_rope_scaled(h->g, x, pos, fr, c->H, c->hd, c->scale);
     forward_and_backward(h, last(h), 1);
 }
 
@@ -561,7 +563,8 @@ static const row_p row_odd = {37, 19, 19, 0}, row_typ = {512, 128, 384, 0}, row_
 static const double rng_a[2] = {1234, 7}, rng_b[2] = {20250101, 123456};
 static const dropout_p do_odd = {37, 19, 0.1, 3, rng_a}, do_half = {37, 19, 0.5, 0, rng_b},
                        do_typ = {512, 128, 0.05, 17, rng_a}, do_high = {512, 384, 0.9, 2, rng_b};
-static const rope_p rope_odd = {2, 7, 3, 8, 0.75}, rope_typ = {2, 256, 4, 32, 1.0};
+static const rope_p rope_odd = {2, 7, 3, 8, 0.75, 0}, rope_typ = {2, 256, 4, 32, 1.0, 0};
+static const rope_p rope_part = {2, 7, 3, 12, 0.75, 8}, rope_part_typ = {2, 256, 4, 32, 1.0, 24};
 static const attn_p at_gqa = {2, 13, 4, 2, 8, 0, 1, 0, 0, 0}, at_win = {1, 17, 3, 1, 16, 5, 1, 0, 0, 0},
                     at_plain = {1, 9, 1, 1, 6, 0, 0, 0, 0, 0}, at_typ = {2, 256, 4, 4, 32, 0, 0, 0, 0, 0},
                     qkv_rope = {2, 13, 4, 2, 8, 0, 1, 1, 0, 0}, qkv_plain = {1, 11, 2, 2, 16, 4, 1, 0, 0, 0},
@@ -644,6 +647,8 @@ const test_case op_cases[] = {
     {"gelu 512x384", case_gelu, &row_typ, 0, 0},
     {"rope 2x7 tokens, 3 heads of 8, scale 0.75", case_rope, &rope_odd, 1, 0},
     {"rope 2x256 tokens, 4 heads of 32", case_rope, &rope_typ, 0, 0},
+    {"rope partial 2x7 tokens, 3 heads of 12, 8 rotated, scale 0.75", case_rope, &rope_part, 1, 0},
+    {"rope partial 2x256 tokens, 4 heads of 32, 24 rotated", case_rope, &rope_part_typ, 0, 0},
     {"attention GQA 4:2, documents", case_attention, &at_gqa, 1, 0},
     {"attention GQA 3:1, window 5, documents, hd 16", case_attention, &at_win, 1, 0},
     {"attention one head, hd 6", case_attention, &at_plain, 1, 0},

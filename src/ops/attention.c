@@ -2,14 +2,16 @@
  * RoPE inside, and against a KV cache (generation), each with its backward op. */
 #include "ops/ops_internal.h"
 
-static tt_value *rope_node(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, int inverse,
+static tt_value *rope_node(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, int rot,
                            double scale)
 {
-    NEED(x && pos && inv_freq && x->ndim == 2 && cols(x) == (int64_t)H * hd && hd % 2 == 0 &&
-             tt_value_numel(pos) == rows(x) && tt_value_numel(inv_freq) == hd / 2,
-         "rope: x must be (N, %d*%d) with N positions and %d frequencies", H, hd, hd / 2);
+    const int r = rot ? rot : hd;
+    NEED(x && pos && inv_freq && x->ndim == 2 && cols(x) == (int64_t)H * hd && hd % 2 == 0 && r % 2 == 0 && r > 0 &&
+             r <= hd && tt_value_numel(pos) == rows(x) && tt_value_numel(inv_freq) == r / 2,
+         "rope: x must be (N, %d*%d) with N positions and %d frequencies (%d of %d features rotated, an even number)",
+         H, hd, r / 2, r, hd);
     tt_value *y = tt_op_act(g, x->dtype, 2, x->shape[0], x->shape[1], 0);
-    tt_rope_attrs at = {H, hd, inverse, scale};
+    tt_rope_attrs at = {H, hd, 0, scale, r < hd ? r : 0};
     tt_value *in[] = {x, pos, inv_freq};
     return tt_op_node(g, TT_OP_ROPE, 3, in, 1, &y, &at) ? y : NULL;
 }
@@ -22,6 +24,12 @@ tt_value *tt_rope(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, i
 tt_value *tt_rope_scaled(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, double scale)
 {
     return rope_node(g, x, pos, inv_freq, H, hd, 0, scale);
+}
+
+tt_value *tt_rope_partial(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, int rot,
+                          double scale)
+{
+    return rope_node(g, x, pos, inv_freq, H, hd, rot, scale);
 }
 
 tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T, int H,

@@ -39,7 +39,11 @@ typedef struct {
     int H, hd;
     int inverse;     /* rotate by -angle: the backward */
     double scale;    /* cos and sin multiplied by it (YaRN's attention factor; 1 otherwise) */
+    int rot;         /* partial rotary (Phi-3): only each head's first rot features rotate, the rest pass; 0: all */
 } tt_rope_attrs;
+
+/* The features of a head that rotate: rot, or all (an odd last one excepted) */
+static inline int tt_rope_rot(const tt_rope_attrs *a) { return a->rot > 0 ? a->rot : a->hd - a->hd % 2; }
 
 typedef struct {
     int B, T, H, Hk, hd;
@@ -204,6 +208,9 @@ tt_value *tt_layernorm(tt_graph *g, tt_value *x, tt_value *w, tt_value *b, doubl
 tt_value *tt_rope(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd);
 /* the same with cos and sin multiplied by scale (YaRN's attention factor) */
 tt_value *tt_rope_scaled(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, double scale);
+/* partial rotary: each head's first rot features (even, < hd) rotate with inv_freq's rot/2 frequencies */
+tt_value *tt_rope_partial(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv_freq, int H, int hd, int rot,
+                          double scale);
 tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T,
                        int H, int Hk, int hd, int window);
 tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,

@@ -108,7 +108,8 @@ static tt_err k_layernorm_bwd(const tt_node *n, void *const *in, void *const *ou
 static tt_err k_rope(const tt_node *n, void *const *in, void *const *out)
 {
     const tt_rope_attrs *a = TT_ATTRS(n, tt_rope_attrs);
-    cpu_rope(in[0], in[1], in[2], out[0], (int)nrows(n->in[0]), a->H, a->hd, a->inverse, (float)a->scale, dt0(n));
+    cpu_rope_partial(in[0], in[1], in[2], out[0], (int)nrows(n->in[0]), a->H, a->hd, tt_rope_rot(a), a->inverse,
+                     (float)a->scale, dt0(n));
     return 0;
 }
 

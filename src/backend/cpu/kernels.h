@@ -56,6 +56,9 @@ void cpu_layernorm_bwd(const void *x, const float *w, const float *mean, const f
                        void *dx, float *dw, float *db, int N, int D, tt_dtype dt);
 void cpu_rope(const void *x, const int32_t *pos, const float *inv_freq, void *y, int N, int H, int hd, int inverse,
               float scale, tt_dtype dt);
+/* only each head's first rot features (even) rotated, with rot/2 frequencies; the rest copied */
+void cpu_rope_partial(const void *x, const int32_t *pos, const float *inv_freq, void *y, int N, int H, int hd, int rot,
+                      int inverse, float scale, tt_dtype dt);
 void cpu_swiglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
 void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt);
 /* gate and up as the two halves of each row of ab (N, 2F): y (N, F), dab (N, 2F) */

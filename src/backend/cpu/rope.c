@@ -8,11 +8,12 @@
  * every head. */
 #define RB 64
 
-/* Rows [n0, n1): each pair (i, i + hd/2) of each head rotated by pos * inv_freq[i]. */
+/* Rows [n0, n1): each pair (i, i + rot/2) of each head rotated by pos * inv_freq[i]; the features past the first
+ * rot (partial rotary; an odd last one) pass through. */
 TT_INLINE void rope_body(const void *x, const int32_t *pos, const float *inv_freq, void *y, int n0, int n1, int H,
-                         int hd, int inverse, float scale, int bf)
+                         int hd, int rot, int inverse, float scale, int bf)
 {
-    const int half = hd / 2;
+    const int half = rot / 2;
     float c[RB], s[RB];
     for (int n = n0; n < n1; n++) {
         for (int i0 = 0; i0 < half; i0 += RB) {
@@ -31,22 +32,23 @@ TT_INLINE void rope_body(const void *x, const int32_t *pos, const float *inv_fre
                 }
             }
         }
-        if (hd % 2) /* an odd last feature has no partner: it passes through */
-            for (int h = 0; h < H; h++) {
-                const size_t o = ((size_t)n * H + h) * hd + hd - 1;
-                tt_st(y, o, tt_ld(x, o, bf), bf);
-            }
+        if (2 * half < hd)
+            for (int h = 0; h < H; h++)
+                for (int i = 2 * half; i < hd; i++) {
+                    const size_t o = ((size_t)n * H + h) * hd + i;
+                    tt_st(y, o, tt_ld(x, o, bf), bf);
+                }
     }
 }
 TT_CLONES static void rope_f32(const void *x, const int32_t *pos, const float *inv_freq, void *y, int n0, int n1, int H,
-                               int hd, int inverse, float scale)
+                               int hd, int rot, int inverse, float scale)
 {
-    rope_body(x, pos, inv_freq, y, n0, n1, H, hd, inverse, scale, 0);
+    rope_body(x, pos, inv_freq, y, n0, n1, H, hd, rot, inverse, scale, 0);
 }
 TT_CLONES static void rope_bf16(const void *x, const int32_t *pos, const float *inv_freq, void *y, int n0, int n1,
-                                int H, int hd, int inverse, float scale)
+                                int H, int hd, int rot, int inverse, float scale)
 {
-    rope_body(x, pos, inv_freq, y, n0, n1, H, hd, inverse, scale, 1);
+    rope_body(x, pos, inv_freq, y, n0, n1, H, hd, rot, inverse, scale, 1);
 }
 
 /* x and y may be the same buffer (each pair is read before it is written).
@@ -54,9 +56,15 @@ TT_CLONES static void rope_bf16(const void *x, const int32_t *pos, const float *
 void cpu_rope(const void *x, const int32_t *pos, const float *inv_freq, void *y, int N, int H, int hd, int inverse,
               float scale, tt_dtype dt)
 {
+    cpu_rope_partial(x, pos, inv_freq, y, N, H, hd, hd - hd % 2, inverse, scale, dt);
+}
+
+void cpu_rope_partial(const void *x, const int32_t *pos, const float *inv_freq, void *y, int N, int H, int hd, int rot,
+                      int inverse, float scale, tt_dtype dt)
+{
     const int rb = 8, nt = (N + rb - 1) / rb;
     #pragma omp parallel for schedule(static)
     for (int t = 0; t < nt; t++)
         (dt == TT_BF16 ? rope_bf16 : rope_f32)(x, pos, inv_freq, y, t * rb, (t + 1) * rb < N ? (t + 1) * rb : N, H, hd,
-                                               inverse, scale);
+                                               rot, inverse, scale);
 }

@@ -164,7 +164,8 @@ static tt_err k_rope(const tt_node *n, void *const *in, void *const *out)
 {
     const tt_rope_attrs *a = TT_ATTRS(n, tt_rope_attrs);
     const int is64 = is_f64(n);
-    REF(rope_scaled, (const T *)in[0], in[1], in[2], (T *)out[0], (int)nrows(n->in[0]), a->H, a->hd, a->inverse, a->scale);
+    REF(rope_partial, (const T *)in[0], in[1], in[2], (T *)out[0], (int)nrows(n->in[0]), a->H, a->hd, tt_rope_rot(a),
+        a->inverse, a->scale);
     return 0;
 }
 

@@ -52,6 +52,10 @@
      * scale = 1. The transpose of a scaled rotation is the scaled inverse rotation. */         \
     void ref_rope_scaled_##S(const T *x, const int32_t *pos, const float *inv_freq, T *y, int N, \
                              int H, int hd, int inverse, double scale);                          \
+    /* Partial rotary (Phi-3, Phi-4-mini): only each head's first rot features (rot even, <= hd) \
+     * are rotated, pairs (i, i + rot/2) with rot/2 frequencies; the others pass through. */     \
+    void ref_rope_partial_##S(const T *x, const int32_t *pos, const float *inv_freq, T *y, int N, \
+                              int H, int hd, int rot, int inverse, double scale);                \
     /* Causal attention with GQA and document masking.                                         \
      * q (B,Tq,H,hd), k and v (B,kvT,Hk,hd) of which the first Tk rows are valid,               \
      * o (B,Tq,H,hd), lse (B,H,Tq). Query row i sits at absolute position q_off+i and sees      \

@@ -116,7 +116,7 @@ static tt_err fuse_qkv(fuse_ctx *c, tt_node *at, tt_fuse_stats *st)
         const tt_node *rq = p[0].rope, *rk = p[1].rope;
         const tt_rope_attrs *q = TT_ATTRS(rq, tt_rope_attrs), *k = TT_ATTRS(rk, tt_rope_attrs);
         if (rq->in[1] != rk->in[1] || rq->in[2] != rk->in[2] || q->scale != k->scale || q->H != H || k->H != Hk ||
-            q->hd != hd || k->hd != hd)
+            q->hd != hd || k->hd != hd || q->rot || k->rot) /* attention_qkv rotates whole heads */
             return 0;
     }
     if (rows != (int64_t)(H + 2 * Hk) * hd || w[1]->shape[1] != D || w[2]->shape[1] != D) return 0;
