@@ -1,8 +1,8 @@
 /* test_hf.c — Hugging Face folders: logits parity with transformers (fp32,
  * eager attention; reference logits made by tools/gen_hf_fixtures.py) for
  * Llama, Mistral, Qwen2, Qwen3, GPT-2, the Mixture-of-Experts Mixtral,
- * Qwen3-MoE, Qwen2-MoE, OLMoE and DeepSeek-V3, and OLMo 2, SmolLM3 and
- * Granite 3 fixtures (these three also the training loss within 1e-5 of
+ * Qwen3-MoE, Qwen2-MoE, OLMoE and DeepSeek-V3, and OLMo 2, SmolLM3,
+ * Granite 3 and Phi-3 fixtures (these four also the training loss within 1e-5 of
  * transformers' and the greedy continuation through the KV cache its
  * generate()'s), export + reload giving the same logits bit for bit, config.json reading (both transformers 4 and 5
  * spellings), and bad folders failing with errors that name the file and
@@ -202,7 +202,10 @@ static int same_cfg(const tt_model_cfg *a, const tt_model_ext *ax, const tt_mode
                ax->hf_packed_experts == bx->hf_packed_experts &&
                ax->hf_mixtral == bx->hf_mixtral && ax->post_norms == bx->post_norms &&
                ax->embed_mult == bx->embed_mult && ax->residual_mult == bx->residual_mult &&
-               ax->attn_mult == bx->attn_mult && ax->logits_div == bx->logits_div &&
+               ax->attn_mult == bx->attn_mult && ax->logits_div == bx->logits_div && ax->rope_rot == bx->rope_rot &&
+               px->longrope == qx->longrope &&
+               memcmp(px->short_factor, qx->short_factor, sizeof px->short_factor) == 0 &&
+               memcmp(px->long_factor, qx->long_factor, sizeof px->long_factor) == 0 &&
                memcmp(ax->no_rope, bx->no_rope, sizeof ax->no_rope) == 0;
     int same_rope = p->theta == q->theta && p->llama3 == q->llama3 && px->linear == qx->linear && px->yarn == qx->yarn &&
                     (!(p->llama3 || px->linear || px->yarn) || p->factor == q->factor) &&
@@ -267,6 +270,10 @@ static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
         CHECK(!x->no_rope[0] && x->no_rope[1] && !x->no_rope[2] && c->tie_embeddings && c->rope.theta == 2000000.0);
         CHECK(c->window == 5 && tt_model_layer_window(c, x, 0) == 0 && tt_model_layer_window(c, x, 1) == 5 &&
               tt_model_layer_window(c, x, 2) == 0);
+    } else if (!strcmp(name, "phi3")) { /* fused names, 12 of 16 features rotate, LongRoPE from 8 positions */
+        CHECK(x->hf_phi3 && x->rope_rot == 12 && c->head_dim == 16 && x->rope.longrope &&
+              c->rope.original_max_pos == 8 && c->rope.factor == 16 && x->rope.long_factor[5] == 16.0f &&
+              fabs(x->rope.attention_factor - sqrt(1 + log(16.0) / log(8.0))) < 1e-15);
     } else if (!strcmp(name, "granite")) {
         CHECK(x->embed_mult == 12.0 && x->residual_mult == 0.22 && x->attn_mult == 0.05 && x->logits_div == 4.0);
     }
@@ -376,6 +383,24 @@ static void test_fixture(const fixture *fx)
         CHECK_MSG(dg > 1e-3, "%s: logits do not depend on Granite's multiplier %d (%g)", fx->name, i, dg);
         *mult[i] = keep;
     }
+    if (m->ext.rope_rot) { /* partial rotary: rotating whole heads is another model */
+        const int rot = m->ext.rope_rot;
+        m->ext.rope_rot = 0;
+        m->ext.rope.longrope = 0; /* its factors are for the rotated pairs only */
+        double dp = parity(m, w, ref, NULL, 2);
+        CHECK_MSG(dp > 1e-3, "%s: logits do not depend on the partial rotation (%g)", fx->name, dp);
+        m->ext.rope_rot = rot;
+        m->ext.rope.longrope = 1;
+    }
+    if (m->ext.rope.longrope) { /* the 13-token sequence takes the long factors, the 7-token one the short */
+        float keep[TT_ROPE_MAX_FACTORS];
+        memcpy(keep, m->ext.rope.long_factor, sizeof keep);
+        memcpy(m->ext.rope.long_factor, m->ext.rope.short_factor, sizeof keep);
+        double d2 = parity(m, w, ref, NULL, 2), d1 = parity(m, w, ref, NULL, 1);
+        CHECK_MSG(d2 > 1e-3 && d1 <= LOGITS_TOL, "%s: LongRoPE's factors not picked by length (%g, %g)", fx->name, d2,
+                  d1);
+        memcpy(m->ext.rope.long_factor, keep, sizeof keep);
+    }
     for (int l = 0; l < m->cfg.n_layers && l < TT_MODEL_MAX_LAYERS; l++) {
         if (!m->ext.no_rope[l]) continue;
         m->ext.no_rope[l] = 0;
@@ -393,13 +418,8 @@ static void test_fixture(const fixture *fx)
 
     /* export and reload: same config, same logits bit for bit */
     snprintf(out, sizeof out, "%s/export-%s", export_root, fx->name);
-    tt_hf_export_opts o = tt_hf_export_defaults();
-    o.family = hc.family;
+    tt_hf_export_opts o = tt_hf_export_opts_of(&hc);
     o.max_shard_bytes = fx->shard;
-    o.bos_token_id = hc.bos_token_id;
-    o.has_pad = hc.has_pad, o.pad_token_id = hc.pad_token_id;
-    o.n_eos = hc.n_eos;
-    memcpy(o.eos_token_ids, hc.eos_token_ids, sizeof o.eos_token_ids);
     tt_param_store store = tt_model_host_store(w);
     CHECK_MSG(tt_hf_export(m, out, &o, &store) == 0, "%s: %s", fx->name, tt_last_error());
     char p[4300];
@@ -630,7 +650,7 @@ static void test_bad_folders(void)
     edit_config(dir, "\"LlamaForCausalLM\"", "\"FooForCausalLM\"");
     expect_fail(dir, "unknown architecture",
                 "config.json: architecture 'FooForCausalLM' is not supported (supported: LlamaForCausalLM, "
-                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, DeepseekV3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM)", NULL);
+                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, DeepseekV3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM)", NULL);
 
     /* Mixture-of-Experts: an expert missing, the two expert layouts mixed, more experts a token than exist */
     const char *qmoe = FIX "/qwen3_moe", *qpacked = FIX "/qwen3_moe_packed";
@@ -873,6 +893,24 @@ static void test_config(void)
                       "key 'residual_multiplier' must be a positive finite number");
     expect_parse_fail("{\"architectures\":[\"GraniteForCausalLM\"],\"logits_scaling\":\"8\"}",
                       "key 'logits_scaling' must be a positive finite number");
+    expect_parse_fail("{\"architectures\":[\"Phi3ForCausalLM\"],\"resid_pdrop\":0.1}",
+                      "key 'resid_pdrop' must be 0: dropout inside the model is not supported");
+    expect_parse_fail("{\"architectures\":[\"Phi3ForCausalLM\"],\"hidden_size\":64,\"num_attention_heads\":4,"
+                      "\"partial_rotary_factor\":0.7}", "partial_rotary_factor 0.7 rotates 11 of a head's 16 features");
+    expect_parse_fail("{\"architectures\":[\"Phi3ForCausalLM\"],\"hidden_size\":64,\"num_attention_heads\":4,"
+                      "\"rope_scaling\":{\"rope_type\":\"longrope\",\"short_factor\":[1,1,1,1,1,1,1,1],"
+                      "\"long_factor\":[1,1]}}", "rope_scaling: key 'long_factor' must be a list of 8 numbers");
+    expect_parse_fail("{\"architectures\":[\"Phi3ForCausalLM\"],\"hidden_size\":64,\"num_attention_heads\":4,"
+                      "\"rope_scaling\":{\"type\":\"su\",\"long_factor\":[1,1,1,1,1,1,1,1]}}",
+                      "rope_scaling: key 'short_factor' is missing");
+    /* fuzz_hf_config: a factor past fp32's range was kept as infinity, and the config written back was unreadable */
+    expect_parse_fail("{\"architectures\":[\"Phi3ForCausalLM\"],\"hidden_size\":64,\"num_attention_heads\":4,"
+                      "\"rope_scaling\":{\"type\":\"longrope\",\"short_factor\":[1,1,1,1,1,1,1,1],"
+                      "\"long_factor\":[1,1,1e39,1,1,1,1,1]}}",
+                      "rope_scaling: long_factor[2] must be a positive number a 32-bit float holds");
+    expect_parse_fail("{\"architectures\":[\"Phi3ForCausalLM\"],\"rope_scaling\":{\"rope_type\":\"llama3\","
+                      "\"factor\":8,\"low_freq_factor\":1,\"high_freq_factor\":4}}",
+                      "rope type 'llama3' is not supported for Phi3ForCausalLM (supported: default, longrope)");
     expect_parse_fail("{\"architectures\":[\"Olmo2ForCausalLM\"],\"hidden_act\":\"gelu\"}",
                       "hidden_act 'gelu' is not supported for Olmo2ForCausalLM");
     expect_parse_fail("{\"model_type\":\"deepseek_v2\"}", "model_type 'deepseek_v2' is not supported");
@@ -904,7 +942,7 @@ static void test_config(void)
     /* a config written for each family parses back to the same model */
     c.family = TT_HF_QWEN3;
     c.model.rope = (tt_rope_params){20000, 0, 3, 0, 0, 512};
-    c.ext.rope = (tt_rope_ext){0, 1, 24, 2, 1, 0, 0};
+    c.ext.rope = (tt_rope_ext){.yarn = 1, .beta_fast = 24, .beta_slow = 2, .yarn_no_truncate = 1};
     char *js = tt_hf_config_to_json(&c);
     tt_hf_config back;
     CHECK_MSG(js && parse(js, &back) == 0, "%s", tt_last_error());
@@ -923,6 +961,7 @@ int main(void)
         {"mixtral", TT_HF_MIXTRAL, 0}, {"qwen3_moe", TT_HF_QWEN3_MOE, 60000}, {"qwen2_moe", TT_HF_QWEN2_MOE, 0},
         {"olmoe", TT_HF_OLMOE, 0}, {"qwen3_moe_packed", TT_HF_QWEN3_MOE, 0}, {"deepseek_v3", TT_HF_DEEPSEEK_V3, 0},
         {"olmo2", TT_HF_OLMO2, 0}, {"smollm3", TT_HF_SMOLLM3, 0}, {"granite", TT_HF_GRANITE, 0},
+        {"phi3", TT_HF_PHI3, 0},
     };
     for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) test_fixture(&fx[i]);
     test_shared_gpt2();

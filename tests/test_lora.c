@@ -381,8 +381,7 @@ static void export_trained(const char *name, const char *root, const tt_model *m
                       l->rank, l->scale);
     }
     tt_param_store ts = tt_model_host_store(trained), ms = tt_model_host_store(merged);
-    tt_hf_export_opts o = tt_hf_export_defaults();
-    o.bos_token_id = hc->bos_token_id;
+    tt_hf_export_opts o = tt_hf_export_opts_of(hc);
     snprintf(path, sizeof path, "%s/adapter", dir);
     CHECK_MSG(!rc && tt_peft_adapter_save(path, m, l, spec, "", &ts) == 0, "%s", tt_last_error());
     snprintf(path, sizeof path, "%s/merged", dir);
@@ -531,7 +530,7 @@ int main(void)
     static const char *const c_attn[] = {"c_attn"};
     check_variant(GPT2, c_attn, 1);
     check_errors();
-    static const char *const peft_models[] = {"llama", "qwen2", "qwen3", "mistral", "qwen3_moe", "gpt2"};
+    static const char *const peft_models[] = {"llama", "qwen2", "qwen3", "mistral", "qwen3_moe", "gpt2", "phi3"};
     for (size_t k = 0; k < sizeof peft_models / sizeof *peft_models; k++) check_peft(peft_models[k]);
     return th_done("test_lora");
 }

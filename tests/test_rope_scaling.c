@@ -77,7 +77,7 @@ static void test_kernels(void)
     double xd[N * H * HD], yd[N * H * HD], rx[N * H * HD], rty[N * H * HD];
     int32_t pos[N];
     tt_rope_params rp = {10000, 0, 4, 0, 0, 64};
-    tt_rope_ext ext = {0, 1, 0, 0, 0, 0, 0};
+    tt_rope_ext ext = {.yarn = 1};
     tt_rope_inv_freq_ext(&rp, &ext, HD, freq);
     for (int i = 0; i < N; i++) pos[i] = (int32_t)tt_rng_below(&r, 300);
     for (int i = 0; i < N * H * HD; i++) {
@@ -126,7 +126,7 @@ static void test_graph(void)
     for (int i = 0; i < N * C; i++) x[i] = 2 * tt_rng_uniform(&r) - 1;
     for (int i = 0; i < V * C; i++) w[i] = 2 * tt_rng_uniform(&r) - 1;
     tt_rope_params rp = {10000, 0, 8, 0, 0, 16};
-    tt_rope_ext rx = {0, 1, 0, 0, 0, 1.3, 0};
+    tt_rope_ext rx = {.yarn = 1, .attention_factor = 1.3};
     tt_rope_inv_freq_ext(&rp, &rx, HD, freq);
     tt_graph *g = tt_graph_new();
     tt_value *vx = tt_value_new(g, TT_ROLE_PARAM, TT_F64, 2, (int64_t[]){N, C});

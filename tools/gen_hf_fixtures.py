@@ -64,7 +64,7 @@ from safetensors.torch import save_file
 from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, GPT2Config, GPT2LMHeadModel,
                           GraniteConfig, GraniteForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
                           MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Olmo2Config, Olmo2ForCausalLM,
-                          OlmoeConfig, OlmoeForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig,
+                          OlmoeConfig, OlmoeForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig,
                           Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM,
                           SmolLM3Config, SmolLM3ForCausalLM)
 
@@ -171,8 +171,11 @@ def reference(folder, vocab, seed, out_path, greedy=False):
         if greedy:  # the last sequence's loss, and its greedy continuation through the KV cache, up to an end id
             tensors["loss"] = model(input_ids=ids, labels=ids).loss.float().reshape(1).contiguous()
             prompt = ids
+            # titan samples only ids its tokenizer has (the vocabulary may be padded past them): so does this
+            tok = os.path.join(folder, "tokenizer.json")
+            real = tokenizer_vocab(tok) if os.path.exists(tok) else vocab
             out = model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=8,
-                                 do_sample=False)
+                                 do_sample=False, suppress_tokens=list(range(real, vocab)) or None)
             tensors["greedy.prompt"] = prompt[0].to(torch.int32).contiguous()
             tensors["greedy.ids"] = out[0, prompt.shape[1]:].to(torch.int32).contiguous()
     # one metadata key: safetensors writes several in a random order, and the files should be reproducible
@@ -279,12 +282,24 @@ FIXTURES = {
         num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, rope_theta=10000.0,
         embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.05, logits_scaling=4.0,
         pad_token_id=None)),
+    # Phi-3 / Phi-4-mini: q, k, v in one qkv_proj and gate, up in one gate_up_proj; partial rotary (0.75 of each
+    # 16-feature head: 12 rotate); LongRoPE whose original context, 8, lies inside the reference sequences (1 and
+    # 7 tokens take the short factors, 13 the long ones); untied
+    "phi3": (Phi3ForCausalLM, Phi3Config(
+        **{**MOE_TOKENS, "tie_word_embeddings": False}, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+        original_max_position_embeddings=8, rms_norm_eps=1e-5, pad_token_id=None, sliding_window=None,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+                         "original_max_position_embeddings": 8,
+                         "short_factor": [1.0, 1.05, 1.2, 1.5, 2.0, 3.0],
+                         "long_factor": [1.0, 1.5, 2.5, 4.0, 8.0, 16.0]})),
 }
 
 # fixtures whose reference file also holds the last sequence's loss ("loss", the mean cross-entropy of each
 # position against the next id) and its greedy continuation ("greedy.prompt", "greedy.ids": the new ids, an end id
-# last when one stopped it), for titan's training loss and KV-cache generation to match
-GREEDY = {"olmo2", "smollm3", "granite"}
+# last when one stopped it; ids past the tokenizer's, padding, suppressed as titan never samples them), for titan's
+# training loss and KV-cache generation to match
+GREEDY = {"olmo2", "smollm3", "granite", "phi3"}
 
 # the same model as FIXTURES[base] saved with its experts packed (save_original_format=False)
 PACKED = {"qwen3_moe_packed": "qwen3_moe"}
@@ -296,7 +311,8 @@ PACKED = {"qwen3_moe_packed": "qwen3_moe"}
 # (tests/cli_hf_finetune.sh). The model's vocabulary must cover the tokenizer's.
 TOKENIZERS = {"llama": "llama3", "qwen2": "qwen2", "gpt2": "gpt2",
               "qwen3_moe": "llama3", "mixtral": "llama3", "qwen2_moe": "llama3", "olmoe": "llama3",
-              "deepseek_v3": "llama3", "olmo2": "llama3", "smollm3": "llama3", "granite": "llama3"}
+              "deepseek_v3": "llama3", "olmo2": "llama3", "smollm3": "llama3", "granite": "llama3",
+              "phi3": "llama3"}
 
 
 def mtp_shapes(cfg):

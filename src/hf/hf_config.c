@@ -31,6 +31,7 @@ enum {
     F_POST_NORMS = 1 << 13, /* an RMSNorm on each branch's output, none on its input (OLMo 2) */
     F_NO_ROPE = 1 << 14,   /* no_rope_layers: RoPE on some layers only (SmolLM3) */
     F_GRANITE = 1 << 15,   /* embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling */
+    F_PHI3 = 1 << 16,      /* fused qkv_proj and gate_up_proj; partial_rotary_factor, longrope; no dropout */
 };
 
 typedef struct hf_spec hf_spec;
@@ -87,6 +88,8 @@ static const hf_spec specs[] = {
      2048, 11008, 36, 16, 4, 0, 128256, 32768, 0, 1e-6, 1, read_llama, write_llama, check_llama},
     {TT_HF_GRANITE, "GraniteForCausalLM", "granite", TT_ARCH_LLAMA, F_ATTN_BIAS | F_MLP_BIAS | F_GRANITE,
      4096, 11008, 32, 32, 0, 0, 32000, 2048, 0, 1e-6, 0, read_llama, write_llama, check_llama},
+    {TT_HF_PHI3, "Phi3ForCausalLM", "phi3", TT_ARCH_LLAMA, F_PHI3 | F_WINDOW_ALL,
+     3072, 8192, 32, 32, 0, 0, 32064, 4096, 0, 1e-5, 0, read_llama, write_llama, check_llama},
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -130,19 +133,18 @@ static void json_snip(const cJSON *v, char *buf, size_t cap)
 /* A double as the shortest decimal that reads back as exactly it. cJSON's own
  * printing keeps 15 digits whenever they read back within an epsilon, which
  * turns a YaRN factor such as 256 / 28 into another number. */
-static void add_real(cJSON *o, const char *key, double x)
+static cJSON *real_item(double x)
 {
     char buf[40];
-    if (!isfinite(x) || (x == floor(x) && fabs(x) < 1e15)) {
-        cJSON_AddNumberToObject(o, key, x);
-        return;
-    }
+    if (!isfinite(x) || (x == floor(x) && fabs(x) < 1e15)) return cJSON_CreateNumber(x);
     for (int prec = 15; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, x);
         if (strtod(buf, NULL) == x) break;
     }
-    cJSON_AddRawToObject(o, key, buf);
+    return cJSON_CreateRaw(buf);
 }
+
+static void add_real(cJSON *o, const char *key, double x) { cJSON_AddItemToObject(o, key, real_item(x)); }
 
 static tt_err get_int(const char *path, const cJSON *o, const char *key, int def, int min, int *out)
 {
@@ -203,8 +205,28 @@ static tt_err get_str(const char *path, const cJSON *o, const char *key, const c
 }
 
 /* ---- RoPE: rope_theta + rope_scaling (transformers 4) or rope_parameters (5) */
-static tt_err read_rope(const char *path, const cJSON *j, int max_pos, double theta, tt_rope_params *r,
-                        tt_rope_ext *x)
+/* LongRoPE's factors (Phi-3): `key` of d, a list of n positive numbers */
+static tt_err read_factors(const char *dp, const cJSON *d, const char *key, int n, float *out)
+{
+    const cJSON *f = present(d, key);
+    if (!f) return tt_errorf("%s: key '%s' is missing", dp, key);
+    if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) != n)
+        return tt_errorf("%s: key '%s' must be a list of %d numbers (one per rotated pair)", dp, key, n);
+    int i = 0;
+    for (const cJSON *e = f->child; e; e = e->next, i++) {
+        /* kept as fp32, as transformers' tensor of them: it must be a positive finite float */
+        const float v = cJSON_IsNumber(e) ? (float)e->valuedouble : 0;
+        if (!(v > 0) || !isfinite(v))
+            return tt_errorf("%s: %s[%d] must be a positive number a 32-bit float holds", dp, key, i);
+        out[i] = v;
+    }
+    return 0;
+}
+
+/* Phi-3's rope: partial_rotary_factor (*rot: the features of a head that rotate, int(hd * factor)) and LongRoPE.
+ * Other classes refuse a partial rotation. */
+static tt_err read_rope(const char *path, const cJSON *j, int max_pos, double theta, int phi3, int hd, int *rot,
+                        tt_rope_params *r, tt_rope_ext *x)
 {
     const char *dn = "rope_parameters";
     const cJSON *d = present(j, dn);
@@ -218,10 +240,20 @@ static tt_err read_rope(const char *path, const cJSON *j, int max_pos, double th
     double prf;
     if (get_pos(path, j, "partial_rotary_factor", 1, &prf) || get_pos(path, d, "partial_rotary_factor", prf, &prf))
         return -1;
-    if (prf != 1) return tt_errorf("%s: partial_rotary_factor %g is not supported (only 1)", path, prf);
+    *rot = hd;
+    if (prf != 1 && !phi3) return tt_errorf("%s: partial_rotary_factor %g is not supported (only 1)", path, prf);
+    if (prf != 1) {
+        const double rd = floor(hd * prf); /* int(head_dim * partial_rotary_factor) */
+        if (!(rd >= 2 && rd <= hd) || (int)rd % 2)
+            return tt_errorf("%s: partial_rotary_factor %g rotates %g of a head's %d features: RoPE needs an even "
+                             "number from 2 to %d", path, prf, rd, hd, hd);
+        *rot = (int)rd;
+    }
     const char *type = "default";
     if (d) {
         if (get_str(path, d, "type", "default", &type) || get_str(path, d, "rope_type", type, &type)) return -1;
+        /* Phi-3's configuration reads the older "su" and "yarn" as longrope */
+        if (phi3 && (!strcmp(type, "su") || !strcmp(type, "yarn"))) type = "longrope";
         if (!present(d, "type") && !present(d, "rope_type"))
             for (const cJSON *e = d->child; e; e = e->next)
                 if (cJSON_IsObject(e))
@@ -230,6 +262,9 @@ static tt_err read_rope(const char *path, const cJSON *j, int max_pos, double th
     char dp[4200]; /* errors about the dict's keys name it: "DIR/config.json: rope_scaling: key ..." */
     snprintf(dp, sizeof dp, "%s: %s", path, dn);
     if (strcmp(type, "default") == 0) return 0;
+    if (phi3 && strcmp(type, "longrope")) /* Phi3Config.validate_rope */
+        return tt_errorf("%s: rope type '%s' is not supported for Phi3ForCausalLM (supported: default, longrope)", dp,
+                         type);
     if (strcmp(type, "linear") == 0) {
         x->linear = 1;
         if (!present(d, "factor")) return tt_errorf("%s: key 'factor' is missing", dp);
@@ -246,6 +281,29 @@ static tt_err read_rope(const char *path, const cJSON *j, int max_pos, double th
             return -1;
         if (!(r->high_freq_factor > r->low_freq_factor))
             return tt_errorf("%s: key 'high_freq_factor' must be greater than low_freq_factor", dp);
+        return 0;
+    }
+    if (strcmp(type, "longrope") == 0 && phi3) {
+        /* original_max_position_embeddings: the dict's, else config.json's own (Phi3Config keeps it there) */
+        int top;
+        double af = 0;
+        if (*rot / 2 > TT_ROPE_MAX_FACTORS)
+            return tt_errorf("%s: LongRoPE over %d rotated features a head: at most %d are supported", dp, *rot,
+                             2 * TT_ROPE_MAX_FACTORS);
+        if (get_int(path, j, "original_max_position_embeddings", max_pos, 1, &top) ||
+            get_int(dp, d, "original_max_position_embeddings", top, 1, &r->original_max_pos) ||
+            get_pos(dp, d, "factor", (double)max_pos / r->original_max_pos, &r->factor) ||
+            get_pos(dp, d, "attention_factor", 0, &af) ||
+            read_factors(dp, d, "short_factor", *rot / 2, x->short_factor) ||
+            read_factors(dp, d, "long_factor", *rot / 2, x->long_factor))
+            return -1;
+        x->longrope = 1;
+        /* _compute_longrope_parameters: sqrt(1 + ln(factor) / ln(original_max_position_embeddings)) past 1 */
+        if (af == 0)
+            af = r->factor <= 1 || r->original_max_pos <= 1
+                     ? 1.0
+                     : sqrt(1 + log(r->factor) / log((double)r->original_max_pos));
+        x->attention_factor = af;
         return 0;
     }
     if (strcmp(type, "yarn") == 0) {
@@ -276,11 +334,30 @@ static tt_err read_rope(const char *path, const cJSON *j, int max_pos, double th
         x->attention_factor = af;
         return 0;
     }
-    return tt_errorf("%s: rope type '%s' is not supported (supported: default, linear, llama3, yarn)", dp, type);
+    return tt_errorf("%s: rope type '%s' is not supported (supported: default, linear, llama3, yarn%s)", dp, type,
+                     phi3 ? ", longrope" : "");
 }
 
-static cJSON *rope_to_json(const tt_rope_params *r, const tt_rope_ext *x)
+/* LongRoPE's dict (Phi-3): both factor lists (n each), the context they switch at, and the cos/sin scale */
+static cJSON *longrope_to_json(const tt_rope_params *r, const tt_rope_ext *x, int n)
 {
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "rope_type", "longrope");
+    const char *names[2] = {"short_factor", "long_factor"};
+    const float *f[2] = {x->short_factor, x->long_factor};
+    for (int k = 0; k < 2; k++) {
+        cJSON *a = cJSON_AddArrayToObject(d, names[k]);
+        for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, real_item((double)f[k][i]));
+    }
+    add_real(d, "factor", r->factor);
+    cJSON_AddNumberToObject(d, "original_max_position_embeddings", r->original_max_pos);
+    add_real(d, "attention_factor", tt_rope_attention_scale(r, x));
+    return d;
+}
+
+static cJSON *rope_to_json(const tt_rope_params *r, const tt_rope_ext *x, int rot)
+{
+    if (x->longrope) return longrope_to_json(r, x, rot / 2);
     if (!x->linear && !r->llama3 && !x->yarn) return cJSON_CreateNull();
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "rope_type", x->linear ? "linear" : r->llama3 ? "llama3" : "yarn");
@@ -384,6 +461,18 @@ static tt_err read_granite(const cJSON *j, const char *path, tt_model_ext *x)
     x->embed_mult = em != 1 ? em : 0;
     x->residual_mult = rm != 1 ? rm : 0;
     x->logits_div = lg != 1 ? lg : 0;
+    return 0;
+}
+
+/* Phi-3's dropouts: titan applies none, so a config that asks for them in training is refused by name */
+static tt_err read_phi3(const cJSON *j, const char *path)
+{
+    static const char *const keys[] = {"resid_pdrop", "embd_pdrop", "attention_dropout"};
+    for (int i = 0; i < 3; i++) {
+        const cJSON *v = present(j, keys[i]);
+        if (v && (!cJSON_IsNumber(v) || v->valuedouble != 0))
+            return tt_errorf("%s: key '%s' must be 0: dropout inside the model is not supported", path, keys[i]);
+    }
     return 0;
 }
 
@@ -617,8 +706,13 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
     if ((s->features & F_GRANITE) && read_granite(j, path, &o->ext)) return -1;
     if ((s->features & F_NO_ROPE) && read_no_rope(j, path, m, &o->ext)) return -1;
     /* the class default of rope_theta: SmolLM3's default_theta, 10000 elsewhere */
-    if (read_rope(path, j, m->max_seq_len, s->family == TT_HF_SMOLLM3 ? 2000000.0 : 10000.0, &m->rope, &o->ext.rope))
+    int rot;
+    if (read_rope(path, j, m->max_seq_len, s->family == TT_HF_SMOLLM3 ? 2000000.0 : 10000.0,
+                  (s->features & F_PHI3) != 0, m->head_dim, &rot, &m->rope, &o->ext.rope))
         return -1;
+    o->ext.rope_rot = rot < m->head_dim ? rot : 0;
+    o->ext.hf_phi3 = (s->features & F_PHI3) != 0;
+    if ((s->features & F_PHI3) && read_phi3(j, path)) return -1;
     if ((s->features & (F_WINDOW_ALL | F_WINDOW_LAYERS)) && read_windows(s, j, path, m, &o->ext)) return -1;
     return 0;
 }
@@ -664,7 +758,16 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     add_real(j, "rms_norm_eps", m->norm_eps);
     cJSON_AddStringToObject(j, "hidden_act", "silu");
     add_real(j, "rope_theta", m->rope.theta);
-    cJSON_AddItemToObject(j, "rope_scaling", rope_to_json(&m->rope, &c->ext.rope));
+    const int rot = c->ext.rope_rot > 0 ? c->ext.rope_rot : m->head_dim;
+    cJSON_AddItemToObject(j, "rope_scaling", rope_to_json(&m->rope, &c->ext.rope, rot));
+    if (s->features & F_PHI3) {
+        /* the factor whose int(head_dim * factor) is the rotated features: rot / hd, or just above it */
+        double prf = (double)rot / m->head_dim;
+        while ((int)floor(m->head_dim * prf) < rot) prf = nextafter(prf, 2.0);
+        add_real(j, "partial_rotary_factor", prf);
+        cJSON_AddNumberToObject(j, "original_max_position_embeddings",
+                                c->ext.rope.longrope ? m->rope.original_max_pos : m->max_seq_len);
+    }
     cJSON_AddBoolToObject(j, "tie_word_embeddings", m->tie_embeddings);
     if (s->features & F_ATTN_BIAS) cJSON_AddBoolToObject(j, "attention_bias", c->ext.o_bias);
     if (s->features & F_MLP_BIAS) cJSON_AddBoolToObject(j, "mlp_bias", c->ext.mlp_bias);
@@ -697,6 +800,10 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
         return cannot(s, x->qk_norm_full ? "its q/k norms span all heads (the class norms each head)"
                                          : "its q/k norms are per head (the class norms all heads at once)");
     if (check_moe(s, m)) return -1;
+    if (!(f & F_PHI3) && (x->rope_rot || x->rope.longrope))
+        return cannot(s, x->rope_rot ? "it rotates part of each head (partial rotary)" : "it has LongRoPE scaling");
+    if ((f & F_PHI3) && (m->rope.llama3 || x->rope.linear || x->rope.yarn))
+        return cannot(s, "its RoPE scaling is llama3, linear or YaRN (the class has default and longrope)");
     if (x->post_norms != !!(f & F_POST_NORMS))
         return cannot(s, x->post_norms ? "it norms each branch's output, not its input"
                                        : "the class norms each branch's output, not its input");
@@ -831,7 +938,7 @@ tt_err tt_hf_config_parse(const char *json, size_t len, const char *path, tt_hf_
     cJSON *j = cJSON_ParseWithLength(json, len);
     if (!j) return tt_errorf("%s: not valid JSON", path);
     tt_err rc = -1;
-    char list[256];
+    char list[1024];
     supported_list(list, sizeof list);
     const char *arch = NULL, *mtype = NULL;
     if (!cJSON_IsObject(j)) {

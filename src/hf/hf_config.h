@@ -24,6 +24,7 @@ typedef enum {
     TT_HF_OLMO2,   /* Olmo2ForCausalLM: an RMSNorm on each branch's output, q/k RMSNorm over whole projections */
     TT_HF_SMOLLM3, /* SmolLM3ForCausalLM: RoPE on the layers no_rope_layers marks only */
     TT_HF_GRANITE, /* GraniteForCausalLM: embedding, residual, attention and logits multipliers */
+    TT_HF_PHI3,    /* Phi3ForCausalLM (Phi-3, Phi-4-mini): fused qkv_proj and gate_up_proj, LongRoPE, partial rotary */
     TT_HF_FAMILY_COUNT
 } tt_hf_family;
 

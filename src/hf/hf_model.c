@@ -52,6 +52,15 @@ static tt_err hf_shape(const tt_param *p, const tt_hf_slot *s, int *nd, int64_t 
             return tt_errorf("%s: %d parameters of its size do not fill the Hugging Face tensor", p->name, s->n_parts);
         return 0;
     }
+    if (s->hf_rows > 0) { /* a block of rows of a taller tensor */
+        if (s->row0 < 0 || s->row0 + p->shape[0] > s->hf_rows || p->ndim > 2)
+            return tt_errorf("%s: rows [%lld, %lld) outside the Hugging Face tensor's %lld", p->name,
+                             (long long)s->row0, (long long)(s->row0 + p->shape[0]), (long long)s->hf_rows);
+        *nd = p->ndim;
+        sh[0] = s->hf_rows;
+        if (p->ndim == 2) sh[1] = p->shape[1];
+        return 0;
+    }
     if (p->ndim == 1) {
         *nd = 1;
         sh[0] = p->shape[0] * s->n_parts;
@@ -68,6 +77,7 @@ static tt_err hf_shape(const tt_param *p, const tt_hf_slot *s, int *nd, int64_t 
 static inline size_t hf_index(const tt_param *p, const tt_hf_slot *s, int64_t hf_cols, int64_t r, int64_t c)
 {
     if (s->stacked) return (size_t)(s->part * tt_param_numel(p) + r * p->shape[p->ndim - 1] + c);
+    if (s->hf_rows > 0) return (size_t)(p->ndim == 1 ? s->row0 + c : (s->row0 + r) * p->shape[1] + c);
     if (p->ndim == 1) return (size_t)(s->part * p->shape[0] + c);
     if (s->transpose) return (size_t)(c * hf_cols + s->part * p->shape[0] + r);
     return (size_t)(r * hf_cols + s->part * p->shape[1] + c);
@@ -332,6 +342,17 @@ tt_hf_export_opts tt_hf_export_defaults(void)
     return o;
 }
 
+tt_hf_export_opts tt_hf_export_opts_of(const tt_hf_config *src)
+{
+    tt_hf_export_opts o = tt_hf_export_defaults();
+    o.family = src->family;
+    o.bos_token_id = src->bos_token_id;
+    o.has_pad = src->has_pad, o.pad_token_id = src->pad_token_id;
+    o.n_eos = src->n_eos;
+    memcpy(o.eos_token_ids, src->eos_token_ids, sizeof o.eos_token_ids);
+    return o;
+}
+
 static tt_err write_text(const char *dir, const char *name, const char *text)
 {
     char path[4200];
@@ -425,6 +446,7 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
     /* the tensors under the names of the family written (Mixtral's MoE names differ) */
     tt_model named = *m;
     named.ext.hf_mixtral = c.family == TT_HF_MIXTRAL;
+    named.ext.hf_phi3 = c.family == TT_HF_PHI3;
 
     out_tensor *out = calloc((size_t)m->n_params, sizeof *out);
     char (*names)[128] = calloc((size_t)m->n_params, sizeof *names);

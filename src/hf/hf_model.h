@@ -50,6 +50,9 @@ typedef struct {
 
 /* Options with no bos/eos, one file, fp32, family chosen from the model. */
 tt_hf_export_opts tt_hf_export_defaults(void);
+/* The defaults with a source config.json's ids (bos, eos, pad) and family: what exporting a model read from it
+ * writes back */
+tt_hf_export_opts tt_hf_export_opts_of(const tt_hf_config *src);
 
 /* Write <dir>/model.safetensors (in o->dtype; sharded past max_shard_bytes) of
  * the weights in src, generation_config.json, tokenizer.json (copied when

@@ -121,9 +121,10 @@ static tt_value *gqa_attention(tt_graph *g, const tt_model *m, tt_value *const *
         q = tt_rmsnorm_groups(g, q, b[QN], c->norm_eps, m->ext.qk_norm_full ? H * hd : hd);
         k = tt_rmsnorm_groups(g, k, b[KN], c->norm_eps, m->ext.qk_norm_full ? Hk * hd : hd);
     }
-    if (!(l < TT_MODEL_MAX_LAYERS && m->ext.no_rope[l])) {
-        q = tt_rope_scaled(g, q, in->pos, inv_freq, H, hd, rope_scale);
-        k = tt_rope_scaled(g, k, in->pos, inv_freq, Hk, hd, rope_scale);
+    if (!(l < TT_MODEL_MAX_LAYERS && m->ext.no_rope[l])) { /* partial rotary: rot < hd */
+        const int rot = tt_model_rope_rot(m);
+        q = tt_rope_partial(g, q, in->pos, inv_freq, H, hd, rot < hd ? rot : 0, rope_scale);
+        k = tt_rope_partial(g, k, in->pos, inv_freq, Hk, hd, rot < hd ? rot : 0, rope_scale);
     }
     const double scale = m->ext.attn_mult; /* 0: 1 / sqrt(hd) */
     return in->cache_k ? tt_attention_kv_scaled(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H,
@@ -152,7 +153,9 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
     tt_graph_set_scope(g, "tok_embeddings");
     tt_value *x = tt_embedding(g, in->ids, w[0]); // (B*T, D)
     if (m->ext.embed_mult) x = tt_scale(g, x, m->ext.embed_mult);
-    tt_value *inv_freq = tt_model_rope_table(g, m);
+    /* the positions this graph sees: its tokens, or the KV cache's rows */
+    const long positions = in->cache_k ? (long)in->cache_k[0]->shape[1] : (long)in->T;
+    tt_value *inv_freq = tt_model_rope_table(g, m, positions);
     for (int l = 0; l < c->n_layers; l++) {
         tt_value *const *b = w + block_start(m, l);
         const block_layout bl = layout(m, l);
@@ -203,6 +206,19 @@ static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
     if (bl.moe >= 0 && k >= bl.moe) return tt_moe_hf_slot(m, l, k - bl.moe, s);
     if (bl.mla >= 0 && k >= bl.mla) { /* DeepSeek's names */
         snprintf(s->name, sizeof s->name, "model.layers.%d.self_attn.%s", l, tt_mla_hf_name(&m->cfg.mla, k - bl.mla));
+        return 0;
+    }
+    if (m->ext.hf_phi3 && (k == WQ || k == WK || k == WV || k == W1 || k == W3)) {
+        /* Phi-3: q, k, v the rows of one qkv_proj; gate and up those of one gate_up_proj */
+        const int64_t q = m->params[i - k + WQ].shape[0], kv = m->params[i - k + WK].shape[0];
+        const int64_t f = m->params[i - k + W1].shape[0];
+        const int attn = k == WQ || k == WK || k == WV;
+        s->part = k == WQ || k == W1 ? 0 : k == WK || k == W3 ? 1 : 2;
+        s->n_parts = attn ? 3 : 2;
+        s->row0 = attn ? (k == WQ ? 0 : k == WK ? q : q + kv) : (k == W1 ? 0 : f);
+        s->hf_rows = attn ? q + 2 * kv : 2 * f;
+        snprintf(s->name, sizeof s->name, "model.layers.%d.%s", l, attn ? "self_attn.qkv_proj.weight"
+                                                                         : "mlp.gate_up_proj.weight");
         return 0;
     }
     static const char *const base[PER_BLOCK] = {

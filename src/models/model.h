@@ -98,6 +98,8 @@ typedef struct {
      * residual_mult before its add, the attention scores times attn_mult (in place of 1 / sqrt(head_dim)), and the
      * final hidden state (so the logits) divided by logits_div */
     double embed_mult, residual_mult, attn_mult, logits_div;
+    int rope_rot;      /* partial rotary (Phi-3's partial_rotary_factor): a head's first rope_rot features rotate; 0 = all */
+    int hf_phi3;       /* Phi-3's names: q, k, v as rows of one qkv_proj, gate and up of one gate_up_proj */
     /* 1 = layer l applies no RoPE (SmolLM3's no_rope_layers 0); layers past TT_MODEL_MAX_LAYERS apply it */
     unsigned char no_rope[TT_MODEL_MAX_LAYERS];
     /* 1 = layer l attends to all earlier keys even when cfg.window > 0 (Qwen2/3's
@@ -226,6 +228,9 @@ typedef struct {
      * as part 2e and its up as part 2e+1; down_proj (E, H, I) its down as part e) */
     int stacked, hf_ndim;
     int64_t hf_shape[3];
+    /* hf_rows > 0: the HF tensor is (hf_rows, C) (1-D: hf_rows) and the parameter its rows [row0, row0 + rows),
+     * part `part` of n_parts of unequal sizes (Phi-3's qkv_proj under grouped-query attention, gate_up_proj) */
+    int64_t row0, hf_rows;
 } tt_hf_slot;
 
 /* The slot of parameter i; -1 + error if the architecture has no HF form. */
@@ -250,6 +255,9 @@ typedef struct tt_arch_impl {
 extern const tt_arch_impl tt_arch_llama, tt_arch_gpt2;
 tt_err tt_model_declare(tt_model *m, int unit, const char *name, int ndim, const int64_t *shape,
                         tt_init_kind init, double std, int no_decay);
-/* inv_freq for RoPE as a graph constant (with the model's RoPE scaling) */
-tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m);
+/* inv_freq for RoPE as a graph constant (with the model's RoPE scaling), for a graph whose positions run up to
+ * `positions` (LongRoPE's factors depend on it): rot/2 of them, rot the features of a head that rotate */
+tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m, long positions);
+/* The features of a head RoPE rotates: the head's, or partial rotary's first ext.rope_rot */
+int tt_model_rope_rot(const tt_model *m);
 #endif

@@ -53,12 +53,15 @@ tt_attn_dims tt_model_attn_dims(const tt_model_cfg *c)
     return (tt_attn_dims){qk, v, c->n_heads, qk > v ? qk : v};
 }
 
-tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m)
+int tt_model_rope_rot(const tt_model *m) { return m->ext.rope_rot > 0 ? m->ext.rope_rot : m->cfg.head_dim; }
+
+tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m, long positions)
 {
     void *data;
-    int64_t n = m->cfg.head_dim / 2;
+    const int rot = tt_model_rope_rot(m);
+    int64_t n = rot / 2;
     tt_value *v = tt_graph_const(g, TT_F32, 1, &n, &data);
-    if (v) tt_rope_inv_freq_ext(&m->cfg.rope, &m->ext.rope, m->cfg.head_dim, data);
+    if (v) tt_rope_inv_freq_at(&m->cfg.rope, &m->ext.rope, rot, positions, data);
     return v;
 }
 

@@ -1,4 +1,4 @@
-/* rope.c — RoPE inverse frequencies (default, llama3, linear, YaRN) and
+/* rope.c — RoPE inverse frequencies (default, llama3, linear, YaRN, LongRoPE) and
  * YaRN's cos/sin scale, mirroring transformers' modeling_rope_utils.py. */
 #include <math.h>
 #include <stddef.h>
@@ -24,7 +24,17 @@ void tt_rope_inv_freq(const tt_rope_params *p, int hd, float *inv_freq)
 
 void tt_rope_inv_freq_ext(const tt_rope_params *p, const tt_rope_ext *x, int hd, float *inv_freq)
 {
+    tt_rope_inv_freq_at(p, x, hd, 0, inv_freq);
+}
+
+void tt_rope_inv_freq_at(const tt_rope_params *p, const tt_rope_ext *x, int hd, long positions, float *inv_freq)
+{
     int half = hd / 2;
+    if (x && x->longrope) { /* _compute_longrope_parameters: 1.0 / (ext_factors * base ** (arange(0, dim, 2) / dim)) */
+        const float *f = positions > p->original_max_pos ? x->long_factor : x->short_factor;
+        for (int i = 0; i < half; i++) inv_freq[i] = 1.0f / (f[i] * powf((float)p->theta, (float)(2 * i) / (float)hd));
+        return;
+    }
     float base = (float)p->theta;
     for (int i = 0; i < half; i++) {
         float e = (float)(2 * i) / (float)hd;     /* arange(0, dim, 2).float() / dim */

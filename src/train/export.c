@@ -87,16 +87,13 @@ tt_err tt_run_export_peft(tt_run *r, const char *out_dir)
  * files with its chat template (export_tokenizer_files). */
 tt_err tt_run_export_hf(tt_run *r, const char *out_dir)
 {
-    tt_hf_export_opts o = tt_hf_export_defaults();
+    /* a model from an HF folder: its class and config.json's own ids; the tokenizer files with
+     * generation_config.json come from the folder */
+    tt_hf_export_opts o = r->has_hf ? tt_hf_export_opts_of(&r->hf) : tt_hf_export_defaults();
     o.max_shard_bytes = (size_t)r->cfg->checkpoint.hf_max_shard_mb * 1000 * 1000;
     o.dtype = tt_run_export_dtype(r);
     char tok[TT_CONFIG_PATH_MAX + 32];
-    if (r->has_hf) { /* config.json's own ids; the tokenizer files with generation_config.json come from the folder */
-        o.bos_token_id = r->hf.bos_token_id;
-        o.has_pad = r->hf.has_pad, o.pad_token_id = r->hf.pad_token_id;
-        o.n_eos = r->hf.n_eos;
-        memcpy(o.eos_token_ids, r->hf.eos_token_ids, sizeof o.eos_token_ids);
-    } else { /* the byte tokenizer: BOS 256, EOS 257 */
+    if (!r->has_hf) { /* the byte tokenizer: BOS 256, EOS 257 */
         o.bos_token_id = 256;
         o.n_eos = 1;
         o.eos_token_ids[0] = 257;
