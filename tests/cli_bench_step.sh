@@ -3,8 +3,9 @@
 # ids come from the whole vocabulary (as bench/side_by_side.py's PyTorch side
 # draws them), it states MFU by the formula and with attention as executed,
 # --trace writes a Chrome trace through the module training's profiling uses,
-# and a peak below what the step does is said to look wrong, not printed as
-# an MFU above 100%.
+# a peak below what the step does is said to look wrong, not printed as
+# an MFU above 100%, and --profile's roofline columns (and bench peak's
+# memory bandwidth) are the figures over the peak and the bandwidth.
 set -u
 TITAN=$1
 SRC=$2
@@ -24,6 +25,18 @@ hi=$(sed -n 's/.*(drawn: [0-9]*\.\.\([0-9]*\)).*/\1/p' <<<"$line")
 check "512 draws reach past the byte tokenizer's 258 ids (max $hi)" $?
 grep -q "MFU [0-9.]*% of 1000 GFLOP/s f32 peak (config); [0-9.]*% with attention as executed (causal)" "$W/out.txt"
 check "MFU by the formula and with attention as executed" $?
+# the roofline: each op's GFLOP/s and GB/s as fractions of the peak and of the memory bandwidth measured now
+gbps=$(sed -n 's/^roofline: 1000 GFLOP\/s f32 peak (config), \([0-9.]*\) GB\/s memory.*/\1/p' "$W/out.txt")
+[ -n "$gbps" ] && awk -v g="$gbps" 'BEGIN { exit !(g > 0.1 && g < 100000) }'
+check "--profile measures the memory bandwidth ($gbps GB/s)" $?
+awk -v g="$gbps" '/^op +ms\/step/ { on = 1; next } on && NF == 0 { exit } on {
+    f = $(NF - 3); pf = $(NF - 2); m = $(NF - 1); pm = $NF; sub(/%/, "", pf); sub(/%/, "", pm); rows++
+    if ((pf - f / 10) ^ 2 > 0.01 || (pm - 100 * m / g) ^ 2 > 0.25 + (0.002 * pm) ^ 2) bad++ }
+  END { exit !(rows >= 4 && !bad) }' "$W/out.txt"
+check "each op's %peak is its GFLOP/s over the 1000 GFLOP/s peak, and %bw its GB/s over the bandwidth" $?
+XDG_CACHE_HOME="$W/cache" "$TITAN" bench peak --seconds 0.2 >"$W/peak.txt" 2>&1 &&
+  grep -Eq "^memory   [0-9]+\.[0-9] GB/s \(triad over 192 MiB, bytes read and written\)" "$W/peak.txt"
+check "bench peak also measures the memory bandwidth" $?
 head -c 40 "$W/step.json" | grep -q '^{"traceEvents":\[{"name":"embedding"'
 check "--trace writes a Chrome trace, first event the embedding" $?
 grep -q '"graph":"train_step"' "$W/step.json" && grep -q '"graph":"optimizer"' "$W/step.json" &&

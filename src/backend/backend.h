@@ -67,6 +67,9 @@ typedef struct tt_backend {
     /* the peak: measure_seconds 0 = the cached figure (measured and cached the first time);
      * > 0 = measure now for about that long and cache it */
     tt_err (*peak)(double measure_seconds, tt_backend_peak *out);
+    /* the device memory's bandwidth in GB/s, measured now for about `seconds`: with the peak, the roofline
+     * (`titan bench peak`, `bench step --profile`) */
+    tt_err (*bandwidth)(double seconds, double *gbps);
     /* the compute dtype a run uses when the config does not say:
      * bf16 where the device has fast bf16 products */
     tt_dtype (*default_dtype)(void);

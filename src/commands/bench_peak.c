@@ -1,5 +1,6 @@
 /* bench_peak.c — `titan bench peak`: a backend measures its device's peak
- * FLOP/s per dtype now and caches it for MFU. */
+ * FLOP/s per dtype now and caches it for MFU, and its memory bandwidth: the
+ * two limits of the roofline. */
 #include <stdio.h>
 
 #include "backend/backend.h"
@@ -13,5 +14,8 @@ tt_err tt_bench_peak(const char *backend, double seconds, FILE *out)
             pk.gflops[TT_F32]);
     if (pk.gflops[TT_BF16] > 0) fprintf(out, "bf16     %.1f GFLOP/s\n", pk.gflops[TT_BF16]);
     else fprintf(out, "bf16     unsupported on this device\n");
+    double gbps;
+    if (be->bandwidth(seconds > 0 ? seconds / 4 : 0, &gbps)) return -1;
+    fprintf(out, "memory   %.1f GB/s (triad over 192 MiB, bytes read and written)\n", gbps);
     return 0;
 }

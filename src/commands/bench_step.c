@@ -64,14 +64,22 @@ static int by_time(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static void print_buckets(FILE *out, const char *title, bucket *b, int n, double total)
+/* One row a bucket, slowest first: its time and share of the step, then the roofline: its GFLOP/s and GB/s, each
+ * also as a fraction of the peak (gflops) and of the memory bandwidth (gbps; 0: not measured, "-") */
+static void print_buckets(FILE *out, const char *title, bucket *b, int n, double total, double gflops, double gbps)
 {
     if (!out) return;
     qsort(b, (size_t)n, sizeof *b, by_time);
-    fprintf(out, "\n%-28s %8s %7s %10s %9s %9s\n", title, "ms/step", "share", "calls/step", "GFLOP/s", "GB/s");
-    for (int i = 0; i < n; i++)
-        fprintf(out, "%-28s %8.2f %6.1f%% %10ld %9.1f %9.1f\n", b[i].name, 1e3 * b[i].sec, 100 * b[i].sec / total,
-                b[i].calls, b[i].sec > 0 ? b[i].flops / b[i].sec / 1e9 : 0, b[i].sec > 0 ? b[i].bytes / b[i].sec / 1e9 : 0);
+    fprintf(out, "\n%-28s %8s %7s %10s %9s %7s %9s %7s\n", title, "ms/step", "share", "calls/step", "GFLOP/s", "%peak",
+            "GB/s", "%bw");
+    for (int i = 0; i < n; i++) {
+        const double f = b[i].sec > 0 ? b[i].flops / b[i].sec / 1e9 : 0, m = b[i].sec > 0 ? b[i].bytes / b[i].sec / 1e9 : 0;
+        char pf[16] = "-", pm[16] = "-";
+        if (gflops > 0) snprintf(pf, sizeof pf, "%.1f%%", 100 * f / gflops);
+        if (gbps > 0) snprintf(pm, sizeof pm, "%.1f%%", 100 * m / gbps);
+        fprintf(out, "%-28s %8.2f %6.1f%% %10ld %9.1f %7s %9.1f %7s\n", b[i].name, 1e3 * b[i].sec,
+                100 * b[i].sec / total, b[i].calls, f, pf, m, pm);
+    }
 }
 
 /* The slowest rank's figure (one process: its own). */
@@ -193,6 +201,9 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     if (out)
         fprintf(out, "tokens    uniform over all %d ids of the vocabulary (drawn: %d..%d), one causal document a row\n",
                 V, lo, hi);
+    /* the roofline's second limit, measured before the steps so that it disturbs none */
+    double gbps = 0;
+    if (profile && be->bandwidth && be->bandwidth(0, &gbps)) goto done;
     for (int s = 0; s < warmup; s++)
         if (tt_optim_set_hp(&op, c->optimizer.lr, s + 1) || tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
     if (world > 1 && tt_dist_barrier(d, "bench step: the timed steps start together")) goto done;
@@ -288,10 +299,12 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
             }
         }
         if (out)
-            fprintf(out, "\nprofile: %.1f%% of the step is inside kernels (the rest: executor and timing overhead)\n",
-                    100 * in_nodes / mean);
-        print_buckets(out, "op", ops, n_ops, mean);
-        print_buckets(out, "scope", scopes, n_scopes, mean);
+            fprintf(out, "\nprofile: %.1f%% of the step is inside kernels (the rest: executor and timing overhead)\n"
+                         "roofline: %.4g GFLOP/s %s peak (%s), %.1f GB/s memory (measured before the steps); bytes are "
+                         "each node's operands, read and written once\n",
+                    100 * in_nodes / mean, peak, bf16 ? "bf16" : "f32", source, gbps);
+        print_buckets(out, "op", ops, n_ops, mean, peak, gbps);
+        print_buckets(out, "scope", scopes, n_scopes, mean, peak, gbps);
     }
     if (profile && trace_path && trace_path[0]) { /* Chrome trace of the last timed step, one a rank */
         const tt_trace_part parts[2] = {{tr.exec, st_[0], du[0], "train_step", -1},

@@ -9,6 +9,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/simd.h"
 #include "backend/host/host.h"
+#include "backend/host/membw.h"
 #include "backend/registry.h"
 
 static int64_t nrows(const tt_value *v) { return v->ndim == 1 ? 1 : v->shape[0]; }
@@ -552,6 +553,7 @@ static const tt_backend cpu_backend = {
     .host_ptr = cpu_ptr,
     .supports = cpu_supports,
     .peak = tt_host_peak,
+    .bandwidth = tt_mem_bandwidth,
     .default_dtype = cpu_default_dtype,
 };
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend/host/host.h"
+#include "backend/host/membw.h"
 #include "backend/registry.h"
 #include "backend/ref/ref_kernels.h"
 
@@ -675,6 +676,7 @@ static const tt_backend ref_backend = {
     .host_ptr = ref_ptr,
     .supports = ref_supports,
     .peak = ref_peak,
+    .bandwidth = tt_mem_bandwidth, /* the host's memory */
     .default_dtype = ref_default_dtype,
 };
 
