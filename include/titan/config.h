@@ -18,7 +18,7 @@ extern "C" {
 #define TT_CONFIG_PATH_MAX 1024   /* capacity of path and text keys, NUL included */
 #define TT_CONFIG_PROMPT_MAX 4096 /* capacity of generate.prompt */
 #define TT_CONFIG_NAME_MAX 64     /* capacity of model.flavor */
-#define TT_CONFIG_MAX_KEYS 128    /* capacity of the explicitly-set flags */
+#define TT_CONFIG_MAX_KEYS 160    /* capacity of the explicitly-set flags */
 
 /* Enum keys: the C value is the index of the name in the key's allowed list (training.exec_mode
  * and activation_checkpoint.mode: titan/modes.h). */
@@ -55,6 +55,12 @@ typedef struct tt_model_config {
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_position_embeddings;
     bool tie_embeddings, qkv_bias, qk_norm;
+    /* the dense families' own blocks (Hugging Face folders give them through config.json): OLMo 2's
+     * whole-projection q/k norms and norms after each branch, SmolLM3's layers without RoPE, Phi-3's partial
+     * rotation, Granite's multipliers (0: none) */
+    bool qk_norm_full, post_norms;
+    int no_rope_interval;
+    double partial_rotary_factor, embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling;
     int max_seq_len; /* context length; gpt2's learned position table has this many rows */
     /* Mixture-of-Experts (TorchTitan's MoE arguments): num_experts > 0 replaces the MLP of each
      * MoE layer (after n_dense_layers, every decoder_sparse_step-th) by routed experts */

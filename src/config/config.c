@@ -97,6 +97,22 @@ static const cfg_key keys[] = {
     BOOL_("model.tie_embeddings", model.tie_embeddings, FLAVOR, NULL, "output head shares the embedding table"),
     BOOL_("model.qkv_bias", model.qkv_bias, FLAVOR, NULL, "biases on the q/k/v projections (Qwen2)"),
     BOOL_("model.qk_norm", model.qk_norm, FLAVOR, NULL, "RMSNorm on queries and keys per head (Qwen3)"),
+    BOOL_("model.qk_norm_full", model.qk_norm_full, FLAVOR, NULL,
+          "with model.qk_norm: one RMSNorm over all of q and one over all of k, not one a head (OLMo 2, OLMoE)"),
+    BOOL_("model.post_norms", model.post_norms, FLAVOR, NULL,
+          "RMSNorm on each branch's output before the residual add, none on its input (OLMo 2)"),
+    INT_("model.no_rope_interval", model.no_rope_interval, 0, 1 << 20, FLAVOR, NULL,
+         "layers N, 2N, ... (counted from 1) apply no RoPE (SmolLM3's no_rope_layer_interval); 0 = all apply it"),
+    FLT_("model.partial_rotary_factor", model.partial_rotary_factor, 0, 1, FLAVOR, NULL,
+         "RoPE turns each head's first int(head_dim x this) features, an even number (Phi-3); 0 or 1 = all"),
+    FLT_("model.embedding_multiplier", model.embedding_multiplier, 0, 1e6, FLAVOR, NULL,
+         "the embeddings times this (Granite); 0 = none"),
+    FLT_("model.residual_multiplier", model.residual_multiplier, 0, 1e6, FLAVOR, NULL,
+         "each branch's output times this before its residual add (Granite); 0 = none"),
+    FLT_("model.attention_multiplier", model.attention_multiplier, 0, 1e6, FLAVOR, NULL,
+         "the attention scores times this instead of 1 / sqrt(head_dim) (Granite); 0 = 1 / sqrt(head_dim)"),
+    FLT_("model.logits_scaling", model.logits_scaling, 0, 1e6, FLAVOR, NULL,
+         "the logits divided by this (Granite); 0 = none"),
     INT_("model.max_seq_len", model.max_seq_len, 1, 1 << 24, FLAVOR, NULL,
          "context length; gpt2 learns this many positions"),
     INT_("model.num_experts", model.num_experts, 0, 1024, FLAVOR, NULL,
@@ -797,6 +813,38 @@ done:
 
 /* ---- finalize: flavor merge, derived values, cross-key checks ------------------------------------ */
 
+/* The dense families' block keys (OLMo 2, SmolLM3, Phi-3, Granite): a Llama block's, with grouped-query attention
+ * (not GPT-2's, not Multi-head Latent Attention's, whose RoPE is its own) */
+static tt_err check_block_keys(const tt_model_config *m)
+{
+    const double prf = m->partial_rotary_factor;
+    const struct { const char *key; bool set; } k[] = {
+        {"model.qk_norm_full", m->qk_norm_full},
+        {"model.post_norms", m->post_norms},
+        {"model.no_rope_interval", m->no_rope_interval > 0},
+        {"model.partial_rotary_factor", prf > 0 && prf < 1},
+        {"model.embedding_multiplier", m->embedding_multiplier > 0},
+        {"model.residual_multiplier", m->residual_multiplier > 0},
+        {"model.attention_multiplier", m->attention_multiplier > 0},
+        {"model.logits_scaling", m->logits_scaling > 0},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        if (!k[i].set) continue;
+        if (m->name == TT_MODEL_GPT2) return tt_errorf("%s: gpt2 has no such option (a llama block's)", k[i].key);
+        if (m->kv_lora_rank > 0)
+            return tt_errorf("%s: Multi-head Latent Attention (model.kv_lora_rank) has no such option", k[i].key);
+    }
+    if (m->qk_norm_full && !m->qk_norm) return tt_errorf("model.qk_norm_full needs model.qk_norm = true");
+    if (prf > 0 && prf < 1) {
+        const double rot = floor(m->head_dim * prf);
+        if (rot < 2 || (int)rot % 2)
+            return tt_errorf("model.partial_rotary_factor = %g turns %g of a head's %d features: RoPE needs an even "
+                             "number of at least 2",
+                             prf, rot, m->head_dim);
+    }
+    return 0;
+}
+
 /* " (from flavor X)" when the key came from the flavor, "" when set explicitly. */
 static const char *origin_of(const tt_config *c, const char *key, char *buf, size_t size)
 {
@@ -879,6 +927,7 @@ tt_err tt_config_finalize(tt_config *c)
         m->head_dim = m->qk_rope_head_dim;
         m->n_kv_heads = m->n_heads;
     }
+    if (check_block_keys(m)) return -1;
     if (m->num_experts > 0) { /* Mixture-of-Experts */
         if (m->name == TT_MODEL_GPT2) return tt_errorf("model.num_experts: gpt2 has no MoE form");
         if (m->top_k < 1 || m->top_k > m->num_experts)

@@ -57,6 +57,15 @@ static const tt_flavor flavors[] = {
     {"qwen3_0.6b", {LLAMA, .dim = 1024, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8, .head_dim = 128,
                     .ffn_dim = 3072, .vocab_size = 151936, .norm_eps = 1e-6, .rope_theta = 1000000.0,
                     ROPE_L3(8.0), .tie_embeddings = true, .qk_norm = true, .max_seq_len = 40960}},
+    /* SmolLM3-3B (HuggingFaceTB/SmolLM3-3B's config.json): every fourth layer applies no RoPE, tied head */
+    {"smollm3_3b", {LLAMA, .dim = 2048, .n_layers = 36, .n_heads = 16, .n_kv_heads = 4, .ffn_dim = 11008,
+                    .vocab_size = 128256, .norm_eps = 1e-6, .rope_theta = 5000000.0, ROPE_L3(8.0),
+                    .tie_embeddings = true, .no_rope_interval = 4, .max_seq_len = 65536}},
+    /* OLMo 2 1B (allenai/OLMo-2-0425-1B's config.json): norms after each branch, q/k norms over the whole
+     * projections, an untied head; its 4096-token context from the model card */
+    {"olmo2_1b", {LLAMA, .dim = 2048, .n_layers = 16, .n_heads = 16, .n_kv_heads = 16, .ffn_dim = 8192,
+                  .vocab_size = 100352, .norm_eps = 1e-6, .rope_theta = 500000.0, ROPE_L3(8.0), .qk_norm = true,
+                  .qk_norm_full = true, .post_norms = true, .max_seq_len = 4096}},
     /* ---- Mixture-of-Experts (llama blocks, SwiGLU experts) ---- */
     /* the default job's shape with 8 experts of half its MLP width, top-2: the dense debugmodel's active
      * parameters */

@@ -1,6 +1,7 @@
 /* resolve.c — a config in the terms of the layers below it: the model's
  * architecture (from the model.* keys or a Hugging Face config.json), the
  * backend and the compute dtype. */
+#include <math.h>
 #include <string.h>
 
 #include "config/resolve.h"
@@ -100,6 +101,19 @@ tt_err tt_model_cfg_from_config(const tt_config *c, tt_model_cfg *o, tt_model_ex
     o->tie_embeddings = m->tie_embeddings;
     o->qkv_bias = m->qkv_bias;
     o->qk_norm = m->qk_norm;
+    if (m->no_rope_interval > 0 && m->n_layers > TT_MODEL_MAX_LAYERS)
+        return tt_errorf("model.no_rope_interval: layers without RoPE are supported in models of at most %d layers "
+                         "(model.n_layers = %d)", TT_MODEL_MAX_LAYERS, m->n_layers);
+    if (ext) { /* the dense families' blocks, as their config.json would give them */
+        ext->qk_norm_full = m->qk_norm_full;
+        ext->post_norms = m->post_norms;
+        for (int l = 0; l < m->n_layers && l < TT_MODEL_MAX_LAYERS && m->no_rope_interval > 0; l++)
+            ext->no_rope[l] = (l + 1) % m->no_rope_interval == 0;
+        const int rot = (int)floor(m->head_dim * m->partial_rotary_factor);
+        ext->rope_rot = m->partial_rotary_factor > 0 && rot < m->head_dim ? rot : 0;
+        ext->embed_mult = m->embedding_multiplier, ext->residual_mult = m->residual_multiplier;
+        ext->attn_mult = m->attention_multiplier, ext->logits_div = m->logits_scaling;
+    }
     if (m->kv_lora_rank > 0) /* TorchTitan's MLA rotates adjacent pairs (a complex view): interleaved */
         o->mla = (tt_mla_cfg){.q_lora_rank = m->q_lora_rank, .kv_lora_rank = m->kv_lora_rank,
                               .qk_nope = m->qk_nope_head_dim, .qk_rope = m->qk_rope_head_dim, .v_head = m->v_head_dim,
