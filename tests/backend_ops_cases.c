@@ -149,6 +149,12 @@ static void case_swiglu_rows(hc *h, const void *p)
     tt_swiglu_fused_rows(h->g, act_in(h, "ab", c->N, 2 * c->F, 1.5), off);
     forward_and_backward(h, last(h), 1);
 }
+static void case_geglu(hc *h, const void *p)
+{
+    const row_p *c = p;
+    tt_geglu(h->g, act_in(h, "a", c->N, c->F, 1.5), act_in(h, "b", c->N, c->F, 1));
+    forward_and_backward(h, last(h), 1);
+}
 static void case_scale(hc *h, const void *p)
 {
     const row_p *c = p;
@@ -644,6 +650,8 @@ const test_case op_cases[] = {
     {"add_scaled 512x128, s 0.37", case_add_scaled, &row_typ, 0, 0},
     {"add_scaled 37x19, two parts on columns [0, 3) and [14, 19)", case_add_scaled, &row_parts, 1, 0},
     {"gelu 37x19", case_gelu, &row_odd, 1, 0},
+    {"geglu 37x19", case_geglu, &row_odd, 1, 0},
+    {"geglu 512x384", case_geglu, &row_typ, 0, 0},
     {"gelu 512x384", case_gelu, &row_typ, 0, 0},
     {"rope 2x7 tokens, 3 heads of 8, scale 0.75", case_rope, &rope_odd, 1, 0},
     {"rope 2x256 tokens, 4 heads of 32", case_rope, &rope_typ, 0, 0},

@@ -1,5 +1,5 @@
 /* elementwise.c — the ops that work element by element: the residual add,
- * SwiGLU and GELU with their backwards, cast, scale and add_scaled, a value of zeros, and dropout. */
+ * SwiGLU, GeGLU and GELU with their backwards, cast, scale and add_scaled, a value of zeros, and dropout. */
 #include "ops/ops_internal.h"
 
 tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
@@ -44,6 +44,14 @@ tt_err tt_swiglu_rows(const tt_node *n, const int32_t *off, int64_t *rows)
                                                (long long)N);
     *rows = last;
     return 0;
+}
+
+tt_value *tt_geglu(tt_graph *g, tt_value *a, tt_value *b)
+{
+    NEED(a && b && same_shape(a, b) && a->dtype == b->dtype, "geglu: gate and up shapes differ");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, a->dtype, a->ndim, a->shape);
+    tt_value *in[] = {a, b};
+    return tt_op_node(g, TT_OP_GEGLU, 2, in, 1, &y, NULL) ? y : NULL;
 }
 
 tt_value *tt_gelu(tt_graph *g, tt_value *x)
@@ -147,6 +155,13 @@ static void bw_swiglu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value *
     tt_op_emitn(g, TT_OP_SWIGLU_BWD, 3, in, 2, like, gin, NULL);
 }
 
+static void bw_geglu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], n->in[1], gout[0]};
+    tt_value *like[] = {n->in[0], n->in[1]};
+    tt_op_emitn(g, TT_OP_GEGLU_BWD, 3, in, 2, like, gin, NULL);
+}
+
 static void bw_gelu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
     tt_value *in[] = {n->in[0], gout[0]};
@@ -166,6 +181,8 @@ const tt_op_def tt_op_def_swiglu = {.flags = TT_OPF_PURE, .flops = fl_out, .back
 const tt_op_def tt_op_def_swiglu_bwd = {.flops = fl_in0};
 const tt_op_def tt_op_def_gelu = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_gelu};
 const tt_op_def tt_op_def_gelu_bwd = {.flops = fl_in0};
+const tt_op_def tt_op_def_geglu = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_geglu};
+const tt_op_def tt_op_def_geglu_bwd = {.flops = fl_in0};
 const tt_op_def tt_op_def_cast = {.flags = TT_OPF_PURE, .flops = fl_zero};
 const tt_op_def tt_op_def_zero = {.flops = fl_zero};
 const tt_op_def tt_op_def_scale = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_scale};

@@ -52,6 +52,10 @@ TT_OP(SWIGLU_BWD, swiglu_bwd, 0)
 TT_OP(GELU, gelu, 0)
 /* in: x, dy   out: dx */
 TT_OP(GELU_BWD, gelu_bwd, 0)
+/* in: a, b   out: gelu(a) * b, GELU's tanh form (GeGLU: Gemma's gelu_pytorch_tanh gate) */
+TT_OP(GEGLU, geglu, 0)
+/* in: a, b, dy   out: da, db */
+TT_OP(GEGLU_BWD, geglu_bwd, 0)
 /* in: h (N,D), W (V,D), targets (N) i32, scale (1) f32  tt_ce_attrs
    out: loss (1) = scale * sum of token losses; as a loss root also
    dh (N,D) and dW (V,D) (accumulable) from the same chunk loop */

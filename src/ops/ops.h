@@ -239,6 +239,8 @@ tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *
 /* y = x + d and h = rmsnorm(y) in one node; returns h, *y_out = y */
 tt_value *tt_add_rmsnorm(tt_graph *g, tt_value *x, tt_value *d, tt_value *w, double eps, tt_value **y_out);
 tt_value *tt_gelu(tt_graph *g, tt_value *x);
+/* gelu(a) * b (tanh form): GeGLU's gate times up */
+tt_value *tt_geglu(tt_graph *g, tt_value *a, tt_value *b);
 /* scale * sum of cross-entropy over targets != ignore_index */
 tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets, tt_value *scale,
                        int ignore_index);

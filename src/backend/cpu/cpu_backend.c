@@ -295,6 +295,18 @@ static tt_err k_gelu(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+static tt_err k_geglu(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_geglu_fwd(in[0], in[1], out[0], numel0(n), dt0(n));
+    return 0;
+}
+
+static tt_err k_geglu_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_geglu_bwd(in[0], in[1], in[2], out[0], out[1], numel0(n), dt0(n));
+    return 0;
+}
+
 static tt_err k_gelu_bwd(const tt_node *n, void *const *in, void *const *out)
 {
     cpu_gelu_bwd(in[0], in[1], out[0], numel0(n), dt0(n));

@@ -209,6 +209,39 @@ TT_INLINE void gelu_bwd_body(const void *x, const void *dy, void *dx, size_t n, 
 }
 TWO_DTYPES(gelu_bwd_body, (const void *x, const void *dy, void *dx, size_t n), x, dy, dx, n)
 
+/* gelu(a) * b, GeGLU, and its derivatives */
+TT_INLINE void geglu_body(const void *a, const void *b, void *y, size_t n, int bf)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = tt_ld(a, i, bf);
+        tt_st(y, i, 0.5f * v * (1.0f + tanh_v(GELU_C * (v + 0.044715f * v * v * v))) * tt_ld(b, i, bf), bf);
+    }
+}
+TWO_DTYPES(geglu_body, (const void *a, const void *b, void *y, size_t n), a, b, y, n)
+
+TT_INLINE void geglu_bwd_body(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, int bf)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = tt_ld(a, i, bf), u = tt_ld(b, i, bf), g = tt_ld(dy, i, bf);
+        const float t = tanh_v(GELU_C * (v + 0.044715f * v * v * v));
+        const float d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * 0.044715f * v * v);
+        tt_st(da, i, g * u * d, bf);
+        tt_st(db, i, g * 0.5f * v * (1.0f + t), bf);
+    }
+}
+TWO_DTYPES(geglu_bwd_body, (const void *a, const void *b, const void *dy, void *da, void *db, size_t n), a, b, dy, da,
+           db, n)
+
+void cpu_geglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
+{
+    FOR_CHUNKS(n, PICK(geglu_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m));
+}
+
+void cpu_geglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt)
+{
+    FOR_CHUNKS(n, PICK(geglu_bwd_body, dt)(at(a, i, dt), at(b, i, dt), at(dy, i, dt), atw(da, i, dt), atw(db, i, dt), m));
+}
+
 void cpu_gelu_fwd(const void *x, void *y, size_t n, tt_dtype dt)
 {
     FOR_CHUNKS(n, PICK(gelu_body, dt)(at(x, i, dt), atw(y, i, dt), m));

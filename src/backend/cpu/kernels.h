@@ -65,6 +65,8 @@ void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void
 void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt);
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt);
 void cpu_gelu_fwd(const void *x, void *y, size_t n, tt_dtype dt);
+void cpu_geglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
+void cpu_geglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt);
 void cpu_gelu_bwd(const void *x, const void *dy, void *dx, size_t n, tt_dtype dt);
 /* y = x * scale where tt_dropout_keep(key, i, threshold) (ops/dropout.h), else 0; y may alias x */
 void cpu_dropout(const void *x, void *y, size_t n, uint64_t key, uint32_t threshold, float scale, tt_dtype dt);

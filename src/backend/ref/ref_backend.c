@@ -298,6 +298,20 @@ static tt_err k_gelu(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+static tt_err k_geglu(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(geglu_fwd, (const T *)in[0], (const T *)in[1], (T *)out[0], numel0(n));
+    return 0;
+}
+
+static tt_err k_geglu_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(geglu_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1], numel0(n));
+    return 0;
+}
+
 static tt_err k_gelu_bwd(const tt_node *n, void *const *in, void *const *out)
 {
     const int is64 = is_f64(n);

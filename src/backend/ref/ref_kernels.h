@@ -84,6 +84,9 @@
     /* GELU, tanh approximation (GPT-2's gelu_new) */                                            \
     void ref_gelu_fwd_##S(const T *x, T *y, size_t n);                                           \
     void ref_gelu_bwd_##S(const T *x, const T *dy, T *dx, size_t n);                             \
+    /* gelu(a) * b (GELU's tanh form) and its derivatives */                                     \
+    void ref_geglu_fwd_##S(const T *a, const T *b, T *y, size_t n);                              \
+    void ref_geglu_bwd_##S(const T *a, const T *b, const T *dy, T *da, T *db, size_t n);         \
     /* dropout, by its definition: y = x * keep / (1 - p) with keep = u(i) >= p,                \
      * u(i) = (tt_hash64(key, i) >> 40) * 2^-24 and key = tt_dropout_key (ops/dropout.h) */       \
     void ref_dropout_##S(const T *x, T *y, size_t n, uint64_t key, double p);                    \
