@@ -183,6 +183,9 @@ static tt_err fuse_add_norm(fuse_ctx *c, tt_node *nm, tt_fuse_stats *st)
     const tt_value *x = nm->in[0];
     if (!ad || c->dead[ad->id] || x->ndim != 2 || TT_ATTRS(nm, tt_norm_attrs)->group != x->shape[1])
         return 0; /* full rows only */
+    /* the fused node takes the add's place: the norm's weight must exist by then (Gemma's 1 + w is computed) */
+    const tt_node *wp = nm->in[1]->producer;
+    if (wp && wp->id > ad->id) return 0;
     const int first = g->n_nodes;
     snprintf(g->scope, sizeof g->scope, "%s", ad->scope); g->unit = ad->unit;
     tt_value *y = NULL;
