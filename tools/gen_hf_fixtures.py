@@ -61,8 +61,8 @@ import tempfile
 import torch
 import transformers
 from safetensors.torch import save_file
-from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, GPT2Config, GPT2LMHeadModel,
-                          GraniteConfig, GraniteForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
+from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, Gemma3ForCausalLM,
+                          Gemma3TextConfig, GPT2Config, GPT2LMHeadModel, GraniteConfig, GraniteForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
                           MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Olmo2Config, Olmo2ForCausalLM,
                           OlmoeConfig, OlmoeForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig,
                           Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM,
@@ -293,13 +293,24 @@ FIXTURES = {
                          "original_max_position_embeddings": 8,
                          "short_factor": [1.0, 1.05, 1.2, 1.5, 2.0, 3.0],
                          "long_factor": [1.0, 1.5, 2.5, 4.0, 8.0, 16.0]})),
+    # Gemma 3 (text): RMSNorms of (1 + w) before and after each branch and on q and k per head, GeGLU, the
+    # embeddings times sqrt(64), scores times query_pre_attn_scalar^-1/2 (24, not head_dim 16); windows of 5 on the
+    # sliding layers, which turn by RoPE base 10000, the full layer by 1e6 with linear scaling 4; tied
+    "gemma3": (Gemma3ForCausalLM, Gemma3TextConfig(
+        **MOE_TOKENS, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24, max_position_embeddings=128,
+        rms_norm_eps=1e-6, sliding_window=5,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        pad_token_id=None)),
 }
 
 # fixtures whose reference file also holds the last sequence's loss ("loss", the mean cross-entropy of each
 # position against the next id) and its greedy continuation ("greedy.prompt", "greedy.ids": the new ids, an end id
 # last when one stopped it; ids past the tokenizer's, padding, suppressed as titan never samples them), for titan's
 # training loss and KV-cache generation to match
-GREEDY = {"olmo2", "smollm3", "granite", "phi3"}
+GREEDY = {"olmo2", "smollm3", "granite", "phi3", "gemma3"}
 
 # the same model as FIXTURES[base] saved with its experts packed (save_original_format=False)
 PACKED = {"qwen3_moe_packed": "qwen3_moe"}
@@ -312,7 +323,7 @@ PACKED = {"qwen3_moe_packed": "qwen3_moe"}
 TOKENIZERS = {"llama": "llama3", "qwen2": "qwen2", "gpt2": "gpt2",
               "qwen3_moe": "llama3", "mixtral": "llama3", "qwen2_moe": "llama3", "olmoe": "llama3",
               "deepseek_v3": "llama3", "olmo2": "llama3", "smollm3": "llama3", "granite": "llama3",
-              "phi3": "llama3"}
+              "phi3": "llama3", "gemma3": "llama3"}
 
 
 def mtp_shapes(cfg):

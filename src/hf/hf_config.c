@@ -32,6 +32,7 @@ enum {
     F_NO_ROPE = 1 << 14,   /* no_rope_layers: RoPE on some layers only (SmolLM3) */
     F_GRANITE = 1 << 15,   /* embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling */
     F_PHI3 = 1 << 16,      /* fused qkv_proj and gate_up_proj; partial_rotary_factor, longrope; no dropout */
+    F_GEMMA3 = 1 << 17,    /* Gemma 3's block, windows by layer_types, RoPE per layer type, hidden_activation */
 };
 
 typedef struct hf_spec hf_spec;
@@ -90,6 +91,8 @@ static const hf_spec specs[] = {
      4096, 11008, 32, 32, 0, 0, 32000, 2048, 0, 1e-6, 0, read_llama, write_llama, check_llama},
     {TT_HF_PHI3, "Phi3ForCausalLM", "phi3", TT_ARCH_LLAMA, F_PHI3 | F_WINDOW_ALL,
      3072, 8192, 32, 32, 0, 0, 32064, 4096, 0, 1e-5, 0, read_llama, write_llama, check_llama},
+    {TT_HF_GEMMA3, "Gemma3ForCausalLM", "gemma3_text", TT_ARCH_LLAMA, F_ATTN_BIAS | F_QK_NORM | F_HEAD_DIM | F_GEMMA3,
+     2304, 9216, 26, 8, 4, 256, 262208, 131072, 4096, 1e-6, 1, read_llama, write_llama, check_llama},
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -464,6 +467,84 @@ static tt_err read_granite(const cJSON *j, const char *path, tt_model_ext *x)
     return 0;
 }
 
+/* Gemma 3: query_pre_attn_scalar; RoPE per layer type (rope_parameters' full_attention and sliding_attention, or
+ * transformers 4's rope_theta, rope_scaling and rope_local_base_freq), the local one plain; a window on the layers
+ * layer_types (else every sliding_window_pattern-th is full) marks sliding; none of the soft-cappings or
+ * bidirectional attention titan does not implement */
+static tt_err read_gemma3(const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x)
+{
+    static const char *const refused[] = {"final_logit_softcapping", "attn_logit_softcapping"};
+    for (int i = 0; i < 2; i++)
+        if (present(j, refused[i]))
+            return tt_errorf("%s: key '%s' is set: soft-capping is not supported (Gemma 3 has none)", path, refused[i]);
+    int bidi = 0, pattern = 6;
+    if (get_bool(path, j, "use_bidirectional_attention", 0, &bidi) ||
+        get_pos(path, j, "query_pre_attn_scalar", 256, &x->query_pre_attn_scalar) ||
+        get_int(path, j, "sliding_window_pattern", 6, 1, &pattern))
+        return -1;
+    if (bidi) return tt_errorf("%s: key 'use_bidirectional_attention' is true: only causal attention is supported", path);
+    x->gemma = 1;
+    /* RoPE: the full layers' (with its scaling) and the sliding layers' base */
+    const cJSON *rp = present(j, "rope_parameters"), *full = rp ? present(rp, "full_attention") : NULL;
+    const cJSON *loc = rp ? present(rp, "sliding_attention") : NULL;
+    int rot;
+    cJSON *wrap = cJSON_CreateObject(); /* {"rope_parameters": full}: the global dict read as a whole-model one */
+    if (!wrap) return tt_errorf("out of memory");
+    if (full) cJSON_AddItemReferenceToObject(wrap, "rope_parameters", (cJSON *)full);
+    else if (rp) {
+        cJSON_Delete(wrap);
+        return tt_errorf("%s: rope_parameters must hold 'full_attention' and 'sliding_attention' dicts", path);
+    }
+    double theta;
+    tt_err rc = get_pos(path, j, "rope_theta", 1000000.0, &theta) ||
+                read_rope(path, full ? wrap : j, m->max_seq_len, theta, 0, m->head_dim, &rot, &m->rope, &x->rope);
+    cJSON_Delete(wrap);
+    if (rc) return -1;
+    if (loc) {
+        const char *t = "default";
+        if (get_str(path, loc, "rope_type", "default", &t) || get_pos(path, loc, "rope_theta", 10000.0, &x->rope_local_theta))
+            return -1;
+        if (strcmp(t, "default"))
+            return tt_errorf("%s: rope_parameters.sliding_attention: rope type '%s' is not supported (only default)",
+                             path, t);
+    } else if (get_pos(path, j, "rope_local_base_freq", 10000.0, &x->rope_local_theta))
+        return -1;
+    /* windows: sliding_window (null: none) on the layers layer_types marks */
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
+    int window = 4096;
+    if (sw && cJSON_IsNull(sw)) window = 0;
+    else if (get_int(path, j, "sliding_window", 4096, 1, &window)) return -1;
+    const cJSON *lt = present(j, "layer_types");
+    if (lt && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != m->n_layers))
+        return tt_errorf("%s: key 'layer_types' must be a list of %d strings (one per layer)", path, m->n_layers);
+    m->window = window;
+    const cJSON *e = lt ? lt->child : NULL;
+    int any = 0;
+    for (int l = 0; l < m->n_layers; l++, e = e ? e->next : NULL) {
+        int sliding = (l + 1) % pattern != 0;
+        if (lt) {
+            const char *t = cJSON_IsString(e) ? e->valuestring : "";
+            if (strcmp(t, "sliding_attention") && strcmp(t, "full_attention"))
+                return tt_errorf("%s: layer_types[%d] is '%s': only 'full_attention' and 'sliding_attention' are "
+                                 "supported", path, l, t);
+            sliding = !strcmp(t, "sliding_attention");
+        }
+        if (!sliding && l >= TT_MODEL_MAX_LAYERS && window)
+            return tt_errorf("%s: per-layer sliding windows are supported for at most %d layers", path,
+                             TT_MODEL_MAX_LAYERS);
+        if (l < TT_MODEL_MAX_LAYERS) x->full_attention[l] = window && !sliding;
+        any |= sliding;
+    }
+    if (any && !window)
+        return tt_errorf("%s: sliding_window is null but layer_types has sliding layers (their own RoPE base without a "
+                         "window): not supported", path);
+    if (!any) { /* no layer slides: no window, and every layer takes the full layers' RoPE */
+        m->window = 0;
+        memset(x->full_attention, 0, sizeof x->full_attention);
+    }
+    return 0;
+}
+
 /* Phi-3's dropouts: titan applies none, so a config that asks for them in training is refused by name */
 static tt_err read_phi3(const cJSON *j, const char *path)
 {
@@ -688,8 +769,14 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
                          m->n_kv_heads);
     if (hd % 2) return tt_errorf("%s: head_dim %d must be even for RoPE", path, hd);
     const char *act = "";
-    if (get_str(path, j, "hidden_act", "silu", &act)) return -1;
-    if (strcmp(act, "silu"))
+    if (s->features & F_GEMMA3) { /* GeGLU */
+        if (get_str(path, j, "hidden_activation", "gelu_pytorch_tanh", &act)) return -1;
+        if (strcmp(act, "gelu_pytorch_tanh"))
+            return tt_errorf("%s: hidden_activation '%s' is not supported for %s (only 'gelu_pytorch_tanh')", path, act,
+                             s->architecture);
+    } else if (get_str(path, j, "hidden_act", "silu", &act))
+        return -1;
+    else if (strcmp(act, "silu"))
         return tt_errorf("%s: hidden_act '%s' is not supported for %s (only 'silu')", path, act, s->architecture);
     int ab = 0, mb = 0;
     if ((s->features & F_ATTN_BIAS) && get_bool(path, j, "attention_bias", 0, &ab)) return -1;
@@ -707,8 +794,11 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
     if ((s->features & F_NO_ROPE) && read_no_rope(j, path, m, &o->ext)) return -1;
     /* the class default of rope_theta: SmolLM3's default_theta, 10000 elsewhere */
     int rot;
-    if (read_rope(path, j, m->max_seq_len, s->family == TT_HF_SMOLLM3 ? 2000000.0 : 10000.0,
-                  (s->features & F_PHI3) != 0, m->head_dim, &rot, &m->rope, &o->ext.rope))
+    if (s->features & F_GEMMA3) {
+        if (read_gemma3(j, path, m, &o->ext)) return -1;
+        rot = m->head_dim;
+    } else if (read_rope(path, j, m->max_seq_len, s->family == TT_HF_SMOLLM3 ? 2000000.0 : 10000.0,
+                         (s->features & F_PHI3) != 0, m->head_dim, &rot, &m->rope, &o->ext.rope))
         return -1;
     o->ext.rope_rot = rot < m->head_dim ? rot : 0;
     o->ext.hf_phi3 = (s->features & F_PHI3) != 0;
@@ -742,6 +832,34 @@ static void add_window_keys(const hf_spec *s, const tt_model_cfg *m, const tt_mo
     cJSON_AddItemToObject(j, "layer_types", lt);            /* what transformers 5 reads */
 }
 
+/* Gemma 3's own keys: its activation, score scale and soft-cappings (none), RoPE per layer type, and its windows */
+static void write_gemma3(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
+{
+    cJSON_AddStringToObject(j, "hidden_activation", "gelu_pytorch_tanh");
+    add_real(j, "query_pre_attn_scalar", x->query_pre_attn_scalar);
+    cJSON_AddNullToObject(j, "final_logit_softcapping");
+    cJSON_AddNullToObject(j, "attn_logit_softcapping");
+    cJSON_AddFalseToObject(j, "use_bidirectional_attention");
+    cJSON *rp = cJSON_AddObjectToObject(j, "rope_parameters");
+    cJSON *full = rope_to_json(&m->rope, &x->rope, m->head_dim);
+    if (cJSON_IsNull(full)) {
+        cJSON_Delete(full);
+        full = cJSON_CreateObject();
+        cJSON_AddStringToObject(full, "rope_type", "default");
+    }
+    add_real(full, "rope_theta", m->rope.theta);
+    cJSON_AddItemToObject(rp, "full_attention", full);
+    cJSON *loc = cJSON_AddObjectToObject(rp, "sliding_attention");
+    cJSON_AddStringToObject(loc, "rope_type", "default");
+    add_real(loc, "rope_theta", x->rope_local_theta);
+    if (m->window) cJSON_AddNumberToObject(j, "sliding_window", m->window);
+    else cJSON_AddNullToObject(j, "sliding_window"); /* and every layer full */
+    cJSON *lt = cJSON_AddArrayToObject(j, "layer_types");
+    for (int l = 0; l < m->n_layers; l++)
+        cJSON_AddItemToArray(lt, cJSON_CreateString(tt_model_layer_window(m, x, l) > 0 ? "sliding_attention"
+                                                                                       : "full_attention"));
+}
+
 static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
 {
     const tt_model_cfg *m = &c->model;
@@ -756,10 +874,13 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     cJSON_AddNumberToObject(j, "vocab_size", m->vocab_size);
     cJSON_AddNumberToObject(j, "max_position_embeddings", m->max_seq_len);
     add_real(j, "rms_norm_eps", m->norm_eps);
-    cJSON_AddStringToObject(j, "hidden_act", "silu");
-    add_real(j, "rope_theta", m->rope.theta);
     const int rot = c->ext.rope_rot > 0 ? c->ext.rope_rot : m->head_dim;
-    cJSON_AddItemToObject(j, "rope_scaling", rope_to_json(&m->rope, &c->ext.rope, rot));
+    if (s->features & F_GEMMA3) write_gemma3(m, &c->ext, j);
+    else {
+        cJSON_AddStringToObject(j, "hidden_act", "silu");
+        add_real(j, "rope_theta", m->rope.theta);
+        cJSON_AddItemToObject(j, "rope_scaling", rope_to_json(&m->rope, &c->ext.rope, rot));
+    }
     if (s->features & F_PHI3) {
         /* the factor whose int(head_dim * factor) is the rotated features: rot / hd, or just above it */
         double prf = (double)rot / m->head_dim;
@@ -800,6 +921,11 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
         return cannot(s, x->qk_norm_full ? "its q/k norms span all heads (the class norms each head)"
                                          : "its q/k norms are per head (the class norms all heads at once)");
     if (check_moe(s, m)) return -1;
+    if (!!x->gemma != !!(f & F_GEMMA3))
+        return cannot(s, x->gemma ? "it has Gemma 3's block ((1 + w) norms around each branch, GeGLU)"
+                                  : "its block is Gemma 3's ((1 + w) norms around each branch, GeGLU)");
+    if ((f & F_GEMMA3) && m->window && !x->rope_local_theta)
+        return cannot(s, "its sliding layers need their own RoPE base");
     if (!(f & F_PHI3) && (x->rope_rot || x->rope.longrope))
         return cannot(s, x->rope_rot ? "it rotates part of each head (partial rotary)" : "it has LongRoPE scaling");
     if ((f & F_PHI3) && (m->rope.llama3 || x->rope.linear || x->rope.yarn))
@@ -821,7 +947,7 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
     if (x->mlp_bias && !(f & F_MLP_BIAS)) return cannot(s, "it has MLP biases");
     if (!(f & F_HEAD_DIM) && (long long)m->head_dim * m->n_heads != m->dim)
         return cannot(s, "head_dim differs from hidden_size / num_attention_heads");
-    if (m->window && !(f & (F_WINDOW_ALL | F_WINDOW_LAYERS))) return cannot(s, "it has a sliding window");
+    if (m->window && !(f & (F_WINDOW_ALL | F_WINDOW_LAYERS | F_GEMMA3))) return cannot(s, "it has a sliding window");
     if (m->window && (f & F_WINDOW_ALL))
         for (int l = 0; l < m->n_layers && l < TT_MODEL_MAX_LAYERS; l++)
             if (x->full_attention[l]) return cannot(s, "its sliding window is not on every layer");

@@ -29,14 +29,16 @@ typedef struct { const char *n; int64_t r, k; tt_init_kind init; double sd; int 
  * Blocks differ in size, so each starts at its own index. */
 typedef struct {
     int stride, bo, b1, b2, b3;
+    int pa, pf;   /* Gemma 3's norms after the attention and after the MLP (-1: absent) */
     int base;     /* the slots above: dense attention and MLP, norms, extras */
     int mla, moe; /* the first parameter of the MLA and the MoE block (-1: absent) */
 } block_layout;
 
 static block_layout layout(const tt_model *m, int l)
 {
-    block_layout b = {PER_BLOCK, -1, -1, -1, -1, 0, -1, -1};
+    block_layout b = {PER_BLOCK, -1, -1, -1, -1, -1, -1, 0, -1, -1};
     if (m->ext.o_bias) b.bo = b.stride++;
+    if (m->ext.gemma) b.pa = b.stride++, b.pf = b.stride++;
     if (m->ext.mlp_bias) b.b1 = b.stride++, b.b2 = b.stride++, b.b3 = b.stride++;
     b.base = b.stride;
     if (m->cfg.mla.kv_lora_rank > 0) b.mla = b.stride, b.stride += tt_mla_slots_of(&m->cfg.mla).n;
@@ -53,6 +55,8 @@ static tt_err declare(tt_model *m)
     int64_t D = c->dim, F = c->ffn_dim, V = c->vocab_size, hd = c->head_dim;
     int64_t q = c->n_heads * hd, kv = c->n_kv_heads * hd;
     double std = 0.02, out_std = 0.02 / sqrt(2.0 * c->n_layers);
+    /* a norm's weight: 1, or 0 where the norm scales by (1 + w) (Gemma 3) */
+    const tt_init_kind norm_init = m->ext.gemma ? TT_INIT_ZEROS : TT_INIT_ONES;
     char name[96];
     int64_t s2[2];
     if (tt_model_declare(m, 0, "tok_embeddings.weight", 2, (int64_t[]){V, D}, TT_INIT_NORMAL, std, 0)) return -1;
@@ -67,7 +71,7 @@ static tt_err declare(tt_model *m)
         block_layout bl = layout(m, l);
         F = bl.moe >= 0 ? 0 : c->ffn_dim; /* an MoE block keeps the dense MLP's slots, empty */
         /* every block declares the same slots; absent optional ones get 0 elements */
-        slot_decl p[PER_BLOCK + 4] = {
+        slot_decl p[PER_BLOCK + 6] = {
             [WQ] = {"attention.wq.weight", q, D, TT_INIT_NORMAL, std, 0},
             [WK] = {"attention.wk.weight", kv, D, TT_INIT_NORMAL, std, 0},
             [WV] = {"attention.wv.weight", kv, D, TT_INIT_NORMAL, std, 0},
@@ -75,16 +79,20 @@ static tt_err declare(tt_model *m)
             [BQ] = {"attention.wq.bias", c->qkv_bias ? q : 0, 0, TT_INIT_ZEROS, 0, 1},
             [BK] = {"attention.wk.bias", c->qkv_bias ? kv : 0, 0, TT_INIT_ZEROS, 0, 1},
             [BV] = {"attention.wv.bias", c->qkv_bias ? kv : 0, 0, TT_INIT_ZEROS, 0, 1},
-            [QN] = {"attention.q_norm.weight", c->qk_norm ? (m->ext.qk_norm_full ? q : hd) : 0, 0, TT_INIT_ONES, 0, 1},
-            [KN] = {"attention.k_norm.weight", c->qk_norm ? (m->ext.qk_norm_full ? kv : hd) : 0, 0, TT_INIT_ONES, 0, 1},
-            [ATTN_NORM] = {"attention_norm.weight", D, 0, TT_INIT_ONES, 0, 1},
+            [QN] = {"attention.q_norm.weight", c->qk_norm ? (m->ext.qk_norm_full ? q : hd) : 0, 0, norm_init, 0, 1},
+            [KN] = {"attention.k_norm.weight", c->qk_norm ? (m->ext.qk_norm_full ? kv : hd) : 0, 0, norm_init, 0, 1},
+            [ATTN_NORM] = {"attention_norm.weight", D, 0, norm_init, 0, 1},
             [W1] = {"feed_forward.w1.weight", F, D, TT_INIT_NORMAL, std, 0},
             [W2] = {"feed_forward.w2.weight", D, F, TT_INIT_NORMAL, out_std, 0},
             [W3] = {"feed_forward.w3.weight", F, D, TT_INIT_NORMAL, std, 0},
-            [FFN_NORM] = {"ffn_norm.weight", D, 0, TT_INIT_ONES, 0, 1},
+            [FFN_NORM] = {"ffn_norm.weight", D, 0, norm_init, 0, 1},
         };
         if (bl.moe >= 0) p[W2].r = 0; /* (D, 0) would read as a 1-D slot of D */
         if (bl.bo >= 0) p[bl.bo] = (slot_decl){"attention.wo.bias", D, 0, TT_INIT_ZEROS, 0, 1};
+        if (bl.pa >= 0) {
+            p[bl.pa] = (slot_decl){"attention_post_norm.weight", D, 0, norm_init, 0, 1};
+            p[bl.pf] = (slot_decl){"ffn_post_norm.weight", D, 0, norm_init, 0, 1};
+        }
         if (bl.b1 >= 0) {
             p[bl.b1] = (slot_decl){"feed_forward.w1.bias", F, 0, TT_INIT_ZEROS, 0, 1};
             p[bl.b2] = (slot_decl){"feed_forward.w2.bias", D, 0, TT_INIT_ZEROS, 0, 1};
@@ -102,15 +110,49 @@ static tt_err declare(tt_model *m)
         if (bl.moe >= 0 && tt_moe_declare(m, u, name, std, out_std)) return -1;
     }
     int fu = c->n_layers + 1;
-    if (tt_model_declare(m, fu, "norm.weight", 1, &D, TT_INIT_ONES, 0, 1)) return -1;
+    if (tt_model_declare(m, fu, "norm.weight", 1, &D, norm_init, 0, 1)) return -1;
     if (!c->tie_embeddings && tt_model_declare(m, fu, "output.weight", 2, (int64_t[]){V, D}, TT_INIT_NORMAL, std, 0))
         return -1;
     return 0;
 }
 
+/* What a forward shares between its blocks: the RoPE tables (the sliding layers' own under Gemma 3) and the
+ * ones that turn a norm's w into Gemma's 1 + w, one a width */
+typedef struct {
+    tt_value *inv_freq, *inv_freq_local;
+    tt_value *ones[4];
+} fwd_shared;
+
+/* A constant (n) of ones in dt */
+static tt_value *ones_const(tt_graph *g, tt_dtype dt, int64_t n)
+{
+    void *data;
+    tt_value *v = tt_graph_const(g, dt, 1, &n, &data);
+    for (int64_t i = 0; v && i < n; i++)
+        if (dt == TT_BF16) ((uint16_t *)data)[i] = tt_f32_to_bf16(1.0f);
+        else ((float *)data)[i] = 1.0f;
+    return v;
+}
+
+/* A norm's scale: w, or 1 + w (Gemma 3: its norms' weights start at 0; the sum is fp32, as transformers forms it)
+ * with the forward's constant of ones of w's width (made with the RoPE tables, before the blocks) */
+static tt_value *norm_scale(tt_graph *g, const tt_model *m, fwd_shared *sh, tt_value *w)
+{
+    if (!m->ext.gemma || !w) return w;
+    for (int k = 0; k < 4; k++)
+        if (sh->ones[k] && tt_value_numel(sh->ones[k]) == tt_value_numel(w) && sh->ones[k]->dtype == w->dtype)
+            return tt_add(g, w, sh->ones[k]);
+    return tt_add(g, w, NULL); /* no such width: tt_add refuses it */
+}
+
+static tt_value *rms(tt_graph *g, const tt_model *m, fwd_shared *sh, tt_value *x, tt_value *w)
+{
+    return tt_rmsnorm(g, x, norm_scale(g, m, sh, w), m->cfg.norm_eps);
+}
+
 /* Grouped-query attention of one block on h (N, D): (N, H*hd) before the output projection */
 static tt_value *gqa_attention(tt_graph *g, const tt_model *m, tt_value *const *b, tt_value *h, const tt_fwd_inputs *in,
-                               tt_value *inv_freq, double rope_scale, int l)
+                               fwd_shared *sh, double rope_scale, int l)
 {
     const tt_model_cfg *c = &m->cfg;
     const int H = c->n_heads, Hk = c->n_kv_heads, hd = c->head_dim, window = tt_model_layer_window(c, &m->ext, l);
@@ -118,31 +160,35 @@ static tt_value *gqa_attention(tt_graph *g, const tt_model *m, tt_value *const *
     tt_value *k = tt_linear(g, h, b[WK], c->qkv_bias ? b[BK] : NULL); // (N, Hk*hd)
     tt_value *v = tt_linear(g, h, b[WV], c->qkv_bias ? b[BV] : NULL); // (N, Hk*hd)
     if (c->qk_norm && q && k) { /* per head (Qwen3), or over all heads at once (OLMoE) */
-        q = tt_rmsnorm_groups(g, q, b[QN], c->norm_eps, m->ext.qk_norm_full ? H * hd : hd);
-        k = tt_rmsnorm_groups(g, k, b[KN], c->norm_eps, m->ext.qk_norm_full ? Hk * hd : hd);
+        q = tt_rmsnorm_groups(g, q, norm_scale(g, m, sh, b[QN]), c->norm_eps, m->ext.qk_norm_full ? H * hd : hd);
+        k = tt_rmsnorm_groups(g, k, norm_scale(g, m, sh, b[KN]), c->norm_eps, m->ext.qk_norm_full ? Hk * hd : hd);
     }
     if (!(l < TT_MODEL_MAX_LAYERS && m->ext.no_rope[l])) { /* partial rotary: rot < hd */
         const int rot = tt_model_rope_rot(m);
+        /* Gemma 3's sliding layers turn by their own base */
+        tt_value *inv_freq = window > 0 && sh->inv_freq_local ? sh->inv_freq_local : sh->inv_freq;
         q = tt_rope_partial(g, q, in->pos, inv_freq, H, hd, rot < hd ? rot : 0, rope_scale);
         k = tt_rope_partial(g, k, in->pos, inv_freq, Hk, hd, rot < hd ? rot : 0, rope_scale);
     }
-    const double scale = m->ext.attn_mult; /* 0: 1 / sqrt(hd) */
+    /* 0: 1 / sqrt(hd); Granite's multiplier; Gemma 3's query_pre_attn_scalar^-1/2 */
+    const double scale = m->ext.gemma ? 1.0 / sqrt(m->ext.query_pre_attn_scalar) : m->ext.attn_mult;
     return in->cache_k ? tt_attention_kv_scaled(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H,
                                                 Hk, hd, window, scale)
                        : tt_attention_scaled(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window, scale);
 }
 
-/* The residual stream after a branch: x + d, OLMo 2's x + rmsnorm(d), Granite's x + residual_mult d */
-static tt_value *residual(tt_graph *g, const tt_model *m, tt_value *x, tt_value *d, tt_value *norm)
+/* The residual stream after a branch: x + d; with a norm after the branch (OLMo 2's, in place of the one before;
+ * Gemma 3's, beside it), x + rmsnorm(d); Granite's x + residual_mult d */
+static tt_value *residual(tt_graph *g, const tt_model *m, fwd_shared *sh, tt_value *x, tt_value *d, tt_value *post)
 {
-    if (m->ext.post_norms) d = tt_rmsnorm(g, d, norm, m->cfg.norm_eps);
+    if (post) d = rms(g, m, sh, d, post);
     return m->ext.residual_mult ? tt_add_scaled(g, x, d, m->ext.residual_mult) : tt_add(g, x, d);
 }
 
 /* A branch's input: rmsnorm(x), or x itself where the norm comes after the branch (OLMo 2) */
-static tt_value *branch_input(tt_graph *g, const tt_model *m, tt_value *x, tt_value *norm)
+static tt_value *branch_input(tt_graph *g, const tt_model *m, fwd_shared *sh, tt_value *x, tt_value *norm)
 {
-    return m->ext.post_norms ? x : tt_rmsnorm(g, x, norm, m->cfg.norm_eps);
+    return m->ext.post_norms ? x : rms(g, m, sh, x, norm);
 }
 
 static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, const tt_fwd_inputs *in, tt_value **head)
@@ -153,35 +199,52 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
     tt_graph_set_scope(g, "tok_embeddings");
     tt_value *x = tt_embedding(g, in->ids, w[0]); // (B*T, D)
     if (m->ext.embed_mult) x = tt_scale(g, x, m->ext.embed_mult);
+    if (m->ext.gemma) x = tt_scale(g, x, (float)sqrt((double)c->dim)); /* hidden_size ** 0.5, as an fp32 tensor */
     /* the positions this graph sees: its tokens, or the KV cache's rows */
     const long positions = in->cache_k ? (long)in->cache_k[0]->shape[1] : (long)in->T;
-    tt_value *inv_freq = tt_model_rope_table(g, m, positions);
+    fwd_shared sh = {tt_model_rope_table(g, m, positions), NULL, {NULL}};
+    tt_value *inv_freq = sh.inv_freq;
+    if (m->ext.rope_local_theta > 0) { /* Gemma 3's sliding layers: plain RoPE of their own base */
+        tt_model m_local = *m;
+        memset(&m_local.ext.rope, 0, sizeof m_local.ext.rope);
+        m_local.cfg.rope = (tt_rope_params){.theta = m->ext.rope_local_theta};
+        sh.inv_freq_local = tt_model_rope_table(g, &m_local, positions);
+    }
+    if (m->ext.gemma) { /* the ones of 1 + w: the norms' width and the q/k norms' (a head's) */
+        const tt_dtype dt = w[block_start(m, 0) + ATTN_NORM]->dtype; /* the norms' weights' */
+        sh.ones[0] = ones_const(g, dt, c->dim);
+        sh.ones[1] = ones_const(g, dt, c->head_dim);
+    }
     for (int l = 0; l < c->n_layers; l++) {
         tt_value *const *b = w + block_start(m, l);
         const block_layout bl = layout(m, l);
         tt_graph_set_unit(g, l + 1);
         tt_graph_set_scope(g, "layers.%d.attention", l);
-        tt_value *h = branch_input(g, m, x, b[ATTN_NORM]);
+        /* the norms after each branch: OLMo 2's (the same weights, not used before it) or Gemma 3's own */
+        tt_value *post_a = m->ext.post_norms ? b[ATTN_NORM] : bl.pa >= 0 ? b[bl.pa] : NULL;
+        tt_value *post_f = m->ext.post_norms ? b[FFN_NORM] : bl.pf >= 0 ? b[bl.pf] : NULL;
+        tt_value *h = branch_input(g, m, &sh, x, b[ATTN_NORM]);
         tt_value *a = bl.mla >= 0 ? tt_mla_attention(g, m, b + bl.mla, b[WQ], h, in, inv_freq, rope_scale, l)
-                                  : gqa_attention(g, m, b, h, in, inv_freq, rope_scale, l);
-        x = residual(g, m, x, tt_linear(g, a, b[WO], bl.bo >= 0 ? b[bl.bo] : NULL), b[ATTN_NORM]);
-        h = branch_input(g, m, x, b[FFN_NORM]);
+                                  : gqa_attention(g, m, b, h, in, &sh, rope_scale, l);
+        x = residual(g, m, &sh, x, tt_linear(g, a, b[WO], bl.bo >= 0 ? b[bl.bo] : NULL), post_a);
+        h = branch_input(g, m, &sh, x, b[FFN_NORM]);
         if (bl.moe >= 0) {
             tt_graph_set_scope(g, "layers.%d.moe", l);
-            x = residual(g, m, x, tt_moe_layer(g, &c->moe, b + bl.moe, h, in->B, in->T, in->aux_scale), b[FFN_NORM]);
+            x = residual(g, m, &sh, x, tt_moe_layer(g, &c->moe, b + bl.moe, h, in->B, in->T, in->aux_scale), post_f);
             continue;
         }
         tt_graph_set_scope(g, "layers.%d.feed_forward", l);
-        tt_value *ff = tt_swiglu(g, tt_linear(g, h, b[W1], bl.b1 >= 0 ? b[bl.b1] : NULL),
-                                 tt_linear(g, h, b[W3], bl.b3 >= 0 ? b[bl.b3] : NULL));
-        x = residual(g, m, x, tt_linear(g, ff, b[W2], bl.b2 >= 0 ? b[bl.b2] : NULL), b[FFN_NORM]);
+        tt_value *gate = tt_linear(g, h, b[W1], bl.b1 >= 0 ? b[bl.b1] : NULL);
+        tt_value *up = tt_linear(g, h, b[W3], bl.b3 >= 0 ? b[bl.b3] : NULL);
+        tt_value *ff = m->ext.gemma ? tt_geglu(g, gate, up) : tt_swiglu(g, gate, up); /* Gemma 3: GeGLU */
+        x = residual(g, m, &sh, x, tt_linear(g, ff, b[W2], bl.b2 >= 0 ? b[bl.b2] : NULL), post_f);
     }
     tt_graph_set_unit(g, c->n_layers + 1);
     tt_graph_set_scope(g, "norm");
     tt_value *const *f = w + block_start(m, c->n_layers);
     *head = c->tie_embeddings ? w[0] : f[1];
     tt_graph_set_scope(g, "output");
-    tt_value *out = tt_rmsnorm(g, x, f[0], c->norm_eps);
+    tt_value *out = rms(g, m, &sh, x, f[0]);
     return m->ext.logits_div ? tt_scale(g, out, 1.0 / m->ext.logits_div) : out; /* Granite: logits / logits_scaling */
 }
 
@@ -230,6 +293,9 @@ static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
     };
     const char *n = m->ext.post_norms && k == ATTN_NORM ? "post_attention_layernorm.weight" /* OLMo 2 */
                     : m->ext.post_norms && k == FFN_NORM ? "post_feedforward_layernorm.weight"
+                    : m->ext.gemma && k == FFN_NORM      ? "pre_feedforward_layernorm.weight" /* Gemma 3 */
+                    : k == bl.pa                         ? "post_attention_layernorm.weight"
+                    : k == bl.pf                         ? "post_feedforward_layernorm.weight"
                     : k < PER_BLOCK                      ? base[k]
                     : k == bl.bo  ? "self_attn.o_proj.bias"
                     : k == bl.b1  ? "mlp.gate_proj.bias"

@@ -98,6 +98,11 @@ typedef struct {
      * residual_mult before its add, the attention scores times attn_mult (in place of 1 / sqrt(head_dim)), and the
      * final hidden state (so the logits) divided by logits_div */
     double embed_mult, residual_mult, attn_mult, logits_div;
+    /* Gemma 3's block: RMSNorms that scale by (1 + w), norms both before and after each branch, GeGLU (gelu tanh)
+     * in the MLP, the embeddings times sqrt(dim), the scores times query_pre_attn_scalar^-1/2, and on its sliding
+     * layers RoPE of base rope_local_theta (the full layers take cfg.rope and ext.rope) */
+    int gemma;
+    double query_pre_attn_scalar, rope_local_theta;
     int rope_rot;      /* partial rotary (Phi-3's partial_rotary_factor): a head's first rope_rot features rotate; 0 = all */
     int hf_phi3;       /* Phi-3's names: q, k, v as rows of one qkv_proj, gate and up of one gate_up_proj */
     /* 1 = layer l applies no RoPE (SmolLM3's no_rope_layers 0); layers past TT_MODEL_MAX_LAYERS apply it */
