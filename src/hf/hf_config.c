@@ -381,6 +381,43 @@ static cJSON *rope_to_json(const tt_rope_params *r, const tt_rope_ext *x, int ro
 }
 
 /* ---- Llama, Mistral, Qwen2, Qwen3 ------------------------------------------ */
+/* The layers' windows (window: 0 = none): each layer slides as layer_types says, else as sliding_default(l); a full
+ * layer past TT_MODEL_MAX_LAYERS is refused while a window is on, and without layer_types a default that holds
+ * for every layer past it (uniform) stops the walk there. Sets x->full_attention and *any: whether a layer slides. */
+static tt_err layer_windows(const char *path, const cJSON *j, const tt_model_cfg *m, int window, tt_model_ext *x,
+                            int (*sliding_default)(int l, const void *ctx), const void *ctx, int uniform, int *any)
+{
+    const cJSON *lt = present(j, "layer_types");
+    if (lt && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != m->n_layers))
+        return tt_errorf("%s: key 'layer_types' must be a list of %d strings (one per layer)", path, m->n_layers);
+    *any = 0;
+    const cJSON *e = lt ? lt->child : NULL; /* walked along: cJSON_GetArrayItem(lt, l) would be quadratic */
+    for (int l = 0; l < m->n_layers; l++, e = e ? e->next : NULL) {
+        int sliding = sliding_default(l, ctx);
+        if (!lt && uniform && l > TT_MODEL_MAX_LAYERS) break; /* every later layer is like this one */
+        if (lt) {
+            const char *t = cJSON_IsString(e) ? e->valuestring : "";
+            if (strcmp(t, "sliding_attention") && strcmp(t, "full_attention"))
+                return tt_errorf("%s: layer_types[%d] is '%s': only 'full_attention' and 'sliding_attention' are "
+                                 "supported", path, l, t);
+            sliding = strcmp(t, "sliding_attention") == 0;
+        }
+        if (!sliding && l >= TT_MODEL_MAX_LAYERS && window)
+            return tt_errorf("%s: per-layer sliding windows are supported for at most %d layers", path,
+                             TT_MODEL_MAX_LAYERS);
+        if (l < TT_MODEL_MAX_LAYERS) x->full_attention[l] = window && !sliding;
+        *any |= sliding;
+    }
+    return 0;
+}
+
+/* Qwen2/3's default: layers from max_window_layers on slide; SmolLM3's: its layers without RoPE */
+static int slides_past(int l, const void *ctx) { return l >= *(const int *)ctx; }
+static int slides_without_rope(int l, const void *ctx)
+{
+    return l < TT_MODEL_MAX_LAYERS && ((const tt_model_ext *)ctx)->no_rope[l];
+}
+
 static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x)
 {
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
@@ -393,34 +430,16 @@ static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, t
         m->window = window;
         return 0;
     }
-    int use = 0, mwl = 0;
+    int use = 0, mwl = 0, any = 0;
     const int no_rope = (s->features & F_NO_ROPE) != 0; /* SmolLM3: its layers without RoPE slide, by default */
     if (get_bool(path, j, "use_sliding_window", 0, &use) ||
         (!no_rope && get_int(path, j, "max_window_layers", 28, 0, &mwl)))
         return -1;
-    const cJSON *lt = present(j, "layer_types");
-    if (lt && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != m->n_layers))
-        return tt_errorf("%s: key 'layer_types' must be a list of %d strings (one per layer)", path, m->n_layers);
     m->window = use ? window : 0; /* transformers drops sliding_window unless use_sliding_window */
-    int any_sliding = 0;
-    const cJSON *e = lt ? lt->child : NULL; /* walked along: cJSON_GetArrayItem(lt, l) would be quadratic */
-    for (int l = 0; l < m->n_layers; l++, e = e ? e->next : NULL) {
-        int sliding = no_rope ? l < TT_MODEL_MAX_LAYERS && x->no_rope[l] : l >= mwl;
-        if (!lt && l > TT_MODEL_MAX_LAYERS) break; /* without layer_types every later layer is like this one */
-        if (lt) {
-            const char *t = cJSON_IsString(e) ? e->valuestring : "";
-            if (strcmp(t, "sliding_attention") && strcmp(t, "full_attention"))
-                return tt_errorf("%s: layer_types[%d] is '%s': only 'full_attention' and 'sliding_attention' are "
-                                 "supported", path, l, t);
-            sliding = strcmp(t, "sliding_attention") == 0;
-        }
-        if (!sliding && l >= TT_MODEL_MAX_LAYERS && m->window)
-            return tt_errorf("%s: per-layer sliding windows are supported for at most %d layers", path,
-                             TT_MODEL_MAX_LAYERS);
-        if (l < TT_MODEL_MAX_LAYERS) x->full_attention[l] = m->window && !sliding;
-        any_sliding |= sliding;
-    }
-    if (!any_sliding) { /* a window no layer uses is no window */
+    if (no_rope ? layer_windows(path, j, m, m->window, x, slides_without_rope, x, 1, &any)
+                : layer_windows(path, j, m, m->window, x, slides_past, &mwl, 1, &any))
+        return -1;
+    if (!any) { /* a window no layer uses is no window */
         m->window = 0;
         memset(x->full_attention, 0, sizeof x->full_attention);
     }
@@ -466,6 +485,9 @@ static tt_err read_granite(const cJSON *j, const char *path, tt_model_ext *x)
     x->logits_div = lg != 1 ? lg : 0;
     return 0;
 }
+
+/* Gemma 3's default: every pattern-th layer full, the others sliding */
+static int slides_between_full(int l, const void *ctx) { return (l + 1) % *(const int *)ctx != 0; }
 
 /* Gemma 3: query_pre_attn_scalar; RoPE per layer type (rope_parameters' full_attention and sliding_attention, or
  * transformers 4's rope_theta, rope_scaling and rope_local_base_freq), the local one plain; a window on the layers
@@ -514,27 +536,12 @@ static tt_err read_gemma3(const cJSON *j, const char *path, tt_model_cfg *m, tt_
     int window = 4096;
     if (sw && cJSON_IsNull(sw)) window = 0;
     else if (get_int(path, j, "sliding_window", 4096, 1, &window)) return -1;
-    const cJSON *lt = present(j, "layer_types");
-    if (lt && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != m->n_layers))
-        return tt_errorf("%s: key 'layer_types' must be a list of %d strings (one per layer)", path, m->n_layers);
     m->window = window;
-    const cJSON *e = lt ? lt->child : NULL;
     int any = 0;
-    for (int l = 0; l < m->n_layers; l++, e = e ? e->next : NULL) {
-        int sliding = (l + 1) % pattern != 0;
-        if (lt) {
-            const char *t = cJSON_IsString(e) ? e->valuestring : "";
-            if (strcmp(t, "sliding_attention") && strcmp(t, "full_attention"))
-                return tt_errorf("%s: layer_types[%d] is '%s': only 'full_attention' and 'sliding_attention' are "
-                                 "supported", path, l, t);
-            sliding = !strcmp(t, "sliding_attention");
-        }
-        if (!sliding && l >= TT_MODEL_MAX_LAYERS && window)
-            return tt_errorf("%s: per-layer sliding windows are supported for at most %d layers", path,
-                             TT_MODEL_MAX_LAYERS);
-        if (l < TT_MODEL_MAX_LAYERS) x->full_attention[l] = window && !sliding;
-        any |= sliding;
-    }
+    /* the default repeats with the pattern: the walk past TT_MODEL_MAX_LAYERS stops at the first full layer (refused
+     * with a window), so it is uniform only when no layer is full or no window is on */
+    const int uniform = pattern > m->n_layers || pattern == 1 || !window;
+    if (layer_windows(path, j, m, window, x, slides_between_full, &pattern, uniform, &any)) return -1;
     if (any && !window)
         return tt_errorf("%s: sliding_window is null but layer_types has sliding layers (their own RoPE base without a "
                          "window): not supported", path);

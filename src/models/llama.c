@@ -120,7 +120,7 @@ static tt_err declare(tt_model *m)
  * ones that turn a norm's w into Gemma's 1 + w, one a width */
 typedef struct {
     tt_value *inv_freq, *inv_freq_local;
-    tt_value *ones[4];
+    tt_value *ones_dim, *ones_head; /* Gemma 3's: of a norm's width and of a head's */
 } fwd_shared;
 
 /* A constant (n) of ones in dt */
@@ -139,10 +139,8 @@ static tt_value *ones_const(tt_graph *g, tt_dtype dt, int64_t n)
 static tt_value *norm_scale(tt_graph *g, const tt_model *m, fwd_shared *sh, tt_value *w)
 {
     if (!m->ext.gemma || !w) return w;
-    for (int k = 0; k < 4; k++)
-        if (sh->ones[k] && tt_value_numel(sh->ones[k]) == tt_value_numel(w) && sh->ones[k]->dtype == w->dtype)
-            return tt_add(g, w, sh->ones[k]);
-    return tt_add(g, w, NULL); /* no such width: tt_add refuses it */
+    /* its q/k norms are per head: head_dim wide; the others dim wide */
+    return tt_add(g, w, tt_value_numel(w) == m->cfg.head_dim ? sh->ones_head : sh->ones_dim);
 }
 
 static tt_value *rms(tt_graph *g, const tt_model *m, fwd_shared *sh, tt_value *x, tt_value *w)
@@ -202,18 +200,15 @@ static tt_value *forward(tt_graph *g, const tt_model *m, tt_value *const *w, con
     if (m->ext.gemma) x = tt_scale(g, x, (float)sqrt((double)c->dim)); /* hidden_size ** 0.5, as an fp32 tensor */
     /* the positions this graph sees: its tokens, or the KV cache's rows */
     const long positions = in->cache_k ? (long)in->cache_k[0]->shape[1] : (long)in->T;
-    fwd_shared sh = {tt_model_rope_table(g, m, positions), NULL, {NULL}};
+    fwd_shared sh = {tt_model_rope_table(g, m, positions), NULL, NULL, NULL};
     tt_value *inv_freq = sh.inv_freq;
-    if (m->ext.rope_local_theta > 0) { /* Gemma 3's sliding layers: plain RoPE of their own base */
-        tt_model m_local = *m;
-        memset(&m_local.ext.rope, 0, sizeof m_local.ext.rope);
-        m_local.cfg.rope = (tt_rope_params){.theta = m->ext.rope_local_theta};
-        sh.inv_freq_local = tt_model_rope_table(g, &m_local, positions);
-    }
+    if (m->ext.rope_local_theta > 0) /* Gemma 3's sliding layers: plain RoPE of their own base */
+        sh.inv_freq_local = tt_rope_table(g, &(tt_rope_params){.theta = m->ext.rope_local_theta}, NULL,
+                                          tt_model_rope_rot(m), positions);
     if (m->ext.gemma) { /* the ones of 1 + w: the norms' width and the q/k norms' (a head's) */
         const tt_dtype dt = w[block_start(m, 0) + ATTN_NORM]->dtype; /* the norms' weights' */
-        sh.ones[0] = ones_const(g, dt, c->dim);
-        sh.ones[1] = ones_const(g, dt, c->head_dim);
+        sh.ones_dim = ones_const(g, dt, c->dim);
+        sh.ones_head = ones_const(g, dt, c->head_dim);
     }
     for (int l = 0; l < c->n_layers; l++) {
         tt_value *const *b = w + block_start(m, l);

@@ -263,6 +263,8 @@ tt_err tt_model_declare(tt_model *m, int unit, const char *name, int ndim, const
 /* inv_freq for RoPE as a graph constant (with the model's RoPE scaling), for a graph whose positions run up to
  * `positions` (LongRoPE's factors depend on it): rot/2 of them, rot the features of a head that rotate */
 tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m, long positions);
+/* The same for any RoPE parameters (x may be NULL: plain RoPE of p's base) over rot features a head */
+tt_value *tt_rope_table(tt_graph *g, const tt_rope_params *p, const tt_rope_ext *x, int rot, long positions);
 /* The features of a head RoPE rotates: the head's, or partial rotary's first ext.rope_rot */
 int tt_model_rope_rot(const tt_model *m);
 #endif

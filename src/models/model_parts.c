@@ -55,14 +55,18 @@ tt_attn_dims tt_model_attn_dims(const tt_model_cfg *c)
 
 int tt_model_rope_rot(const tt_model *m) { return m->ext.rope_rot > 0 ? m->ext.rope_rot : m->cfg.head_dim; }
 
-tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m, long positions)
+tt_value *tt_rope_table(tt_graph *g, const tt_rope_params *p, const tt_rope_ext *x, int rot, long positions)
 {
     void *data;
-    const int rot = tt_model_rope_rot(m);
     int64_t n = rot / 2;
     tt_value *v = tt_graph_const(g, TT_F32, 1, &n, &data);
-    if (v) tt_rope_inv_freq_at(&m->cfg.rope, &m->ext.rope, rot, positions, data);
+    if (v) tt_rope_inv_freq_at(p, x, rot, positions, data);
     return v;
+}
+
+tt_value *tt_model_rope_table(tt_graph *g, const tt_model *m, long positions)
+{
+    return tt_rope_table(g, &m->cfg.rope, &m->ext.rope, tt_model_rope_rot(m), positions);
 }
 
 #define MOE_OFFSETS_NAME "moe.tokens_per_expert"
