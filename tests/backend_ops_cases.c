@@ -171,6 +171,12 @@ static void case_add_scaled(hc *h, const void *p)
     }
     forward_and_backward(h, last(h), 1);
 }
+static void case_softcap(hc *h, const void *p)
+{
+    const row_p *c = p;
+    tt_softcap(h->g, act_in(h, "x", c->N, c->F, 3), 2.5); /* inputs up to 3: the tanh's curve, not its line */
+    forward_and_backward(h, last(h), 1);
+}
 static void case_gelu(hc *h, const void *p)
 {
     const row_p *c = p;
@@ -232,8 +238,8 @@ typedef struct {
     int B, T, H, Hk, hd, dv, window, Tmax, start;
 } attn_v_p;
 /* attention (or, with a cache of Tmax positions, attention_kv) with the scores scaled by `scale`, not 1 /
- * sqrt(hd) (Multi-head Latent Attention's YaRN scale), values c->dv wide */
-static void scaled_attention(hc *h, const attn_v_p *c, int docs, double scale)
+ * sqrt(hd) (Multi-head Latent Attention's YaRN scale), soft-capped at cap (0: not), values c->dv wide */
+static void scaled_attention(hc *h, const attn_v_p *c, int docs, double scale, double cap)
 {
     const int N = c->B * c->T;
     tt_value *q = act_in(h, "q", N, (int64_t)c->H * c->hd, 1), *k = act_in(h, "k", N, (int64_t)c->Hk * c->hd, 1);
@@ -244,21 +250,28 @@ static void scaled_attention(hc *h, const attn_v_p *c, int docs, double scale)
         tt_value *cv = input(h, "cache_v", h->act, 3, (int64_t[]){c->B, c->Tmax, (int64_t)c->Hk * c->dv},
                              (fill){F_ACT, 1, 0, 0, 0, NULL});
         tt_value *start = int_in(h, "start", 1, (fill){I_UNI, 0, 0, c->start, c->start + 1, NULL});
-        tt_attention_kv_scaled(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale);
+        tt_attention_kv_scaled(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale, cap);
         forward_and_backward(h, last(h), 0);
         return;
     }
     tt_value *doc = int_in(h, "doc", (int64_t)N, (fill){I_DOC, 0, docs ? 1 : 0, c->B, c->T, NULL});
-    tt_attention_scaled(h->g, q, k, v, doc, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale);
+    tt_attention_scaled(h->g, q, k, v, doc, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale, cap);
     forward_and_backward(h, last(h), 1);
 }
 static void case_attention_scaled(hc *h, const void *p)
 {
     const attn_p *c = p;
     const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
-    scaled_attention(h, &v, c->docs, 0.61);
+    scaled_attention(h, &v, c->docs, 0.61, 0);
 }
-static void case_attention_vw(hc *h, const void *p) { scaled_attention(h, p, 1, 0.45); }
+/* Gemma 2's soft-capped scores: a cap of 1.5 bends scores of this size (|s| up to about 3) well into the tanh */
+static void case_attention_capped(hc *h, const void *p)
+{
+    const attn_p *c = p;
+    const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
+    scaled_attention(h, &v, c->docs, 0.61, 1.5);
+}
+static void case_attention_vw(hc *h, const void *p) { scaled_attention(h, p, 1, 0.45, 0); }
 static void case_attention_qkv(hc *h, const void *p)
 {
     const attn_p *c = p;
@@ -288,6 +301,7 @@ typedef struct {
     int N, D, V, acc;
     int frozen; /* the table / head is a frozen bf16 weight (LoRA's base): no gradient for it, and ce_linear makes dh
                    alone (the f64 twin keeps f64) */
+    double cap; /* ce_linear: the logits' soft-cap (0: none) */
 } emb_p;
 
 /* A frozen weight of a LoRA base: bf16 where the run is not the f64 twin */
@@ -313,7 +327,7 @@ static void case_ce_linear(hc *h, const void *p)
     tt_value *W = c->frozen ? frozen_in(h, "W", c->V, c->D, 0.5) : w_in(h, "W", 2, c->V, c->D, 0.5);
     tt_value *t = int_in(h, "targets", c->N, (fill){I_TGT, 0, 0, c->V, 0, NULL});
     tt_value *scale = input(h, "scale", h->w, 1, (int64_t[]){1}, (fill){F_W, 0, 0.37, 0, 0, NULL});
-    tt_ce_linear(h->g, hh, W, t, scale, -100);
+    tt_ce_linear_capped(h->g, hh, W, t, scale, -100, c->cap);
     tt_node *n = last(h);
     if (n && c->frozen && n->n_out != 1) tt_graph_fail(h->g, "ce_linear: outputs before its backward");
     forward_and_backward(h, n, 1);
@@ -576,9 +590,11 @@ static const attn_p at_gqa = {2, 13, 4, 2, 8, 0, 1, 0, 0, 0}, at_win = {1, 17, 3
                     qkv_rope = {2, 13, 4, 2, 8, 0, 1, 1, 0, 0}, qkv_plain = {1, 11, 2, 2, 16, 4, 1, 0, 0, 0},
                     qkv_typ = {2, 256, 4, 4, 32, 0, 0, 1, 0, 0}, kv_prefill = {1, 5, 4, 2, 8, 0, 0, 0, 16, 0},
                     kv_decode = {2, 1, 4, 2, 16, 3, 0, 0, 12, 7};
-static const emb_p emb_odd = {37, 19, 23, 0, 0}, emb_acc = {29, 11, 13, 1, 0}, emb_typ = {512, 128, 258, 1, 0},
-                   ce_odd = {13, 11, 17, 0, 0}, ce_acc = {9, 7, 5, 1, 0}, ce_typ = {512, 128, 258, 1, 0},
-                   ce_frozen = {13, 11, 17, 0, 1}, ce_frozen_typ = {512, 128, 258, 0, 1}, emb_frozen = {37, 19, 23, 0, 1};
+static const emb_p emb_odd = {37, 19, 23, 0, 0, 0}, emb_acc = {29, 11, 13, 1, 0, 0}, emb_typ = {512, 128, 258, 1, 0, 0},
+                   ce_odd = {13, 11, 17, 0, 0, 0}, ce_acc = {9, 7, 5, 1, 0, 0}, ce_typ = {512, 128, 258, 1, 0, 0},
+                   ce_frozen = {13, 11, 17, 0, 1, 0}, ce_frozen_typ = {512, 128, 258, 0, 1, 0}, emb_frozen = {37, 19, 23, 0, 1, 0},
+                   ce_cap = {13, 11, 17, 0, 0, 1.5}, ce_cap_typ = {512, 128, 258, 1, 0, 2.0},
+                   ce_cap_frozen = {512, 128, 258, 0, 1, 2.0};
 static const opt_p acc_odd = {104, 0, 0}, sq_odd = {1001, 0, 0}, sq_chain = {37, 1, 0}, clip_no = {1, 0, 1.0},
                    clip_yes = {1, 1, 1.0}, clip_off = {1, 1, 0.0}, adam_all = {777, 0, 0}, adam_decay = {1000, 1, 0},
                    adam_typ = {100003, 1, 0};
@@ -653,6 +669,8 @@ const test_case op_cases[] = {
     {"geglu 37x19", case_geglu, &row_odd, 1, 0},
     {"geglu 512x384", case_geglu, &row_typ, 0, 0},
     {"gelu 512x384", case_gelu, &row_typ, 0, 0},
+    {"softcap 37x19, cap 2.5", case_softcap, &row_odd, 1, 0},
+    {"softcap 512x384, cap 2.5", case_softcap, &row_typ, 0, 0},
     {"rope 2x7 tokens, 3 heads of 8, scale 0.75", case_rope, &rope_odd, 1, 0},
     {"rope 2x256 tokens, 4 heads of 32", case_rope, &rope_typ, 0, 0},
     {"rope partial 2x7 tokens, 3 heads of 12, 8 rotated, scale 0.75", case_rope, &rope_part, 1, 0},
@@ -664,6 +682,11 @@ const test_case op_cases[] = {
     {"attention scaled 0.61, GQA 4:2, documents", case_attention_scaled, &at_gqa, 1, 0},
     {"attention scaled 0.61, 2x256, 4 heads of 32", case_attention_scaled, &at_typ, 0, 0},
     {"attention_kv scaled 0.61, decode at 7 of 12", case_attention_scaled, &kv_decode, 0, 0},
+    {"attention soft-capped 1.5, GQA 4:2, documents", case_attention_capped, &at_gqa, 1, 0},
+    {"attention soft-capped 1.5, GQA 3:1, window 5, documents, hd 16", case_attention_capped, &at_win, 1, 0},
+    {"attention soft-capped 1.5, 2x256, 4 heads of 32", case_attention_capped, &at_typ, 0, 0},
+    {"attention_kv soft-capped 1.5, prefill 5 of 16", case_attention_capped, &kv_prefill, 0, 0},
+    {"attention_kv soft-capped 1.5, decode at 7 of 12, window 3", case_attention_capped, &kv_decode, 0, 0},
     {"attention values narrower (12 q/k, 8 v), GQA, documents", case_attention_vw, &av_narrow, 1, 0},
     {"attention values wider (8 q/k, 16 v), window 5", case_attention_vw, &av_wide, 1, 0},
     {"attention 2x256, 4 heads of 48 q/k and 32 v", case_attention_vw, &av_typ, 0, 0},
@@ -682,6 +705,9 @@ const test_case op_cases[] = {
     {"ce_linear 13x11, vocabulary 17, frozen bf16 head (dh alone)", case_ce_linear, &ce_frozen, 1, 0},
     {"ce_linear 512x128, vocabulary 258, frozen bf16 head", case_ce_linear, &ce_frozen_typ, 0, 0},
     {"ce_linear 512x128, vocabulary 258", case_ce_linear, &ce_typ, 0, 0},
+    {"ce_linear 13x11, vocabulary 17, logits soft-capped at 1.5", case_ce_linear, &ce_cap, 1, 0},
+    {"ce_linear 512x128, vocabulary 258, capped at 2, dW accumulating", case_ce_linear, &ce_cap_typ, 0, 0},
+    {"ce_linear 512x128, vocabulary 258, capped at 2, frozen bf16 head", case_ce_linear, &ce_cap_frozen, 0, 0},
     {"accum 13x8", case_accum, &acc_odd, 0, 0},
     {"sumsq 1001", case_sumsq, &sq_odd, 0, 0},
     {"sumsq chained", case_sumsq, &sq_chain, 0, 0},

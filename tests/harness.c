@@ -112,7 +112,7 @@ th_train_graph th_train_graph_build(const tt_model *m, int B, int T)
     t.targets = tt_graph_input(g, "targets", TT_I32, 1, &n);
     t.scale = tt_graph_input(g, "scale", TT_F32, 1, (int64_t[]){1});
     tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
-    t.loss = tt_ce_linear(g, h, head, t.targets, t.scale, -100);
+    t.loss = tt_model_loss(g, m, h, head, t.targets, t.scale, -100);
     tt_graph_mark_output(g, t.loss);
     t.n_fwd = g->n_nodes; /* the backward starts here */
     /* every view of the weights the forward made (the parameters, and views over several of them, as an MoE

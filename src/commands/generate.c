@@ -51,7 +51,7 @@ static tt_err build_gen(gen_graph *gg, const tt_model *m, tt_train_state *s, int
         tt_fwd_inputs in = {.B = 1, .T = T, .ids = gg->ids, .pos = gg->pos, .cache_k = kv, .cache_v = kv + c->n_layers,
                              .start = gg->start};
         tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
-        gg->logits = tt_linear(g, h, head, NULL);
+        gg->logits = tt_model_logits(g, m, h, head);
         tt_graph_mark_output(g, gg->logits);
         if (g->failed || !(gg->exec = tt_exec_new(g, s->be, s->q, mode))) rc = -1;
     }

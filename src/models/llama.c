@@ -170,9 +170,10 @@ static tt_value *gqa_attention(tt_graph *g, const tt_model *m, tt_value *const *
     }
     /* 0: 1 / sqrt(hd); Granite's multiplier; Gemma 3's query_pre_attn_scalar^-1/2 */
     const double scale = m->ext.gemma ? 1.0 / sqrt(m->ext.query_pre_attn_scalar) : m->ext.attn_mult;
+    const double cap = m->ext.attn_softcap; /* Gemma 2 */
     return in->cache_k ? tt_attention_kv_scaled(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H,
-                                                Hk, hd, window, scale)
-                       : tt_attention_scaled(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window, scale);
+                                                Hk, hd, window, scale, cap)
+                       : tt_attention_scaled(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window, scale, cap);
 }
 
 /* The residual stream after a branch: x + d; with a norm after the branch (OLMo 2's, in place of the one before;

@@ -300,6 +300,18 @@ tt_value *tt_model_forward(tt_graph *g, const tt_model *m, tt_value *const *vals
     return arch_impl(m->cfg.arch)->forward(g, m, vals, in, head);
 }
 
+tt_value *tt_model_logits(tt_graph *g, const tt_model *m, tt_value *h, tt_value *head)
+{
+    tt_value *z = tt_linear(g, h, head, NULL);
+    return m->ext.final_softcap > 0 ? tt_softcap(g, z, m->ext.final_softcap) : z;
+}
+
+tt_value *tt_model_loss(tt_graph *g, const tt_model *m, tt_value *h, tt_value *head, tt_value *targets,
+                        tt_value *scale, int ignore_index)
+{
+    return tt_ce_linear_capped(g, h, head, targets, scale, ignore_index, m->ext.final_softcap);
+}
+
 tt_err tt_model_hf_slot(const tt_model *m, int i, tt_hf_slot *out)
 {
     memset(out, 0, sizeof *out);

@@ -103,6 +103,9 @@ typedef struct {
      * layers RoPE of base rope_local_theta (the full layers take cfg.rope and ext.rope) */
     int gemma;
     double query_pre_attn_scalar, rope_local_theta;
+    /* Gemma 2's tanh soft-capping (0: none): each attention score s becomes attn_softcap * tanh(s / attn_softcap)
+     * before the softmax, each logit z final_softcap * tanh(z / final_softcap) */
+    double attn_softcap, final_softcap;
     int rope_rot;      /* partial rotary (Phi-3's partial_rotary_factor): a head's first rope_rot features rotate; 0 = all */
     int hf_phi3;       /* Phi-3's names: q, k, v as rows of one qkv_proj, gate and up of one gate_up_proj */
     /* 1 = layer l applies no RoPE (SmolLM3's no_rope_layers 0); layers past TT_MODEL_MAX_LAYERS apply it */
@@ -206,9 +209,14 @@ const char *tt_arch_name(tt_arch_id a);
  * n_params entries). */
 tt_err tt_model_bind(tt_graph *g, const tt_model *m, tt_value **vals, tt_value **units);
 /* Build the forward to the final hidden state (B*T, dim); *head receives the
- * output projection (V, dim) to use with tt_ce_linear or tt_linear. */
+ * output projection (V, dim) to use with tt_model_loss or tt_model_logits. */
 tt_value *tt_model_forward(tt_graph *g, const tt_model *m, tt_value *const *vals, const tt_fwd_inputs *in,
                            tt_value **head);
+/* The logits (N, V) of the final hidden state h and the head, soft-capped where the model caps them (Gemma 2) */
+tt_value *tt_model_logits(tt_graph *g, const tt_model *m, tt_value *h, tt_value *head);
+/* The loss over them without holding them: tt_ce_linear with the model's final soft-cap */
+tt_value *tt_model_loss(tt_graph *g, const tt_model *m, tt_value *h, tt_value *head, tt_value *targets,
+                        tt_value *scale, int ignore_index);
 
 /* Parameter counts and the model FLOPs per token of DESIGN.md, from the
  * config alone (titan plan). matmul_params counts the parameters a token

@@ -35,11 +35,11 @@ tt_value *tt_rope_partial(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv
 tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T, int H,
                        int Hk, int hd, int window)
 {
-    return tt_attention_scaled(g, q, k, v, doc, B, T, H, Hk, hd, window, 0);
+    return tt_attention_scaled(g, q, k, v, doc, B, T, H, Hk, hd, window, 0, 0);
 }
 
 tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T, int H,
-                              int Hk, int hd, int window, double softmax_scale)
+                              int Hk, int hd, int window, double softmax_scale, double softcap)
 {
     /* values may be narrower or wider than queries and keys (Multi-head Latent Attention): their width is v's */
     const int64_t vw = v && Hk > 0 && cols(v) % Hk == 0 ? cols(v) / Hk : -1;
@@ -49,8 +49,9 @@ tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v
          "attention: q must be (%d*%d, %d*%d), k (%d*%d, %d*%d), v (%d*%d, %d heads), doc ids (%d*%d)", B, T, H, hd,
          B, T, Hk, hd, B, T, Hk, B, T);
     NEED(q->dtype == k->dtype && q->dtype == v->dtype, "attention: q, k and v have different dtypes");
+    NEED(softcap >= 0 && isfinite(softcap), "attention: the soft-cap must be 0 (none) or a positive finite number");
     tt_value *out[] = {tt_op_act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), tt_op_act(g, stat_dtype(q->dtype), 3, B, H, T)};
-    tt_attn_attrs at = {B, T, H, Hk, hd, window, 0, 0, softmax_scale, vw == hd ? 0 : (int)vw};
+    tt_attn_attrs at = {B, T, H, Hk, hd, window, 0, 0, softmax_scale, vw == hd ? 0 : (int)vw, softcap};
     tt_value *in[] = {q, k, v, doc};
     return tt_op_node(g, TT_OP_ATTENTION, 4, in, 2, out, &at) ? out[0] : NULL;
 }
@@ -58,12 +59,12 @@ tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v
 tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
                           tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd, int window)
 {
-    return tt_attention_kv_scaled(g, q, k, v, cache_k, cache_v, start, B, Tq, H, Hk, hd, window, 0);
+    return tt_attention_kv_scaled(g, q, k, v, cache_k, cache_v, start, B, Tq, H, Hk, hd, window, 0, 0);
 }
 
 tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
                                  tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd, int window,
-                                 double softmax_scale)
+                                 double softmax_scale, double softcap)
 {
     const int64_t vw = v && Hk > 0 && cols(v) % Hk == 0 ? cols(v) / Hk : -1; /* the values' width */
     NEED(q && k && v && cache_k && cache_v && start && Hk > 0 && H % Hk == 0 && rows(q) == (int64_t)B * Tq &&
@@ -72,8 +73,9 @@ tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value
              cache_v->shape[0] == B && cache_v->shape[1] == cache_k->shape[1] && cache_k->shape[2] == (int64_t)Hk * hd &&
              cache_v->shape[2] == (int64_t)Hk * vw && start->dtype == TT_I32,
          "attention with KV cache: shapes do not match");
+    NEED(softcap >= 0 && isfinite(softcap), "attention: the soft-cap must be 0 (none) or a positive finite number");
     tt_value *out[] = {tt_op_act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), tt_op_act(g, stat_dtype(q->dtype), 3, B, H, Tq)};
-    tt_attn_attrs at = {B, Tq, H, Hk, hd, window, 0, (int)cache_k->shape[1], softmax_scale, vw == hd ? 0 : (int)vw};
+    tt_attn_attrs at = {B, Tq, H, Hk, hd, window, 0, (int)cache_k->shape[1], softmax_scale, vw == hd ? 0 : (int)vw, softcap};
     tt_value *in[] = {q, k, v, cache_k, cache_v, start};
     return tt_op_node(g, TT_OP_ATTENTION_KV, 6, in, 2, out, &at) ? out[0] : NULL;
 }
@@ -88,7 +90,7 @@ tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *
          "attention: qkv must be (%d*%d, (%d+2*%d)*%d), doc ids and positions (%d*%d)", B, T, H, Hk, hd, B, T);
     tt_value *out[] = {tt_op_act(g, qkv->dtype, 2, qkv->shape[0], (int64_t)H * hd, 0),
                        tt_op_act(g, stat_dtype(qkv->dtype), 3, B, H, T)};
-    tt_attn_attrs at = {B, T, H, Hk, hd, window, pos ? rope_scale : 0, 0, 0, 0};
+    tt_attn_attrs at = {B, T, H, Hk, hd, window, pos ? rope_scale : 0, 0, 0, 0, 0};
     tt_value *in[] = {qkv, doc, pos, inv_freq};
     return tt_op_node(g, TT_OP_ATTENTION_QKV, pos ? 4 : 2, in, 2, out, &at) ? out[0] : NULL;
 }

@@ -1,5 +1,5 @@
 /* elementwise.c — the ops that work element by element: the residual add,
- * SwiGLU, GeGLU and GELU with their backwards, cast, scale and add_scaled, a value of zeros, and dropout. */
+ * SwiGLU, GeGLU, GELU and soft-capping with their backwards, cast, scale and add_scaled, a value of zeros, and dropout. */
 #include "ops/ops_internal.h"
 
 tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
@@ -59,6 +59,14 @@ tt_value *tt_gelu(tt_graph *g, tt_value *x)
     NEED(x, "gelu: no input");
     tt_value *y = tt_value_new(g, TT_ROLE_ACT, x->dtype, x->ndim, x->shape);
     return tt_op_node(g, TT_OP_GELU, 1, &x, 1, &y, NULL) ? y : NULL;
+}
+
+tt_value *tt_softcap(tt_graph *g, tt_value *x, double cap)
+{
+    NEED(x && cap > 0 && isfinite(cap), "softcap: an input and a positive finite cap");
+    tt_value *y = tt_value_new(g, TT_ROLE_ACT, x->dtype, x->ndim, x->shape);
+    tt_scale_attrs at = {cap};
+    return tt_op_node(g, TT_OP_SOFTCAP, 1, &x, 1, &y, &at) ? y : NULL;
 }
 
 tt_value *tt_cast(tt_graph *g, tt_value *x, tt_dtype to)
@@ -168,6 +176,12 @@ static void bw_gelu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **g
     gin[0] = tt_op_emit1(g, TT_OP_GELU_BWD, 2, in, n->in[0], NULL);
 }
 
+static void bw_softcap(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], gout[0]};
+    gin[0] = tt_op_emit1(g, TT_OP_SOFTCAP_BWD, 2, in, n->in[0], n->attrs);
+}
+
 /* the same mask on the gradient: the same rng value and site; rng has no gradient */
 static void bw_dropout(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
@@ -183,6 +197,8 @@ const tt_op_def tt_op_def_gelu = {.flags = TT_OPF_PURE, .flops = fl_out, .backwa
 const tt_op_def tt_op_def_gelu_bwd = {.flops = fl_in0};
 const tt_op_def tt_op_def_geglu = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_geglu};
 const tt_op_def tt_op_def_geglu_bwd = {.flops = fl_in0};
+const tt_op_def tt_op_def_softcap = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_softcap};
+const tt_op_def tt_op_def_softcap_bwd = {.flops = fl_in0};
 const tt_op_def tt_op_def_cast = {.flags = TT_OPF_PURE, .flops = fl_zero};
 const tt_op_def tt_op_def_zero = {.flops = fl_zero};
 const tt_op_def tt_op_def_scale = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_scale};

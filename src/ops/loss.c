@@ -4,11 +4,18 @@
 
 tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets, tt_value *scale, int ignore_index)
 {
+    return tt_ce_linear_capped(g, h, w, targets, scale, ignore_index, 0);
+}
+
+tt_value *tt_ce_linear_capped(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets, tt_value *scale,
+                              int ignore_index, double softcap)
+{
     NEED(h && w && targets && scale && h->ndim == 2 && w->ndim == 2 && cols(h) == cols(w) && meet(h, w) &&
              tt_value_numel(targets) == rows(h) && targets->dtype == TT_I32,
          "cross-entropy: hidden (N, D), head (V, D) and N targets needed");
+    NEED(softcap >= 0 && isfinite(softcap), "cross-entropy: the soft-cap must be 0 (none) or a positive finite number");
     tt_value *loss = tt_op_act(g, h->dtype == TT_F64 ? TT_F64 : TT_F32, 1, 1, 0, 0);
-    tt_ce_attrs at = {ignore_index};
+    tt_ce_attrs at = {ignore_index, softcap};
     tt_value *in[] = {h, w, targets, scale};
     return tt_op_node(g, TT_OP_CE_LINEAR, 4, in, 1, &loss, &at) ? loss : NULL;
 }

@@ -56,6 +56,10 @@ TT_OP(GELU_BWD, gelu_bwd, 0)
 TT_OP(GEGLU, geglu, 0)
 /* in: a, b, dy   out: da, db */
 TT_OP(GEGLU_BWD, geglu_bwd, 0)
+/* in: x   tt_scale_attrs (s: the cap)   out: y = s tanh(x / s) (Gemma 2's soft-capped logits) */
+TT_OP(SOFTCAP, softcap, sizeof(tt_scale_attrs))
+/* in: x, dy   tt_scale_attrs   out: dx = dy (1 - tanh(x / s)^2) */
+TT_OP(SOFTCAP_BWD, softcap_bwd, sizeof(tt_scale_attrs))
 /* in: h (N,D), W (V,D), targets (N) i32, scale (1) f32  tt_ce_attrs
    out: loss (1) = scale * sum of token losses; as a loss root also
    dh (N,D) and dW (V,D) (accumulable) from the same chunk loop */

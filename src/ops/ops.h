@@ -52,6 +52,7 @@ typedef struct {
     int Tmax;          /* attention_kv: the cache's positions */
     double softmax_scale; /* the scores' scale; 0: 1 / sqrt(hd) (tt_attn_softmax_scale) */
     int hdv;              /* attention, attention_kv: the values' (and output's) width a head; 0: hd */
+    double softcap;       /* Gemma 2: each score s becomes softcap * tanh(s / softcap) before the softmax; 0: none */
 } tt_attn_attrs;
 
 /* The values' width of a head */
@@ -59,6 +60,7 @@ static inline int tt_attn_v_width(const tt_attn_attrs *a) { return a->hdv > 0 ? 
 
 typedef struct {
     int ignore_index;
+    double softcap; /* Gemma 2: each logit z becomes softcap * tanh(z / softcap); 0: none */
 } tt_ce_attrs;
 
 typedef struct {
@@ -216,12 +218,13 @@ tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_va
 tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
                           tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd,
                           int window);
-/* the same two with the scores scaled by softmax_scale instead of 1 / sqrt(hd) (0: that) */
+/* the same two with the scores scaled by softmax_scale instead of 1 / sqrt(hd) (0: that), and soft-capped:
+ * s -> softcap * tanh(s / softcap) (0: not) */
 tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T,
-                              int H, int Hk, int hd, int window, double softmax_scale);
+                              int H, int Hk, int hd, int window, double softmax_scale, double softcap);
 tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
                                  tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd,
-                                 int window, double softmax_scale);
+                                 int window, double softmax_scale, double softcap);
 tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b);
 /* silu(ab[:, :F]) * ab[:, F:] of one (N, 2F) value: gate and up from one matmul */
 tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab);
@@ -244,6 +247,11 @@ tt_value *tt_geglu(tt_graph *g, tt_value *a, tt_value *b);
 /* scale * sum of cross-entropy over targets != ignore_index */
 tt_value *tt_ce_linear(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets, tt_value *scale,
                        int ignore_index);
+/* the same over soft-capped logits: z -> softcap * tanh(z / softcap) (0: not) */
+tt_value *tt_ce_linear_capped(tt_graph *g, tt_value *h, tt_value *w, tt_value *targets, tt_value *scale,
+                              int ignore_index, double softcap);
+/* y = cap * tanh(x / cap), elementwise (Gemma 2's soft-capped logits) */
+tt_value *tt_softcap(tt_graph *g, tt_value *x, double cap);
 void tt_accum(tt_graph *g, tt_value *acc, tt_value *grad);
 /* Chains one grad at a time: total = tt_sumsq(g, grad_k, total_so_far_or_NULL) */
 tt_value *tt_sumsq(tt_graph *g, tt_value *grad, tt_value *prev);

@@ -166,7 +166,7 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
     tt_fwd_inputs in = {.B = c->B, .T = c->T, .ids = sg->ids, .pos = sg->pos, .doc = sg->doc, .aux_scale = sg->aux_scale};
     tt_value *head = NULL, *h = rc ? NULL : tt_model_forward(g, m, vals, &in, &head);
     tt_graph_set_scope(g, "loss");
-    sg->losses[sg->n_losses++] = tt_ce_linear(g, h, head, sg->targets, sg->scale, -100);
+    sg->losses[sg->n_losses++] = tt_model_loss(g, m, h, head, sg->targets, sg->scale, -100);
     tt_graph_mark_output(g, sg->losses[0]);
     for (int v = 0; v < g->n_values && !rc; v++) /* the MoE layers' auxiliary losses: more roots */
         if (tt_moe_is_aux_loss(g->values[v])) {

@@ -1,6 +1,6 @@
 /* attention.c — the portable attention kernels: causal, GQA, document
- * masking and a sliding window, fp32. The T x T score matrix is never held:
- * the forward runs an online softmax over 64 x 64 tiles of scores and saves
+ * masking, a sliding window and soft-capped scores, fp32. The T x T score
+ * matrix is never held: the forward runs an online softmax over 64 x 64 tiles of scores and saves
  * the logsumexp; the backward recomputes each tile's probabilities from it.
  * Tile products go through cblas_sgemm (single-threaded inside our parallel
  * loops), reading q/k/v in place through their row strides, so GQA copies
@@ -47,11 +47,20 @@ static inline float dotf(const float *restrict a, const float *restrict b, int n
     return s;
 }
 
+/* A tile's scores soft-capped in place: s -> cap tanh(s / cap) (cap > 0) */
+static void cap_scores(float *S, int n, float cap)
+{
+    const float inv = 1.0f / cap;
+    #pragma omp simd
+    for (int i = 0; i < n; i++) S[i] = cap * tt_tanhf(S[i] * inv);
+}
+
 static void attn_fwd_f32(const float *q, const float *k, const float *v, const int32_t *doc, float *o, float *lse,
-                         int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, int hd, int window, double scale)
+                         int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, int hd, int window, double scale,
+                         double softcap)
 {
     int group = H / Hk, nqb = (Tq + QB - 1) / QB, ldq = H * hd, ldk = Hk * hd;
-    float sc = (float)scale;
+    float sc = (float)scale, cap = (float)softcap;
     long tasks = (long)B * H * nqb;
     /* Tiles are independent, so a dynamic schedule (which evens out the causal
      * triangle) still gives the same bits on every run. */
@@ -78,6 +87,7 @@ static void attn_fwd_f32(const float *q, const float *k, const float *v, const i
             const float *V = v + (((size_t)b * kvT + j0) * Hk + kh) * hd;
             /* S (nq, nj) = scale Q K^T */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nj, hd, sc, Q, ldq, K, ldk, 0.0f, S, nj);
+            if (cap > 0) cap_scores(S, nq * nj, cap);
             for (int r = 0; r < nq; r++) {
                 float *s = S + (size_t)r * nj, bm = -INFINITY, sum = 0;
                 for (int c = 0; c < nj; c++)
@@ -118,13 +128,14 @@ static void attn_fwd_f32(const float *q, const float *k, const float *v, const i
  * dq of the query heads that share it, so nothing races. Key tiles are the
  * outer loop so their dk/dv stay in cache while the query tiles that see them
  * stream by. Per tile, with P = exp(S - lse) and D_i = dout_i . o_i:
- * dP = dO V^T, dS = P (dP - D) scale, dV += P^T dO, dK += dS^T Q, dQ += dS K. */
+ * dP = dO V^T, dS = P (dP - D) scale, dV += P^T dO, dK += dS^T Q, dQ += dS K. Under a soft-cap, P is of the
+ * capped scores and dS takes the cap's derivative, 1 - tanh^2, too. */
 static void attn_bwd_f32(const float *q, const float *k, const float *v, const int32_t *doc, const float *o,
                          const float *lse, const float *dout, float *dq, float *dk, float *dv, int B, int T_, int H,
-                         int Hk, int hd, int window, double scale)
+                         int Hk, int hd, int window, double scale, double softcap)
 {
     int group = H / Hk, T = T_, ldq = H * hd, ldk = Hk * hd;
-    float sc = (float)scale;
+    float sc = (float)scale, cap = (float)softcap;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int task = 0; task < B * Hk; task++) {
         int b = task / Hk, kh = task % Hk;
@@ -159,8 +170,9 @@ static void attn_bwd_f32(const float *q, const float *k, const float *v, const i
                         float *p = P + (size_t)r * nj, *ds = dS + (size_t)r * nj, Lr = L[r];
                         float Di = dotf(dO + (size_t)r * ldq, Oi + (size_t)r * ldq, hd);
                         for (int c = 0; c < nj; c++) {
-                            p[c] = vis[r][c] && Lr != -INFINITY ? expf(p[c] - Lr) : 0.0f;
-                            ds[c] = p[c] * (ds[c] - Di) * sc;
+                            const float t = cap > 0 ? tt_tanhf(p[c] / cap) : 0.0f, z = cap > 0 ? cap * t : p[c];
+                            p[c] = vis[r][c] && Lr != -INFINITY ? expf(z - Lr) : 0.0f;
+                            ds[c] = p[c] * (ds[c] - Di) * sc * (1.0f - t * t);
                         }
                     }
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nj, hd, nq, 1.0f, P, nj, dO, ldq, 1.0f,
@@ -175,9 +187,9 @@ static void attn_bwd_f32(const float *q, const float *k, const float *v, const i
 }
 
 void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, float *lse, int B, int Tq, int Tk,
-                      int kvT, int q_off, int H, int Hk, int hd, int window, double scale)
+                      int kvT, int q_off, int H, int Hk, int hd, int window, double scale, double softcap)
 {
-    attn_fwd_f32(q, k, v, NULL, o, lse, B, Tq, Tk, kvT, q_off, H, Hk, hd, window, scale);
+    attn_fwd_f32(q, k, v, NULL, o, lse, B, Tq, Tk, kvT, q_off, H, Hk, hd, window, scale, softcap);
 }
 
 /* ---- training calls in any layout, through fp32 scratch ---------------------- */
@@ -222,7 +234,7 @@ tt_err tt_attention_fwd_portable(const tt_attn *a)
     gather(k, a->k, a->ldk, N, a->Hk, a, 1);
     gather(v, a->v, a->ldv, N, a->Hk, a, 0);
     attn_fwd_f32(q, k, v, a->doc, o, a->lse, a->B, a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, a->window,
-                 a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd));
+                 a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd), a->softcap);
     scatter(a->o, a->ldo, o, N, a->H, a, 0);
     return 0;
 }
@@ -238,7 +250,7 @@ tt_err tt_attention_bwd_portable(const tt_attn *a)
     gather(o, a->o, a->ldo, N, a->H, a, 0);
     gather(dout, a->dout, a->lddo, N, a->H, a, 0);
     attn_bwd_f32(q, k, v, a->doc, o, a->lse, dout, dq, dk, dv, a->B, a->T, a->H, a->Hk, a->hd, a->window,
-                 a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd));
+                 a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd), a->softcap);
     scatter(a->dq, a->lddq, dq, N, a->H, a, 1);
     scatter(a->dk, a->lddk, dk, N, a->Hk, a, 1);
     scatter(a->dv, a->lddv, dv, N, a->Hk, a, 0);

@@ -6,7 +6,9 @@
  * fp32 output accumulator; the T x T scores are never held, only their
  * logsumexp is saved. The backward recomputes each tile's probabilities from
  * it. Causal tiles above the diagonal are never visited; tiles that see
- * nothing (other documents, outside the window) cost a mask scan.
+ * nothing (other documents, outside the window) cost a mask scan. Gemma 2's
+ * soft-cap (cap tanh(s / cap) of each score) is applied to a tile's scores
+ * before its softmax, and its derivative taken in the backward.
  *
  * Every product of a tile is one routine, tile_mm: C (R x 16NV) += A B over
  * ks steps, with A read as broadcasts and B as vectors, the accumulators in
@@ -133,6 +135,7 @@ typedef struct {
     int ku, nblk, group;   /* nblk: 64-row blocks per sequence */
     size_t es, blk_elems;  /* bytes of one compute element; elements of one packed 64 x hd block */
     float scale;           /* 1 / sqrt(hd) */
+    float softcap;         /* > 0: scaled scores s become softcap tanh(s / softcap) */
     /* packed operands, [b][head][block][64 * hd] elements (NULL: not needed) */
     void *q_r, *q_at, *k_bt, *k_bi, *v_bt, *v_bi, *do_r, *do_at;
     float *D;              /* backward: rowsum(dout * o), (B, H, T) */
@@ -280,6 +283,11 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
         if (see == SEE_NONE) continue;
         /* S (64, 64) = Q K^T */
         tile_mm(ku, BLK, BLK, hd / ku, Q, hd / ku, blk_at(w, w->k_bt, b, kh, a->Hk, jb), BLK, S, BLK, 0);
+        if (w->softcap > 0) { /* soft-capped, kept in the unscaled units the rest multiplies by sc */
+            const float cs = w->softcap / sc, inv = sc / w->softcap;
+            #pragma omp simd
+            for (int e = 0; e < BLK * BLK; e++) S[e] = cs * tt_tanhf(S[e] * inv);
+        }
         for (int r = 0; r < BLK; r++) {
             float *s = S + (size_t)r * BLK, bm = -INFINITY;
             if (see == SEE_SOME)
@@ -337,6 +345,7 @@ static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
     w->group = a->H / a->Hk;
     w->blk_elems = (size_t)BLK * a->hd;
     w->scale = (float)(a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd));
+    w->softcap = (float)a->softcap;
     const size_t per_q = (size_t)a->B * a->H * w->nblk * w->blk_elems * w->es;
     const size_t per_k = (size_t)a->B * a->Hk * w->nblk * w->blk_elems * w->es;
     size_t off[W_N + 1], total = 0;
@@ -546,6 +555,16 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                         continue;
                     }
                     const float lr = L[r], dr = Dr[r];
+                    if (w->softcap > 0) { /* P of the capped scores; dS takes the cap's derivative 1 - tanh^2 too */
+                        const float cap = w->softcap, inv = sc / cap;
+                        #pragma omp simd
+                        for (int c = 0; c < BLK; c++) {
+                            const float t = tt_tanhf(p[c] * inv);
+                            p[c] = see == SEE_ALL || vis[r][c] ? tt_expf(cap * t - lr) : 0.0f;
+                            ds[c] = p[c] * (ds[c] - dr) * sc * (1.0f - t * t);
+                        }
+                        continue;
+                    }
                     if (see == SEE_SOME)
                         for (int c = 0; c < BLK; c++) p[c] = vis[r][c] ? tt_expf(p[c] * sc - lr) : 0.0f;
                     else

@@ -162,7 +162,8 @@ static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
     const long lq = (long)at->H * W, lk = (long)at->Hk * W;
     const tt_attn a = {.B = at->B, .T = at->T, .H = at->H, .Hk = at->Hk, .hd = W, .window = at->window,
                        .dt = dt, .q = q, .k = k, .v = v, .ldq = lq, .ldk = lk, .ldv = lk,
-                       .doc = in[3], .o = o, .ldo = lq, .lse = out[1], .scale = tt_attn_softmax_scale(at)};
+                       .doc = in[3], .o = o, .ldo = lq, .lse = out[1], .scale = tt_attn_softmax_scale(at),
+                       .softcap = at->softcap};
     const tt_err rc = cpu_attention_fwd(&a);
     if (!rc) narrowed(out[0], o, N, at->H, vw, W, dt);
     return rc;
@@ -189,7 +190,7 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
                        .dt = dt, .q = q, .k = k, .v = v, .ldq = lq, .ldk = lk, .ldv = lk,
                        .doc = in[3], .o = o, .ldo = lq, .lse = in[5], .dout = dout, .lddo = lq,
                        .dq = dq, .dk = dk, .dv = dv, .lddq = lq, .lddk = lk, .lddv = lk,
-                       .scale = tt_attn_softmax_scale(at)};
+                       .scale = tt_attn_softmax_scale(at), .softcap = at->softcap};
     const tt_err rc = cpu_attention_bwd(&a);
     if (!rc) {
         narrowed(out[0], dq, N, at->H, hd, W, dt);
@@ -247,7 +248,7 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
     void *cv = widened(&c, in[4], Nc, a->Hk, vw, W, TT_F32), *o = vw == W ? out[0] : widened(&c, NULL, Nq, a->H, vw, W, TT_F32);
     if (!q || !ck || !cv || !o) return tt_errorf("attention: the padded copies do not fit (%d-wide heads)", W);
     cpu_attention_kv(q, ck, cv, o, out[1], a->B, a->T, start + a->T, a->Tmax, start, a->H, a->Hk, W, a->window,
-                     tt_attn_softmax_scale(a));
+                     tt_attn_softmax_scale(a), a->softcap);
     narrowed(out[0], o, Nq, a->H, vw, W, TT_F32);
     return 0;
 }
@@ -307,6 +308,18 @@ static tt_err k_geglu_bwd(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+static tt_err k_softcap(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_softcap_fwd(in[0], out[0], numel0(n), TT_ATTRS(n, tt_scale_attrs)->s, dt0(n));
+    return 0;
+}
+
+static tt_err k_softcap_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    cpu_softcap_bwd(in[0], in[1], out[0], numel0(n), TT_ATTRS(n, tt_scale_attrs)->s, dt0(n));
+    return 0;
+}
+
 static tt_err k_gelu_bwd(const tt_node *n, void *const *in, void *const *out)
 {
     cpu_gelu_bwd(in[0], in[1], out[0], numel0(n), dt0(n));
@@ -330,8 +343,8 @@ static tt_err k_ce_linear(const tt_node *n, void *const *in, void *const *out)
     if (tt_check_ids(in[2], N, V, ign, "target")) return -1;
     if (dw && !(n->accumulate & 4)) memset(out[2], 0, tt_value_bytes(n->out[2])); /* the kernel adds into dW */
     double loss;
-    if (cpu_ce_linear(in[0], in[1], n->in[1]->dtype, in[2], N, D, V, ign, *(const float *)in[3], dh ? out[1] : NULL,
-                      dw ? out[2] : NULL, dt0(n), &loss))
+    if (cpu_ce_linear_capped(in[0], in[1], n->in[1]->dtype, in[2], N, D, V, ign, *(const float *)in[3],
+                             TT_ATTRS(n, tt_ce_attrs)->softcap, dh ? out[1] : NULL, dw ? out[2] : NULL, dt0(n), &loss))
         return -1;
     *(float *)out[0] = (float)loss;
     return 0;

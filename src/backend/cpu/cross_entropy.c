@@ -27,18 +27,27 @@ static inline int ce_valid(int t, int V, int ignore_index) { return t != ignore_
 #define CE_SUM_CHUNK 256
 
 /* One row of logits z (V): returns logsumexp - z[t]; with grads, writes
- * dlogits = scale (softmax - onehot) to g (fp32, may be z) or gb (bf16). */
-TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float *g, uint16_t *gb)
+ * dlogits = scale (softmax - onehot) to g (fp32, may be z) or gb (bf16).
+ * With cap > 0 the logits are soft-capped first, z -> cap tanh(z / cap)
+ * (Gemma 2), and the gradient takes the cap's derivative 1 - tanh^2: z keeps
+ * the capped logits then, and each exponential is taken again for it. */
+TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, float *g, uint16_t *gb)
 {
+    const float inv = cap > 0 ? 1.0f / cap : 0.0f;
+    if (cap > 0) {
+        #pragma omp simd
+        for (int j = 0; j < V; j++) z[j] = cap * tt_tanhf(z[j] * inv);
+    }
     float m = -INFINITY;
     #pragma omp simd reduction(max : m)
     for (int j = 0; j < V; j++) m = z[j] > m ? z[j] : m;
     const float zt = z[t];
+    const int keep = (g || gb) && !(cap > 0); /* exp(z - m) kept in z: it becomes the gradient below */
     double sum = 0;
     for (int j0 = 0; j0 < V; j0 += CE_SUM_CHUNK) {
         const int j1 = j0 + CE_SUM_CHUNK < V ? j0 + CE_SUM_CHUNK : V;
         float part = 0;
-        if (g || gb) { /* keep exp(z - m): it becomes the gradient below */
+        if (keep) {
             #pragma omp simd reduction(+ : part)
             for (int j = j0; j < j1; j++) {
                 z[j] = tt_expf(z[j] - m);
@@ -50,20 +59,29 @@ TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float *g, uint
         }
         sum += part;
     }
-    if (gb) {
-        const float a = (float)(scale / sum);
+    const float a = (float)(scale / sum);
+    if (cap > 0 && (g || gb)) {
+        const float tt = zt * inv, gt = (tt_expf(zt - m) * a - scale) * (1.0f - tt * tt);
+        #pragma omp simd
+        for (int j = 0; j < V; j++) {
+            const float u = z[j] * inv, d = tt_expf(z[j] - m) * a * (1.0f - u * u);
+            if (gb) gb[j] = tt_bf16_bits(d);
+            else g[j] = d;
+        }
+        if (gb) gb[t] = tt_bf16_bits(gt);
+        else g[t] = gt;
+    } else if (gb) {
         for (int j = 0; j < V; j++) gb[j] = tt_bf16_bits(z[j] * a);
         gb[t] = tt_bf16_bits(z[t] * a - scale);
     } else if (g) {
-        const float a = (float)(scale / sum);
         for (int j = 0; j < V; j++) g[j] = z[j] * a;
         g[t] -= scale;
     }
     return (double)m + log(sum) - (double)zt;
 }
-TT_CLONES static double ce_row(float *z, int V, int t, float scale, float *g, uint16_t *gb)
+TT_CLONES static double ce_row(float *z, int V, int t, float scale, float cap, float *g, uint16_t *gb)
 {
-    return ce_row_body(z, V, t, scale, g, gb);
+    return ce_row_body(z, V, t, scale, cap, g, gb);
 }
 
 /* Rows are processed in blocks, one after the other; each block's three
@@ -72,6 +90,13 @@ TT_CLONES static double ce_row(float *z, int V, int t, float scale, float *g, ui
  * summation order, so the result is deterministic for a thread count. */
 tt_err cpu_ce_linear(const void *h, const void *W, tt_dtype wdt, const int32_t *targets, int N, int D, int V, int ignore_index,
                      double scale, void *dh, float *dW, tt_dtype dt, double *loss)
+{
+    return cpu_ce_linear_capped(h, W, wdt, targets, N, D, V, ignore_index, scale, 0, dh, dW, dt, loss);
+}
+
+tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const int32_t *targets, int N, int D, int V,
+                            int ignore_index, double scale, double softcap, void *dh, float *dW, tt_dtype dt,
+                            double *loss)
 {
     *loss = 0;
     if (N <= 0) return 0;
@@ -123,7 +148,8 @@ tt_err cpu_ce_linear(const void *h, const void *W, tt_dtype wdt, const int32_t *
                 else if (grads) memset(zr, 0, (size_t)V * sizeof(float));
                 continue;
             }
-            rowloss[r0 + r] = ce_row(zr, V, t, fscale, grads && !gz16 ? zr : NULL, gz16 ? gz16 + (size_t)r * V : NULL);
+            rowloss[r0 + r] = ce_row(zr, V, t, fscale, (float)softcap, grads && !gz16 ? zr : NULL,
+                                     gz16 ? gz16 + (size_t)r * V : NULL);
         }
         /* dh_block (nr, D) = dlogits (nr, V) W (V, D) */
         if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .B = W, .bdt = wdt,

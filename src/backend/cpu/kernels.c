@@ -252,6 +252,34 @@ void cpu_gelu_bwd(const void *x, const void *dy, void *dx, size_t n, tt_dtype dt
     FOR_CHUNKS(n, PICK(gelu_bwd_body, dt)(at(x, i, dt), at(dy, i, dt), atw(dx, i, dt), m));
 }
 
+/* soft-capping, cap tanh(x / cap), and its derivative */
+TT_INLINE void softcap_body(const void *x, void *y, size_t n, float cap, int bf)
+{
+    const float inv = 1.0f / cap;
+    for (size_t i = 0; i < n; i++) tt_st(y, i, cap * tt_tanhf(tt_ld(x, i, bf) * inv), bf);
+}
+TWO_DTYPES(softcap_body, (const void *x, void *y, size_t n, float cap), x, y, n, cap)
+
+TT_INLINE void softcap_bwd_body(const void *x, const void *dy, void *dx, size_t n, float cap, int bf)
+{
+    const float inv = 1.0f / cap;
+    for (size_t i = 0; i < n; i++) {
+        const float t = tt_tanhf(tt_ld(x, i, bf) * inv);
+        tt_st(dx, i, tt_ld(dy, i, bf) * (1.0f - t * t), bf);
+    }
+}
+TWO_DTYPES(softcap_bwd_body, (const void *x, const void *dy, void *dx, size_t n, float cap), x, dy, dx, n, cap)
+
+void cpu_softcap_fwd(const void *x, void *y, size_t n, double cap, tt_dtype dt)
+{
+    FOR_CHUNKS(n, PICK(softcap_body, dt)(at(x, i, dt), atw(y, i, dt), m, (float)cap));
+}
+
+void cpu_softcap_bwd(const void *x, const void *dy, void *dx, size_t n, double cap, tt_dtype dt)
+{
+    FOR_CHUNKS(n, PICK(softcap_bwd_body, dt)(at(x, i, dt), at(dy, i, dt), atw(dx, i, dt), m, (float)cap));
+}
+
 /* elements [i0, i0 + n): the mask is drawn by the element's index in the whole value, so any split over
  * threads gives the same bits (ops/dropout.h) */
 TT_INLINE void dropout_body(const void *x, void *y, size_t i0, size_t n, uint64_t key, uint32_t threshold, float scale,

@@ -68,6 +68,9 @@ void cpu_gelu_fwd(const void *x, void *y, size_t n, tt_dtype dt);
 void cpu_geglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
 void cpu_geglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt);
 void cpu_gelu_bwd(const void *x, const void *dy, void *dx, size_t n, tt_dtype dt);
+/* y = cap tanh(x / cap); dx = dy (1 - tanh(x / cap)^2) */
+void cpu_softcap_fwd(const void *x, void *y, size_t n, double cap, tt_dtype dt);
+void cpu_softcap_bwd(const void *x, const void *dy, void *dx, size_t n, double cap, tt_dtype dt);
 /* y = x * scale where tt_dropout_keep(key, i, threshold) (ops/dropout.h), else 0; y may alias x */
 void cpu_dropout(const void *x, void *y, size_t n, uint64_t key, uint32_t threshold, float scale, tt_dtype dt);
 
@@ -88,6 +91,7 @@ typedef struct {
     const float *inv_freq;   /* (hd/2) */
     float rope_scale;
     double scale;            /* the scores' scale; 0: 1 / sqrt(hd) */
+    double softcap;          /* > 0: each scaled score s becomes softcap tanh(s / softcap) (Gemma 2); 0: none */
     void *o;                 /* forward out; backward in */
     long ldo;
     float *lse;              /* (B, H, T): forward out; backward in */
@@ -101,7 +105,7 @@ tt_err cpu_attention_fwd(const tt_attn *a);
 tt_err cpu_attention_bwd(const tt_attn *a);
 /* Decoding with a KV cache (fp32): the general form of ref_attention_fwd. */
 void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, float *lse, int B, int Tq, int Tk,
-                      int kvT, int q_off, int H, int Hk, int hd, int window, double scale);
+                      int kvT, int q_off, int H, int Hk, int hd, int window, double scale, double softcap);
 
 /* Fused linear + cross-entropy: h (N,D) of dtype dt, W (V,D) fp32, dh (dt),
  * dW fp32 accumulated into. Logit products in bf16 when dt is bf16. *loss
@@ -109,6 +113,10 @@ void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, 
  * only when its block of logits cannot be allocated. */
 tt_err cpu_ce_linear(const void *h, const void *W, tt_dtype wdt, const int32_t *targets, int N, int D, int V, int ignore_index,
                      double scale, void *dh, float *dW, tt_dtype dt, double *loss);
+/* The same over soft-capped logits: z -> softcap tanh(z / softcap) when softcap > 0 (Gemma 2) */
+tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const int32_t *targets, int N, int D, int V,
+                            int ignore_index, double scale, double softcap, void *dh, float *dW, tt_dtype dt,
+                            double *loss);
 double cpu_sumsq(const float *g, size_t n);
 /* AdamW on n elements in place (the reference's contract), weight decay only
  * inside the n_decay ranges [decay[2i], decay[2i+1]) (sorted, disjoint), or

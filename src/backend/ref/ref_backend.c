@@ -175,7 +175,7 @@ static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
     const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
     const int is64 = is_f64(n);
     REF(attention_fwd_v, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (T *)out[0], (T *)out[1], a->B,
-        a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a));
+        a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a), a->softcap);
     return 0;
 }
 
@@ -185,7 +185,7 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
     const int is64 = is_f64(n);
     REF(attention_bwd_v, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (const T *)in[4],
         (const T *)in[5], (const T *)in[6], (T *)out[0], (T *)out[1], (T *)out[2], a->B, a->T, a->H, a->Hk, a->hd,
-        tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a));
+        tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a), a->softcap);
     return 0;
 }
 
@@ -248,7 +248,7 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
             memcpy((char *)in[4] + dst * vrow, (const char *)in[2] + src * vrow, vrow);
         }
     REF(attention_fwd_v, (const T *)in[0], (const T *)in[3], (const T *)in[4], NULL, (T *)out[0], (T *)out[1], a->B,
-        a->T, start + a->T, a->Tmax, start, a->H, a->Hk, a->hd, vw, a->window, tt_attn_softmax_scale(a));
+        a->T, start + a->T, a->Tmax, start, a->H, a->Hk, a->hd, vw, a->window, tt_attn_softmax_scale(a), a->softcap);
     return 0;
 }
 
@@ -319,6 +319,20 @@ static tt_err k_gelu_bwd(const tt_node *n, void *const *in, void *const *out)
     return 0;
 }
 
+static tt_err k_softcap(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(softcap_fwd, (const T *)in[0], (T *)out[0], numel0(n), TT_ATTRS(n, tt_scale_attrs)->s);
+    return 0;
+}
+
+static tt_err k_softcap_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const int is64 = is_f64(n);
+    REF(softcap_bwd, (const T *)in[0], (const T *)in[1], (T *)out[0], numel0(n), TT_ATTRS(n, tt_scale_attrs)->s);
+    return 0;
+}
+
 static tt_err k_dropout(const tt_node *n, void *const *in, void *const *out)
 {
     const tt_dropout_attrs *a = TT_ATTRS(n, tt_dropout_attrs);
@@ -334,12 +348,13 @@ static tt_err k_ce_linear(const tt_node *n, void *const *in, void *const *out)
     const int N = (int)nrows(n->in[0]), D = (int)ncols(n->in[0]), V = (int)n->in[1]->shape[0], is64 = is_f64(n);
     /* outputs: the loss; dh with the backward; dW too unless the head is frozen */
     const int ign = TT_ATTRS(n, tt_ce_attrs)->ignore_index, dw = n->n_out == 3;
+    const double cap = TT_ATTRS(n, tt_ce_attrs)->softcap;
     if (tt_check_ids(in[2], N, V, ign, "target")) return -1;
     if (dw && !(n->accumulate & 4)) memset(out[2], 0, (size_t)tt_value_numel(n->out[2]) * esize(is64));
     void *dh = n->n_out >= 2 ? out[1] : NULL, *dW = dw ? out[2] : NULL;
     const double scale = is64 ? *(const double *)in[3] : *(const float *)in[3];
-    const double loss = is64 ? ref_ce_linear_f64(in[0], in[1], in[2], N, D, V, ign, scale, dh, dW)
-                             : ref_ce_linear_f32(in[0], in[1], in[2], N, D, V, ign, scale, dh, dW);
+    const double loss = is64 ? ref_ce_linear_capped_f64(in[0], in[1], in[2], N, D, V, ign, scale, cap, dh, dW)
+                             : ref_ce_linear_capped_f32(in[0], in[1], in[2], N, D, V, ign, scale, cap, dh, dW);
     if (is64) *(double *)out[0] = loss;
     else *(float *)out[0] = (float)loss;
     return 0;

@@ -65,14 +65,16 @@
     void ref_attention_fwd_##S(const T *q, const T *k, const T *v, const int32_t *doc, T *o,     \
                                T *lse, int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, \
                                int hd, int window, double scale);                                \
-    /* The same with values (and the output) dv wide, queries and keys hd */                      \
+    /* The same with values (and the output) dv wide, queries and keys hd, and the scores         \
+     * soft-capped when cap > 0: s -> cap tanh(s / cap) (Gemma 2), after the scale.             \
+     * The backward's ds is then multiplied by 1 - tanh(s / cap)^2. */                          \
     void ref_attention_fwd_v_##S(const T *q, const T *k, const T *v, const int32_t *doc, T *o,   \
                                  T *lse, int B, int Tq, int Tk, int kvT, int q_off, int H,        \
-                                 int Hk, int hd, int dv, int window, double scale);               \
+                                 int Hk, int hd, int dv, int window, double scale, double cap);   \
     void ref_attention_bwd_v_##S(const T *q, const T *k, const T *v, const int32_t *doc,         \
                                  const T *o, const T *lse, const T *dout, T *dq, T *dk, T *dv,    \
                                  int B, int T_, int H, int Hk, int hd, int vw, int window,       \
-                                 double scale);                                                   \
+                                 double scale, double cap);                                       \
     /* Backward of the above for Tq == Tk == kvT, q_off == 0: dq (B,T,H,hd), dk, dv            \
      * (B,T,Hk,hd), all overwritten. */                                                          \
     void ref_attention_bwd_##S(const T *q, const T *k, const T *v, const int32_t *doc,           \
@@ -98,6 +100,13 @@
      * [0, V) that is not ignore_index is a caller error (checked by the op). */                \
     double ref_ce_linear_##S(const T *h, const T *W, const int32_t *targets, int N, int D, int V,\
                              int ignore_index, double scale, T *dh, T *dW);                      \
+    /* The same over soft-capped logits when cap > 0: z -> cap tanh(z / cap) (Gemma 2) */        \
+    double ref_ce_linear_capped_##S(const T *h, const T *W, const int32_t *targets, int N, int D,\
+                                    int V, int ignore_index, double scale, double cap, T *dh,     \
+                                    T *dW);                                                       \
+    /* y = cap tanh(x / cap) and its backward dx = dy (1 - tanh(x / cap)^2) */                   \
+    void ref_softcap_fwd_##S(const T *x, T *y, size_t n, double cap);                            \
+    void ref_softcap_bwd_##S(const T *x, const T *dy, T *dx, size_t n, double cap);              \
     /* sum of squares of g (n), in double */                                                     \
     double ref_sumsq_##S(const T *g, size_t n);                                                  \
     /* AdamW on one tensor, in place: g is multiplied by clip first; wd is decoupled:          \
