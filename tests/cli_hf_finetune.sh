@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # cli_hf_finetune.sh TITAN SRC — the Hugging Face fine-tuning flow end to end
 # on the tiny Llama, Qwen2, GPT-2, Mixture-of-Experts (Qwen3-MoE, Mixtral,
-# Qwen2-MoE, OLMoE, DeepSeek-V3) and OLMo 2, SmolLM3 and Granite 3 fixtures
+# Qwen2-MoE, OLMoE, DeepSeek-V3) and OLMo 2, SmolLM3, Granite 3, Phi-3, Gemma 3
+# and Gemma 2 fixtures, and Gemma 3 inside a Gemma3ForConditionalGeneration folder
 # (tests/fixtures/hf/<name>, with their tokenizer.json; the MoE ones and the
-# last three have the Llama fixture's):
+# last seven have the Llama fixture's):
 # `titan prepare --hf` tokenizes a small English corpus,
 # `titan train` starts from the HF weights and fine-tunes for 20 steps (the
 # loss falls), writes <dump>/hf at the end, and `titan generate --hf` runs on
@@ -27,7 +28,7 @@ FIX=$SRC/tests/fixtures/hf
 CLI_TMP_TEMPLATE=/tmp/titan_hf_finetune.XXXXXX
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 export OMP_NUM_THREADS=2
-MODELS=(llama qwen2 gpt2 qwen3_moe mixtral qwen2_moe olmoe deepseek_v3 olmo2 smollm3 granite phi3 gemma3)
+MODELS=(llama qwen2 gpt2 qwen3_moe mixtral qwen2_moe olmoe deepseek_v3 olmo2 smollm3 granite phi3 gemma3 gemma2 gemma3_vlm)
 PROMPT="On Monday, Anna and"
 for m in "${MODELS[@]}"; do
   if [ ! -f "$FIX/$m/tokenizer.json" ]; then

@@ -19,7 +19,9 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
-REFS = {"tiny-gpt2": "tiny-random-gpt2"}  # export name -> reference name, where they differ
+# export name -> reference name, where they differ (gemma3_vlm: the gemma3 fixture's language model with a vision
+# tower, exported as Gemma3ForCausalLM)
+REFS = {"tiny-gpt2": "tiny-random-gpt2", "gemma3_vlm": "gemma3"}
 
 
 def check(folder, ref_path):

@@ -122,7 +122,7 @@ static tt_err run_forward(const tt_model *m, const float *w, const int32_t *ids_
         tt_value *targets = loss ? tt_graph_input(g, "targets", TT_I32, 1, &n) : NULL;
         tt_value *sc = loss ? tt_graph_input(g, "scale", TT_F32, 1, &one) : NULL;
         tt_value *head = NULL, *h = tt_model_forward(g, m, vals, &in, &head);
-        tt_value *y = !h ? NULL : loss ? tt_ce_linear(g, h, head, targets, sc, -100) : tt_linear(g, h, head, NULL);
+        tt_value *y = !h ? NULL : loss ? tt_model_loss(g, m, h, head, targets, sc, -100) : tt_model_logits(g, m, h, head);
         if (y && !g->failed) {
             tt_graph_mark_output(g, y);
             e = tt_exec_new(g, be, NULL, TT_EXEC_GRAPH);
@@ -204,6 +204,9 @@ static int same_cfg(const tt_model_cfg *a, const tt_model_ext *ax, const tt_mode
                ax->hf_mixtral == bx->hf_mixtral && ax->post_norms == bx->post_norms &&
                ax->embed_mult == bx->embed_mult && ax->residual_mult == bx->residual_mult &&
                ax->attn_mult == bx->attn_mult && ax->logits_div == bx->logits_div && ax->rope_rot == bx->rope_rot &&
+               ax->gemma == bx->gemma && ax->query_pre_attn_scalar == bx->query_pre_attn_scalar &&
+               ax->rope_local_theta == bx->rope_local_theta && ax->attn_softcap == bx->attn_softcap &&
+               ax->final_softcap == bx->final_softcap &&
                px->longrope == qx->longrope &&
                memcmp(px->short_factor, qx->short_factor, sizeof px->short_factor) == 0 &&
                memcmp(px->long_factor, qx->long_factor, sizeof px->long_factor) == 0 &&
@@ -224,6 +227,7 @@ typedef struct {
     const char *name;
     tt_hf_family family;
     size_t shard; /* export shard limit (0 = one file) */
+    const char *ref; /* the reference logits' fixture, when not its own (NULL) */
 } fixture;
 
 static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
@@ -281,6 +285,14 @@ static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
               c->tie_embeddings);
         CHECK(tt_model_layer_window(c, x, 0) == 5 && tt_model_layer_window(c, x, 2) == 0 &&
               tt_model_layer_window(c, x, 3) == 5);
+    } else if (!strcmp(name, "gemma3_vlm")) { /* the gemma3 fixture's text model, the ids from the top level */
+        CHECK(x->hf_vlm && x->gemma && c->qk_norm && x->rope_local_theta == 10000 && c->rope.theta == 1e6 &&
+              hc->n_eos == 2 && hc->eos_token_ids[1] == 609 && hc->bos_token_id == 603);
+    } else if (!strcmp(name, "gemma2")) { /* Gemma 3's block without q/k norms; caps 2 and 5; windows on 0 and 2 */
+        CHECK(x->gemma && x->query_pre_attn_scalar == 24 && !x->rope_local_theta && c->rope.theta == 10000 &&
+              !c->qk_norm && c->head_dim == 16 && c->tie_embeddings && x->attn_softcap == 2 && x->final_softcap == 5);
+        CHECK(tt_model_layer_window(c, x, 0) == 5 && tt_model_layer_window(c, x, 1) == 0 &&
+              tt_model_layer_window(c, x, 2) == 5 && tt_model_layer_window(c, x, 3) == 0);
     } else if (!strcmp(name, "granite")) {
         CHECK(x->embed_mult == 12.0 && x->residual_mult == 0.22 && x->attn_mult == 0.05 && x->logits_div == 4.0);
     }
@@ -341,7 +353,7 @@ static void test_fixture(const fixture *fx)
 {
     char dir[4200], ref[4200], out[4200];
     snprintf(dir, sizeof dir, FIX "/%s", fx->name);
-    snprintf(ref, sizeof ref, FIX "/%s.logits.safetensors", fx->name);
+    snprintf(ref, sizeof ref, FIX "/%s.logits.safetensors", fx->ref ? fx->ref : fx->name);
     tt_hf_config hc;
     float *w;
     tt_model *m = load(dir, &hc, &w);
@@ -405,6 +417,15 @@ static void test_fixture(const fixture *fx)
         double dl = parity(m, w, ref, NULL, 2);
         CHECK_MSG(dl > 1e-3, "%s: logits do not depend on the sliding layers' RoPE base (%g)", fx->name, dl);
         m->ext.rope_local_theta = lt;
+    }
+    double *cap[2] = {&m->ext.attn_softcap, &m->ext.final_softcap}; /* Gemma 2's soft-capping, of scores and logits */
+    for (int i = 0; i < 2; i++) {
+        if (!*cap[i]) continue;
+        const double keep = *cap[i];
+        *cap[i] = 0;
+        double dc = parity(m, w, ref, NULL, 2);
+        CHECK_MSG(dc > 1e-3, "%s: logits do not depend on the %s soft-cap (%g)", fx->name, i ? "logits'" : "scores'", dc);
+        *cap[i] = keep;
     }
     if (m->ext.rope.longrope) { /* the 13-token sequence takes the long factors, the 7-token one the short */
         float keep[TT_ROPE_MAX_FACTORS];
@@ -664,7 +685,7 @@ static void test_bad_folders(void)
     edit_config(dir, "\"LlamaForCausalLM\"", "\"FooForCausalLM\"");
     expect_fail(dir, "unknown architecture",
                 "config.json: architecture 'FooForCausalLM' is not supported (supported: LlamaForCausalLM, "
-                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, DeepseekV3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM)", NULL);
+                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, DeepseekV3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma2ForCausalLM)", NULL);
 
     /* Mixture-of-Experts: an expert missing, the two expert layouts mixed, more experts a token than exist */
     const char *qmoe = FIX "/qwen3_moe", *qpacked = FIX "/qwen3_moe_packed";
@@ -970,6 +991,35 @@ static void test_config(void)
     CHECK(tt_model_layer_window(&d.model, &d.ext, 4) == 512 && tt_model_layer_window(&d.model, &d.ext, 5) == 0 &&
           tt_model_layer_window(&d.model, &d.ext, 11) == 0 && tt_model_layer_window(&d.model, &d.ext, 6) == 512);
     CHECK(tt_hf_family_for(&d.model, &d.ext) == TT_HF_GEMMA3 && tt_hf_family_check(TT_HF_QWEN3, &d.model, &d.ext) != 0);
+    /* Gemma 2's class defaults: caps of 50 and 30, every other layer sliding from the first; a null cap is none; its
+     * caps are no other class's, nor is a sliding layer's own RoPE base its */
+    CHECK(parse("{\"architectures\":[\"Gemma2ForCausalLM\"],\"num_hidden_layers\":5}", &d) == 0 && d.ext.gemma &&
+          d.ext.attn_softcap == 50 && d.ext.final_softcap == 30 && d.model.window == 4096 && !d.model.qk_norm &&
+          d.model.rope.theta == 10000 && d.model.vocab_size == 256000 && d.ext.query_pre_attn_scalar == 256);
+    CHECK(tt_model_layer_window(&d.model, &d.ext, 0) == 4096 && tt_model_layer_window(&d.model, &d.ext, 1) == 0 &&
+          tt_model_layer_window(&d.model, &d.ext, 4) == 4096 && tt_model_layer_window(&d.model, &d.ext, 3) == 0);
+    CHECK(tt_hf_family_for(&d.model, &d.ext) == TT_HF_GEMMA2 && tt_hf_family_check(TT_HF_GEMMA3, &d.model, &d.ext) != 0);
+    d.model.qk_norm = 1, d.ext.rope_local_theta = 1e4; /* now Gemma 3's block, but capped */
+    CHECK(tt_hf_family_check(TT_HF_GEMMA3, &d.model, &d.ext) != 0 && strstr(tt_last_error(), "soft-caps"));
+    d.model.qk_norm = 0;
+    CHECK(tt_hf_family_check(TT_HF_GEMMA2, &d.model, &d.ext) != 0 && strstr(tt_last_error(), "own RoPE base"));
+    CHECK(parse("{\"architectures\":[\"Gemma2ForCausalLM\"],\"attn_logit_softcapping\":null,"
+                "\"final_logit_softcapping\":null}", &d) == 0 && !d.ext.attn_softcap && !d.ext.final_softcap);
+    CHECK(parse("{\"architectures\":[\"Gemma2ForCausalLM\"],\"attn_logit_softcapping\":-1}", &d) != 0 &&
+          strstr(tt_last_error(), "attn_logit_softcapping"));
+    CHECK(parse("{\"architectures\":[\"Gemma3ForCausalLM\"],\"final_logit_softcapping\":30}", &d) != 0 &&
+          strstr(tt_last_error(), "final_logit_softcapping"));
+    /* Gemma3ForConditionalGeneration: its text_config is read, as Gemma 3's language model, or refused by name */
+    CHECK(parse("{\"architectures\":[\"Gemma3ForConditionalGeneration\"]}", &d) != 0 &&
+          strstr(tt_last_error(), "'text_config'"));
+    CHECK(parse("{\"architectures\":[\"Gemma3ForConditionalGeneration\"],\"text_config\":{\"model_type\":\"llama\"}}",
+                &d) != 0 && strstr(tt_last_error(), "text_config: model_type 'llama'"));
+    CHECK(parse("{\"model_type\":\"gemma3\",\"eos_token_id\":[1,106],\"text_config\":{\"num_hidden_layers\":7,"
+                "\"eos_token_id\":1,\"bos_token_id\":2,\"sliding_window\":0}}", &d) != 0 &&
+          strstr(tt_last_error(), "text_config: key 'sliding_window'"));
+    CHECK(parse("{\"model_type\":\"gemma3\",\"eos_token_id\":[1,106],\"text_config\":{\"num_hidden_layers\":7,"
+                "\"eos_token_id\":1,\"bos_token_id\":2}}", &d) == 0 && d.ext.hf_vlm && d.family == TT_HF_GEMMA3 &&
+          d.model.n_layers == 7 && d.n_eos == 2 && d.eos_token_ids[1] == 106 && d.bos_token_id == 2);
     CHECK(parse("{\"architectures\":[\"GraniteForCausalLM\"]}", &d) == 0 && d.ext.attn_mult == 1 && !d.ext.embed_mult);
     CHECK(tt_hf_family_for(&d.model, &d.ext) == TT_HF_GRANITE && tt_hf_family_check(TT_HF_LLAMA, &d.model, &d.ext) != 0 &&
           strstr(tt_last_error(), "Granite's multipliers"));
@@ -990,12 +1040,15 @@ int main(void)
     if (!mkdtemp(tmp_root)) return th_skip("test_hf", "cannot create a temporary directory");
     export_root = getenv("TITAN_HF_EXPORT_DIR") ? getenv("TITAN_HF_EXPORT_DIR") : tmp_root;
     static const fixture fx[] = {
-        {"llama", TT_HF_LLAMA, 0},  {"llama_bias_bf16", TT_HF_LLAMA, 0}, {"mistral", TT_HF_MISTRAL, 0},
-        {"qwen2", TT_HF_QWEN2, 0},  {"qwen3", TT_HF_QWEN3, 40000},       {"gpt2", TT_HF_GPT2, 0},
-        {"mixtral", TT_HF_MIXTRAL, 0}, {"qwen3_moe", TT_HF_QWEN3_MOE, 60000}, {"qwen2_moe", TT_HF_QWEN2_MOE, 0},
-        {"olmoe", TT_HF_OLMOE, 0}, {"qwen3_moe_packed", TT_HF_QWEN3_MOE, 0}, {"deepseek_v3", TT_HF_DEEPSEEK_V3, 0},
-        {"olmo2", TT_HF_OLMO2, 0}, {"smollm3", TT_HF_SMOLLM3, 0}, {"granite", TT_HF_GRANITE, 0},
-        {"phi3", TT_HF_PHI3, 0}, {"gemma3", TT_HF_GEMMA3, 0},
+        {"llama", TT_HF_LLAMA, 0, NULL},  {"llama_bias_bf16", TT_HF_LLAMA, 0, NULL}, {"mistral", TT_HF_MISTRAL, 0, NULL},
+        {"qwen2", TT_HF_QWEN2, 0, NULL},  {"qwen3", TT_HF_QWEN3, 40000, NULL},       {"gpt2", TT_HF_GPT2, 0, NULL},
+        {"mixtral", TT_HF_MIXTRAL, 0, NULL}, {"qwen3_moe", TT_HF_QWEN3_MOE, 60000, NULL}, {"qwen2_moe", TT_HF_QWEN2_MOE, 0, NULL},
+        {"olmoe", TT_HF_OLMOE, 0, NULL}, {"qwen3_moe_packed", TT_HF_QWEN3_MOE, 0, NULL}, {"deepseek_v3", TT_HF_DEEPSEEK_V3, 0, NULL},
+        {"olmo2", TT_HF_OLMO2, 0, NULL}, {"smollm3", TT_HF_SMOLLM3, 0, NULL}, {"granite", TT_HF_GRANITE, 0, NULL},
+        {"phi3", TT_HF_PHI3, 0, NULL}, {"gemma3", TT_HF_GEMMA3, 0, NULL}, {"gemma2", TT_HF_GEMMA2, 0, NULL},
+        /* a Gemma3ForConditionalGeneration around the gemma3 fixture's language model: loaded alone, exported as
+         * Gemma3ForCausalLM */
+        {"gemma3_vlm", TT_HF_GEMMA3, 0, "gemma3"},
     };
     for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) test_fixture(&fx[i]);
     test_shared_gpt2();

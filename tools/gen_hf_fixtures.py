@@ -61,7 +61,8 @@ import tempfile
 import torch
 import transformers
 from safetensors.torch import save_file
-from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, Gemma3ForCausalLM,
+from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, Gemma2Config,
+                          Gemma2ForCausalLM, Gemma3ForCausalLM,
                           Gemma3TextConfig, GPT2Config, GPT2LMHeadModel, GraniteConfig, GraniteForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
                           MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Olmo2Config, Olmo2ForCausalLM,
                           OlmoeConfig, OlmoeForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig,
@@ -304,13 +305,21 @@ FIXTURES = {
         rope_parameters={"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
         pad_token_id=None)),
+    # Gemma 2: Gemma 3's block without q/k norms and with one RoPE; the scores soft-capped at 2 and the logits at
+    # 5 (the real 50 and 30 would barely bend a tiny model's values; these do); windows of 5 on every other layer
+    # from the first, as the class makes them when layer_types is absent; tied
+    "gemma2": (Gemma2ForCausalLM, Gemma2Config(
+        **MOE_TOKENS, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24, max_position_embeddings=128,
+        rms_norm_eps=1e-6, sliding_window=5, attn_logit_softcapping=2.0, final_logit_softcapping=5.0,
+        pad_token_id=None)),
 }
 
 # fixtures whose reference file also holds the last sequence's loss ("loss", the mean cross-entropy of each
 # position against the next id) and its greedy continuation ("greedy.prompt", "greedy.ids": the new ids, an end id
 # last when one stopped it; ids past the tokenizer's, padding, suppressed as titan never samples them), for titan's
 # training loss and KV-cache generation to match
-GREEDY = {"olmo2", "smollm3", "granite", "phi3", "gemma3"}
+GREEDY = {"olmo2", "smollm3", "granite", "phi3", "gemma3", "gemma2"}
 
 # the same model as FIXTURES[base] saved with its experts packed (save_original_format=False)
 PACKED = {"qwen3_moe_packed": "qwen3_moe"}
@@ -323,7 +332,7 @@ PACKED = {"qwen3_moe_packed": "qwen3_moe"}
 TOKENIZERS = {"llama": "llama3", "qwen2": "qwen2", "gpt2": "gpt2",
               "qwen3_moe": "llama3", "mixtral": "llama3", "qwen2_moe": "llama3", "olmoe": "llama3",
               "deepseek_v3": "llama3", "olmo2": "llama3", "smollm3": "llama3", "granite": "llama3",
-              "phi3": "llama3", "gemma3": "llama3"}
+              "phi3": "llama3", "gemma3": "llama3", "gemma2": "llama3"}
 
 
 def mtp_shapes(cfg):
@@ -435,6 +444,37 @@ def check_packed(folder, pfolder, ids_list):
     print(f"{pfolder}: packed experts equal {folder}'s per-expert tensors, same logits")
 
 
+def gemma3_vlm(out, gemma3_folder):
+    """gemma3_vlm: a Gemma3ForConditionalGeneration (Gemma 3 4B and up) whose language model is the gemma3
+    fixture's and whose vision tower (a one-layer SigLIP) and projector are random; saved as save_pretrained writes
+    it (language_model.model.*, vision_tower.*, multi_modal_projector.*). Its text-only logits must be the gemma3
+    fixture's reference logits, which test_hf checks titan's load of it against: checked here in transformers."""
+    from safetensors.torch import load_file
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, SiglipVisionConfig
+    text = Gemma3ForCausalLM.from_pretrained(gemma3_folder, dtype=torch.float32)
+    vision = SiglipVisionConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2,
+                                image_size=28, patch_size=14)
+    cfg = Gemma3Config(text_config=text.config.to_dict(), vision_config=vision.to_dict(), mm_tokens_per_image=4,
+                       image_token_index=5, boi_token_index=6, eoi_token_index=7, eos_token_id=[604, 609])
+    torch.manual_seed(7)
+    model = Gemma3ForConditionalGeneration(cfg)
+    missing = model.model.language_model.load_state_dict(text.model.state_dict())
+    assert not missing.missing_keys and not missing.unexpected_keys, missing
+    folder = os.path.join(out, "gemma3_vlm")
+    shutil.rmtree(folder, ignore_errors=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    shutil.copyfile(os.path.join(gemma3_folder, "tokenizer.json"), os.path.join(folder, "tokenizer.json"))
+    ref = load_file(os.path.join(out, "gemma3.logits.safetensors"))
+    back = Gemma3ForConditionalGeneration.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+    back.eval()
+    with torch.no_grad():
+        for k in range(len(SEQ_LENS)):
+            ids = ref[f"ids.{k}"].long().unsqueeze(0)
+            d = (back(input_ids=ids).logits[0] - ref[f"logits.{k}"]).abs().max().item()
+            assert d < 1e-5, f"gemma3_vlm: sequence {k} differs from the gemma3 reference by {d}"
+    print(f"{folder}: the gemma3 fixture's language model with a vision tower; text logits match its reference")
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -443,7 +483,7 @@ def main():
     ap.add_argument("--shared", default=os.path.join(here, "..", "..", "shared"))
     ap.add_argument("--only", metavar="NAME[,NAME...]", help="write just these fixtures")
     a = ap.parse_args()
-    names = list(FIXTURES) + list(PACKED) + ["rope_cases", "tiny-random-gpt2"]
+    names = list(FIXTURES) + list(PACKED) + ["gemma3_vlm", "rope_cases", "tiny-random-gpt2"]
     only = set(names) if a.only is None else set(a.only.split(","))
     if only - set(names):
         ap.error(f"unknown fixture(s) {', '.join(sorted(only - set(names)))}; known: {', '.join(names)}")
@@ -496,6 +536,8 @@ def main():
                       greedy=name in GREEDY)
         else:
             shutil.rmtree(folder)
+    if "gemma3_vlm" in only:
+        gemma3_vlm(a.out, os.path.join(a.out, "gemma3"))
     if "rope_cases" in only:
         rope_cases(os.path.join(a.out, "rope_cases.safetensors"))
     gpt2 = os.path.join(a.shared, "fixtures", "hf", "tiny-random-gpt2")

@@ -33,6 +33,7 @@ enum {
     F_GRANITE = 1 << 15,   /* embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling */
     F_PHI3 = 1 << 16,      /* fused qkv_proj and gate_up_proj; partial_rotary_factor, longrope; no dropout */
     F_GEMMA3 = 1 << 17,    /* Gemma 3's block, windows by layer_types, RoPE per layer type, hidden_activation */
+    F_GEMMA2 = 1 << 18,    /* Gemma 2: Gemma 3's block without q/k norms; soft-capped scores and logits; one RoPE */
 };
 
 typedef struct hf_spec hf_spec;
@@ -93,6 +94,8 @@ static const hf_spec specs[] = {
      3072, 8192, 32, 32, 0, 0, 32064, 4096, 0, 1e-5, 0, read_llama, write_llama, check_llama},
     {TT_HF_GEMMA3, "Gemma3ForCausalLM", "gemma3_text", TT_ARCH_LLAMA, F_ATTN_BIAS | F_QK_NORM | F_HEAD_DIM | F_GEMMA3,
      2304, 9216, 26, 8, 4, 256, 262208, 131072, 4096, 1e-6, 1, read_llama, write_llama, check_llama},
+    {TT_HF_GEMMA2, "Gemma2ForCausalLM", "gemma2", TT_ARCH_LLAMA, F_ATTN_BIAS | F_HEAD_DIM | F_GEMMA2,
+     2304, 9216, 26, 8, 4, 256, 256000, 8192, 4096, 1e-6, 1, read_llama, write_llama, check_llama},
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -148,6 +151,18 @@ static cJSON *real_item(double x)
 }
 
 static void add_real(cJSON *o, const char *key, double x) { cJSON_AddItemToObject(o, key, real_item(x)); }
+
+/* The same, written as a JSON float even when whole ("5.0"): for keys transformers' config classes type as float
+ * and validate strictly, which refuse 5 */
+static void add_float(cJSON *o, const char *key, double x)
+{
+    char buf[40];
+    if (isfinite(x) && x == floor(x) && fabs(x) < 1e15) {
+        snprintf(buf, sizeof buf, "%.1f", x);
+        cJSON_AddItemToObject(o, key, cJSON_CreateRaw(buf));
+    } else
+        add_real(o, key, x);
+}
 
 static tt_err get_int(const char *path, const cJSON *o, const char *key, int def, int min, int *out)
 {
@@ -486,26 +501,68 @@ static tt_err read_granite(const cJSON *j, const char *path, tt_model_ext *x)
     return 0;
 }
 
-/* Gemma 3's default: every pattern-th layer full, the others sliding */
+/* Gemma's default: every pattern-th layer full, the others sliding (Gemma 3: 6; Gemma 2: 2) */
 static int slides_between_full(int l, const void *ctx) { return (l + 1) % *(const int *)ctx != 0; }
 
-/* Gemma 3: query_pre_attn_scalar; RoPE per layer type (rope_parameters' full_attention and sliding_attention, or
- * transformers 4's rope_theta, rope_scaling and rope_local_base_freq), the local one plain; a window on the layers
- * layer_types (else every sliding_window_pattern-th is full) marks sliding; none of the soft-cappings or
- * bidirectional attention titan does not implement */
+/* What Gemma 2 and 3 share: query_pre_attn_scalar, causal attention only, and the windows: sliding_window (null:
+ * none) on the layers layer_types marks, else on all but every pattern-th. *any: whether a layer slides. */
+static tt_err read_gemma(const cJSON *j, const char *path, int pattern, tt_model_cfg *m, tt_model_ext *x, int *any)
+{
+    int bidi = 0;
+    if (get_bool(path, j, "use_bidirectional_attention", 0, &bidi) ||
+        get_pos(path, j, "query_pre_attn_scalar", 256, &x->query_pre_attn_scalar))
+        return -1;
+    if (bidi) return tt_errorf("%s: key 'use_bidirectional_attention' is true: only causal attention is supported", path);
+    x->gemma = 1;
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
+    int window = 4096;
+    if (sw && cJSON_IsNull(sw)) window = 0;
+    else if (get_int(path, j, "sliding_window", 4096, 1, &window)) return -1;
+    m->window = window;
+    /* the default repeats with the pattern: the walk past TT_MODEL_MAX_LAYERS stops at the first full layer (refused
+     * with a window), so it is uniform only when no layer is full or no window is on */
+    const int uniform = pattern > m->n_layers || pattern == 1 || !window;
+    return layer_windows(path, j, m, window, x, slides_between_full, &pattern, uniform, any);
+}
+
+/* A window no layer uses is no window, and every layer is full */
+static void drop_unused_window(tt_model_cfg *m, tt_model_ext *x)
+{
+    m->window = 0;
+    memset(x->full_attention, 0, sizeof x->full_attention);
+}
+
+/* Gemma 2: soft-capping of the attention scores and of the final logits (each null: none), one RoPE for all layers,
+ * every other layer sliding by default */
+static tt_err read_gemma2(const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x, int *rot)
+{
+    static const char *const caps[] = {"attn_logit_softcapping", "final_logit_softcapping"};
+    double *dst[] = {&x->attn_softcap, &x->final_softcap};
+    const double def[] = {50.0, 30.0};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, caps[i]);
+        if (!(v && cJSON_IsNull(v)) && get_pos(path, j, caps[i], def[i], dst[i])) return -1; /* null: none */
+    }
+    int any = 0;
+    if (read_gemma(j, path, 2, m, x, &any) ||
+        read_rope(path, j, m->max_seq_len, 10000.0, 0, m->head_dim, rot, &m->rope, &x->rope))
+        return -1;
+    if (!any) drop_unused_window(m, x);
+    return 0;
+}
+
+/* Gemma 3: RoPE per layer type (rope_parameters' full_attention and sliding_attention, or transformers 4's
+ * rope_theta, rope_scaling and rope_local_base_freq), the local one plain; every sliding_window_pattern-th layer
+ * full by default; no soft-capping */
 static tt_err read_gemma3(const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x)
 {
     static const char *const refused[] = {"final_logit_softcapping", "attn_logit_softcapping"};
     for (int i = 0; i < 2; i++)
         if (present(j, refused[i]))
             return tt_errorf("%s: key '%s' is set: soft-capping is not supported (Gemma 3 has none)", path, refused[i]);
-    int bidi = 0, pattern = 6;
-    if (get_bool(path, j, "use_bidirectional_attention", 0, &bidi) ||
-        get_pos(path, j, "query_pre_attn_scalar", 256, &x->query_pre_attn_scalar) ||
-        get_int(path, j, "sliding_window_pattern", 6, 1, &pattern))
+    int pattern = 6, any = 0;
+    if (get_int(path, j, "sliding_window_pattern", 6, 1, &pattern) || read_gemma(j, path, pattern, m, x, &any))
         return -1;
-    if (bidi) return tt_errorf("%s: key 'use_bidirectional_attention' is true: only causal attention is supported", path);
-    x->gemma = 1;
     /* RoPE: the full layers' (with its scaling) and the sliding layers' base */
     const cJSON *rp = present(j, "rope_parameters"), *full = rp ? present(rp, "full_attention") : NULL;
     const cJSON *loc = rp ? present(rp, "sliding_attention") : NULL;
@@ -531,24 +588,10 @@ static tt_err read_gemma3(const cJSON *j, const char *path, tt_model_cfg *m, tt_
                              path, t);
     } else if (get_pos(path, j, "rope_local_base_freq", 10000.0, &x->rope_local_theta))
         return -1;
-    /* windows: sliding_window (null: none) on the layers layer_types marks */
-    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
-    int window = 4096;
-    if (sw && cJSON_IsNull(sw)) window = 0;
-    else if (get_int(path, j, "sliding_window", 4096, 1, &window)) return -1;
-    m->window = window;
-    int any = 0;
-    /* the default repeats with the pattern: the walk past TT_MODEL_MAX_LAYERS stops at the first full layer (refused
-     * with a window), so it is uniform only when no layer is full or no window is on */
-    const int uniform = pattern > m->n_layers || pattern == 1 || !window;
-    if (layer_windows(path, j, m, window, x, slides_between_full, &pattern, uniform, &any)) return -1;
-    if (any && !window)
+    if (any && !m->window)
         return tt_errorf("%s: sliding_window is null but layer_types has sliding layers (their own RoPE base without a "
                          "window): not supported", path);
-    if (!any) { /* no layer slides: no window, and every layer takes the full layers' RoPE */
-        m->window = 0;
-        memset(x->full_attention, 0, sizeof x->full_attention);
-    }
+    if (!any) drop_unused_window(m, x); /* and every layer takes the full layers' RoPE */
     return 0;
 }
 
@@ -776,7 +819,7 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
                          m->n_kv_heads);
     if (hd % 2) return tt_errorf("%s: head_dim %d must be even for RoPE", path, hd);
     const char *act = "";
-    if (s->features & F_GEMMA3) { /* GeGLU */
+    if (s->features & (F_GEMMA3 | F_GEMMA2)) { /* GeGLU */
         if (get_str(path, j, "hidden_activation", "gelu_pytorch_tanh", &act)) return -1;
         if (strcmp(act, "gelu_pytorch_tanh"))
             return tt_errorf("%s: hidden_activation '%s' is not supported for %s (only 'gelu_pytorch_tanh')", path, act,
@@ -804,6 +847,8 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
     if (s->features & F_GEMMA3) {
         if (read_gemma3(j, path, m, &o->ext)) return -1;
         rot = m->head_dim;
+    } else if (s->features & F_GEMMA2) {
+        if (read_gemma2(j, path, m, &o->ext, &rot)) return -1;
     } else if (read_rope(path, j, m->max_seq_len, s->family == TT_HF_SMOLLM3 ? 2000000.0 : 10000.0,
                          (s->features & F_PHI3) != 0, m->head_dim, &rot, &m->rope, &o->ext.rope))
         return -1;
@@ -839,14 +884,28 @@ static void add_window_keys(const hf_spec *s, const tt_model_cfg *m, const tt_mo
     cJSON_AddItemToObject(j, "layer_types", lt);            /* what transformers 5 reads */
 }
 
-/* Gemma 3's own keys: its activation, score scale and soft-cappings (none), RoPE per layer type, and its windows */
-static void write_gemma3(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
+/* What Gemma 2 and 3 write alike: the activation, score scale, soft-cappings (null: none), causal attention, and the
+ * windows: sliding_window and every layer's type */
+static void write_gemma(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
 {
     cJSON_AddStringToObject(j, "hidden_activation", "gelu_pytorch_tanh");
     add_real(j, "query_pre_attn_scalar", x->query_pre_attn_scalar);
-    cJSON_AddNullToObject(j, "final_logit_softcapping");
-    cJSON_AddNullToObject(j, "attn_logit_softcapping");
+    if (x->final_softcap > 0) add_float(j, "final_logit_softcapping", x->final_softcap);
+    else cJSON_AddNullToObject(j, "final_logit_softcapping");
+    if (x->attn_softcap > 0) add_float(j, "attn_logit_softcapping", x->attn_softcap);
+    else cJSON_AddNullToObject(j, "attn_logit_softcapping");
     cJSON_AddFalseToObject(j, "use_bidirectional_attention");
+    if (m->window) cJSON_AddNumberToObject(j, "sliding_window", m->window);
+    else cJSON_AddNullToObject(j, "sliding_window"); /* and every layer full */
+    cJSON *lt = cJSON_AddArrayToObject(j, "layer_types");
+    for (int l = 0; l < m->n_layers; l++)
+        cJSON_AddItemToArray(lt, cJSON_CreateString(tt_model_layer_window(m, x, l) > 0 ? "sliding_attention"
+                                                                                       : "full_attention"));
+}
+
+/* Gemma 3's own keys: RoPE per layer type */
+static void write_gemma3(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
+{
     cJSON *rp = cJSON_AddObjectToObject(j, "rope_parameters");
     cJSON *full = rope_to_json(&m->rope, &x->rope, m->head_dim);
     if (cJSON_IsNull(full)) {
@@ -859,12 +918,6 @@ static void write_gemma3(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
     cJSON *loc = cJSON_AddObjectToObject(rp, "sliding_attention");
     cJSON_AddStringToObject(loc, "rope_type", "default");
     add_real(loc, "rope_theta", x->rope_local_theta);
-    if (m->window) cJSON_AddNumberToObject(j, "sliding_window", m->window);
-    else cJSON_AddNullToObject(j, "sliding_window"); /* and every layer full */
-    cJSON *lt = cJSON_AddArrayToObject(j, "layer_types");
-    for (int l = 0; l < m->n_layers; l++)
-        cJSON_AddItemToArray(lt, cJSON_CreateString(tt_model_layer_window(m, x, l) > 0 ? "sliding_attention"
-                                                                                       : "full_attention"));
 }
 
 static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
@@ -882,9 +935,10 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     cJSON_AddNumberToObject(j, "max_position_embeddings", m->max_seq_len);
     add_real(j, "rms_norm_eps", m->norm_eps);
     const int rot = c->ext.rope_rot > 0 ? c->ext.rope_rot : m->head_dim;
+    if (s->features & (F_GEMMA3 | F_GEMMA2)) write_gemma(m, &c->ext, j);
     if (s->features & F_GEMMA3) write_gemma3(m, &c->ext, j);
     else {
-        cJSON_AddStringToObject(j, "hidden_act", "silu");
+        if (!(s->features & F_GEMMA2)) cJSON_AddStringToObject(j, "hidden_act", "silu");
         add_real(j, "rope_theta", m->rope.theta);
         cJSON_AddItemToObject(j, "rope_scaling", rope_to_json(&m->rope, &c->ext.rope, rot));
     }
@@ -928,11 +982,16 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
         return cannot(s, x->qk_norm_full ? "its q/k norms span all heads (the class norms each head)"
                                          : "its q/k norms are per head (the class norms all heads at once)");
     if (check_moe(s, m)) return -1;
-    if (!!x->gemma != !!(f & F_GEMMA3))
-        return cannot(s, x->gemma ? "it has Gemma 3's block ((1 + w) norms around each branch, GeGLU)"
-                                  : "its block is Gemma 3's ((1 + w) norms around each branch, GeGLU)");
+    if (!!x->gemma != !!(f & (F_GEMMA3 | F_GEMMA2)))
+        return cannot(s, x->gemma ? "it has Gemma's block ((1 + w) norms around each branch, GeGLU)"
+                                  : "its block is Gemma's ((1 + w) norms around each branch, GeGLU)");
     if ((f & F_GEMMA3) && m->window && !x->rope_local_theta)
         return cannot(s, "its sliding layers need their own RoPE base");
+    if ((f & F_GEMMA2) && x->rope_local_theta)
+        return cannot(s, "its sliding layers have their own RoPE base (Gemma 2 has one RoPE)");
+    if (!(f & F_GEMMA2) && (x->attn_softcap > 0 || x->final_softcap > 0))
+        return cannot(s, "it soft-caps its attention scores or logits (of the Hugging Face classes only "
+                         "Gemma2ForCausalLM does)");
     if (!(f & F_PHI3) && (x->rope_rot || x->rope.longrope))
         return cannot(s, x->rope_rot ? "it rotates part of each head (partial rotary)" : "it has LongRoPE scaling");
     if ((f & F_PHI3) && (m->rope.llama3 || x->rope.linear || x->rope.yarn))
@@ -954,7 +1013,7 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
     if (x->mlp_bias && !(f & F_MLP_BIAS)) return cannot(s, "it has MLP biases");
     if (!(f & F_HEAD_DIM) && (long long)m->head_dim * m->n_heads != m->dim)
         return cannot(s, "head_dim differs from hidden_size / num_attention_heads");
-    if (m->window && !(f & (F_WINDOW_ALL | F_WINDOW_LAYERS | F_GEMMA3))) return cannot(s, "it has a sliding window");
+    if (m->window && !(f & (F_WINDOW_ALL | F_WINDOW_LAYERS | F_GEMMA3 | F_GEMMA2))) return cannot(s, "it has a sliding window");
     if (m->window && (f & F_WINDOW_ALL))
         for (int l = 0; l < m->n_layers && l < TT_MODEL_MAX_LAYERS; l++)
             if (x->full_attention[l]) return cannot(s, "its sliding window is not on every layer");
@@ -1065,6 +1124,37 @@ static tt_err read_common(const cJSON *j, const char *path, tt_hf_config *o)
     return 0;
 }
 
+/* Gemma3ForConditionalGeneration (Gemma 3 4B and up): its language model alone, read from text_config as a
+ * Gemma3ForCausalLM; the ids and dtype from the top level where it has them, else from text_config. The loader takes
+ * the language model's weights from under language_model. and skips the vision tower's (ext.hf_vlm). */
+static tt_err read_gemma3_vlm(const cJSON *j, const char *path, tt_hf_config *out)
+{
+    const cJSON *tc = present(j, "text_config");
+    if (!tc || !cJSON_IsObject(tc))
+        return tt_errorf("%s: key 'text_config' (the language model's configuration) must be an object", path);
+    char tp[4200];
+    snprintf(tp, sizeof tp, "%s: text_config", path);
+    const hf_spec *s = spec_of(TT_HF_GEMMA3);
+    const char *mt = NULL;
+    if (get_str(tp, tc, "model_type", s->model_type, &mt)) return -1;
+    if (strcmp(mt, s->model_type))
+        return tt_errorf("%s: model_type '%s' is not Gemma 3's language model ('%s')", tp, mt, s->model_type);
+    out->family = s->family;
+    if (s->read(s, tc, tp, out) || read_common(tc, tp, out)) return -1;
+    tt_hf_config top;
+    memset(&top, 0, sizeof top);
+    if (read_common(j, path, &top)) return -1;
+    if (top.bos_token_id >= 0) out->bos_token_id = top.bos_token_id;
+    if (top.has_pad) out->has_pad = 1, out->pad_token_id = top.pad_token_id;
+    if (top.n_eos) {
+        out->n_eos = top.n_eos;
+        memcpy(out->eos_token_ids, top.eos_token_ids, sizeof top.eos_token_ids);
+    }
+    if (top.torch_dtype[0]) memcpy(out->torch_dtype, top.torch_dtype, sizeof top.torch_dtype);
+    out->ext.hf_vlm = 1;
+    return 0;
+}
+
 tt_err tt_hf_config_parse(const char *json, size_t len, const char *path, tt_hf_config *out)
 {
     memset(out, 0, sizeof *out);
@@ -1088,6 +1178,10 @@ tt_err tt_hf_config_parse(const char *json, size_t len, const char *path, tt_hf_
         arch = a0->valuestring;
     }
     if (get_str(path, j, "model_type", NULL, &mtype)) goto done;
+    if (arch ? !strcmp(arch, "Gemma3ForConditionalGeneration") : !strcmp(mtype, "gemma3")) {
+        rc = read_gemma3_vlm(j, path, out);
+        goto done;
+    }
     if (!arch && !mtype) {
         tt_errorf("%s: neither 'architectures' nor 'model_type' says which model this is (supported: %s)", path, list);
         goto done;

@@ -214,6 +214,39 @@ static size_t max_param_bytes(const tt_model *m)
     return (size_t)mx * sizeof(float);
 }
 
+/* A Gemma3ForConditionalGeneration checkpoint (ext.hf_vlm) keeps its language model's tensors of canonical names
+ * model.X and lm_head.weight as language_model.model.X and language_model.lm_head.weight (the published layout,
+ * which save_pretrained writes), or as model.language_model.X and lm_head.weight (transformers 5's own); its vision
+ * tower and projector are skipped. */
+static const char *const vlm_towers[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                         "model.multi_modal_projector."};
+
+static int has_prefix(const char *s, const char *pre) { return strncmp(s, pre, strlen(pre)) == 0; }
+
+/* Where canonical name canon is in the checkpoint (saved: the published layout) */
+static const char *vlm_name(int saved, const char *canon, char *buf, size_t cap)
+{
+    if (saved) snprintf(buf, cap, "language_model.%s", canon);
+    else if (has_prefix(canon, "model.")) snprintf(buf, cap, "model.language_model.%s", canon + 6);
+    else snprintf(buf, cap, "%s", canon);
+    return buf;
+}
+
+/* A checkpoint tensor's canonical name; 1 when it is the vision tower's or projector's (skipped), -1 when it is
+ * neither the language model's nor theirs */
+static int vlm_canon(int saved, const char *name, char *buf, size_t cap)
+{
+    for (size_t i = 0; i < sizeof vlm_towers / sizeof vlm_towers[0]; i++)
+        if (has_prefix(name, vlm_towers[i])) return 1;
+    if (saved ? !has_prefix(name, "language_model.") : has_prefix(name, "language_model."))
+        return -1;
+    if (saved) snprintf(buf, cap, "%s", name + strlen("language_model."));
+    else if (has_prefix(name, "model.language_model.")) snprintf(buf, cap, "model.%s", name + strlen("model.language_model."));
+    else if (!strcmp(name, "lm_head.weight")) snprintf(buf, cap, "%s", name);
+    else return -1;
+    return 0;
+}
+
 tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_store *dst)
 {
     if (check_config(m, dir)) return -1;
@@ -228,7 +261,11 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
         prefixed = 0;
         for (int k = 0; k < tt_st_count(st) && !prefixed; k++) prefixed = strncmp(tt_st_get(st, k)->name, pre, plen) == 0;
     }
-    char file[4400];
+    /* a Gemma 3 vision-language checkpoint: which layout its language model's names follow */
+    int vlm_saved = 0, n_tower = 0;
+    for (int k = 0; m->ext.hf_vlm && k < tt_st_count(st) && !vlm_saved; k++)
+        vlm_saved = has_prefix(tt_st_get(st, k)->name, "language_model.");
+    char file[4400], vname[600];
     tt_err rc = 0;
     tt_hf_slot *slots = calloc((size_t)m->n_params, sizeof *slots);
     const char **used = calloc((size_t)m->n_params, sizeof *used);
@@ -244,6 +281,7 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
         }
         const char *name = slots[i].name;
         if (!prefixed && strncmp(name, pre, plen) == 0) name += plen;
+        if (m->ext.hf_vlm) name = vlm_name(vlm_saved, name, vname, sizeof vname);
         const tt_st_tensor *t = tt_st_find(st, name);
         if (!t) rc = tt_errorf("%s: tensor '%s' is missing (titan parameter '%s')", file_of(&fl, NULL, file, sizeof file),
                                name, p->name);
@@ -259,6 +297,18 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
             snprintf(canon, sizeof canon, "%s%s", pre, name);
             key = canon;
         }
+        if (m->ext.hf_vlm) {
+            const int v = vlm_canon(vlm_saved, name, canon, sizeof canon);
+            n_tower += v == 1;
+            if (v == 1) continue;
+            if (v < 0) {
+                rc = tt_errorf("%s: unexpected tensor '%s' (neither Gemma 3's language model, under %s, nor its vision "
+                               "tower or projector)", file_of(&fl, name, file, sizeof file), name,
+                               vlm_saved ? "language_model." : "model.language_model.");
+                break;
+            }
+            key = canon;
+        }
         int layer = -1;
         if (tt_model_hf_ignorable(m, key)) { /* multi-token-prediction layers (after the last) are counted */
             n_mtp += sscanf(key, "model.layers.%d.", &layer) == 1 && layer >= m->cfg.n_layers;
@@ -268,6 +318,9 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
         rc = tt_errorf("%s: unexpected tensor '%s' (a %s model with this config has no such weight)",
                        file_of(&fl, name, file, sizeof file), name, tt_arch_name(m->cfg.arch));
     }
+    if (!rc && m->ext.hf_vlm)
+        tt_warn("%s: a Gemma3ForConditionalGeneration folder: its language model loaded, the %d tensors of its vision "
+               "tower and projector skipped (titan trains and exports the text model, as Gemma3ForCausalLM)", dir, n_tower);
     if (!rc && n_mtp)
         tt_log("%s: skipped %d tensors of %d multi-token-prediction layer(s): titan trains the main layers only", dir,
                n_mtp, m->ext.n_mtp_layers);

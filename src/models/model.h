@@ -108,6 +108,8 @@ typedef struct {
     double attn_softcap, final_softcap;
     int rope_rot;      /* partial rotary (Phi-3's partial_rotary_factor): a head's first rope_rot features rotate; 0 = all */
     int hf_phi3;       /* Phi-3's names: q, k, v as rows of one qkv_proj, gate and up of one gate_up_proj */
+    int hf_vlm;        /* the checkpoint is a Gemma3ForConditionalGeneration's: the language model's weights under
+                          language_model. (or model.language_model.), the vision tower's and projector's skipped */
     /* 1 = layer l applies no RoPE (SmolLM3's no_rope_layers 0); layers past TT_MODEL_MAX_LAYERS apply it */
     unsigned char no_rope[TT_MODEL_MAX_LAYERS];
     /* 1 = layer l attends to all earlier keys even when cfg.window > 0 (Qwen2/3's
