@@ -15,6 +15,7 @@
 #include "dist/dist.h"
 #include "train/parallel.h"
 #include "train/metrics.h"
+#include "train/model_plan.h"
 #include "train/step_graph.h"
 #include "train/trace.h"
 
@@ -181,9 +182,9 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
                 : pk.gflops[sc.act_dtype] > 0 ? pk.gflops[sc.act_dtype]
                                               : pk.gflops[TT_F32];
     if (out)
-        fprintf(out, "bench step: %s %s, %d x %d tokens, backend %s, exec %s, compute %s, activation checkpoint %s, %d "
-                     "warmup + %d timed steps, %d threads\n",
-                tt_arch_name(mc.arch), c->model.flavor, B, T, be->name,
+        fprintf(out, "bench step: %s %s%s, %d x %d tokens, backend %s, exec %s, compute %s, activation checkpoint %s, "
+                     "%d warmup + %d timed steps, %d threads\n",
+                tt_arch_name(mc.arch), c->model.hf_assets_path[0] ? "from " : "", tt_model_plan_source(c), B, T, be->name,
                 c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
                 bf16 ? "bf16 (fp32 master weights)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup,
                 steps, tt_num_threads());
