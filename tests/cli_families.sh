@@ -9,7 +9,8 @@
 #   - each key changes the step-1 loss: it is not read and dropped;
 #   - the flavors smollm3_3b and olmo2_1b count what the published config.json
 #     files give (the same model read through config.json: the same
-#     parameters and FLOPs);
+#     parameters and FLOPs), and the Gemma shapes of configs/hf/shapes/ what
+#     transformers counts for them;
 #   - keys that have no meaning for the model are refused by name.
 set -u
 TITAN=$1
@@ -50,28 +51,26 @@ run granite GraniteForCausalLM '"embedding_multiplier":12' '"residual_multiplier
   '"attention_multiplier":0.05' '"logits_scaling":4' -- --model.embedding_multiplier 12 \
   --model.residual_multiplier 0.22 --model.attention_multiplier 0.05 --model.logits_scaling 4
 
-# the flavors against the published config.json files (allenai/OLMo-2-0425-1B, HuggingFaceTB/SmolLM3-3B):
-# the same model read through config.json counts the same
-mkdir -p "$W/olmo2_1b" "$W/smollm3_3b"
-cat >"$W/olmo2_1b/config.json" <<'EOF'
-{"architectures": ["Olmo2ForCausalLM"], "attention_bias": false, "eos_token_id": 100257, "hidden_act": "silu",
- "hidden_size": 2048, "intermediate_size": 8192, "model_type": "olmo2", "num_attention_heads": 16,
- "num_hidden_layers": 16, "num_key_value_heads": 16, "pad_token_id": 100277, "rms_norm_eps": 1e-06,
- "rope_theta": 500000, "tie_word_embeddings": false, "vocab_size": 100352, "max_position_embeddings": 4096}
-EOF
-cat >"$W/smollm3_3b/config.json" <<'EOF'
-{"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "hidden_size": 2048, "intermediate_size": 11008,
- "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
- "rope_theta": 5000000.0, "bos_token_id": 128000, "eos_token_id": 128012, "pad_token_id": 128004,
- "tie_word_embeddings": true, "max_position_embeddings": 65536, "hidden_act": "silu", "no_rope_layer_interval": 4}
-EOF
-for f in olmo2_1b:1484916736 smollm3_3b:3075098624; do
-  name=${f%%:*} want=${f#*:}
+# the flavors against the published config.json files (allenai/OLMo-2-0425-1B, HuggingFaceTB/SmolLM3-3B; their
+# architecture keys in configs/hf/shapes/): the same model read through config.json counts the same
+for f in olmo2_1b:olmo-2-1b:1484916736 smollm3_3b:smollm3-3b:3075098624; do
+  name=${f%%:*} rest=${f#*:} want=${f##*:}
+  shape=${rest%%:*}
   "$TITAN" plan --model.flavor "$name" --training.seq_len 4096 >"$W/$name.flavor" 2>&1 &&
-    "$TITAN" plan --model.hf_assets_path "$W/$name" --training.seq_len 4096 >"$W/$name.hf" 2>&1 &&
+    "$TITAN" plan --model.hf_assets_path "$SRC/configs/hf/shapes/$shape" --training.seq_len 4096 >"$W/$name.hf" 2>&1 &&
     grep -q "^parameters   $want " "$W/$name.flavor" &&
     [ "$(grep -E '^(parameters|FLOPs/token)' "$W/$name.flavor")" = "$(grep -E '^(parameters|FLOPs/token)' "$W/$name.hf")" ]
   check "plan $name: $want parameters, and its config.json's parameters and FLOPs" $?
+done
+
+# the Gemma shapes' config.json files (configs/hf/shapes/, the published configs' architecture keys): the parameters
+# transformers 5.24 counts for the same files (AutoModelForCausalLM.from_config on the meta device; Gemma 3 4B's
+# text_config through Gemma3ForCausalLM, the language model titan reads)
+for f in gemma-3-1b:999885952 gemma-2-2b:2614341888 gemma-3-4b:3880263168; do
+  name=${f%%:*} want=${f#*:}
+  "$TITAN" plan --model.hf_assets_path "$SRC/configs/hf/shapes/$name" --training.seq_len 1024 >"$W/$name.plan" 2>&1 &&
+    grep -q "^parameters   $want " "$W/$name.plan"
+  check "plan configs/hf/shapes/$name: $want parameters, as transformers counts them" $?
 done
 
 expect "gpt2 has no post norms" error "model.post_norms: gpt2 has no such option" \

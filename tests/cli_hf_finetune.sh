@@ -89,6 +89,14 @@ printf '%s\n' "{\"text\": \"$PROMPT\"}" '{"text": "Hello"}' '{"text": "  two lea
 [ "$(wc -l <"$W/corpus.jsonl")" -eq 300 ]
 check "corpus written (300 lines)" $?
 
+# recipe_of FIXTURE: the fine-tuning recipe of the fixture's family (configs/finetune/), if it has one
+recipe_of() {
+  case $1 in
+    gemma3) echo gemma3_1b_lora ;; gemma3_vlm) echo gemma3_4b_lora ;; gemma2) echo gemma2_2b_lora ;;
+    phi3) echo phi4_mini_lora ;; smollm3) echo smollm3_3b_lora ;; olmo2) echo olmo2_1b_lora ;;
+    granite) echo granite3_2b_lora ;;
+  esac
+}
 # st_dtypes FILE: the dtypes of a safetensors file's tensors, sorted, one of each (from its JSON header)
 st_dtypes() { head -c 65536 "$1" | grep -a -o '"dtype":"[A-Z0-9]*"' | sed 's/.*:"\(.*\)"/\1/' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 # metric FILE STEP KEY: the value of KEY in the metrics.jsonl line of that step
@@ -220,6 +228,18 @@ for m in "${MODELS[@]}"; do
   "$TITAN" prepare --hf "$F" --out "$D/probe" --val-fraction 0 --no-progress \
     "$W/corpus.jsonl" "$W/probe.jsonl" >"$D/probe.log" 2>&1
   check "$m: titan prepare --val-fraction 0" $?
+
+  # the family's recipe (configs/finetune/) on its fixture: 2 LoRA steps, the adapter written at the end
+  recipe=$(recipe_of "$m")
+  if [ -n "$recipe" ]; then
+    "$TITAN" train --config "$SRC/configs/finetune/$recipe.toml" --model.hf_assets_path "$F" \
+      --training.dataset_path "$D/data/train.bin" --validation.dataset_path "$D/data/val.bin" --training.steps 2 \
+      --training.seq_len 64 --validation.freq 2 --validation.steps 1 --checkpoint.interval 2 \
+      --job.dump_folder "$D/recipe" --metrics.peak_tflops 1 >"$D/recipe.log" 2>&1 &&
+      grep -q "^LoRA: rank 16" "$D/recipe.log" && [ -s "$D/recipe/hf/adapter_config.json" ] &&
+      [ -s "$D/recipe/hf/adapter_model.safetensors" ]
+    check "$m: configs/finetune/$recipe.toml trains on it (LoRA) and writes the adapter" $?
+  fi
 done
 
 # titan's token ids against tokenizers' (pip tokenizers: CI's project virtualenv has it); with
