@@ -86,6 +86,8 @@ LORA = {
     "qwen3_moe": (ATTENTION, False),
     "gpt2": ("all-linear", False),
     "phi3": ("all-linear", False),  # one adapter for qkv_proj's q, k and v, one for gate_up_proj's gate and up
+    "gemma3": ("all-linear", False),  # (1 + w) norms in the frozen base, GeGLU, a RoPE base per layer type
+    "gemma2": ("all-linear", False),  # soft-capped scores and logits
 }
 # Conv1D modules (GPT-2's), whose weights are stored (in, out): PEFT's fan_in_fan_out, and one adapter for c_attn's
 # q, k and v together
