@@ -1009,6 +1009,9 @@ static void test_config(void)
           strstr(tt_last_error(), "attn_logit_softcapping"));
     CHECK(parse("{\"architectures\":[\"Gemma3ForCausalLM\"],\"final_logit_softcapping\":30}", &d) != 0 &&
           strstr(tt_last_error(), "final_logit_softcapping"));
+    /* neither an architecture nor a model_type: refused, not taken for a vision-language folder (a fuzzer found
+     * the read of a NULL model_type here) */
+    CHECK(parse("{\"hidden_size\":64}", &d) != 0 && strstr(tt_last_error(), "neither 'architectures' nor 'model_type'"));
     /* Gemma3ForConditionalGeneration: its text_config is read, as Gemma 3's language model, or refused by name */
     CHECK(parse("{\"architectures\":[\"Gemma3ForConditionalGeneration\"]}", &d) != 0 &&
           strstr(tt_last_error(), "'text_config'"));

@@ -1178,12 +1178,12 @@ tt_err tt_hf_config_parse(const char *json, size_t len, const char *path, tt_hf_
         arch = a0->valuestring;
     }
     if (get_str(path, j, "model_type", NULL, &mtype)) goto done;
-    if (arch ? !strcmp(arch, "Gemma3ForConditionalGeneration") : !strcmp(mtype, "gemma3")) {
-        rc = read_gemma3_vlm(j, path, out);
-        goto done;
-    }
     if (!arch && !mtype) {
         tt_errorf("%s: neither 'architectures' nor 'model_type' says which model this is (supported: %s)", path, list);
+        goto done;
+    }
+    if (arch ? !strcmp(arch, "Gemma3ForConditionalGeneration") : !strcmp(mtype, "gemma3")) {
+        rc = read_gemma3_vlm(j, path, out);
         goto done;
     }
     const hf_spec *s = NULL;
