@@ -8,7 +8,7 @@ set -eu
 TITAN=${1:-build/titan} ROUNDS=${2:-2} SEQ=${SEQ:-256}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-gemma3_1b_lora:gemma-3-1b gemma2_2b_lora:gemma-2-2b smollm3_3b_lora:smollm3-3b olmo2_1b_lora:olmo-2-1b
-gemma3_4b_lora:gemma-3-4b phi4_mini_lora:phi-4-mini}
+gemma3_4b_lora:gemma-3-4b phi4_mini_lora:phi-4-mini granite3_2b_lora:granite-3.3-2b}
 peak() { "$TITAN" bench peak | grep -E '^(fp32|bf16) ' | tr -s ' ' | tr '\n' ' '; echo; }
 echo "peak before: $(peak)"
 for ((r = 1; r <= ROUNDS; r++)); do
