@@ -322,8 +322,8 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
         tt_warn("%s: a Gemma3ForConditionalGeneration folder: its language model loaded, the %d tensors of its vision "
                "tower and projector skipped (titan trains and exports the text model, as Gemma3ForCausalLM)", dir, n_tower);
     if (!rc && n_mtp)
-        tt_log("%s: skipped %d tensors of %d multi-token-prediction layer(s): titan trains the main layers only", dir,
-               n_mtp, m->ext.n_mtp_layers);
+        tt_warn("%s: skipped %d tensors of %d multi-token-prediction layer(s): titan trains the main layers only", dir,
+                n_mtp, m->ext.n_mtp_layers);
     free(slots);
     free(used);
     tt_free(stage);
