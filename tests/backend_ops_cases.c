@@ -238,40 +238,57 @@ typedef struct {
     int B, T, H, Hk, hd, dv, window, Tmax, start;
 } attn_v_p;
 /* attention (or, with a cache of Tmax positions, attention_kv) with the scores scaled by `scale`, not 1 /
- * sqrt(hd) (Multi-head Latent Attention's YaRN scale), soft-capped at cap (0: not), values c->dv wide */
-static void scaled_attention(hc *h, const attn_v_p *c, int docs, double scale, double cap)
+ * sqrt(hd) (Multi-head Latent Attention's YaRN scale), soft-capped at cap (0: not), values c->dv wide, and
+ * with a sink a head when `sinks` (GPT-OSS; logits of the scores' size, so that they take a real share) */
+static void scaled_attention(hc *h, const attn_v_p *c, int docs, double scale, double cap, int sinks)
 {
     const int N = c->B * c->T;
     tt_value *q = act_in(h, "q", N, (int64_t)c->H * c->hd, 1), *k = act_in(h, "k", N, (int64_t)c->Hk * c->hd, 1);
     tt_value *v = act_in(h, "v", N, (int64_t)c->Hk * c->dv, 1);
+    tt_value *sk = sinks ? w_in(h, "sinks", 1, c->H, 0, 1.5) : NULL;
     if (c->Tmax) {
         tt_value *ck = input(h, "cache_k", h->act, 3, (int64_t[]){c->B, c->Tmax, (int64_t)c->Hk * c->hd},
                              (fill){F_ACT, 1, 0, 0, 0, NULL});
         tt_value *cv = input(h, "cache_v", h->act, 3, (int64_t[]){c->B, c->Tmax, (int64_t)c->Hk * c->dv},
                              (fill){F_ACT, 1, 0, 0, 0, NULL});
         tt_value *start = int_in(h, "start", 1, (fill){I_UNI, 0, 0, c->start, c->start + 1, NULL});
-        tt_attention_kv_scaled(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale, cap);
+        tt_attention_kv_scaled(h->g, q, k, v, ck, cv, start, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale, cap,
+                               sk);
         forward_and_backward(h, last(h), 0);
         return;
     }
     tt_value *doc = int_in(h, "doc", (int64_t)N, (fill){I_DOC, 0, docs ? 1 : 0, c->B, c->T, NULL});
-    tt_attention_scaled(h->g, q, k, v, doc, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale, cap);
+    tt_attention_scaled(h->g, q, k, v, doc, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale, cap, sk);
     forward_and_backward(h, last(h), 1);
 }
 static void case_attention_scaled(hc *h, const void *p)
 {
     const attn_p *c = p;
     const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
-    scaled_attention(h, &v, c->docs, 0.61, 0);
+    scaled_attention(h, &v, c->docs, 0.61, 0, 0);
 }
 /* Gemma 2's soft-capped scores: a cap of 1.5 bends scores of this size (|s| up to about 3) well into the tanh */
 static void case_attention_capped(hc *h, const void *p)
 {
     const attn_p *c = p;
     const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
-    scaled_attention(h, &v, c->docs, 0.61, 1.5);
+    scaled_attention(h, &v, c->docs, 0.61, 1.5, 0);
 }
-static void case_attention_vw(hc *h, const void *p) { scaled_attention(h, p, 1, 0.45, 0); }
+/* GPT-OSS's sinks: alone, and with a soft-cap and another scale (the sinks' epilogue sees the capped scores) */
+static void case_attention_sinks(hc *h, const void *p)
+{
+    const attn_p *c = p;
+    const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
+    scaled_attention(h, &v, c->docs, 0, 0, 1);
+}
+static void case_attention_sinks_capped(hc *h, const void *p)
+{
+    const attn_p *c = p;
+    const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
+    scaled_attention(h, &v, c->docs, 0.61, 1.5, 1);
+}
+static void case_attention_vw(hc *h, const void *p) { scaled_attention(h, p, 1, 0.45, 0, 0); }
+static void case_attention_vw_sinks(hc *h, const void *p) { scaled_attention(h, p, 1, 0.45, 0, 1); }
 static void case_attention_qkv(hc *h, const void *p)
 {
     const attn_p *c = p;
@@ -687,6 +704,14 @@ const test_case op_cases[] = {
     {"attention soft-capped 1.5, 2x256, 4 heads of 32", case_attention_capped, &at_typ, 0, 0},
     {"attention_kv soft-capped 1.5, prefill 5 of 16", case_attention_capped, &kv_prefill, 0, 0},
     {"attention_kv soft-capped 1.5, decode at 7 of 12, window 3", case_attention_capped, &kv_decode, 0, 0},
+    {"attention sinks, GQA 4:2, documents", case_attention_sinks, &at_gqa, 1, 0},
+    {"attention sinks, GQA 3:1, window 5, documents, hd 16", case_attention_sinks, &at_win, 1, 0},
+    {"attention sinks, soft-capped 1.5, GQA 4:2, documents", case_attention_sinks_capped, &at_gqa, 1, 0},
+    {"attention sinks 2x256, 4 heads of 32", case_attention_sinks, &at_typ, 0, 0},
+    {"attention sinks, soft-capped 1.5, 2x256, 4 heads of 32", case_attention_sinks_capped, &at_typ, 0, 0},
+    {"attention_kv sinks, prefill 5 of 16", case_attention_sinks, &kv_prefill, 0, 0},
+    {"attention_kv sinks, decode at 7 of 12, window 3", case_attention_sinks, &kv_decode, 0, 0},
+    {"attention sinks, values narrower (12 q/k, 8 v), GQA, documents", case_attention_vw_sinks, &av_narrow, 1, 0},
     {"attention values narrower (12 q/k, 8 v), GQA, documents", case_attention_vw, &av_narrow, 1, 0},
     {"attention values wider (8 q/k, 16 v), window 5", case_attention_vw, &av_wide, 1, 0},
     {"attention 2x256, 4 heads of 48 q/k and 32 v", case_attention_vw, &av_typ, 0, 0},

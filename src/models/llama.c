@@ -172,8 +172,8 @@ static tt_value *gqa_attention(tt_graph *g, const tt_model *m, tt_value *const *
     const double scale = m->ext.gemma ? 1.0 / sqrt(m->ext.query_pre_attn_scalar) : m->ext.attn_mult;
     const double cap = m->ext.attn_softcap; /* Gemma 2 */
     return in->cache_k ? tt_attention_kv_scaled(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H,
-                                                Hk, hd, window, scale, cap)
-                       : tt_attention_scaled(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window, scale, cap);
+                                                Hk, hd, window, scale, cap, NULL)
+                       : tt_attention_scaled(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window, scale, cap, NULL);
 }
 
 /* The residual stream after a branch: x + d; with a norm after the branch (OLMo 2's, in place of the one before;

@@ -73,9 +73,9 @@ tt_value *tt_mla_attention(tt_graph *g, const tt_model *m, tt_value *const *p, t
     const int window = tt_model_layer_window(c, &m->ext, l);
     /* values dv wide: the attention ops take them as they are */
     return in->cache_k ? tt_attention_kv_scaled(g, qf, kf, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H,
-                                                H, hd, window, scale, m->ext.attn_softcap)
+                                                H, hd, window, scale, m->ext.attn_softcap, NULL)
                        : tt_attention_scaled(g, qf, kf, v, in->doc, in->B, in->T, H, H, hd, window, scale,
-                                             m->ext.attn_softcap); // (N, H*dv)
+                                             m->ext.attn_softcap, NULL); // (N, H*dv)
 }
 
 const char *tt_mla_hf_name(const tt_mla_cfg *a, int k)

@@ -32,14 +32,20 @@ tt_value *tt_rope_partial(tt_graph *g, tt_value *x, tt_value *pos, tt_value *inv
     return rope_node(g, x, pos, inv_freq, H, hd, rot, scale);
 }
 
+/* No sinks, or one logit a head in the statistics' dtype: fp32 (f64 beside f64 activations) */
+static int sinks_fit(const tt_value *q, const tt_value *sinks, int H)
+{
+    return !sinks || (sinks->ndim == 1 && sinks->shape[0] == H && sinks->dtype == stat_dtype(q->dtype));
+}
+
 tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T, int H,
                        int Hk, int hd, int window)
 {
-    return tt_attention_scaled(g, q, k, v, doc, B, T, H, Hk, hd, window, 0, 0);
+    return tt_attention_scaled(g, q, k, v, doc, B, T, H, Hk, hd, window, 0, 0, NULL);
 }
 
 tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T, int H,
-                              int Hk, int hd, int window, double softmax_scale, double softcap)
+                              int Hk, int hd, int window, double softmax_scale, double softcap, tt_value *sinks)
 {
     /* values may be narrower or wider than queries and keys (Multi-head Latent Attention): their width is v's */
     const int64_t vw = v && Hk > 0 && cols(v) % Hk == 0 ? cols(v) / Hk : -1;
@@ -50,21 +56,22 @@ tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v
          B, T, Hk, hd, B, T, Hk, B, T);
     NEED(q->dtype == k->dtype && q->dtype == v->dtype, "attention: q, k and v have different dtypes");
     NEED(softcap >= 0 && isfinite(softcap), "attention: the soft-cap must be 0 (none) or a positive finite number");
+    NEED(sinks_fit(q, sinks, H), "attention: the sinks must be a weight of %d logits, one a head", H);
     tt_value *out[] = {tt_op_act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), tt_op_act(g, stat_dtype(q->dtype), 3, B, H, T)};
     tt_attn_attrs at = {B, T, H, Hk, hd, window, 0, 0, softmax_scale, vw == hd ? 0 : (int)vw, softcap};
-    tt_value *in[] = {q, k, v, doc};
-    return tt_op_node(g, TT_OP_ATTENTION, 4, in, 2, out, &at) ? out[0] : NULL;
+    tt_value *in[] = {q, k, v, doc, sinks};
+    return tt_op_node(g, TT_OP_ATTENTION, sinks ? 5 : 4, in, 2, out, &at) ? out[0] : NULL;
 }
 
 tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
                           tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd, int window)
 {
-    return tt_attention_kv_scaled(g, q, k, v, cache_k, cache_v, start, B, Tq, H, Hk, hd, window, 0, 0);
+    return tt_attention_kv_scaled(g, q, k, v, cache_k, cache_v, start, B, Tq, H, Hk, hd, window, 0, 0, NULL);
 }
 
 tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
                                  tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd, int window,
-                                 double softmax_scale, double softcap)
+                                 double softmax_scale, double softcap, tt_value *sinks)
 {
     const int64_t vw = v && Hk > 0 && cols(v) % Hk == 0 ? cols(v) / Hk : -1; /* the values' width */
     NEED(q && k && v && cache_k && cache_v && start && Hk > 0 && H % Hk == 0 && rows(q) == (int64_t)B * Tq &&
@@ -74,10 +81,11 @@ tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value
              cache_v->shape[2] == (int64_t)Hk * vw && start->dtype == TT_I32,
          "attention with KV cache: shapes do not match");
     NEED(softcap >= 0 && isfinite(softcap), "attention: the soft-cap must be 0 (none) or a positive finite number");
+    NEED(sinks_fit(q, sinks, H), "attention: the sinks must be a weight of %d logits, one a head", H);
     tt_value *out[] = {tt_op_act(g, q->dtype, 2, q->shape[0], (int64_t)H * vw, 0), tt_op_act(g, stat_dtype(q->dtype), 3, B, H, Tq)};
     tt_attn_attrs at = {B, Tq, H, Hk, hd, window, 0, (int)cache_k->shape[1], softmax_scale, vw == hd ? 0 : (int)vw, softcap};
-    tt_value *in[] = {q, k, v, cache_k, cache_v, start};
-    return tt_op_node(g, TT_OP_ATTENTION_KV, 6, in, 2, out, &at) ? out[0] : NULL;
+    tt_value *in[] = {q, k, v, cache_k, cache_v, start, sinks};
+    return tt_op_node(g, TT_OP_ATTENTION_KV, sinks ? 7 : 6, in, 2, out, &at) ? out[0] : NULL;
 }
 
 tt_value *tt_attention_qkv(tt_graph *g, tt_value *qkv, tt_value *doc, tt_value *pos, tt_value *inv_freq,
@@ -129,9 +137,14 @@ static void bw_rope(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **g
 
 static void bw_attention(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
-    tt_value *in[] = {n->in[0], n->in[1], n->in[2], n->in[3], n->out[0], n->out[1], gout[0]};
-    tt_value *like[] = {n->in[0], n->in[1], n->in[2]};
-    tt_op_emitn(g, TT_OP_ATTENTION_BWD, 7, in, 3, like, gin, n->attrs);
+    /* in: q, k, v, doc, o, lse, do [, sinks]; out: dq, dk, dv [, dsinks] */
+    const int sinks = n->n_in > 4;
+    tt_value *in[] = {n->in[0], n->in[1], n->in[2], n->in[3], n->out[0], n->out[1], gout[0], sinks ? n->in[4] : NULL};
+    tt_value *like[] = {n->in[0], n->in[1], n->in[2], sinks ? n->in[4] : NULL};
+    tt_value *g4[4] = {0};
+    tt_op_emitn(g, TT_OP_ATTENTION_BWD, sinks ? 8 : 7, in, sinks ? 4 : 3, like, g4, n->attrs);
+    for (int k = 0; k < 3; k++) gin[k] = g4[k];
+    if (sinks && trains(n->in[4])) gin[4] = g4[3];
 }
 
 static void bw_attention_qkv(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)

@@ -218,13 +218,16 @@ tt_value *tt_attention(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_va
 tt_value *tt_attention_kv(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
                           tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd,
                           int window);
-/* the same two with the scores scaled by softmax_scale instead of 1 / sqrt(hd) (0: that), and soft-capped:
- * s -> softcap * tanh(s / softcap) (0: not) */
+/* the same two with the scores scaled by softmax_scale instead of 1 / sqrt(hd) (0: that), soft-capped:
+ * s -> softcap * tanh(s / softcap) (0: not), and with attention sinks (NULL: none): GPT-OSS's learned logit a
+ * head, sinks (H) a weight, that joins each row's softmax denominator and takes no value (the row's
+ * probabilities over its keys then sum to less than 1) */
 tt_value *tt_attention_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *doc, int B, int T,
-                              int H, int Hk, int hd, int window, double softmax_scale, double softcap);
+                              int H, int Hk, int hd, int window, double softmax_scale, double softcap,
+                              tt_value *sinks);
 tt_value *tt_attention_kv_scaled(tt_graph *g, tt_value *q, tt_value *k, tt_value *v, tt_value *cache_k,
                                  tt_value *cache_v, tt_value *start, int B, int Tq, int H, int Hk, int hd,
-                                 int window, double softmax_scale, double softcap);
+                                 int window, double softmax_scale, double softcap, tt_value *sinks);
 tt_value *tt_swiglu(tt_graph *g, tt_value *a, tt_value *b);
 /* silu(ab[:, :F]) * ab[:, F:] of one (N, 2F) value: gate and up from one matmul */
 tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab);

@@ -169,11 +169,17 @@ static void attn_bwd_f32(const float *q, const float *k, const float *v, const i
                     for (int r = 0; r < nq; r++) {
                         float *p = P + (size_t)r * nj, *ds = dS + (size_t)r * nj, Lr = L[r];
                         float Di = dotf(dO + (size_t)r * ldq, Oi + (size_t)r * ldq, hd);
-                        for (int c = 0; c < nj; c++) {
-                            const float t = cap > 0 ? tt_tanhf(p[c] / cap) : 0.0f, z = cap > 0 ? cap * t : p[c];
-                            p[c] = vis[r][c] && Lr != -INFINITY ? expf(z - Lr) : 0.0f;
-                            ds[c] = p[c] * (ds[c] - Di) * sc * (1.0f - t * t);
-                        }
+                        if (cap > 0)
+                            for (int c = 0; c < nj; c++) {
+                                const float t = tt_tanhf(p[c] / cap);
+                                p[c] = vis[r][c] && Lr != -INFINITY ? expf(cap * t - Lr) : 0.0f;
+                                ds[c] = p[c] * (ds[c] - Di) * sc * (1.0f - t * t);
+                            }
+                        else
+                            for (int c = 0; c < nj; c++) {
+                                p[c] = vis[r][c] && Lr != -INFINITY ? expf(p[c] - Lr) : 0.0f;
+                                ds[c] = p[c] * (ds[c] - Di) * sc;
+                            }
                     }
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nj, hd, nq, 1.0f, P, nj, dO, ldq, 1.0f,
                                 dV, ldk);
@@ -190,6 +196,61 @@ void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, 
                       int kvT, int q_off, int H, int Hk, int hd, int window, double scale, double softcap)
 {
     attn_fwd_f32(q, k, v, NULL, o, lse, B, Tq, Tk, kvT, q_off, H, Hk, hd, window, scale, softcap);
+}
+
+/* ---- attention sinks (GPT-OSS) ------------------------------------------------ */
+
+/* element i of a row of dtype dt, and its store */
+static inline float elem(const void *row, int i, tt_dtype dt)
+{
+    return dt == TT_BF16 ? tt_bf16_to_f32(((const uint16_t *)row)[i]) : ((const float *)row)[i];
+}
+
+/* A row of logsumexp L over its keys and output o = sum_j e^(s_j - L) v_j: the sink s, one more logit with no
+ * value, makes the logsumexp L' = log(e^L + e^s) and the output o e^(L - L'). A row that sees no key keeps
+ * o = 0 and L = -inf (all of its probability is the sink's, which adds nothing). */
+void cpu_attention_sinks_fwd(void *o, long ldo, float *lse, const float *sinks, int B, int T, int H, int dv,
+                             tt_dtype dt)
+{
+    const size_t es = tt_dtype_size(dt);
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < B * T; n++) {
+        const int b = n / T, t = n % T;
+        for (int h = 0; h < H; h++) {
+            float *L = lse + ((size_t)b * H + h) * T + t;
+            if (*L == -INFINITY) continue;
+            const float s = sinks[h], m = fmaxf(*L, s), Ls = m + logf(expf(*L - m) + expf(s - m));
+            const float f = expf(*L - Ls);
+            char *row = (char *)o + ((size_t)n * ldo + (size_t)h * dv) * es;
+            if (dt == TT_BF16)
+                for (int d = 0; d < dv; d++) ((uint16_t *)row)[d] = tt_f32_to_bf16(elem(row, d, dt) * f);
+            else
+                for (int d = 0; d < dv; d++) ((float *)row)[d] *= f;
+            *L = Ls;
+        }
+    }
+}
+
+/* The sink's probability in a row, p_s = e^(s - L'), has dp = 0 (no value), so its score gradient is
+ * p_s (0 - D) with D = dout . o: dsink_h = -sum over the rows of head h of p_s D. */
+void cpu_attention_sinks_bwd(const void *o, long ldo, const void *dout, long lddo, const float *lse,
+                             const float *sinks, float *dsinks, int B, int T, int H, int dv, tt_dtype dt)
+{
+    const size_t es = tt_dtype_size(dt);
+    #pragma omp parallel for schedule(static)
+    for (int h = 0; h < H; h++) {
+        double acc = 0;
+        for (int n = 0; n < B * T; n++) {
+            const float L = lse[((size_t)(n / T) * H + h) * T + n % T];
+            if (L == -INFINITY) continue;
+            const char *on = (const char *)o + ((size_t)n * ldo + (size_t)h * dv) * es;
+            const char *dn = (const char *)dout + ((size_t)n * lddo + (size_t)h * dv) * es;
+            float D = 0;
+            for (int d = 0; d < dv; d++) D += elem(on, d, dt) * elem(dn, d, dt);
+            acc -= (double)expf(sinks[h] - L) * D;
+        }
+        dsinks[h] = (float)acc;
+    }
 }
 
 /* ---- training calls in any layout, through fp32 scratch ---------------------- */

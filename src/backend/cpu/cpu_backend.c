@@ -166,6 +166,7 @@ static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
                        .softcap = at->softcap};
     const tt_err rc = cpu_attention_fwd(&a);
     if (!rc) narrowed(out[0], o, N, at->H, vw, W, dt);
+    if (!rc && n->n_in > 4) cpu_attention_sinks_fwd(out[0], (long)at->H * vw, out[1], in[4], at->B, at->T, at->H, vw, dt);
     return rc;
 }
 
@@ -197,6 +198,10 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
         narrowed(out[1], dk, N, at->Hk, hd, W, dt);
         narrowed(out[2], dv, N, at->Hk, vw, W, dt);
     }
+    /* the sinks' gradient: o and lse are the sinked ones, so dq, dk and dv above are already the sinked attention's */
+    if (!rc && n->n_out > 3)
+        cpu_attention_sinks_bwd(in[4], (long)at->H * vw, in[6], (long)at->H * vw, in[5], in[7], out[3], at->B, at->T,
+                                at->H, vw, dt);
     return rc;
 }
 
@@ -250,6 +255,7 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
     cpu_attention_kv(q, ck, cv, o, out[1], a->B, a->T, start + a->T, a->Tmax, start, a->H, a->Hk, W, a->window,
                      tt_attn_softmax_scale(a), a->softcap);
     narrowed(out[0], o, Nq, a->H, vw, W, TT_F32);
+    if (n->n_in > 6) cpu_attention_sinks_fwd(out[0], (long)a->H * vw, out[1], in[6], a->B, a->T, a->H, vw, TT_F32);
     return 0;
 }
 

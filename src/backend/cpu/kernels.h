@@ -106,6 +106,14 @@ tt_err cpu_attention_bwd(const tt_attn *a);
 /* Decoding with a KV cache (fp32): the general form of ref_attention_fwd. */
 void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, float *lse, int B, int Tq, int Tk,
                       int kvT, int q_off, int H, int Hk, int hd, int window, double scale, double softcap);
+/* GPT-OSS's attention sinks, a logit a head in each row's softmax denominator with no value, on a finished
+ * forward: o (B*T rows of stride ldo, head h's dv features at h*dv; dtype dt) and lse (B, H, T) become those of
+ * the attention with the sinks (fp32, H). The backward kernels, given them, are then the sinked attention's, and
+ * cpu_attention_sinks_bwd gives the sinks' gradient dsinks (H, fp32, overwritten) from o, lse and dout. */
+void cpu_attention_sinks_fwd(void *o, long ldo, float *lse, const float *sinks, int B, int T, int H, int dv,
+                             tt_dtype dt);
+void cpu_attention_sinks_bwd(const void *o, long ldo, const void *dout, long lddo, const float *lse,
+                             const float *sinks, float *dsinks, int B, int T, int H, int dv, tt_dtype dt);
 
 /* Fused linear + cross-entropy: h (N,D) of dtype dt, W (V,D) fp32, dh (dt),
  * dW fp32 accumulated into. Logit products in bf16 when dt is bf16. *loss

@@ -175,7 +175,8 @@ static tt_err k_attention(const tt_node *n, void *const *in, void *const *out)
     const tt_attn_attrs *a = TT_ATTRS(n, tt_attn_attrs);
     const int is64 = is_f64(n);
     REF(attention_fwd_v, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (T *)out[0], (T *)out[1], a->B,
-        a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a), a->softcap);
+        a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a), a->softcap,
+        n->n_in > 4 ? (const T *)in[4] : NULL);
     return 0;
 }
 
@@ -185,7 +186,8 @@ static tt_err k_attention_bwd(const tt_node *n, void *const *in, void *const *ou
     const int is64 = is_f64(n);
     REF(attention_bwd_v, (const T *)in[0], (const T *)in[1], (const T *)in[2], in[3], (const T *)in[4],
         (const T *)in[5], (const T *)in[6], (T *)out[0], (T *)out[1], (T *)out[2], a->B, a->T, a->H, a->Hk, a->hd,
-        tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a), a->softcap);
+        tt_attn_v_width(a), a->window, tt_attn_softmax_scale(a), a->softcap, n->n_in > 7 ? (const T *)in[7] : NULL,
+        n->n_out > 3 ? (T *)out[3] : NULL);
     return 0;
 }
 
@@ -248,7 +250,8 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
             memcpy((char *)in[4] + dst * vrow, (const char *)in[2] + src * vrow, vrow);
         }
     REF(attention_fwd_v, (const T *)in[0], (const T *)in[3], (const T *)in[4], NULL, (T *)out[0], (T *)out[1], a->B,
-        a->T, start + a->T, a->Tmax, start, a->H, a->Hk, a->hd, vw, a->window, tt_attn_softmax_scale(a), a->softcap);
+        a->T, start + a->T, a->Tmax, start, a->H, a->Hk, a->hd, vw, a->window, tt_attn_softmax_scale(a), a->softcap,
+        n->n_in > 6 ? (const T *)in[6] : NULL);
     return 0;
 }
 

@@ -65,16 +65,19 @@
     void ref_attention_fwd_##S(const T *q, const T *k, const T *v, const int32_t *doc, T *o,     \
                                T *lse, int B, int Tq, int Tk, int kvT, int q_off, int H, int Hk, \
                                int hd, int window, double scale);                                \
-    /* The same with values (and the output) dv wide, queries and keys hd, and the scores         \
-     * soft-capped when cap > 0: s -> cap tanh(s / cap) (Gemma 2), after the scale.             \
-     * The backward's ds is then multiplied by 1 - tanh(s / cap)^2. */                          \
+    /* The same with values (and the output) dv wide, queries and keys hd, the scores           \
+     * soft-capped when cap > 0: s -> cap tanh(s / cap) (Gemma 2), after the scale, and, when     \
+     * sink is not NULL, head h's sink logit sink[h] in each row's max and denominator, with no   \
+     * value (GPT-OSS). The backward's ds is multiplied by 1 - tanh(s / cap)^2; dsink (H),        \
+     * overwritten, is the sinks' gradient. */                                                   \
     void ref_attention_fwd_v_##S(const T *q, const T *k, const T *v, const int32_t *doc, T *o,   \
                                  T *lse, int B, int Tq, int Tk, int kvT, int q_off, int H,        \
-                                 int Hk, int hd, int dv, int window, double scale, double cap);   \
+                                 int Hk, int hd, int dv, int window, double scale, double cap,    \
+                                 const T *sink);                                                  \
     void ref_attention_bwd_v_##S(const T *q, const T *k, const T *v, const int32_t *doc,         \
                                  const T *o, const T *lse, const T *dout, T *dq, T *dk, T *dv,    \
                                  int B, int T_, int H, int Hk, int hd, int vw, int window,       \
-                                 double scale, double cap);                                       \
+                                 double scale, double cap, const T *sink, T *dsink);              \
     /* Backward of the above for Tq == Tk == kvT, q_off == 0: dq (B,T,H,hd), dk, dv            \
      * (B,T,Hk,hd), all overwritten. */                                                          \
     void ref_attention_bwd_##S(const T *q, const T *k, const T *v, const int32_t *doc,           \
