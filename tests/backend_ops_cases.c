@@ -149,6 +149,15 @@ static void case_swiglu_rows(hc *h, const void *p)
     tt_swiglu_fused_rows(h->g, act_in(h, "ab", c->N, 2 * c->F, 1.5), off);
     forward_and_backward(h, last(h), 1);
 }
+/* GPT-OSS's clamped SwiGLU (alpha 1.702 as published; a limit of 1.2 holds on about 40% of these inputs, so that
+ * both clamps and the free region are all checked), over all rows or those the offsets bound */
+static void case_swiglu_clamp(hc *h, const void *p)
+{
+    const swiglu_rows_p *c = p;
+    tt_value *off = c->offsets ? int_in(h, "offsets", c->E + 1, (fill){I_FIXED, 0, 0, 0, 0, c->offsets}) : NULL;
+    tt_swiglu_clamped_rows(h->g, act_in(h, "ab", c->N, 2 * c->F, 1.5), off, 1.702, 1.2);
+    forward_and_backward(h, last(h), 1);
+}
 static void case_geglu(hc *h, const void *p)
 {
     const row_p *c = p;
@@ -529,6 +538,17 @@ static void case_grouped_matmul(hc *h, const void *p)
     if (c->acc && h->gin[1]) accumulate_into(h, h->gin[1]->producer, 0); /* dw into the experts' accumulator */
 }
 
+/* the experts' biases on their rows (GPT-OSS), the rows past offsets[E] passing */
+static void case_grouped_bias(hc *h, const void *p)
+{
+    const gmm_p *c = p;
+    tt_value *y = act_in(h, "y", c->M, c->Nw, 1);
+    tt_value *b = input(h, "b", h->w, 2, (int64_t[]){c->E, c->Nw}, (fill){F_W, 0.5, 0, 0, 0, NULL});
+    tt_value *off = int_in(h, "offsets", c->E + 1, (fill){I_FIXED, 0, 0, 0, 0, c->offsets});
+    tt_grouped_bias_add(h->g, y, b, off);
+    forward_and_backward(h, last(h), 1);
+}
+
 /* ---- expert parallelism ---- */
 typedef struct {
     int M, R, D, kept; /* x (M, D) gathered into R rows; slots past `kept`, and every fifth, gather nothing */
@@ -640,7 +660,8 @@ static const gmm_p gm_nt = {37, 23, 19, 4, 1, 0, off_odd}, gm_nn = {37, 23, 19, 
                    gm_down = {1024, 384, 128, 8, 1, 1, off_typ}, gm_tail_nt = {40, 23, 19, 4, 1, 0, off_tail},
                    gm_tail_nn = {40, 23, 19, 4, 0, 0, off_tail}, gm_tail_acc = {40, 23, 19, 4, 1, 1, off_tail},
                    gm_tail_typ = {1024, 128, 768, 8, 1, 1, off_typ_tail};
-static const swiglu_rows_p sw_tail = {40, 19, 4, off_tail}, sw_tail_typ = {1024, 384, 8, off_typ_tail};
+static const swiglu_rows_p sw_tail = {40, 19, 4, off_tail}, sw_tail_typ = {1024, 384, 8, off_typ_tail},
+                           sw_all = {37, 19, 0, NULL}, sw_all_typ = {512, 384, 0, NULL};
 static double gi_odd[2][13], gi_more[2][16], gi_typ[2][1024];
 static const gather_p ga_odd = {13, 11, 19, 11, gi_odd[0], gi_odd[1]},
                       ga_more = {11, 16, 19, 14, gi_more[0], gi_more[1]}, ga_typ = {1024, 1024, 128, 900, gi_typ[0], gi_typ[1]};
@@ -787,6 +808,13 @@ const test_case op_cases[] = {
     {"grouped_matmul 900 of 1024 rows x128 -> 768, 8 experts", case_grouped_matmul, &gm_tail_typ, 0, 0},
     {"swiglu fused gate/up, 29 of 40 rows x(2x19)", case_swiglu_rows, &sw_tail, 1, 0},
     {"swiglu fused gate/up, 900 of 1024 rows x(2x384)", case_swiglu_rows, &sw_tail_typ, 0, 0},
+    {"swiglu clamped (GPT-OSS) 37x(2x19)", case_swiglu_clamp, &sw_all, 1, 0},
+    {"swiglu clamped (GPT-OSS) 512x(2x384)", case_swiglu_clamp, &sw_all_typ, 0, 0},
+    {"swiglu clamped (GPT-OSS), 29 of 40 rows x(2x19)", case_swiglu_clamp, &sw_tail, 1, 0},
+    {"swiglu clamped (GPT-OSS), 900 of 1024 rows x(2x384)", case_swiglu_clamp, &sw_tail_typ, 0, 0},
+    {"grouped_bias_add 37 rows x19, 4 experts, one empty", case_grouped_bias, &gm_nt, 1, 0},
+    {"grouped_bias_add 29 of 40 rows x19, the rest passing", case_grouped_bias, &gm_tail_nn, 1, 0},
+    {"grouped_bias_add 900 of 1024 rows x768, 8 experts", case_grouped_bias, &gm_tail_typ, 0, 0},
     {"row_gather 11 of 13 rows, some empty", case_row_gather, &ga_odd, 1, 0},
     {"row_gather 16 slots from 11 rows, a zero tail", case_row_gather, &ga_more, 1, 0},
     {"row_gather 1024x128, 900 received", case_row_gather, &ga_typ, 0, 0},

@@ -1,5 +1,5 @@
 /* elementwise.c — the ops that work element by element: the residual add,
- * SwiGLU, GeGLU, GELU and soft-capping with their backwards, cast, scale and add_scaled, a value of zeros, and dropout. */
+ * SwiGLU (and GPT-OSS's clamped one), GeGLU, GELU and soft-capping with their backwards, cast, scale and add_scaled, a value of zeros, and dropout. */
 #include "ops/ops_internal.h"
 
 tt_value *tt_add(tt_graph *g, tt_value *a, tt_value *b)
@@ -29,14 +29,28 @@ tt_value *tt_swiglu_fused_rows(tt_graph *g, tt_value *ab, tt_value *off)
     return tt_op_node(g, TT_OP_SWIGLU, off ? 2 : 1, in, 1, &y, NULL) ? y : NULL;
 }
 
+tt_value *tt_swiglu_clamped_rows(tt_graph *g, tt_value *ab, tt_value *off, double alpha, double limit)
+{
+    NEED(ab && ab->ndim == 2 && cols(ab) % 2 == 0, "swiglu_clamp: the fused gate/up value must be (N, 2F)");
+    NEED(!off || (off->dtype == TT_I32 && off->ndim == 1 && tt_value_numel(off) >= 1),
+         "swiglu_clamp: the rows' bound is a grouped matmul's i32 offsets");
+    NEED(alpha > 0 && isfinite(alpha) && limit > 0 && isfinite(limit),
+         "swiglu_clamp: alpha (%g) and limit (%g) must be positive finite numbers", alpha, limit);
+    const tt_swiglu_attrs at = {alpha, limit};
+    tt_value *y = tt_op_act(g, ab->dtype, 2, ab->shape[0], cols(ab) / 2, 0), *in[] = {ab, off};
+    return tt_op_node(g, TT_OP_SWIGLU_CLAMP, off ? 2 : 1, in, 1, &y, &at) ? y : NULL;
+}
+
 int tt_swiglu_is_fused(const tt_node *n)
 {
+    if (n->op == TT_OP_SWIGLU_CLAMP || n->op == TT_OP_SWIGLU_CLAMP_BWD) return 1;
     return n->op == TT_OP_SWIGLU ? n->n_in == 1 || n->in[1]->dtype == TT_I32 : n->n_out == 1;
 }
 
 tt_err tt_swiglu_rows(const tt_node *n, const int32_t *off, int64_t *rows)
 {
-    const int64_t N = n->in[0]->shape[0], k = n->op == TT_OP_SWIGLU ? 1 : 2; /* the offsets' input, if any */
+    const int fwd = n->op == TT_OP_SWIGLU || n->op == TT_OP_SWIGLU_CLAMP;
+    const int64_t N = n->in[0]->shape[0], k = fwd ? 1 : 2; /* the offsets' input, if any */
     *rows = N;
     if (n->n_in <= k) return 0;
     const int64_t last = off[tt_value_numel(n->in[k]) - 1];
@@ -163,6 +177,12 @@ static void bw_swiglu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value *
     tt_op_emitn(g, TT_OP_SWIGLU_BWD, 3, in, 2, like, gin, NULL);
 }
 
+static void bw_swiglu_clamp(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    tt_value *in[] = {n->in[0], gout[0], n->n_in > 1 ? n->in[1] : NULL};
+    gin[0] = tt_op_emit1(g, TT_OP_SWIGLU_CLAMP_BWD, n->n_in > 1 ? 3 : 2, in, n->in[0], n->attrs);
+}
+
 static void bw_geglu(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
     tt_value *in[] = {n->in[0], n->in[1], gout[0]};
@@ -193,6 +213,8 @@ static void bw_dropout(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value 
 const tt_op_def tt_op_def_add = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_add};
 const tt_op_def tt_op_def_swiglu = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_swiglu};
 const tt_op_def tt_op_def_swiglu_bwd = {.flops = fl_in0};
+const tt_op_def tt_op_def_swiglu_clamp = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_swiglu_clamp};
+const tt_op_def tt_op_def_swiglu_clamp_bwd = {.flops = fl_in0};
 const tt_op_def tt_op_def_gelu = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_gelu};
 const tt_op_def tt_op_def_gelu_bwd = {.flops = fl_in0};
 const tt_op_def tt_op_def_geglu = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_geglu};

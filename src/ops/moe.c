@@ -137,6 +137,17 @@ tt_value *tt_grouped_matmul_wgrad(tt_graph *g, tt_value *a, tt_value *b, tt_valu
     return tt_op_node(g, TT_OP_GROUPED_MATMUL_WGRAD, 3, in, 1, &y, NULL) ? y : NULL;
 }
 
+tt_value *tt_grouped_bias_add(tt_graph *g, tt_value *y, tt_value *b, tt_value *offsets)
+{
+    NEED(y && b && offsets && y->ndim == 2 && b->ndim == 2 && b->shape[1] == y->shape[1] &&
+             offsets->dtype == TT_I32 && offsets->ndim == 1 && offsets->shape[0] == b->shape[0] + 1 &&
+             tt_op_is_float(y->dtype) && b->dtype == stat_dtype(y->dtype),
+         "grouped_bias_add: needs rows (M, C), fp32 biases (E, C) and E+1 i32 offsets");
+    tt_value *z = tt_op_act(g, y->dtype, 2, y->shape[0], y->shape[1], 0);
+    tt_value *in[] = {y, b, offsets};
+    return tt_op_node(g, TT_OP_GROUPED_BIAS_ADD, 3, in, 1, &z, NULL) ? z : NULL;
+}
+
 tt_err tt_row_gather_check(const int32_t *idx, int64_t R, const int32_t *inv, int64_t M)
 {
     /* both directions: a gather whose inv were not its inverse would get a wrong gradient, silently */
@@ -267,6 +278,15 @@ static void bw_grouped_matmul(tt_graph *g, tt_node *n, tt_value *const *gout, tt
                 : tt_grouped_matmul_wgrad(g, x, gout[0], off, E, w->dtype);
 }
 
+/* rows past offsets[E] pass unchanged, so dy is the rows' gradient everywhere; each expert's bias gathers its rows' */
+static void bw_grouped_bias_add(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
+{
+    gin[0] = gout[0];
+    if (!trains(n->in[1])) return;
+    tt_value *in[] = {gout[0], n->in[2]};
+    gin[1] = tt_op_emit1(g, TT_OP_GROUPED_BIAS_GRAD, 2, in, n->in[1], NULL);
+}
+
 /* idx and inv are each other's partial inverse: the gather's transpose is the gather by inv */
 static void bw_row_gather(tt_graph *g, tt_node *n, tt_value *const *gout, tt_value **gin)
 {
@@ -291,5 +311,7 @@ const tt_op_def tt_op_def_grouped_matmul = {
     .backward = bw_grouped_matmul,
 };
 const tt_op_def tt_op_def_grouped_matmul_wgrad = {.acc_outs = 1, .flops = fl_wgrad};
+const tt_op_def tt_op_def_grouped_bias_add = {.flags = TT_OPF_PURE, .flops = fl_out, .backward = bw_grouped_bias_add};
+const tt_op_def tt_op_def_grouped_bias_grad = {.flops = fl_in0};
 const tt_op_def tt_op_def_row_gather = {.flags = TT_OPF_PURE, .flops = fl_zero, .backward = bw_row_gather};
 const tt_op_def tt_op_def_moe_ep_plan = {.flags = TT_OPF_PURE | TT_OPF_KEEP_SELECTIVE, .flops = fl_zero};

@@ -60,6 +60,12 @@ TT_OP(GEGLU_BWD, geglu_bwd, 0)
 TT_OP(SOFTCAP, softcap, sizeof(tt_scale_attrs))
 /* in: x, dy   tt_scale_attrs   out: dx = dy (1 - tanh(x / s)^2) */
 TT_OP(SOFTCAP_BWD, softcap_bwd, sizeof(tt_scale_attrs))
+/* in: ab (N, 2F) with gate a = columns [0, F), up b = [F, 2F) [, off (E+1) i32]   tt_swiglu_attrs
+   out: (N, F): (clamp(b, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(a, limit) (GPT-OSS's
+   experts); with off, only the rows before off[E], the rest 0 */
+TT_OP(SWIGLU_CLAMP, swiglu_clamp, sizeof(tt_swiglu_attrs))
+/* in: ab, dy [, off]   tt_swiglu_attrs   out: dab (N, 2F) (rows as above; 0 where a clamp holds) */
+TT_OP(SWIGLU_CLAMP_BWD, swiglu_clamp_bwd, sizeof(tt_swiglu_attrs))
 /* in: h (N,D), W (V,D), targets (N) i32, scale (1) f32  tt_ce_attrs
    out: loss (1) = scale * sum of token losses; as a loss root also
    dh (N,D) and dW (V,D) (accumulable) from the same chunk loop */
@@ -158,6 +164,12 @@ TT_OP(GROUPED_MATMUL, grouped_matmul, sizeof(tt_matmul_attrs))
    transpose of expert e's rows of a, times its rows of b (0 for an expert with none);
    rows [offsets[E], M) are not read */
 TT_OP(GROUPED_MATMUL_WGRAD, grouped_matmul_wgrad, 0)
+/* in: y (M,C), b (E,C), offsets (E+1) i32   out: (M,C): expert e's rows of y plus b[e] (the experts'
+   biases); rows [offsets[E], M) pass unchanged */
+TT_OP(GROUPED_BIAS_ADD, grouped_bias_add, 0)
+/* in: dy (M,C), offsets   out: db (E,C): the sum of expert e's rows of dy (0 for an
+   expert with none); rows [offsets[E], M) are not read */
+TT_OP(GROUPED_BIAS_GRAD, grouped_bias_grad, 0)
 
 /* Expert parallelism: the experts split over the ep ranks of a group, tokens exchanged with all_to_allv. */
 /* in: x (M,D), idx (R) i32, inv (M) i32   out: y (R,D): y[i] = x[idx[i]], a zero row where

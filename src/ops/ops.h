@@ -81,6 +81,10 @@ typedef struct {
     double s;
 } tt_scale_attrs;
 
+typedef struct {
+    double alpha, limit; /* GPT-OSS's clamped SwiGLU: the sigmoid's gain, the clamp */
+} tt_swiglu_attrs;
+
 #define TT_ADD_SCALED_MAX_PARTS 4
 typedef struct {
     double s;
@@ -234,6 +238,9 @@ tt_value *tt_swiglu_fused(tt_graph *g, tt_value *ab);
 /* The same over the rows before off[E] alone (off: a grouped matmul's (E+1) i32 offsets, its rows in a buffer
  * planned larger, as expert parallelism's receive buffer is); the rest of the output is zero. */
 tt_value *tt_swiglu_fused_rows(tt_graph *g, tt_value *ab, tt_value *off);
+/* GPT-OSS's experts' activation on one (N, 2F) gate/up value: (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha g)
+ * with g = min(gate, limit); over the rows before off[E] when off is given (as tt_swiglu_fused_rows) */
+tt_value *tt_swiglu_clamped_rows(tt_graph *g, tt_value *ab, tt_value *off, double alpha, double limit);
 /* Whether a swiglu node (or its backward) takes gate and up as one (N, 2F) value, and the rows it computes: all N,
  * or off[E] of its offsets input (off: that input's host copy; an error when it is outside [0, N]). */
 int tt_swiglu_is_fused(const tt_node *n);
@@ -300,6 +307,8 @@ tt_value *tt_moe_aux_loss(tt_graph *g, tt_value *in, tt_value *expert, tt_value 
 /* y = x w[e]^T (tb) or x w[e], row group by row group */
 tt_value *tt_grouped_matmul(tt_graph *g, tt_value *x, tt_value *w, tt_value *offsets, int tb);
 tt_value *tt_grouped_matmul_wgrad(tt_graph *g, tt_value *a, tt_value *b, tt_value *offsets, int E, tt_dtype out);
+/* y plus expert e's bias b[e] (E, C) on its rows (GPT-OSS's experts' biases); rows past offsets[E] unchanged */
+tt_value *tt_grouped_bias_add(tt_graph *g, tt_value *y, tt_value *b, tt_value *offsets);
 /* Expert parallelism. y (R, D) = the rows idx (R) i32 of x (M, D), a zero row where idx is -1; inv (M) i32 is
  * idx's partial inverse (TT_OP_ROW_GATHER), by which the backward gathers: dx = tt_row_gather(g, dy, inv, idx). */
 tt_value *tt_row_gather(tt_graph *g, tt_value *x, tt_value *idx, tt_value *inv);

@@ -263,7 +263,7 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
  * row) zeroed */
 static tt_err swiglu_rows(const tt_node *n, void *const *in, void *y, int64_t w, int64_t *rows)
 {
-    const int k = n->op == TT_OP_SWIGLU ? 1 : 2;
+    const int k = n->op == TT_OP_SWIGLU || n->op == TT_OP_SWIGLU_CLAMP ? 1 : 2;
     if (tt_swiglu_rows(n, n->n_in > k ? in[k] : NULL, rows)) return -1;
     const size_t es = tt_dtype_size(dt0(n));
     memset((char *)y + (size_t)*rows * (size_t)w * es, 0, (size_t)(nrows(n->in[0]) - *rows) * (size_t)w * es);
@@ -293,6 +293,26 @@ static tt_err k_swiglu_bwd(const tt_node *n, void *const *in, void *const *out)
     int64_t rows;
     if (swiglu_rows(n, in, out[0], 2 * F, &rows)) return -1;
     cpu_swiglu_fused_bwd(in[0], in[1], out[0], (int)rows, F, dt0(n));
+    return 0;
+}
+
+static tt_err k_swiglu_clamp(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_swiglu_attrs *a = TT_ATTRS(n, tt_swiglu_attrs);
+    const int F = (int)ncols(n->in[0]) / 2;
+    int64_t rows;
+    if (swiglu_rows(n, in, out[0], F, &rows)) return -1;
+    cpu_swiglu_clamp_fwd(in[0], out[0], (int)rows, F, (float)a->alpha, (float)a->limit, dt0(n));
+    return 0;
+}
+
+static tt_err k_swiglu_clamp_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    const tt_swiglu_attrs *a = TT_ATTRS(n, tt_swiglu_attrs);
+    const int F = (int)ncols(n->in[0]) / 2;
+    int64_t rows;
+    if (swiglu_rows(n, in, out[0], 2 * F, &rows)) return -1;
+    cpu_swiglu_clamp_bwd(in[0], in[1], out[0], (int)rows, F, (float)a->alpha, (float)a->limit, dt0(n));
     return 0;
 }
 
@@ -508,6 +528,33 @@ static tt_err k_grouped_matmul_wgrad(const tt_node *n, void *const *in, void *co
     if (tt_moe_check_offsets(in[2], E, nrows(n->in[0]))) return -1;
     return cpu_grouped_matmul_wgrad(in[0], in[1], dt0(n), out[0], in[2], E, (int)dw->shape[1], (int)dw->shape[2],
                                     n->accumulate & 1);
+}
+
+/* the experts' biases, one bias add (and bias gradient) per expert over its rows; rows past offsets[E] pass */
+static tt_err k_grouped_bias_add(const tt_node *n, void *const *in, void *const *out)
+{
+    const int E = (int)n->in[1]->shape[0], C = (int)ncols(n->in[0]);
+    const int32_t *off = in[2];
+    if (tt_moe_check_offsets(off, E, nrows(n->in[0]))) return -1;
+    const size_t row = (size_t)C * tt_dtype_size(dt0(n));
+    if (out[0] != in[0])
+        memcpy((char *)out[0] + off[E] * row, (const char *)in[0] + off[E] * row, (size_t)(nrows(n->in[0]) - off[E]) * row);
+    for (int e = 0; e < E; e++)
+        cpu_bias_add((const char *)in[0] + off[e] * row, (const float *)in[1] + (size_t)e * C,
+                     (char *)out[0] + off[e] * row, off[e + 1] - off[e], C, dt0(n));
+    return 0;
+}
+
+static tt_err k_grouped_bias_grad(const tt_node *n, void *const *in, void *const *out)
+{
+    const int E = (int)n->out[0]->shape[0], C = (int)ncols(n->in[0]);
+    const int32_t *off = in[1];
+    if (tt_moe_check_offsets(off, E, nrows(n->in[0]))) return -1;
+    const size_t row = (size_t)C * tt_dtype_size(dt0(n));
+    for (int e = 0; e < E; e++)
+        cpu_bias_grad((const char *)in[0] + off[e] * row, (float *)out[0] + (size_t)e * C, off[e + 1] - off[e], C,
+                      dt0(n));
+    return 0;
 }
 
 /* ---- expert parallelism ------------------------------------------------------ */

@@ -186,6 +186,52 @@ void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int 
     FOR_ROWS(N, F > 0 && F < CHUNK ? CHUNK / F : 1, PICK(swiglu_rows_bwd_body, dt)(ab, dy, dab, n0, n1, F));
 }
 
+/* GPT-OSS's clamped SwiGLU over rows [n0, n1) of ab (N, 2F): g = min(a, limit), u = clamp(b, -limit, limit),
+ * y = (u + 1) g sigmoid(alpha g) */
+TT_INLINE void swiglu_clamp_rows_body(const void *ab, void *y, int n0, int n1, int F, float alpha, float limit, int bf)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t ia = (size_t)n * 2 * F, iy = (size_t)n * F;
+        for (int f = 0; f < F; f++) {
+            const float g = fminf(tt_ld(ab, ia + f, bf), limit), u = fmaxf(-limit, fminf(tt_ld(ab, ia + F + f, bf), limit));
+            tt_st(y, iy + f, (u + 1.0f) * g / (1.0f + tt_expf(-alpha * g)), bf);
+        }
+    }
+}
+TWO_DTYPES(swiglu_clamp_rows_body, (const void *ab, void *y, int n0, int n1, int F, float alpha, float limit), ab, y, n0,
+           n1, F, alpha, limit)
+
+/* its gradient: d/dg [g s(alpha g)] = s + alpha g s (1 - s); none through a clamp that holds (a > limit, |b| > limit) */
+TT_INLINE void swiglu_clamp_rows_bwd_body(const void *ab, const void *dy, void *dab, int n0, int n1, int F, float alpha,
+                                          float limit, int bf)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t ia = (size_t)n * 2 * F, iy = (size_t)n * F;
+        for (int f = 0; f < F; f++) {
+            const float a = tt_ld(ab, ia + f, bf), b = tt_ld(ab, ia + F + f, bf), d = tt_ld(dy, iy + f, bf);
+            const float g = fminf(a, limit), u = fmaxf(-limit, fminf(b, limit));
+            const float s = 1.0f / (1.0f + tt_expf(-alpha * g));
+            tt_st(dab, ia + f, a > limit ? 0.0f : d * (u + 1.0f) * (s + alpha * g * s * (1.0f - s)), bf);
+            tt_st(dab, ia + F + f, b > limit || b < -limit ? 0.0f : d * g * s, bf);
+        }
+    }
+}
+TWO_DTYPES(swiglu_clamp_rows_bwd_body,
+           (const void *ab, const void *dy, void *dab, int n0, int n1, int F, float alpha, float limit), ab, dy, dab, n0,
+           n1, F, alpha, limit)
+
+void cpu_swiglu_clamp_fwd(const void *ab, void *y, int N, int F, float alpha, float limit, tt_dtype dt)
+{
+    FOR_ROWS(N, F > 0 && F < CHUNK ? CHUNK / F : 1, PICK(swiglu_clamp_rows_body, dt)(ab, y, n0, n1, F, alpha, limit));
+}
+
+void cpu_swiglu_clamp_bwd(const void *ab, const void *dy, void *dab, int N, int F, float alpha, float limit,
+                          tt_dtype dt)
+{
+    FOR_ROWS(N, F > 0 && F < CHUNK ? CHUNK / F : 1,
+             PICK(swiglu_clamp_rows_bwd_body, dt)(ab, dy, dab, n0, n1, F, alpha, limit));
+}
+
 /* GELU, tanh form: tanh(u) = 1 - 2 / (exp(2u) + 1), with the vectorised exp */
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
 TT_INLINE float tanh_v(float u) { return 1.0f - 2.0f / (tt_expf(2.0f * u) + 1.0f); }

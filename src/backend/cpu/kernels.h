@@ -64,6 +64,10 @@ void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void
 /* gate and up as the two halves of each row of ab (N, 2F): y (N, F), dab (N, 2F) */
 void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt);
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt);
+/* GPT-OSS's clamped SwiGLU on the same layout (TT_OP_SWIGLU_CLAMP) */
+void cpu_swiglu_clamp_fwd(const void *ab, void *y, int N, int F, float alpha, float limit, tt_dtype dt);
+void cpu_swiglu_clamp_bwd(const void *ab, const void *dy, void *dab, int N, int F, float alpha, float limit,
+                          tt_dtype dt);
 void cpu_gelu_fwd(const void *x, void *y, size_t n, tt_dtype dt);
 void cpu_geglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
 void cpu_geglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt);

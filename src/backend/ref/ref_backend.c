@@ -255,9 +255,12 @@ static tt_err k_attention_kv(const tt_node *n, void *const *in, void *const *out
     return 0;
 }
 
-/* swiglu of one (N, 2F) gate/up value: its halves split out; over the rows its offsets bound, the rest zero */
+/* swiglu of one (N, 2F) gate/up value (clamped: GPT-OSS's): its halves split out; over the rows its offsets bound,
+ * the rest zero */
 static tt_err swiglu_fused(const tt_node *n, void *const *in, void *const *out, int bwd)
 {
+    const int clamp = n->op == TT_OP_SWIGLU_CLAMP || n->op == TT_OP_SWIGLU_CLAMP_BWD;
+    const tt_swiglu_attrs *sa = clamp ? TT_ATTRS(n, tt_swiglu_attrs) : NULL;
     const int Nb = (int)n->in[0]->shape[0], F = (int)n->in[0]->shape[1] / 2, is64 = is_f64(n), k = bwd ? 2 : 1;
     int64_t rows;
     if (tt_swiglu_rows(n, n->n_in > k ? in[k] : NULL, &rows)) return -1;
@@ -268,9 +271,13 @@ static tt_err swiglu_fused(const tt_node *n, void *const *in, void *const *out, 
     void *da = bwd ? tt_alloc(cnt * es + 1) : NULL, *db = bwd ? tt_alloc(cnt * es + 1) : NULL;
     tt_err rc = 0;
     if (!a || !b || (bwd && (!da || !db))) rc = tt_errorf("out of memory");
+    else if (!bwd && clamp) REF(swiglu_clamp_fwd, (const T *)a, (const T *)b, (T *)out[0], cnt, sa->alpha, sa->limit);
     else if (!bwd) REF(swiglu_fwd, (const T *)a, (const T *)b, (T *)out[0], cnt);
     else {
-        REF(swiglu_bwd, (const T *)a, (const T *)b, (const T *)in[1], (T *)da, (T *)db, cnt);
+        if (clamp)
+            REF(swiglu_clamp_bwd, (const T *)a, (const T *)b, (const T *)in[1], (T *)da, (T *)db, cnt, sa->alpha,
+                sa->limit);
+        else REF(swiglu_bwd, (const T *)a, (const T *)b, (const T *)in[1], (T *)da, (T *)db, cnt);
         cols_put(out[0], N, 2 * F, 0, F, da, es);
         cols_put(out[0], N, 2 * F, F, F, db, es);
     }
@@ -292,6 +299,12 @@ static tt_err k_swiglu_bwd(const tt_node *n, void *const *in, void *const *out)
     if (tt_swiglu_is_fused(n)) return swiglu_fused(n, in, out, 1);
     REF(swiglu_bwd, (const T *)in[0], (const T *)in[1], (const T *)in[2], (T *)out[0], (T *)out[1], numel0(n));
     return 0;
+}
+
+static tt_err k_swiglu_clamp(const tt_node *n, void *const *in, void *const *out) { return swiglu_fused(n, in, out, 0); }
+static tt_err k_swiglu_clamp_bwd(const tt_node *n, void *const *in, void *const *out)
+{
+    return swiglu_fused(n, in, out, 1);
 }
 
 static tt_err k_gelu(const tt_node *n, void *const *in, void *const *out)
@@ -562,6 +575,34 @@ static tt_err k_grouped_matmul_wgrad(const tt_node *n, void *const *in, void *co
         REF(matmul, (const T *)((const char *)in[0] + (size_t)off[e] * P * es),
             (const T *)((const char *)in[1] + (size_t)off[e] * Q * es), (T *)((char *)out[0] + (size_t)e * P * Q * es),
             P, Q, off[e + 1] - off[e], 1, 0, n->accumulate & 1);
+    return 0;
+}
+
+/* one reference bias add (and bias gradient) per expert over its rows; the rows past offsets[E] pass unchanged */
+static tt_err k_grouped_bias_add(const tt_node *n, void *const *in, void *const *out)
+{
+    const int E = (int)n->in[1]->shape[0], C = (int)ncols(n->in[0]), is64 = is_f64(n);
+    const int32_t *off = in[2];
+    if (tt_moe_check_offsets(off, E, nrows(n->in[0]))) return -1;
+    const size_t es = esize(is64);
+    memcpy((char *)out[0] + (size_t)off[E] * C * es, (const char *)in[0] + (size_t)off[E] * C * es,
+           (size_t)(nrows(n->in[0]) - off[E]) * C * es);
+    for (int e = 0; e < E; e++)
+        REF(bias_add, (const T *)((const char *)in[0] + (size_t)off[e] * C * es),
+            (const T *)((const char *)in[1] + (size_t)e * C * es), (T *)((char *)out[0] + (size_t)off[e] * C * es),
+            off[e + 1] - off[e], C);
+    return 0;
+}
+
+static tt_err k_grouped_bias_grad(const tt_node *n, void *const *in, void *const *out)
+{
+    const int E = (int)n->out[0]->shape[0], C = (int)ncols(n->in[0]), is64 = is_f64(n);
+    const int32_t *off = in[1];
+    if (tt_moe_check_offsets(off, E, nrows(n->in[0]))) return -1;
+    const size_t es = esize(is64);
+    for (int e = 0; e < E; e++)
+        REF(bias_grad, (const T *)((const char *)in[0] + (size_t)off[e] * C * es),
+            (T *)((char *)out[0] + (size_t)e * C * es), off[e + 1] - off[e], C);
     return 0;
 }
 

@@ -86,6 +86,12 @@
     /* y = silu(a) * b, elementwise over n */                                                    \
     void ref_swiglu_fwd_##S(const T *a, const T *b, T *y, size_t n);                             \
     void ref_swiglu_bwd_##S(const T *a, const T *b, const T *dy, T *da, T *db, size_t n);        \
+    /* y = (clamp(b, -limit, limit) + 1) g sigmoid(alpha g), g = min(a, limit) (GPT-OSS); the       \
+     * backward's gradients are 0 where a clamp holds (a > limit; |b| > limit) */                   \
+    void ref_swiglu_clamp_fwd_##S(const T *a, const T *b, T *y, size_t n, double alpha,           \
+                                  double limit);                                                  \
+    void ref_swiglu_clamp_bwd_##S(const T *a, const T *b, const T *dy, T *da, T *db, size_t n,   \
+                                  double alpha, double limit);                                    \
     /* GELU, tanh approximation (GPT-2's gelu_new) */                                            \
     void ref_gelu_fwd_##S(const T *x, T *y, size_t n);                                           \
     void ref_gelu_bwd_##S(const T *x, const T *dy, T *dx, size_t n);                             \
