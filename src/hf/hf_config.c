@@ -2,7 +2,8 @@
  * transformers class: its names, the keys it reads with their class
  * defaults (what transformers uses when a key is absent), and its reader,
  * writer and export check. The MoE families are Llama-like rows with F_MOE:
- * their router and experts are read by read_moe on top of read_llama. */
+ * their router and experts are read by hf_read_moe (hf_moe_config.c) on top
+ * of read_llama; RoPE's keys are hf_rope_config.c's. */
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
@@ -11,6 +12,9 @@
 #include <string.h>
 
 #include "hf/hf_config.h"
+#include "hf/hf_json.h"
+#include "hf/hf_moe_config.h"
+#include "hf/hf_rope_config.h"
 #include "formats/safetensors.h" /* tt_read_file */
 
 /* Features of the Llama-like classes (which keys they read, which weights they have). */
@@ -99,6 +103,24 @@ static const hf_spec specs[] = {
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
+/* The MoE keys a class reads, with its class defaults of the expert count, top-k and expert width */
+static hf_moe_keys moe_keys(const hf_spec *s)
+{
+    const tt_hf_family f = s->family;
+    return (hf_moe_keys){
+        .architecture = s->architecture,
+        .moe = (s->features & F_MOE) != 0,
+        .mixtral = (s->features & F_MIXTRAL) != 0,
+        .qwen = (s->features & F_MOE_QWEN) != 0,
+        .shared_gated = (s->features & F_SHARED_GATED) != 0,
+        .deepseek = (s->features & F_DEEPSEEK) != 0,
+        .olmoe = f == TT_HF_OLMOE,
+        .def_experts = f == TT_HF_MIXTRAL ? 8 : f == TT_HF_QWEN2_MOE ? 60 : f == TT_HF_OLMOE ? 64 : 128,
+        .def_top_k = f == TT_HF_MIXTRAL ? 2 : f == TT_HF_QWEN2_MOE ? 4 : 8,
+        .def_ffn = f == TT_HF_QWEN2_MOE ? 1408 : 768,
+    };
+}
+
 static const hf_spec *spec_of(tt_hf_family f)
 {
     for (int i = 0; i < N_SPECS; i++)
@@ -120,281 +142,6 @@ static void supported_list(char *buf, size_t cap)
         at += (size_t)snprintf(buf + at, cap - at, "%s%s", i ? ", " : "", specs[i].architecture);
 }
 
-/* ---- typed access to JSON keys ---------------------------------------------
- * A key that is absent or null takes the default; "present" means neither. */
-static const cJSON *present(const cJSON *o, const char *key)
-{
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-    return v && !cJSON_IsNull(v) ? v : NULL;
-}
-
-static void json_snip(const cJSON *v, char *buf, size_t cap)
-{
-    char *t = cJSON_PrintUnformatted(v);
-    snprintf(buf, cap, "%s", t ? t : "?");
-    if (t && strlen(t) >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4);
-    free(t);
-}
-
-/* A double as the shortest decimal that reads back as exactly it. cJSON's own
- * printing keeps 15 digits whenever they read back within an epsilon, which
- * turns a YaRN factor such as 256 / 28 into another number. */
-static cJSON *real_item(double x)
-{
-    char buf[40];
-    if (!isfinite(x) || (x == floor(x) && fabs(x) < 1e15)) return cJSON_CreateNumber(x);
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, x);
-        if (strtod(buf, NULL) == x) break;
-    }
-    return cJSON_CreateRaw(buf);
-}
-
-static void add_real(cJSON *o, const char *key, double x) { cJSON_AddItemToObject(o, key, real_item(x)); }
-
-/* The same, written as a JSON float even when whole ("5.0"): for keys transformers' config classes type as float
- * and validate strictly, which refuse 5 */
-static void add_float(cJSON *o, const char *key, double x)
-{
-    char buf[40];
-    if (isfinite(x) && x == floor(x) && fabs(x) < 1e15) {
-        snprintf(buf, sizeof buf, "%.1f", x);
-        cJSON_AddItemToObject(o, key, cJSON_CreateRaw(buf));
-    } else
-        add_real(o, key, x);
-}
-
-static tt_err get_int(const char *path, const cJSON *o, const char *key, int def, int min, int *out)
-{
-    const cJSON *v = present(o, key);
-    if (!v) {
-        *out = def;
-        return 0;
-    }
-    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-    if (!(d == floor(d) && d >= min && d <= INT_MAX)) {
-        char got[64];
-        json_snip(v, got, sizeof got);
-        return tt_errorf("%s: key '%s' must be an integer in [%d, %d] (got %s)", path, key, min, INT_MAX, got);
-    }
-    *out = (int)d;
-    return 0;
-}
-
-/* A positive finite number (JSON's 1e999 reads as infinity). */
-static tt_err get_pos(const char *path, const cJSON *o, const char *key, double def, double *out)
-{
-    const cJSON *v = present(o, key);
-    if (!v) {
-        *out = def;
-        return 0;
-    }
-    if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || !isfinite(v->valuedouble)) {
-        char got[64];
-        json_snip(v, got, sizeof got);
-        return tt_errorf("%s: key '%s' must be a positive finite number (got %s)", path, key, got);
-    }
-    *out = v->valuedouble;
-    return 0;
-}
-
-static tt_err get_bool(const char *path, const cJSON *o, const char *key, int def, int *out)
-{
-    const cJSON *v = present(o, key);
-    if (!v) {
-        *out = def;
-        return 0;
-    }
-    if (!cJSON_IsBool(v)) return tt_errorf("%s: key '%s' must be true or false", path, key);
-    *out = cJSON_IsTrue(v);
-    return 0;
-}
-
-static tt_err get_str(const char *path, const cJSON *o, const char *key, const char *def, const char **out)
-{
-    const cJSON *v = present(o, key);
-    if (!v) {
-        *out = def;
-        return 0;
-    }
-    if (!cJSON_IsString(v)) return tt_errorf("%s: key '%s' must be a string", path, key);
-    *out = v->valuestring;
-    return 0;
-}
-
-/* ---- RoPE: rope_theta + rope_scaling (transformers 4) or rope_parameters (5) */
-/* LongRoPE's factors (Phi-3): `key` of d, a list of n positive numbers */
-static tt_err read_factors(const char *dp, const cJSON *d, const char *key, int n, float *out)
-{
-    const cJSON *f = present(d, key);
-    if (!f) return tt_errorf("%s: key '%s' is missing", dp, key);
-    if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) != n)
-        return tt_errorf("%s: key '%s' must be a list of %d numbers (one per rotated pair)", dp, key, n);
-    int i = 0;
-    for (const cJSON *e = f->child; e; e = e->next, i++) {
-        /* kept as fp32, as transformers' tensor of them: it must be a positive finite float */
-        const float v = cJSON_IsNumber(e) ? (float)e->valuedouble : 0;
-        if (!(v > 0) || !isfinite(v))
-            return tt_errorf("%s: %s[%d] must be a positive number a 32-bit float holds", dp, key, i);
-        out[i] = v;
-    }
-    return 0;
-}
-
-/* Phi-3's rope: partial_rotary_factor (*rot: the features of a head that rotate, int(hd * factor)) and LongRoPE.
- * Other classes refuse a partial rotation. */
-static tt_err read_rope(const char *path, const cJSON *j, int max_pos, double theta, int phi3, int hd, int *rot,
-                        tt_rope_params *r, tt_rope_ext *x)
-{
-    const char *dn = "rope_parameters";
-    const cJSON *d = present(j, dn);
-    if (!d) d = present(j, dn = "rope_scaling");
-    if (d && !cJSON_IsObject(d)) return tt_errorf("%s: key '%s' must be an object or null", path, dn);
-    memset(r, 0, sizeof *r);
-    memset(x, 0, sizeof *x);
-    /* transformers 5 keeps rope_theta inside rope_parameters, and that one wins */
-    double top;
-    if (get_pos(path, j, "rope_theta", theta, &top) || get_pos(path, d, "rope_theta", top, &r->theta)) return -1;
-    double prf;
-    if (get_pos(path, j, "partial_rotary_factor", 1, &prf) || get_pos(path, d, "partial_rotary_factor", prf, &prf))
-        return -1;
-    *rot = hd;
-    if (prf != 1 && !phi3) return tt_errorf("%s: partial_rotary_factor %g is not supported (only 1)", path, prf);
-    if (prf != 1) {
-        const double rd = floor(hd * prf); /* int(head_dim * partial_rotary_factor) */
-        if (!(rd >= 2 && rd <= hd) || (int)rd % 2)
-            return tt_errorf("%s: partial_rotary_factor %g rotates %g of a head's %d features: RoPE needs an even "
-                             "number from 2 to %d", path, prf, rd, hd, hd);
-        *rot = (int)rd;
-    }
-    const char *type = "default";
-    if (d) {
-        if (get_str(path, d, "type", "default", &type) || get_str(path, d, "rope_type", type, &type)) return -1;
-        /* Phi-3's configuration reads the older "su" and "yarn" as longrope */
-        if (phi3 && (!strcmp(type, "su") || !strcmp(type, "yarn"))) type = "longrope";
-        if (!present(d, "type") && !present(d, "rope_type"))
-            for (const cJSON *e = d->child; e; e = e->next)
-                if (cJSON_IsObject(e))
-                    return tt_errorf("%s: '%s' per layer type ('%s') is not supported", path, dn, e->string);
-    }
-    char dp[4200]; /* errors about the dict's keys name it: "DIR/config.json: rope_scaling: key ..." */
-    snprintf(dp, sizeof dp, "%s: %s", path, dn);
-    if (strcmp(type, "default") == 0) return 0;
-    if (phi3 && strcmp(type, "longrope")) /* Phi3Config.validate_rope */
-        return tt_errorf("%s: rope type '%s' is not supported for Phi3ForCausalLM (supported: default, longrope)", dp,
-                         type);
-    if (strcmp(type, "linear") == 0) {
-        x->linear = 1;
-        if (!present(d, "factor")) return tt_errorf("%s: key 'factor' is missing", dp);
-        return get_pos(dp, d, "factor", 1, &r->factor);
-    }
-    if (strcmp(type, "llama3") == 0) {
-        static const char *const need[] = {"factor", "low_freq_factor", "high_freq_factor"};
-        for (int i = 0; i < 3; i++)
-            if (!present(d, need[i])) return tt_errorf("%s: key '%s' is missing", dp, need[i]);
-        r->llama3 = 1;
-        if (get_pos(dp, d, "factor", 1, &r->factor) || get_pos(dp, d, "low_freq_factor", 1, &r->low_freq_factor) ||
-            get_pos(dp, d, "high_freq_factor", 1, &r->high_freq_factor) ||
-            get_int(dp, d, "original_max_position_embeddings", max_pos, 1, &r->original_max_pos))
-            return -1;
-        if (!(r->high_freq_factor > r->low_freq_factor))
-            return tt_errorf("%s: key 'high_freq_factor' must be greater than low_freq_factor", dp);
-        return 0;
-    }
-    if (strcmp(type, "longrope") == 0 && phi3) {
-        /* original_max_position_embeddings: the dict's, else config.json's own (Phi3Config keeps it there) */
-        int top;
-        double af = 0;
-        if (*rot / 2 > TT_ROPE_MAX_FACTORS)
-            return tt_errorf("%s: LongRoPE over %d rotated features a head: at most %d are supported", dp, *rot,
-                             2 * TT_ROPE_MAX_FACTORS);
-        if (get_int(path, j, "original_max_position_embeddings", max_pos, 1, &top) ||
-            get_int(dp, d, "original_max_position_embeddings", top, 1, &r->original_max_pos) ||
-            get_pos(dp, d, "factor", (double)max_pos / r->original_max_pos, &r->factor) ||
-            get_pos(dp, d, "attention_factor", 0, &af) ||
-            read_factors(dp, d, "short_factor", *rot / 2, x->short_factor) ||
-            read_factors(dp, d, "long_factor", *rot / 2, x->long_factor))
-            return -1;
-        x->longrope = 1;
-        /* _compute_longrope_parameters: sqrt(1 + ln(factor) / ln(original_max_position_embeddings)) past 1 */
-        if (af == 0)
-            af = r->factor <= 1 || r->original_max_pos <= 1
-                     ? 1.0
-                     : sqrt(1 + log(r->factor) / log((double)r->original_max_pos));
-        x->attention_factor = af;
-        return 0;
-    }
-    if (strcmp(type, "yarn") == 0) {
-        x->yarn = 1;
-        int trunc = 1;
-        double af = 0, ms = 0, msa = 0;
-        if (get_int(dp, d, "original_max_position_embeddings", max_pos, 1, &r->original_max_pos) ||
-            get_pos(dp, d, "factor", (double)max_pos / r->original_max_pos, &r->factor) ||
-            get_pos(dp, d, "attention_factor", 0, &af) || get_bool(dp, d, "truncate", 1, &trunc))
-            return -1;
-        /* beta_fast/beta_slow/mscale/mscale_all_dim: `x or default` in Python, so 0 is the default */
-        static const char *const opt[] = {"beta_fast", "beta_slow", "mscale", "mscale_all_dim"};
-        double *dst[] = {&x->beta_fast, &x->beta_slow, &ms, &msa};
-        for (int i = 0; i < 4; i++) {
-            const cJSON *v = present(d, opt[i]);
-            if (v && (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0))
-                return tt_errorf("%s: key '%s' must be a non-negative number", dp, opt[i]);
-            *dst[i] = v && v->valuedouble != 0 ? v->valuedouble : 0; /* -0.0 is falsy too: the default, +0 */
-        }
-        x->beta_fast = x->beta_fast ? x->beta_fast : 32;
-        x->beta_slow = x->beta_slow ? x->beta_slow : 1;
-        x->yarn_no_truncate = !trunc;
-        x->mscale_all_dim = msa;
-        if (af == 0 && ms && msa && r->factor > 1) /* get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) */
-            af = (0.1 * ms * log(r->factor) + 1.0) / (0.1 * msa * log(r->factor) + 1.0);
-        else if (af == 0)
-            af = r->factor > 1 ? 0.1 * log(r->factor) + 1.0 : 1.0;
-        x->attention_factor = af;
-        return 0;
-    }
-    return tt_errorf("%s: rope type '%s' is not supported (supported: default, linear, llama3, yarn%s)", dp, type,
-                     phi3 ? ", longrope" : "");
-}
-
-/* LongRoPE's dict (Phi-3): both factor lists (n each), the context they switch at, and the cos/sin scale */
-static cJSON *longrope_to_json(const tt_rope_params *r, const tt_rope_ext *x, int n)
-{
-    cJSON *d = cJSON_CreateObject();
-    cJSON_AddStringToObject(d, "rope_type", "longrope");
-    const char *names[2] = {"short_factor", "long_factor"};
-    const float *f[2] = {x->short_factor, x->long_factor};
-    for (int k = 0; k < 2; k++) {
-        cJSON *a = cJSON_AddArrayToObject(d, names[k]);
-        for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, real_item((double)f[k][i]));
-    }
-    add_real(d, "factor", r->factor);
-    cJSON_AddNumberToObject(d, "original_max_position_embeddings", r->original_max_pos);
-    add_real(d, "attention_factor", tt_rope_attention_scale(r, x));
-    return d;
-}
-
-static cJSON *rope_to_json(const tt_rope_params *r, const tt_rope_ext *x, int rot)
-{
-    if (x->longrope) return longrope_to_json(r, x, rot / 2);
-    if (!x->linear && !r->llama3 && !x->yarn) return cJSON_CreateNull();
-    cJSON *d = cJSON_CreateObject();
-    cJSON_AddStringToObject(d, "rope_type", x->linear ? "linear" : r->llama3 ? "llama3" : "yarn");
-    add_real(d, "factor", r->factor);
-    if (r->llama3) {
-        add_real(d, "low_freq_factor", r->low_freq_factor);
-        add_real(d, "high_freq_factor", r->high_freq_factor);
-    }
-    if (r->llama3 || x->yarn) cJSON_AddNumberToObject(d, "original_max_position_embeddings", r->original_max_pos);
-    if (x->yarn) {
-        add_real(d, "beta_fast", x->beta_fast ? x->beta_fast : 32);
-        add_real(d, "beta_slow", x->beta_slow ? x->beta_slow : 1);
-        add_real(d, "attention_factor", tt_rope_attention_scale(r, x));
-        if (x->mscale_all_dim > 0) add_real(d, "mscale_all_dim", x->mscale_all_dim);
-        if (x->yarn_no_truncate) cJSON_AddFalseToObject(d, "truncate");
-    }
-    return d;
-}
-
 /* ---- Llama, Mistral, Qwen2, Qwen3 ------------------------------------------ */
 /* The layers' windows (window: 0 = none): each layer slides as layer_types says, else as sliding_default(l); a full
  * layer past TT_MODEL_MAX_LAYERS is refused while a window is on, and without layer_types a default that holds
@@ -402,7 +149,7 @@ static cJSON *rope_to_json(const tt_rope_params *r, const tt_rope_ext *x, int ro
 static tt_err layer_windows(const char *path, const cJSON *j, const tt_model_cfg *m, int window, tt_model_ext *x,
                             int (*sliding_default)(int l, const void *ctx), const void *ctx, int uniform, int *any)
 {
-    const cJSON *lt = present(j, "layer_types");
+    const cJSON *lt = hf_present(j, "layer_types");
     if (lt && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != m->n_layers))
         return tt_errorf("%s: key 'layer_types' must be a list of %d strings (one per layer)", path, m->n_layers);
     *any = 0;
@@ -438,17 +185,17 @@ static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, t
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
     int window = 0, on = 1;
     /* a window use_sliding_window turns off may be written as 0 (Qwen2-MoE) */
-    if ((s->features & F_WINDOW_LAYERS) && get_bool(path, j, "use_sliding_window", 0, &on)) return -1;
+    if ((s->features & F_WINDOW_LAYERS) && hf_get_bool(path, j, "use_sliding_window", 0, &on)) return -1;
     if (!sw) window = s->window; /* absent: the class default; null: no window */
-    else if (!cJSON_IsNull(sw) && get_int(path, j, "sliding_window", 0, on ? 1 : 0, &window)) return -1;
+    else if (!cJSON_IsNull(sw) && hf_get_int(path, j, "sliding_window", 0, on ? 1 : 0, &window)) return -1;
     if (s->features & F_WINDOW_ALL) {
         m->window = window;
         return 0;
     }
     int use = 0, mwl = 0, any = 0;
     const int no_rope = (s->features & F_NO_ROPE) != 0; /* SmolLM3: its layers without RoPE slide, by default */
-    if (get_bool(path, j, "use_sliding_window", 0, &use) ||
-        (!no_rope && get_int(path, j, "max_window_layers", 28, 0, &mwl)))
+    if (hf_get_bool(path, j, "use_sliding_window", 0, &use) ||
+        (!no_rope && hf_get_int(path, j, "max_window_layers", 28, 0, &mwl)))
         return -1;
     m->window = use ? window : 0; /* transformers drops sliding_window unless use_sliding_window */
     if (no_rope ? layer_windows(path, j, m, m->window, x, slides_without_rope, x, 1, &any)
@@ -466,8 +213,8 @@ static tt_err read_windows(const hf_spec *s, const cJSON *j, const char *path, t
 static tt_err read_no_rope(const cJSON *j, const char *path, const tt_model_cfg *m, tt_model_ext *x)
 {
     int every = 4;
-    if (get_int(path, j, "no_rope_layer_interval", 4, 1, &every)) return -1;
-    const cJSON *nr = present(j, "no_rope_layers");
+    if (hf_get_int(path, j, "no_rope_layer_interval", 4, 1, &every)) return -1;
+    const cJSON *nr = hf_present(j, "no_rope_layers");
     if (nr && (!cJSON_IsArray(nr) || cJSON_GetArraySize(nr) != m->n_layers))
         return tt_errorf("%s: key 'no_rope_layers' must be a list of %d numbers 0 or 1 (one per layer)", path,
                          m->n_layers);
@@ -492,8 +239,8 @@ static tt_err read_no_rope(const cJSON *j, const char *path, const tt_model_cfg 
 static tt_err read_granite(const cJSON *j, const char *path, tt_model_ext *x)
 {
     double em, rm, lg;
-    if (get_pos(path, j, "embedding_multiplier", 1, &em) || get_pos(path, j, "residual_multiplier", 1, &rm) ||
-        get_pos(path, j, "attention_multiplier", 1, &x->attn_mult) || get_pos(path, j, "logits_scaling", 1, &lg))
+    if (hf_get_pos(path, j, "embedding_multiplier", 1, &em) || hf_get_pos(path, j, "residual_multiplier", 1, &rm) ||
+        hf_get_pos(path, j, "attention_multiplier", 1, &x->attn_mult) || hf_get_pos(path, j, "logits_scaling", 1, &lg))
         return -1;
     x->embed_mult = em != 1 ? em : 0;
     x->residual_mult = rm != 1 ? rm : 0;
@@ -509,15 +256,15 @@ static int slides_between_full(int l, const void *ctx) { return (l + 1) % *(cons
 static tt_err read_gemma(const cJSON *j, const char *path, int pattern, tt_model_cfg *m, tt_model_ext *x, int *any)
 {
     int bidi = 0;
-    if (get_bool(path, j, "use_bidirectional_attention", 0, &bidi) ||
-        get_pos(path, j, "query_pre_attn_scalar", 256, &x->query_pre_attn_scalar))
+    if (hf_get_bool(path, j, "use_bidirectional_attention", 0, &bidi) ||
+        hf_get_pos(path, j, "query_pre_attn_scalar", 256, &x->query_pre_attn_scalar))
         return -1;
     if (bidi) return tt_errorf("%s: key 'use_bidirectional_attention' is true: only causal attention is supported", path);
     x->gemma = 1;
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
     int window = 4096;
     if (sw && cJSON_IsNull(sw)) window = 0;
-    else if (get_int(path, j, "sliding_window", 4096, 1, &window)) return -1;
+    else if (hf_get_int(path, j, "sliding_window", 4096, 1, &window)) return -1;
     m->window = window;
     /* the default repeats with the pattern: the walk past TT_MODEL_MAX_LAYERS stops at the first full layer (refused
      * with a window), so it is uniform only when no layer is full or no window is on */
@@ -541,11 +288,11 @@ static tt_err read_gemma2(const cJSON *j, const char *path, tt_model_cfg *m, tt_
     const double def[] = {50.0, 30.0};
     for (int i = 0; i < 2; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, caps[i]);
-        if (!(v && cJSON_IsNull(v)) && get_pos(path, j, caps[i], def[i], dst[i])) return -1; /* null: none */
+        if (!(v && cJSON_IsNull(v)) && hf_get_pos(path, j, caps[i], def[i], dst[i])) return -1; /* null: none */
     }
     int any = 0;
     if (read_gemma(j, path, 2, m, x, &any) ||
-        read_rope(path, j, m->max_seq_len, 10000.0, 0, m->head_dim, rot, &m->rope, &x->rope))
+        hf_read_rope(path, j, m->max_seq_len, 10000.0, 0, m->head_dim, rot, &m->rope, &x->rope))
         return -1;
     if (!any) drop_unused_window(m, x);
     return 0;
@@ -558,14 +305,14 @@ static tt_err read_gemma3(const cJSON *j, const char *path, tt_model_cfg *m, tt_
 {
     static const char *const refused[] = {"final_logit_softcapping", "attn_logit_softcapping"};
     for (int i = 0; i < 2; i++)
-        if (present(j, refused[i]))
+        if (hf_present(j, refused[i]))
             return tt_errorf("%s: key '%s' is set: soft-capping is not supported (Gemma 3 has none)", path, refused[i]);
     int pattern = 6, any = 0;
-    if (get_int(path, j, "sliding_window_pattern", 6, 1, &pattern) || read_gemma(j, path, pattern, m, x, &any))
+    if (hf_get_int(path, j, "sliding_window_pattern", 6, 1, &pattern) || read_gemma(j, path, pattern, m, x, &any))
         return -1;
     /* RoPE: the full layers' (with its scaling) and the sliding layers' base */
-    const cJSON *rp = present(j, "rope_parameters"), *full = rp ? present(rp, "full_attention") : NULL;
-    const cJSON *loc = rp ? present(rp, "sliding_attention") : NULL;
+    const cJSON *rp = hf_present(j, "rope_parameters"), *full = rp ? hf_present(rp, "full_attention") : NULL;
+    const cJSON *loc = rp ? hf_present(rp, "sliding_attention") : NULL;
     int rot;
     cJSON *wrap = cJSON_CreateObject(); /* {"rope_parameters": full}: the global dict read as a whole-model one */
     if (!wrap) return tt_errorf("out of memory");
@@ -575,18 +322,18 @@ static tt_err read_gemma3(const cJSON *j, const char *path, tt_model_cfg *m, tt_
         return tt_errorf("%s: rope_parameters must hold 'full_attention' and 'sliding_attention' dicts", path);
     }
     double theta;
-    tt_err rc = get_pos(path, j, "rope_theta", 1000000.0, &theta) ||
-                read_rope(path, full ? wrap : j, m->max_seq_len, theta, 0, m->head_dim, &rot, &m->rope, &x->rope);
+    tt_err rc = hf_get_pos(path, j, "rope_theta", 1000000.0, &theta) ||
+                hf_read_rope(path, full ? wrap : j, m->max_seq_len, theta, 0, m->head_dim, &rot, &m->rope, &x->rope);
     cJSON_Delete(wrap);
     if (rc) return -1;
     if (loc) {
         const char *t = "default";
-        if (get_str(path, loc, "rope_type", "default", &t) || get_pos(path, loc, "rope_theta", 10000.0, &x->rope_local_theta))
+        if (hf_get_str(path, loc, "rope_type", "default", &t) || hf_get_pos(path, loc, "rope_theta", 10000.0, &x->rope_local_theta))
             return -1;
         if (strcmp(t, "default"))
             return tt_errorf("%s: rope_parameters.sliding_attention: rope type '%s' is not supported (only default)",
                              path, t);
-    } else if (get_pos(path, j, "rope_local_base_freq", 10000.0, &x->rope_local_theta))
+    } else if (hf_get_pos(path, j, "rope_local_base_freq", 10000.0, &x->rope_local_theta))
         return -1;
     if (any && !m->window)
         return tt_errorf("%s: sliding_window is null but layer_types has sliding layers (their own RoPE base without a "
@@ -600,7 +347,7 @@ static tt_err read_phi3(const cJSON *j, const char *path)
 {
     static const char *const keys[] = {"resid_pdrop", "embd_pdrop", "attention_dropout"};
     for (int i = 0; i < 3; i++) {
-        const cJSON *v = present(j, keys[i]);
+        const cJSON *v = hf_present(j, keys[i]);
         if (v && (!cJSON_IsNumber(v) || v->valuedouble != 0))
             return tt_errorf("%s: key '%s' must be 0: dropout inside the model is not supported", path, keys[i]);
     }
@@ -612,200 +359,28 @@ static tt_err cannot(const hf_spec *s, const char *what)
     return tt_errorf("%s cannot express this model: %s", s->architecture, what);
 }
 
-/* ---- Mixture-of-Experts ------------------------------------------------------
- * Every family routes by softmax over all experts, then top-k, renormalised
- * when norm_topk_prob (Mixtral: always), the gate on the expert's output. */
-/* DeepSeek-V3: Multi-head Latent Attention, and its MoE keys (sigmoid scores, groups, the selection bias) */
-static tt_err read_deepseek(const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x)
-{
-    tt_mla_cfg *a = &m->mla;
-    tt_moe_cfg *e = &m->moe;
-    int ab = 0;
-    if (get_bool(path, j, "attention_bias", 0, &ab)) return -1;
-    if (ab) return tt_errorf("%s: key 'attention_bias' is true: biased MLA projections are not supported", path);
-    if (present(j, "quantization_config"))
-        return tt_errorf("%s: key 'quantization_config' is set: quantized (FP8) checkpoints are not supported; use "
-                         "a BF16 copy of the weights", path);
-    const cJSON *ql = cJSON_GetObjectItemCaseSensitive(j, "q_lora_rank");
-    if (ql && !cJSON_IsNull(ql) && get_int(path, j, "q_lora_rank", 1536, 1, &a->q_lora_rank)) return -1;
-    if (!ql) a->q_lora_rank = 1536; /* absent: the class default; null: no query compression */
-    int freq = 1, ilv = 1;
-    const char *sf = "sigmoid", *tm = "noaux_tc";
-    if (get_int(path, j, "kv_lora_rank", 512, 1, &a->kv_lora_rank) ||
-        get_int(path, j, "qk_nope_head_dim", 128, 1, &a->qk_nope) ||
-        get_int(path, j, "qk_rope_head_dim", 64, 2, &a->qk_rope) || get_int(path, j, "v_head_dim", 128, 1, &a->v_head) ||
-        get_bool(path, j, "rope_interleave", 1, &ilv) ||
-        get_int(path, j, "n_routed_experts", 256, 1, &e->n_experts) ||
-        get_int(path, j, "num_experts_per_tok", 8, 1, &e->top_k) ||
-        get_int(path, j, "moe_intermediate_size", 2048, 1, &e->ffn_dim) ||
-        get_int(path, j, "n_shared_experts", 1, 0, &e->n_shared) ||
-        get_int(path, j, "first_k_dense_replace", 3, 0, &e->n_dense_layers) ||
-        get_int(path, j, "moe_layer_freq", 1, 1, &freq) || get_int(path, j, "n_group", 8, 1, &e->n_group) ||
-        get_int(path, j, "topk_group", 4, 1, &e->topk_group) ||
-        get_pos(path, j, "routed_scaling_factor", 2.5, &e->route_scale) ||
-        get_bool(path, j, "norm_topk_prob", 1, &e->route_norm) ||
-        get_int(path, j, "num_nextn_predict_layers", 0, 0, &x->n_mtp_layers) ||
-        get_str(path, j, "scoring_func", "sigmoid", &sf) || get_str(path, j, "topk_method", "noaux_tc", &tm))
-        return -1;
-    a->rope_interleave = ilv;
-    if (a->qk_rope % 2) return tt_errorf("%s: key 'qk_rope_head_dim' is %d: RoPE needs it even", path, a->qk_rope);
-    if (freq != 1) return tt_errorf("%s: key 'moe_layer_freq' is %d: only 1 (every layer after the dense ones)", path, freq);
-    if (strcmp(sf, "sigmoid") || strcmp(tm, "noaux_tc"))
-        return tt_errorf("%s: scoring_func '%s' with topk_method '%s': DeepSeek-V3 routes by sigmoid with noaux_tc", path,
-                         sf, tm);
-    if (e->n_experts > TT_MOE_MAX_EXPERTS || e->top_k > e->n_experts || e->n_experts % e->n_group ||
-        e->topk_group > e->n_group || e->topk_group * (e->n_experts / e->n_group) < e->top_k)
-        return tt_errorf("%s: %d routed experts in %d groups, top-%d from %d groups: the experts must split evenly "
-                         "and the groups kept must hold the top-k", path, e->n_experts, e->n_group, e->top_k,
-                         e->topk_group);
-    if (e->n_dense_layers >= m->n_layers)
-        return tt_errorf("%s: key 'first_k_dense_replace' (%d) leaves no MoE layer", path, e->n_dense_layers);
-    e->score_func = TT_SCORE_SIGMOID, e->sparse_step = 1, e->has_bias = 1;
-    e->shared_ffn = e->n_shared * e->ffn_dim;
-    m->head_dim = a->qk_rope; /* the width RoPE acts on */
-    m->n_kv_heads = m->n_heads;
-    return 0;
-}
-
-static tt_err read_moe(const hf_spec *s, const cJSON *j, const char *path, tt_model_cfg *m)
-{
-    tt_moe_cfg *e = &m->moe;
-    const int qwen = (s->features & F_MOE_QWEN) != 0;
-    /* transformers 5 writes num_local_experts for every family (attribute_map), checkpoints num_experts */
-    const char *ek = present(j, "num_experts") ? "num_experts" : "num_local_experts";
-    const int def_e = s->family == TT_HF_MIXTRAL ? 8 : s->family == TT_HF_QWEN2_MOE ? 60 : s->family == TT_HF_OLMOE ? 64 : 128;
-    const int def_k = s->family == TT_HF_MIXTRAL ? 2 : s->family == TT_HF_QWEN2_MOE ? 4 : 8;
-    if (get_int(path, j, ek, def_e, 1, &e->n_experts) || get_int(path, j, "num_experts_per_tok", def_k, 1, &e->top_k))
-        return -1;
-    if (e->n_experts > TT_MOE_MAX_EXPERTS)
-        return tt_errorf("%s: key '%s' is %d: at most %d experts are supported", path, ek, e->n_experts, TT_MOE_MAX_EXPERTS);
-    if (e->top_k > e->n_experts)
-        return tt_errorf("%s: key 'num_experts_per_tok' is %d, more than the %d experts", path, e->top_k, e->n_experts);
-    e->ffn_dim = m->ffn_dim; /* Mixtral and OLMoE: intermediate_size is each expert's */
-    e->route_norm = 1, e->route_scale = 1.0, e->score_func = TT_SCORE_SOFTMAX, e->sparse_step = 1;
-    if (!(s->features & F_MIXTRAL) && get_bool(path, j, "norm_topk_prob", 0, &e->route_norm)) return -1;
-    if (qwen) {
-        if (get_int(path, j, "moe_intermediate_size", s->family == TT_HF_QWEN2_MOE ? 1408 : 768, 1, &e->ffn_dim) ||
-            get_int(path, j, "decoder_sparse_step", 1, 1, &e->sparse_step))
-            return -1;
-        const cJSON *dl = present(j, "mlp_only_layers");
-        if (dl && !cJSON_IsArray(dl)) return tt_errorf("%s: key 'mlp_only_layers' must be a list of layer indices", path);
-        for (const cJSON *x = dl ? dl->child : NULL; x; x = x->next) {
-            const double l = cJSON_IsNumber(x) ? x->valuedouble : -1;
-            if (!(l >= 0 && l < m->n_layers && l == floor(l)))
-                return tt_errorf("%s: key 'mlp_only_layers' must hold layer indices below num_hidden_layers (%d)", path,
-                                 m->n_layers);
-            if (l >= TT_MODEL_MAX_LAYERS)
-                return tt_errorf("%s: key 'mlp_only_layers': dense layers past %d are not supported", path,
-                                 TT_MODEL_MAX_LAYERS);
-            e->mlp_only[(int)l] = 1;
-        }
-        int moe = 0;
-        for (int l = 0; l < m->n_layers; l++) moe += tt_model_layer_is_moe(m, l);
-        if (!moe) return tt_errorf("%s: mlp_only_layers and decoder_sparse_step leave no MoE layer", path);
-    }
-    if (s->features & F_SHARED_GATED) {
-        if (get_int(path, j, "shared_expert_intermediate_size", 5632, 0, &e->shared_ffn)) return -1;
-        e->n_shared = e->shared_ffn > 0, e->shared_gate = e->shared_ffn > 0;
-    }
-    if (s->family == TT_HF_OLMOE) {
-        const cJSON *clip = present(j, "clip_qkv");
-        if (clip) return tt_errorf("%s: key 'clip_qkv' is set: clipping q/k/v is not supported", path);
-    }
-    return 0;
-}
-
-static void write_deepseek(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
-{
-    const tt_mla_cfg *a = &m->mla;
-    const tt_moe_cfg *e = &m->moe;
-    if (a->q_lora_rank > 0) cJSON_AddNumberToObject(j, "q_lora_rank", a->q_lora_rank);
-    else cJSON_AddNullToObject(j, "q_lora_rank");
-    const struct { const char *k; int v; } ints[] = {
-        {"kv_lora_rank", a->kv_lora_rank}, {"qk_nope_head_dim", a->qk_nope}, {"qk_rope_head_dim", a->qk_rope},
-        {"v_head_dim", a->v_head}, {"n_routed_experts", e->n_experts}, {"num_experts_per_tok", e->top_k},
-        {"moe_intermediate_size", e->ffn_dim}, {"n_shared_experts", e->n_shared},
-        {"first_k_dense_replace", e->n_dense_layers}, {"moe_layer_freq", 1}, {"n_group", e->n_group > 1 ? e->n_group : 1},
-        {"topk_group", e->n_group > 1 ? e->topk_group : 1}, {"num_nextn_predict_layers", 0},
-    };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) cJSON_AddNumberToObject(j, ints[i].k, ints[i].v);
-    cJSON_AddBoolToObject(j, "rope_interleave", a->rope_interleave);
-    add_real(j, "routed_scaling_factor", e->route_scale);
-    cJSON_AddBoolToObject(j, "norm_topk_prob", e->route_norm);
-    (void)x;
-}
-
-static void write_moe(const hf_spec *s, const tt_model_cfg *m, cJSON *j)
-{
-    const tt_moe_cfg *e = &m->moe;
-    cJSON_AddNumberToObject(j, s->features & F_MIXTRAL ? "num_local_experts" : "num_experts", e->n_experts);
-    cJSON_AddNumberToObject(j, "num_experts_per_tok", e->top_k);
-    if (!(s->features & F_MIXTRAL)) cJSON_AddBoolToObject(j, "norm_topk_prob", e->route_norm);
-    if (s->features & F_MOE_QWEN) {
-        cJSON_AddNumberToObject(j, "moe_intermediate_size", e->ffn_dim);
-        cJSON_AddNumberToObject(j, "decoder_sparse_step", e->sparse_step > 0 ? e->sparse_step : 1);
-        cJSON *dl = cJSON_AddArrayToObject(j, "mlp_only_layers"); /* the leading dense layers and the others */
-        for (int l = 0; l < m->n_layers; l++)
-            if (l < e->n_dense_layers || (l < TT_MODEL_MAX_LAYERS && e->mlp_only[l]))
-                cJSON_AddItemToArray(dl, cJSON_CreateNumber(l));
-    }
-    if (s->features & F_SHARED_GATED) cJSON_AddNumberToObject(j, "shared_expert_intermediate_size", e->n_shared ? e->shared_ffn : 0);
-}
-
-/* What a family's MoE can express: the routing above, and its own extras */
-static tt_err check_moe(const hf_spec *s, const tt_model_cfg *m)
-{
-    const tt_moe_cfg *e = &m->moe;
-    const unsigned f = s->features;
-    if ((m->mla.kv_lora_rank > 0) != !!(f & F_DEEPSEEK))
-        return cannot(s, f & F_DEEPSEEK ? "it has Multi-head Latent Attention" : "it has Multi-head Latent Attention "
-                                                                                 "(only DeepseekV3ForCausalLM does)");
-    if (!e->n_experts) return f & F_MOE ? cannot(s, "it is a Mixture-of-Experts class and the model is dense") : 0;
-    if (!(f & F_MOE)) return cannot(s, "it is a Mixture-of-Experts model");
-    if (f & F_DEEPSEEK) { /* sigmoid scores, a selection bias, shared experts without a gate, leading dense layers */
-        if (e->score_func != TT_SCORE_SIGMOID || !e->has_bias || e->score_before || (e->n_shared && e->shared_gate) ||
-            (e->sparse_step > 1) || (e->n_shared && e->shared_ffn != e->n_shared * e->ffn_dim))
-            return cannot(s, "it routes by sigmoid scores with a selection bias, gates the experts' output and has "
-                             "ungated shared experts as wide as n_shared x the experts");
-        return 0;
-    }
-    if (e->has_bias)
-        return cannot(s, "its experts have a selection bias (model.load_balance_coeff > 0); of the Hugging Face MoE "
-                         "classes only DeepseekV3ForCausalLM has one, with Multi-head Latent Attention and sigmoid "
-                         "scores: train with model.load_balance_coeff = 0 to export as another class");
-    if (e->score_func != TT_SCORE_SOFTMAX) return cannot(s, "its router scores by sigmoid (it routes by softmax)");
-    if (e->route_scale != 1.0) return cannot(s, "its gate weights are scaled (model.route_scale)");
-    if (e->score_before) return cannot(s, "it gates the experts' input (model.score_before_experts)");
-    if (e->n_group > 1) return cannot(s, "it has group-limited routing");
-    if ((f & F_MIXTRAL) && !e->route_norm) return cannot(s, "it always renormalises the top-k weights (model.route_norm)");
-    if (!(f & F_MOE_QWEN) && (e->n_dense_layers || (e->sparse_step > 1)))
-        return cannot(s, "every layer is MoE in it (model.n_dense_layers, model.decoder_sparse_step)");
-    if (e->n_shared && !((f & F_SHARED_GATED) && e->shared_gate)) return cannot(s, "it has no shared experts");
-    if ((f & F_SHARED_GATED) && e->n_shared && !e->shared_gate) return cannot(s, "its shared expert has no gate");
-    return 0;
-}
-
 static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_hf_config *o)
 {
     tt_model_cfg *m = &o->model;
+    const hf_moe_keys mk = moe_keys(s);
     int hd = 0;
     m->arch = TT_ARCH_LLAMA;
-    if (get_int(path, j, "hidden_size", s->hidden, 1, &m->dim) ||
-        get_int(path, j, "intermediate_size", s->inter, 1, &m->ffn_dim) ||
-        get_int(path, j, "num_hidden_layers", s->layers, 1, &m->n_layers) ||
-        get_int(path, j, "num_attention_heads", s->heads, 1, &m->n_heads) ||
-        get_int(path, j, "num_key_value_heads", s->kv_heads ? s->kv_heads : m->n_heads, 1, &m->n_kv_heads) ||
-        get_int(path, j, "vocab_size", s->vocab, 1, &m->vocab_size) ||
-        get_int(path, j, "max_position_embeddings", s->max_pos, 1, &m->max_seq_len) ||
-        get_pos(path, j, "rms_norm_eps", s->eps, &m->norm_eps) ||
-        get_bool(path, j, "tie_word_embeddings", s->tie, &m->tie_embeddings))
+    if (hf_get_int(path, j, "hidden_size", s->hidden, 1, &m->dim) ||
+        hf_get_int(path, j, "intermediate_size", s->inter, 1, &m->ffn_dim) ||
+        hf_get_int(path, j, "num_hidden_layers", s->layers, 1, &m->n_layers) ||
+        hf_get_int(path, j, "num_attention_heads", s->heads, 1, &m->n_heads) ||
+        hf_get_int(path, j, "num_key_value_heads", s->kv_heads ? s->kv_heads : m->n_heads, 1, &m->n_kv_heads) ||
+        hf_get_int(path, j, "vocab_size", s->vocab, 1, &m->vocab_size) ||
+        hf_get_int(path, j, "max_position_embeddings", s->max_pos, 1, &m->max_seq_len) ||
+        hf_get_pos(path, j, "rms_norm_eps", s->eps, &m->norm_eps) ||
+        hf_get_bool(path, j, "tie_word_embeddings", s->tie, &m->tie_embeddings))
         return -1;
     const cJSON *jk = cJSON_GetObjectItemCaseSensitive(j, "num_key_value_heads");
     if (jk && cJSON_IsNull(jk)) m->n_kv_heads = m->n_heads; /* null: no GQA; absent: the class default */
     /* head_dim: absent takes the class default, null means hidden_size / num_attention_heads */
     const cJSON *jh = cJSON_GetObjectItemCaseSensitive(j, "head_dim");
     if (jh && !cJSON_IsNull(jh)) {
-        if (get_int(path, j, "head_dim", 0, 1, &hd)) return -1;
+        if (hf_get_int(path, j, "head_dim", 0, 1, &hd)) return -1;
     } else if (!jh && s->head_dim)
         hd = s->head_dim;
     if (!hd) {
@@ -820,25 +395,25 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
     if (hd % 2) return tt_errorf("%s: head_dim %d must be even for RoPE", path, hd);
     const char *act = "";
     if (s->features & (F_GEMMA3 | F_GEMMA2)) { /* GeGLU */
-        if (get_str(path, j, "hidden_activation", "gelu_pytorch_tanh", &act)) return -1;
+        if (hf_get_str(path, j, "hidden_activation", "gelu_pytorch_tanh", &act)) return -1;
         if (strcmp(act, "gelu_pytorch_tanh"))
             return tt_errorf("%s: hidden_activation '%s' is not supported for %s (only 'gelu_pytorch_tanh')", path, act,
                              s->architecture);
-    } else if (get_str(path, j, "hidden_act", "silu", &act))
+    } else if (hf_get_str(path, j, "hidden_act", "silu", &act))
         return -1;
     else if (strcmp(act, "silu"))
         return tt_errorf("%s: hidden_act '%s' is not supported for %s (only 'silu')", path, act, s->architecture);
     int ab = 0, mb = 0;
-    if ((s->features & F_ATTN_BIAS) && get_bool(path, j, "attention_bias", 0, &ab)) return -1;
-    if ((s->features & F_MLP_BIAS) && get_bool(path, j, "mlp_bias", 0, &mb)) return -1;
+    if ((s->features & F_ATTN_BIAS) && hf_get_bool(path, j, "attention_bias", 0, &ab)) return -1;
+    if ((s->features & F_MLP_BIAS) && hf_get_bool(path, j, "mlp_bias", 0, &mb)) return -1;
     m->qkv_bias = ab || (s->features & F_QKV_BIAS);
     o->ext.o_bias = ab;
     o->ext.mlp_bias = mb;
     m->qk_norm = (s->features & (F_QK_NORM | F_QK_NORM_FULL)) != 0;
     o->ext.qk_norm_full = (s->features & F_QK_NORM_FULL) != 0;
     o->ext.hf_mixtral = (s->features & F_MIXTRAL) != 0;
-    if ((s->features & F_DEEPSEEK) && read_deepseek(j, path, m, &o->ext)) return -1;
-    else if ((s->features & F_MOE) && !(s->features & F_DEEPSEEK) && read_moe(s, j, path, m)) return -1;
+    if ((s->features & F_DEEPSEEK) && hf_read_deepseek(j, path, m, &o->ext)) return -1;
+    else if ((s->features & F_MOE) && !(s->features & F_DEEPSEEK) && hf_read_moe(&mk, j, path, m)) return -1;
     if ((s->features & F_POST_NORMS)) o->ext.post_norms = 1;
     if ((s->features & F_GRANITE) && read_granite(j, path, &o->ext)) return -1;
     if ((s->features & F_NO_ROPE) && read_no_rope(j, path, m, &o->ext)) return -1;
@@ -849,7 +424,7 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
         rot = m->head_dim;
     } else if (s->features & F_GEMMA2) {
         if (read_gemma2(j, path, m, &o->ext, &rot)) return -1;
-    } else if (read_rope(path, j, m->max_seq_len, s->family == TT_HF_SMOLLM3 ? 2000000.0 : 10000.0,
+    } else if (hf_read_rope(path, j, m->max_seq_len, s->family == TT_HF_SMOLLM3 ? 2000000.0 : 10000.0,
                          (s->features & F_PHI3) != 0, m->head_dim, &rot, &m->rope, &o->ext.rope))
         return -1;
     o->ext.rope_rot = rot < m->head_dim ? rot : 0;
@@ -889,10 +464,10 @@ static void add_window_keys(const hf_spec *s, const tt_model_cfg *m, const tt_mo
 static void write_gemma(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
 {
     cJSON_AddStringToObject(j, "hidden_activation", "gelu_pytorch_tanh");
-    add_real(j, "query_pre_attn_scalar", x->query_pre_attn_scalar);
-    if (x->final_softcap > 0) add_float(j, "final_logit_softcapping", x->final_softcap);
+    hf_add_real(j, "query_pre_attn_scalar", x->query_pre_attn_scalar);
+    if (x->final_softcap > 0) hf_add_float(j, "final_logit_softcapping", x->final_softcap);
     else cJSON_AddNullToObject(j, "final_logit_softcapping");
-    if (x->attn_softcap > 0) add_float(j, "attn_logit_softcapping", x->attn_softcap);
+    if (x->attn_softcap > 0) hf_add_float(j, "attn_logit_softcapping", x->attn_softcap);
     else cJSON_AddNullToObject(j, "attn_logit_softcapping");
     cJSON_AddFalseToObject(j, "use_bidirectional_attention");
     if (m->window) cJSON_AddNumberToObject(j, "sliding_window", m->window);
@@ -907,22 +482,23 @@ static void write_gemma(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
 static void write_gemma3(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
 {
     cJSON *rp = cJSON_AddObjectToObject(j, "rope_parameters");
-    cJSON *full = rope_to_json(&m->rope, &x->rope, m->head_dim);
+    cJSON *full = hf_rope_to_json(&m->rope, &x->rope, m->head_dim);
     if (cJSON_IsNull(full)) {
         cJSON_Delete(full);
         full = cJSON_CreateObject();
         cJSON_AddStringToObject(full, "rope_type", "default");
     }
-    add_real(full, "rope_theta", m->rope.theta);
+    hf_add_real(full, "rope_theta", m->rope.theta);
     cJSON_AddItemToObject(rp, "full_attention", full);
     cJSON *loc = cJSON_AddObjectToObject(rp, "sliding_attention");
     cJSON_AddStringToObject(loc, "rope_type", "default");
-    add_real(loc, "rope_theta", x->rope_local_theta);
+    hf_add_real(loc, "rope_theta", x->rope_local_theta);
 }
 
 static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
 {
     const tt_model_cfg *m = &c->model;
+    const hf_moe_keys mk = moe_keys(s);
     cJSON_AddNumberToObject(j, "hidden_size", m->dim);
     /* Mixtral and OLMoE: every layer is MoE, and intermediate_size is each expert's width */
     const int experts_wide = (s->features & F_MOE) && !(s->features & (F_MOE_QWEN | F_DEEPSEEK));
@@ -933,20 +509,20 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     if (s->features & F_HEAD_DIM) cJSON_AddNumberToObject(j, "head_dim", m->head_dim);
     cJSON_AddNumberToObject(j, "vocab_size", m->vocab_size);
     cJSON_AddNumberToObject(j, "max_position_embeddings", m->max_seq_len);
-    add_real(j, "rms_norm_eps", m->norm_eps);
+    hf_add_real(j, "rms_norm_eps", m->norm_eps);
     const int rot = c->ext.rope_rot > 0 ? c->ext.rope_rot : m->head_dim;
     if (s->features & (F_GEMMA3 | F_GEMMA2)) write_gemma(m, &c->ext, j);
     if (s->features & F_GEMMA3) write_gemma3(m, &c->ext, j);
     else {
         if (!(s->features & F_GEMMA2)) cJSON_AddStringToObject(j, "hidden_act", "silu");
-        add_real(j, "rope_theta", m->rope.theta);
-        cJSON_AddItemToObject(j, "rope_scaling", rope_to_json(&m->rope, &c->ext.rope, rot));
+        hf_add_real(j, "rope_theta", m->rope.theta);
+        cJSON_AddItemToObject(j, "rope_scaling", hf_rope_to_json(&m->rope, &c->ext.rope, rot));
     }
     if (s->features & F_PHI3) {
         /* the factor whose int(head_dim * factor) is the rotated features: rot / hd, or just above it */
         double prf = (double)rot / m->head_dim;
         while ((int)floor(m->head_dim * prf) < rot) prf = nextafter(prf, 2.0);
-        add_real(j, "partial_rotary_factor", prf);
+        hf_add_real(j, "partial_rotary_factor", prf);
         cJSON_AddNumberToObject(j, "original_max_position_embeddings",
                                 c->ext.rope.longrope ? m->rope.original_max_pos : m->max_seq_len);
     }
@@ -961,13 +537,13 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     add_window_keys(s, m, &c->ext, j);
     if (s->features & F_GRANITE) {
         const tt_model_ext *x = &c->ext;
-        add_real(j, "embedding_multiplier", x->embed_mult ? x->embed_mult : 1);
-        add_real(j, "residual_multiplier", x->residual_mult ? x->residual_mult : 1);
-        add_real(j, "attention_multiplier", x->attn_mult ? x->attn_mult : 1 / sqrt((double)m->head_dim));
-        add_real(j, "logits_scaling", x->logits_div ? x->logits_div : 1);
+        hf_add_real(j, "embedding_multiplier", x->embed_mult ? x->embed_mult : 1);
+        hf_add_real(j, "residual_multiplier", x->residual_mult ? x->residual_mult : 1);
+        hf_add_real(j, "attention_multiplier", x->attn_mult ? x->attn_mult : 1 / sqrt((double)m->head_dim));
+        hf_add_real(j, "logits_scaling", x->logits_div ? x->logits_div : 1);
     }
-    if (s->features & F_DEEPSEEK) write_deepseek(m, &c->ext, j);
-    else if (s->features & F_MOE) write_moe(s, m, j);
+    if (s->features & F_DEEPSEEK) hf_write_deepseek(m, &c->ext, j);
+    else if (s->features & F_MOE) hf_write_moe(&mk, m, j);
     return 0;
 }
 
@@ -975,13 +551,14 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
 static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_model_ext *x)
 {
     unsigned f = s->features;
+    const hf_moe_keys mk = moe_keys(s);
     if (m->arch != TT_ARCH_LLAMA) return cannot(s, "it is not a Llama-style model");
     if (m->qk_norm != ((f & (F_QK_NORM | F_QK_NORM_FULL)) != 0))
         return cannot(s, m->qk_norm ? "it has q/k norms" : "it has no q/k norms (the class always has them)");
     if (m->qk_norm && !x->qk_norm_full != !(f & F_QK_NORM_FULL))
         return cannot(s, x->qk_norm_full ? "its q/k norms span all heads (the class norms each head)"
                                          : "its q/k norms are per head (the class norms all heads at once)");
-    if (check_moe(s, m)) return -1;
+    if (hf_check_moe(&mk, m)) return -1;
     if (!!x->gemma != !!(f & (F_GEMMA3 | F_GEMMA2)))
         return cannot(s, x->gemma ? "it has Gemma's block ((1 + w) norms around each branch, GeGLU)"
                                   : "its block is Gemma's ((1 + w) norms around each branch, GeGLU)");
@@ -1025,7 +602,7 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
  * num_attention_heads and max_position_embeddings stand for its own names. */
 static tt_err gpt2_int(const char *path, const cJSON *j, const char *key, const char *alias, int def, int *out)
 {
-    return get_int(path, j, present(j, key) || !present(j, alias) ? key : alias, def, 1, out);
+    return hf_get_int(path, j, hf_present(j, key) || !hf_present(j, alias) ? key : alias, def, 1, out);
 }
 
 static tt_err read_gpt2(const hf_spec *s, const cJSON *j, const char *path, tt_hf_config *o)
@@ -1037,8 +614,8 @@ static tt_err read_gpt2(const hf_spec *s, const cJSON *j, const char *path, tt_h
         gpt2_int(path, j, "n_layer", "num_hidden_layers", s->layers, &m->n_layers) ||
         gpt2_int(path, j, "n_head", "num_attention_heads", s->heads, &m->n_heads) ||
         gpt2_int(path, j, "n_positions", "max_position_embeddings", s->max_pos, &m->max_seq_len) ||
-        get_int(path, j, "vocab_size", s->vocab, 1, &m->vocab_size) || get_int(path, j, "n_inner", 0, 1, &inner) ||
-        get_pos(path, j, "layer_norm_epsilon", s->eps, &m->norm_eps))
+        hf_get_int(path, j, "vocab_size", s->vocab, 1, &m->vocab_size) || hf_get_int(path, j, "n_inner", 0, 1, &inner) ||
+        hf_get_pos(path, j, "layer_norm_epsilon", s->eps, &m->norm_eps))
         return -1;
     if (m->dim % m->n_heads)
         return tt_errorf("%s: n_embd %d is not a multiple of n_head %d", path, m->dim, m->n_heads);
@@ -1051,7 +628,7 @@ static tt_err read_gpt2(const hf_spec *s, const cJSON *j, const char *path, tt_h
     m->tie_embeddings = 1;
     m->rope.theta = 10000; /* unused: GPT-2 learns its positions */
     const char *act = "";
-    if (get_str(path, j, "activation_function", "gelu_new", &act)) return -1;
+    if (hf_get_str(path, j, "activation_function", "gelu_new", &act)) return -1;
     if (strcmp(act, "gelu_new") && strcmp(act, "gelu_pytorch_tanh"))
         return tt_errorf("%s: activation_function '%s' is not supported for %s (supported: gelu_new, "
                          "gelu_pytorch_tanh)", path, act, s->architecture);
@@ -1060,7 +637,7 @@ static tt_err read_gpt2(const hf_spec *s, const cJSON *j, const char *path, tt_h
         {"scale_attn_by_inverse_layer_idx", 0, 0}, {"add_cross_attention", 0, 0},
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
-        if (get_bool(path, j, flags[i].key, flags[i].def, &flag)) return -1;
+        if (hf_get_bool(path, j, flags[i].key, flags[i].def, &flag)) return -1;
         if (flag != flags[i].want)
             return tt_errorf("%s: %s = %s is not supported for %s", path, flags[i].key, flag ? "true" : "false",
                              s->architecture);
@@ -1079,7 +656,7 @@ static tt_err write_gpt2(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     cJSON_AddNumberToObject(j, "n_positions", m->max_seq_len);
     cJSON_AddNumberToObject(j, "n_ctx", m->max_seq_len);
     cJSON_AddNumberToObject(j, "vocab_size", m->vocab_size);
-    add_real(j, "layer_norm_epsilon", m->norm_eps);
+    hf_add_real(j, "layer_norm_epsilon", m->norm_eps);
     cJSON_AddStringToObject(j, "activation_function", "gelu_new");
     cJSON_AddTrueToObject(j, "tie_word_embeddings");
     cJSON_AddTrueToObject(j, "scale_attn_weights");
@@ -1100,11 +677,11 @@ static tt_err check_gpt2(const hf_spec *s, const tt_model_cfg *m, const tt_model
 /* ---- entry points -------------------------------------------------------- */
 static tt_err read_common(const cJSON *j, const char *path, tt_hf_config *o)
 {
-    const cJSON *b = present(j, "bos_token_id"), *e = present(j, "eos_token_id");
+    const cJSON *b = hf_present(j, "bos_token_id"), *e = hf_present(j, "eos_token_id");
     o->bos_token_id = -1;
-    if (b && get_int(path, j, "bos_token_id", -1, 0, &o->bos_token_id)) return -1;
+    if (b && hf_get_int(path, j, "bos_token_id", -1, 0, &o->bos_token_id)) return -1;
     o->has_pad = cJSON_GetObjectItemCaseSensitive(j, "pad_token_id") != NULL, o->pad_token_id = -1;
-    if (o->has_pad && get_int(path, j, "pad_token_id", -1, 0, &o->pad_token_id)) return -1; /* null: -1 */
+    if (o->has_pad && hf_get_int(path, j, "pad_token_id", -1, 0, &o->pad_token_id)) return -1; /* null: -1 */
     if (e && cJSON_IsArray(e)) {
         if (cJSON_GetArraySize(e) > TT_HF_MAX_EOS)
             return tt_errorf("%s: key 'eos_token_id' lists more than %d ids", path, TT_HF_MAX_EOS);
@@ -1115,11 +692,11 @@ static tt_err read_common(const cJSON *j, const char *path, tt_hf_config *o)
             o->eos_token_ids[o->n_eos++] = (int)d;
         }
     } else if (e) {
-        if (get_int(path, j, "eos_token_id", 0, 0, &o->eos_token_ids[0])) return -1;
+        if (hf_get_int(path, j, "eos_token_id", 0, 0, &o->eos_token_ids[0])) return -1;
         o->n_eos = 1;
     }
     const char *dt = "";
-    if (get_str(path, j, "torch_dtype", "", &dt) || get_str(path, j, "dtype", dt, &dt)) return -1;
+    if (hf_get_str(path, j, "torch_dtype", "", &dt) || hf_get_str(path, j, "dtype", dt, &dt)) return -1;
     snprintf(o->torch_dtype, sizeof o->torch_dtype, "%s", dt);
     return 0;
 }
@@ -1129,14 +706,14 @@ static tt_err read_common(const cJSON *j, const char *path, tt_hf_config *o)
  * the language model's weights from under language_model. and skips the vision tower's (ext.hf_vlm). */
 static tt_err read_gemma3_vlm(const cJSON *j, const char *path, tt_hf_config *out)
 {
-    const cJSON *tc = present(j, "text_config");
+    const cJSON *tc = hf_present(j, "text_config");
     if (!tc || !cJSON_IsObject(tc))
         return tt_errorf("%s: key 'text_config' (the language model's configuration) must be an object", path);
     char tp[4200];
     snprintf(tp, sizeof tp, "%s: text_config", path);
     const hf_spec *s = spec_of(TT_HF_GEMMA3);
     const char *mt = NULL;
-    if (get_str(tp, tc, "model_type", s->model_type, &mt)) return -1;
+    if (hf_get_str(tp, tc, "model_type", s->model_type, &mt)) return -1;
     if (strcmp(mt, s->model_type))
         return tt_errorf("%s: model_type '%s' is not Gemma 3's language model ('%s')", tp, mt, s->model_type);
     out->family = s->family;
@@ -1168,7 +745,7 @@ tt_err tt_hf_config_parse(const char *json, size_t len, const char *path, tt_hf_
         tt_errorf("%s: not a JSON object", path);
         goto done;
     }
-    const cJSON *a = present(j, "architectures");
+    const cJSON *a = hf_present(j, "architectures");
     if (a) {
         const cJSON *a0 = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, 0) : NULL;
         if (!cJSON_IsString(a0)) {
@@ -1177,7 +754,7 @@ tt_err tt_hf_config_parse(const char *json, size_t len, const char *path, tt_hf_
         }
         arch = a0->valuestring;
     }
-    if (get_str(path, j, "model_type", NULL, &mtype)) goto done;
+    if (hf_get_str(path, j, "model_type", NULL, &mtype)) goto done;
     if (!arch && !mtype) {
         tt_errorf("%s: neither 'architectures' nor 'model_type' says which model this is (supported: %s)", path, list);
         goto done;
