@@ -28,7 +28,7 @@ FIX=$SRC/tests/fixtures/hf
 CLI_TMP_TEMPLATE=/tmp/titan_hf_finetune.XXXXXX
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 export OMP_NUM_THREADS=2
-MODELS=(llama qwen2 gpt2 qwen3_moe mixtral qwen2_moe olmoe deepseek_v3 olmo2 smollm3 granite phi3 gemma3 gemma2 gemma3_vlm)
+MODELS=(llama qwen2 gpt2 qwen3_moe mixtral qwen2_moe olmoe deepseek_v3 olmo2 smollm3 granite phi3 gemma3 gemma2 gemma3_vlm gpt_oss)
 PROMPT="On Monday, Anna and"
 for m in "${MODELS[@]}"; do
   if [ ! -f "$FIX/$m/tokenizer.json" ]; then

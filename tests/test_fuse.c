@@ -172,8 +172,10 @@ static void compare(variant va)
  * add + norm where the sum is also the graph's output: fused, sum kept. The
  * weights are views of one parameter root, q, k and v back to back (what the
  * pass looks for), then the norm's; without the second reader of q the same
- * graph fuses q, k and v, so the first result is the second reader's doing. */
-static void build_partial(int second_reader)
+ * graph fuses q, k and v, so the first result is the second reader's doing.
+ * With attention sinks (GPT-OSS), which attention_qkv has none of, q, k and v
+ * stay apart too. */
+static void build_partial(int second_reader, int sinks)
 {
     tt_graph *g = tt_graph_new();
     int64_t n = 8, total = 3 * 16 * 16 + 16;
@@ -188,22 +190,26 @@ static void build_partial(int second_reader)
     CHECK(wq && wk && wv && wn && wk->base == root && wv->offset == 2 * wbytes);
     tt_value *s = tt_add(g, x, d), *h = tt_rmsnorm(g, s, wn, 1e-5);
     tt_value *q = tt_linear(g, h, wq, NULL), *k = tt_linear(g, h, wk, NULL), *v = tt_linear(g, h, wv, NULL);
-    tt_value *o = tt_attention(g, q, k, v, doc, 1, 8, 2, 2, 8, 0);
+    tt_value *sk = sinks ? tt_graph_input(g, "sinks", TT_F32, 1, (int64_t[]){2}) : NULL;
+    tt_value *o = tt_attention_scaled(g, q, k, v, doc, 1, 8, 2, 2, 8, 0, 0, 0, sk);
     tt_graph_mark_output(g, o);
     if (second_reader) tt_graph_mark_output(g, q); /* a second reader of q */
     tt_graph_mark_output(g, s);
     tt_fuse_stats st = {0};
     CHECK(!g->failed && tt_fuse(g, &st) == 0);
-    CHECK_MSG(st.qkv == (second_reader ? 0 : 1) && st.add_norm == 1, "%s second reader of q: qkv %d, add+norm %d",
-              second_reader ? "with a" : "without a", st.qkv, st.add_norm);
+    CHECK_MSG(st.qkv == (second_reader || sinks ? 0 : 1) && st.add_norm == 1,
+              "%s second reader of q%s: qkv %d, add+norm %d", second_reader ? "with a" : "without a",
+              sinks ? ", sinks" : "", st.qkv, st.add_norm);
+    CHECK(!sinks || (o->producer && o->producer->op == TT_OP_ATTENTION && o->producer->in[4] == sk));
     CHECK(s->producer && s->producer->op == TT_OP_ADD_RMSNORM && h->producer == s->producer);
     tt_graph_free(g);
 }
 
 static void test_partial(void)
 {
-    build_partial(1);
-    build_partial(0); /* the control: the same weights fuse when nothing else reads q */
+    build_partial(1, 0);
+    build_partial(0, 0); /* the control: the same weights fuse when nothing else reads q */
+    build_partial(0, 1);
 }
 
 int main(void)

@@ -293,6 +293,13 @@ static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
               !c->qk_norm && c->head_dim == 16 && c->tie_embeddings && x->attn_softcap == 2 && x->final_softcap == 5);
         CHECK(tt_model_layer_window(c, x, 0) == 5 && tt_model_layer_window(c, x, 1) == 0 &&
               tt_model_layer_window(c, x, 2) == 5 && tt_model_layer_window(c, x, 3) == 0);
+    } else if (!strcmp(name, "gpt_oss")) { /* sinks, biases, the clamped SwiGLU; windows of 4 on layer 0; YaRN x32 */
+        CHECK(x->attn_sinks && x->hf_gpt_oss && c->qkv_bias && x->o_bias && c->moe.n_experts == 4 &&
+              c->moe.top_k == 2 && c->moe.ffn_dim == 24 && c->moe.route_norm && c->moe.router_bias &&
+              c->moe.expert_biases && c->moe.swiglu_alpha == 1.702 && c->moe.swiglu_limit == 1.0 && c->head_dim == 8);
+        CHECK(tt_model_layer_window(c, x, 0) == 4 && tt_model_layer_window(c, x, 1) == 0 && x->rope.yarn &&
+              x->rope.yarn_no_truncate && c->rope.factor == 32 && c->rope.original_max_pos == 4096 &&
+              c->rope.theta == 150000.0);
     } else if (!strcmp(name, "granite")) {
         CHECK(x->embed_mult == 12.0 && x->residual_mult == 0.22 && x->attn_mult == 0.05 && x->logits_div == 4.0);
     }
@@ -685,7 +692,7 @@ static void test_bad_folders(void)
     edit_config(dir, "\"LlamaForCausalLM\"", "\"FooForCausalLM\"");
     expect_fail(dir, "unknown architecture",
                 "config.json: architecture 'FooForCausalLM' is not supported (supported: LlamaForCausalLM, "
-                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, DeepseekV3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma2ForCausalLM)", NULL);
+                "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, MixtralForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, DeepseekV3ForCausalLM, Olmo2ForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma2ForCausalLM, GptOssForCausalLM)", NULL);
 
     /* Mixture-of-Experts: an expert missing, the two expert layouts mixed, more experts a token than exist */
     const char *qmoe = FIX "/qwen3_moe", *qpacked = FIX "/qwen3_moe_packed";
@@ -1009,6 +1016,28 @@ static void test_config(void)
           strstr(tt_last_error(), "attn_logit_softcapping"));
     CHECK(parse("{\"architectures\":[\"Gemma3ForCausalLM\"],\"final_logit_softcapping\":30}", &d) != 0 &&
           strstr(tt_last_error(), "final_logit_softcapping"));
+    /* GPT-OSS's class defaults: 128 experts, top-4, biased attention, windows of 128 on the even layers, YaRN x32
+     * when config.json has no RoPE dict; its sinks, biased router and experts and clamped SwiGLU are no other
+     * class's; quantized checkpoints are refused by name */
+    CHECK(parse("{\"architectures\":[\"GptOssForCausalLM\"],\"num_hidden_layers\":3}", &d) == 0 && d.ext.attn_sinks &&
+          d.model.moe.n_experts == 128 && d.model.moe.top_k == 4 && d.model.moe.ffn_dim == 2880 && d.ext.o_bias &&
+          d.model.qkv_bias && d.model.moe.swiglu_limit == 7.0 && d.model.moe.swiglu_alpha == 1.702 &&
+          d.ext.rope.yarn && d.ext.rope.yarn_no_truncate && d.model.rope.factor == 32 && d.model.rope.theta == 150000);
+    CHECK(tt_model_layer_window(&d.model, &d.ext, 0) == 128 && tt_model_layer_window(&d.model, &d.ext, 1) == 0 &&
+          tt_model_layer_window(&d.model, &d.ext, 2) == 128);
+    CHECK(tt_hf_family_for(&d.model, &d.ext) == TT_HF_GPT_OSS && tt_hf_family_check(TT_HF_MIXTRAL, &d.model, &d.ext) != 0);
+    d.ext.attn_sinks = 0;
+    CHECK(tt_hf_family_check(TT_HF_GPT_OSS, &d.model, &d.ext) != 0 && strstr(tt_last_error(), "attention sinks"));
+    /* a plain RoPE is written as one (fuzz_hf_config: written as null, it read back as the class's YaRN) */
+    CHECK(parse("{\"architectures\":[\"GptOssForCausalLM\"],\"num_hidden_layers\":2,\"rope_theta\":5e5,"
+                "\"rope_parameters\":{\"rope_type\":\"default\"}}", &d) == 0 && !d.ext.rope.yarn);
+    char *plain = tt_hf_config_to_json(&d);
+    tt_hf_config again;
+    CHECK(plain && parse(plain, &again) == 0 && !again.ext.rope.yarn && again.model.rope.theta == 5e5 &&
+          again.family == TT_HF_GPT_OSS);
+    free(plain);
+    CHECK(parse("{\"architectures\":[\"GptOssForCausalLM\"],\"quantization_config\":{\"quant_method\":\"fp8\"}}",
+                &d) != 0 && strstr(tt_last_error(), "quantization_config' (quant_method 'fp8')"));
     /* neither an architecture nor a model_type: refused, not taken for a vision-language folder (a fuzzer found
      * the read of a NULL model_type here) */
     CHECK(parse("{\"hidden_size\":64}", &d) != 0 && strstr(tt_last_error(), "neither 'architectures' nor 'model_type'"));
@@ -1049,6 +1078,7 @@ int main(void)
         {"olmoe", TT_HF_OLMOE, 0, NULL}, {"qwen3_moe_packed", TT_HF_QWEN3_MOE, 0, NULL}, {"deepseek_v3", TT_HF_DEEPSEEK_V3, 0, NULL},
         {"olmo2", TT_HF_OLMO2, 0, NULL}, {"smollm3", TT_HF_SMOLLM3, 0, NULL}, {"granite", TT_HF_GRANITE, 0, NULL},
         {"phi3", TT_HF_PHI3, 0, NULL}, {"gemma3", TT_HF_GEMMA3, 0, NULL}, {"gemma2", TT_HF_GEMMA2, 0, NULL},
+        {"gpt_oss", TT_HF_GPT_OSS, 0, NULL},
         /* a Gemma3ForConditionalGeneration around the gemma3 fixture's language model: loaded alone, exported as
          * Gemma3ForCausalLM */
         {"gemma3_vlm", TT_HF_GEMMA3, 0, "gemma3"},

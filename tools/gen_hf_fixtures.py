@@ -62,7 +62,7 @@ import torch
 import transformers
 from safetensors.torch import save_file
 from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, Gemma2Config,
-                          Gemma2ForCausalLM, Gemma3ForCausalLM,
+                          Gemma2ForCausalLM, Gemma3ForCausalLM, GptOssConfig, GptOssForCausalLM,
                           Gemma3TextConfig, GPT2Config, GPT2LMHeadModel, GraniteConfig, GraniteForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
                           MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Olmo2Config, Olmo2ForCausalLM,
                           OlmoeConfig, OlmoeForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen2MoeConfig,
@@ -85,14 +85,19 @@ def randomize(model, seed):
         for name, p in model.named_parameters():
             if p.ndim == 1 and ("norm" in name or "ln_" in name):
                 p.copy_(1 + 0.2 * torch.randn(p.shape, generator=g))
+            elif name.endswith(".self_attn.sinks"):  # GPT-OSS: logits of the scores' size, so that they matter
+                p.copy_(torch.randn(p.shape, generator=g))
             elif p.ndim == 1:
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
             else:
                 # GPT-2's Conv1D is (in, out); embeddings (V, D) feed a norm and, when tied, the logits;
                 # packed experts are (E, out, in)
+                # GPT-OSS's experts are (E, in, out)
                 fan_in = p.shape[0] if "transformer.h." in name else p.shape[-1]
+                if re.search(r"\.mlp\.experts\.(gate_up|down)_proj$", name) and isinstance(model, GptOssForCausalLM):
+                    fan_in = p.shape[-2]
                 std = fan_in ** -0.5
-                if name.endswith(".mlp.gate.weight"):  # MoE router (E, H)
+                if name.endswith((".mlp.gate.weight", ".mlp.router.weight")):  # MoE router (E, H)
                     std *= ROUTER_STD
                 p.copy_(std * torch.randn(p.shape, generator=g))
         # DeepSeek-V3's router selection bias is a buffer, zero by default: make it matter
@@ -313,13 +318,21 @@ FIXTURES = {
         num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24, max_position_embeddings=128,
         rms_norm_eps=1e-6, sliding_window=5, attn_logit_softcapping=2.0, final_logit_softcapping=5.0,
         pad_token_id=None)),
+    # GPT-OSS: attention sinks; q/k/v/o biases; sliding windows of 4 on the even layers (the class's default
+    # layer_types); YaRN (the class's: factor 32, beta 32 / 1, not truncated); 4 experts, top 2, with biases, a
+    # biased router and the clamped SwiGLU, its limit 1.0 (the real 7 would hardly clamp a tiny model's values;
+    # this does), alpha the real 1.702
+    "gpt_oss": (GptOssForCausalLM, GptOssConfig(
+        **MOE_TOKENS, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, num_local_experts=4, num_experts_per_tok=2, sliding_window=4,
+        max_position_embeddings=128, rms_norm_eps=1e-5, swiglu_limit=1.0, pad_token_id=None)),
 }
 
 # fixtures whose reference file also holds the last sequence's loss ("loss", the mean cross-entropy of each
 # position against the next id) and its greedy continuation ("greedy.prompt", "greedy.ids": the new ids, an end id
 # last when one stopped it; ids past the tokenizer's, padding, suppressed as titan never samples them), for titan's
 # training loss and KV-cache generation to match
-GREEDY = {"olmo2", "smollm3", "granite", "phi3", "gemma3", "gemma2"}
+GREEDY = {"olmo2", "smollm3", "granite", "phi3", "gemma3", "gemma2", "gpt_oss"}
 
 # the same model as FIXTURES[base] saved with its experts packed (save_original_format=False)
 PACKED = {"qwen3_moe_packed": "qwen3_moe"}
@@ -332,7 +345,7 @@ PACKED = {"qwen3_moe_packed": "qwen3_moe"}
 TOKENIZERS = {"llama": "llama3", "qwen2": "qwen2", "gpt2": "gpt2",
               "qwen3_moe": "llama3", "mixtral": "llama3", "qwen2_moe": "llama3", "olmoe": "llama3",
               "deepseek_v3": "llama3", "olmo2": "llama3", "smollm3": "llama3", "granite": "llama3",
-              "phi3": "llama3", "gemma3": "llama3", "gemma2": "llama3"}
+              "phi3": "llama3", "gemma3": "llama3", "gemma2": "llama3", "gpt_oss": "llama3"}
 
 
 def mtp_shapes(cfg):

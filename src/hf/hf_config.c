@@ -38,6 +38,7 @@ enum {
     F_PHI3 = 1 << 16,      /* fused qkv_proj and gate_up_proj; partial_rotary_factor, longrope; no dropout */
     F_GEMMA3 = 1 << 17,    /* Gemma 3's block, windows by layer_types, RoPE per layer type, hidden_activation */
     F_GEMMA2 = 1 << 18,    /* Gemma 2: Gemma 3's block without q/k norms; soft-capped scores and logits; one RoPE */
+    F_GPT_OSS = 1 << 19,   /* GPT-OSS: sinks, windows by layer_types, YaRN by default; its MoE keys and names */
 };
 
 typedef struct hf_spec hf_spec;
@@ -100,6 +101,9 @@ static const hf_spec specs[] = {
      2304, 9216, 26, 8, 4, 256, 262208, 131072, 4096, 1e-6, 1, read_llama, write_llama, check_llama},
     {TT_HF_GEMMA2, "Gemma2ForCausalLM", "gemma2", TT_ARCH_LLAMA, F_ATTN_BIAS | F_HEAD_DIM | F_GEMMA2,
      2304, 9216, 26, 8, 4, 256, 256000, 8192, 4096, 1e-6, 1, read_llama, write_llama, check_llama},
+    /* Mixture-of-Experts with attention sinks (its MoE keys' class defaults are in moe_keys) */
+    {TT_HF_GPT_OSS, "GptOssForCausalLM", "gpt_oss", TT_ARCH_LLAMA, F_ATTN_BIAS | F_HEAD_DIM | F_MOE | F_GPT_OSS,
+     2880, 2880, 36, 64, 8, 64, 201088, 131072, 128, 1e-5, 0, read_llama, write_llama, check_llama},
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -115,8 +119,9 @@ static hf_moe_keys moe_keys(const hf_spec *s)
         .shared_gated = (s->features & F_SHARED_GATED) != 0,
         .deepseek = (s->features & F_DEEPSEEK) != 0,
         .olmoe = f == TT_HF_OLMOE,
+        .gpt_oss = f == TT_HF_GPT_OSS,
         .def_experts = f == TT_HF_MIXTRAL ? 8 : f == TT_HF_QWEN2_MOE ? 60 : f == TT_HF_OLMOE ? 64 : 128,
-        .def_top_k = f == TT_HF_MIXTRAL ? 2 : f == TT_HF_QWEN2_MOE ? 4 : 8,
+        .def_top_k = f == TT_HF_MIXTRAL ? 2 : f == TT_HF_QWEN2_MOE || f == TT_HF_GPT_OSS ? 4 : 8,
         .def_ffn = f == TT_HF_QWEN2_MOE ? 1408 : 768,
     };
 }
@@ -251,8 +256,23 @@ static tt_err read_granite(const cJSON *j, const char *path, tt_model_ext *x)
 /* Gemma's default: every pattern-th layer full, the others sliding (Gemma 3: 6; Gemma 2: 2) */
 static int slides_between_full(int l, const void *ctx) { return (l + 1) % *(const int *)ctx != 0; }
 
-/* What Gemma 2 and 3 share: query_pre_attn_scalar, causal attention only, and the windows: sliding_window (null:
- * none) on the layers layer_types marks, else on all but every pattern-th. *any: whether a layer slides. */
+/* The windows of Gemma 2 and 3 and GPT-OSS: sliding_window (def when absent, null: none) on the layers layer_types
+ * marks, else on all but every pattern-th. *any: whether a layer slides. */
+static tt_err typed_windows(const cJSON *j, const char *path, int def, int pattern, tt_model_cfg *m, tt_model_ext *x,
+                            int *any)
+{
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
+    int window = def;
+    if (sw && cJSON_IsNull(sw)) window = 0;
+    else if (hf_get_int(path, j, "sliding_window", def, 1, &window)) return -1;
+    m->window = window;
+    /* the default repeats with the pattern: the walk past TT_MODEL_MAX_LAYERS stops at the first full layer (refused
+     * with a window), so it is uniform only when no layer is full or no window is on */
+    const int uniform = pattern > m->n_layers || pattern == 1 || !window;
+    return layer_windows(path, j, m, window, x, slides_between_full, &pattern, uniform, any);
+}
+
+/* What Gemma 2 and 3 share: query_pre_attn_scalar, causal attention only, and the windows (typed_windows). */
 static tt_err read_gemma(const cJSON *j, const char *path, int pattern, tt_model_cfg *m, tt_model_ext *x, int *any)
 {
     int bidi = 0;
@@ -261,15 +281,7 @@ static tt_err read_gemma(const cJSON *j, const char *path, int pattern, tt_model
         return -1;
     if (bidi) return tt_errorf("%s: key 'use_bidirectional_attention' is true: only causal attention is supported", path);
     x->gemma = 1;
-    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "sliding_window");
-    int window = 4096;
-    if (sw && cJSON_IsNull(sw)) window = 0;
-    else if (hf_get_int(path, j, "sliding_window", 4096, 1, &window)) return -1;
-    m->window = window;
-    /* the default repeats with the pattern: the walk past TT_MODEL_MAX_LAYERS stops at the first full layer (refused
-     * with a window), so it is uniform only when no layer is full or no window is on */
-    const int uniform = pattern > m->n_layers || pattern == 1 || !window;
-    return layer_windows(path, j, m, window, x, slides_between_full, &pattern, uniform, any);
+    return typed_windows(j, path, 4096, pattern, m, x, any);
 }
 
 /* A window no layer uses is no window, and every layer is full */
@@ -343,6 +355,34 @@ static tt_err read_gemma3(const cJSON *j, const char *path, tt_model_cfg *m, tt_
 }
 
 /* Phi-3's dropouts: titan applies none, so a config that asks for them in training is refused by name */
+/* GPT-OSS: a sink a head, windows on the layers layer_types marks (every other one from the first by default), YaRN
+ * (factor 32 over 4,096 positions, not truncated) when config.json has no RoPE dict; MXFP4 experts are refused
+ * (quantization_config); its MoE keys are hf_read_moe's. *rot: the features RoPE turns. */
+static tt_err read_gpt_oss(const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x, int *rot)
+{
+    const cJSON *q = hf_present(j, "quantization_config");
+    if (q) {
+        const char *method = "?";
+        if (cJSON_IsObject(q) && hf_get_str(path, q, "quant_method", "?", &method)) return -1;
+        return tt_errorf("%s: key 'quantization_config' (quant_method '%s'): quantized GPT-OSS checkpoints are not "
+                         "supported; use a bf16 copy of the weights", path, method);
+    }
+    int any = 0;
+    x->attn_sinks = 1, x->hf_gpt_oss = 1;
+    if (typed_windows(j, path, 128, 2, m, x, &any)) return -1;
+    if (!any) drop_unused_window(m, x);
+    double theta;
+    if (hf_get_pos(path, j, "rope_theta", 150000.0, &theta)) return -1;
+    if (hf_present(j, "rope_parameters") || hf_present(j, "rope_scaling"))
+        return hf_read_rope(path, j, m->max_seq_len, theta, 0, m->head_dim, rot, &m->rope, &x->rope);
+    cJSON *yarn = cJSON_Parse("{\"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 32.0, \"beta_fast\": 32.0, "
+                              "\"beta_slow\": 1.0, \"truncate\": false, \"original_max_position_embeddings\": 4096}}");
+    if (!yarn) return tt_errorf("out of memory");
+    const tt_err rc = hf_read_rope(path, yarn, m->max_seq_len, theta, 0, m->head_dim, rot, &m->rope, &x->rope);
+    cJSON_Delete(yarn);
+    return rc;
+}
+
 static tt_err read_phi3(const cJSON *j, const char *path)
 {
     static const char *const keys[] = {"resid_pdrop", "embd_pdrop", "attention_dropout"};
@@ -404,7 +444,8 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
     else if (strcmp(act, "silu"))
         return tt_errorf("%s: hidden_act '%s' is not supported for %s (only 'silu')", path, act, s->architecture);
     int ab = 0, mb = 0;
-    if ((s->features & F_ATTN_BIAS) && hf_get_bool(path, j, "attention_bias", 0, &ab)) return -1;
+    if ((s->features & F_ATTN_BIAS) && hf_get_bool(path, j, "attention_bias", s->family == TT_HF_GPT_OSS, &ab))
+        return -1;
     if ((s->features & F_MLP_BIAS) && hf_get_bool(path, j, "mlp_bias", 0, &mb)) return -1;
     m->qkv_bias = ab || (s->features & F_QKV_BIAS);
     o->ext.o_bias = ab;
@@ -424,6 +465,8 @@ static tt_err read_llama(const hf_spec *s, const cJSON *j, const char *path, tt_
         rot = m->head_dim;
     } else if (s->features & F_GEMMA2) {
         if (read_gemma2(j, path, m, &o->ext, &rot)) return -1;
+    } else if (s->features & F_GPT_OSS) {
+        if (read_gpt_oss(j, path, m, &o->ext, &rot)) return -1;
     } else if (hf_read_rope(path, j, m->max_seq_len, s->family == TT_HF_SMOLLM3 ? 2000000.0 : 10000.0,
                          (s->features & F_PHI3) != 0, m->head_dim, &rot, &m->rope, &o->ext.rope))
         return -1;
@@ -459,6 +502,17 @@ static void add_window_keys(const hf_spec *s, const tt_model_cfg *m, const tt_mo
     cJSON_AddItemToObject(j, "layer_types", lt);            /* what transformers 5 reads */
 }
 
+/* The windows as typed_windows reads them: sliding_window (null: none) and every layer's type */
+static void add_layer_types(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
+{
+    if (m->window) cJSON_AddNumberToObject(j, "sliding_window", m->window);
+    else cJSON_AddNullToObject(j, "sliding_window"); /* and every layer full */
+    cJSON *lt = cJSON_AddArrayToObject(j, "layer_types");
+    for (int l = 0; l < m->n_layers; l++)
+        cJSON_AddItemToArray(lt, cJSON_CreateString(tt_model_layer_window(m, x, l) > 0 ? "sliding_attention"
+                                                                                       : "full_attention"));
+}
+
 /* What Gemma 2 and 3 write alike: the activation, score scale, soft-cappings (null: none), causal attention, and the
  * windows: sliding_window and every layer's type */
 static void write_gemma(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
@@ -470,12 +524,7 @@ static void write_gemma(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
     if (x->attn_softcap > 0) hf_add_float(j, "attn_logit_softcapping", x->attn_softcap);
     else cJSON_AddNullToObject(j, "attn_logit_softcapping");
     cJSON_AddFalseToObject(j, "use_bidirectional_attention");
-    if (m->window) cJSON_AddNumberToObject(j, "sliding_window", m->window);
-    else cJSON_AddNullToObject(j, "sliding_window"); /* and every layer full */
-    cJSON *lt = cJSON_AddArrayToObject(j, "layer_types");
-    for (int l = 0; l < m->n_layers; l++)
-        cJSON_AddItemToArray(lt, cJSON_CreateString(tt_model_layer_window(m, x, l) > 0 ? "sliding_attention"
-                                                                                       : "full_attention"));
+    add_layer_types(m, x, j);
 }
 
 /* Gemma 3's own keys: RoPE per layer type */
@@ -516,7 +565,13 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
     else {
         if (!(s->features & F_GEMMA2)) cJSON_AddStringToObject(j, "hidden_act", "silu");
         hf_add_real(j, "rope_theta", m->rope.theta);
-        cJSON_AddItemToObject(j, "rope_scaling", hf_rope_to_json(&m->rope, &c->ext.rope, rot));
+        cJSON *rs = hf_rope_to_json(&m->rope, &c->ext.rope, rot);
+        if ((s->features & F_GPT_OSS) && cJSON_IsNull(rs)) { /* said, as GPT-OSS's absent dict means YaRN */
+            cJSON_Delete(rs);
+            rs = cJSON_CreateObject();
+            cJSON_AddStringToObject(rs, "rope_type", "default");
+        }
+        cJSON_AddItemToObject(j, "rope_scaling", rs);
     }
     if (s->features & F_PHI3) {
         /* the factor whose int(head_dim * factor) is the rotated features: rot / hd, or just above it */
@@ -535,6 +590,7 @@ static tt_err write_llama(const hf_spec *s, const tt_hf_config *c, cJSON *j)
             cJSON_AddItemToArray(nr, cJSON_CreateNumber(l < TT_MODEL_MAX_LAYERS && c->ext.no_rope[l] ? 0 : 1));
     }
     add_window_keys(s, m, &c->ext, j);
+    if (s->features & F_GPT_OSS) add_layer_types(m, &c->ext, j);
     if (s->features & F_GRANITE) {
         const tt_model_ext *x = &c->ext;
         hf_add_real(j, "embedding_multiplier", x->embed_mult ? x->embed_mult : 1);
@@ -566,6 +622,11 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
         return cannot(s, "its sliding layers need their own RoPE base");
     if ((f & F_GEMMA2) && x->rope_local_theta)
         return cannot(s, "its sliding layers have their own RoPE base (Gemma 2 has one RoPE)");
+    if (!!x->attn_sinks != !!(f & F_GPT_OSS))
+        return cannot(s, x->attn_sinks ? "it has attention sinks (of the Hugging Face classes only GptOssForCausalLM "
+                                         "does)"
+                                       : "the class has attention sinks");
+    if ((f & F_GPT_OSS) && (!m->qkv_bias || !x->o_bias)) return cannot(s, "the class's attention projections are biased");
     if (!(f & F_GEMMA2) && (x->attn_softcap > 0 || x->final_softcap > 0))
         return cannot(s, "it soft-caps its attention scores or logits (of the Hugging Face classes only "
                          "Gemma2ForCausalLM does)");
@@ -590,7 +651,8 @@ static tt_err check_llama(const hf_spec *s, const tt_model_cfg *m, const tt_mode
     if (x->mlp_bias && !(f & F_MLP_BIAS)) return cannot(s, "it has MLP biases");
     if (!(f & F_HEAD_DIM) && (long long)m->head_dim * m->n_heads != m->dim)
         return cannot(s, "head_dim differs from hidden_size / num_attention_heads");
-    if (m->window && !(f & (F_WINDOW_ALL | F_WINDOW_LAYERS | F_GEMMA3 | F_GEMMA2))) return cannot(s, "it has a sliding window");
+    if (m->window && !(f & (F_WINDOW_ALL | F_WINDOW_LAYERS | F_GEMMA3 | F_GEMMA2 | F_GPT_OSS)))
+        return cannot(s, "it has a sliding window");
     if (m->window && (f & F_WINDOW_ALL))
         for (int l = 0; l < m->n_layers && l < TT_MODEL_MAX_LAYERS; l++)
             if (x->full_attention[l]) return cannot(s, "its sliding window is not on every layer");

@@ -27,6 +27,7 @@ typedef enum {
     TT_HF_PHI3,    /* Phi3ForCausalLM (Phi-3, Phi-4-mini): fused qkv_proj and gate_up_proj, LongRoPE, partial rotary */
     TT_HF_GEMMA3,  /* Gemma3ForCausalLM (Gemma 3 text: 270M, 1B): (1 + w) norms around each branch, GeGLU, local RoPE */
     TT_HF_GEMMA2,  /* Gemma2ForCausalLM: Gemma 3's block without q/k norms, tanh soft-capping of scores and logits */
+    TT_HF_GPT_OSS, /* GptOssForCausalLM: attention sinks; biased router and experts, the clamped SwiGLU */
     TT_HF_FAMILY_COUNT
 } tt_hf_family;
 

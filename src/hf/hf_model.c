@@ -76,7 +76,11 @@ static tt_err hf_shape(const tt_param *p, const tt_hf_slot *s, int *nd, int64_t 
 /* Offset in the HF tensor of titan element (r, c). */
 static inline size_t hf_index(const tt_param *p, const tt_hf_slot *s, int64_t hf_cols, int64_t r, int64_t c)
 {
-    if (s->stacked) return (size_t)(s->part * tt_param_numel(p) + r * p->shape[p->ndim - 1] + c);
+    if (s->stacked) { /* block part / ilv, values interleaved ilv at a time; its (c, r) when transposed */
+        const int64_t ilv = s->ilv > 1 ? s->ilv : 1, n = tt_param_numel(p) * ilv, C = p->shape[p->ndim - 1];
+        const int64_t R = p->ndim == 2 ? p->shape[0] : 1, at = p->ndim == 2 && s->transpose ? c * R + r : r * C + c;
+        return (size_t)(s->part / ilv * n + at * ilv + s->part % ilv);
+    }
     if (s->hf_rows > 0) return (size_t)(p->ndim == 1 ? s->row0 + c : (s->row0 + r) * p->shape[1] + c);
     if (p->ndim == 1) return (size_t)(s->part * p->shape[0] + c);
     if (s->transpose) return (size_t)(c * hf_cols + s->part * p->shape[0] + r);

@@ -75,7 +75,13 @@ tt_err hf_read_moe(const hf_moe_keys *k, const cJSON *j, const char *path, tt_mo
         return tt_errorf("%s: key 'num_experts_per_tok' is %d, more than the %d experts", path, e->top_k, e->n_experts);
     e->ffn_dim = m->ffn_dim; /* Mixtral and OLMoE: intermediate_size is each expert's */
     e->route_norm = 1, e->route_scale = 1.0, e->score_func = TT_SCORE_SOFTMAX, e->sparse_step = 1;
-    if (!k->mixtral && hf_get_bool(path, j, "norm_topk_prob", 0, &e->route_norm)) return -1;
+    if (!k->mixtral && !k->gpt_oss && hf_get_bool(path, j, "norm_topk_prob", 0, &e->route_norm)) return -1;
+    if (k->gpt_oss) { /* softmax over the top-k logits: the softmax over all, renormalised over the top-k */
+        e->router_bias = 1, e->expert_biases = 1;
+        if (hf_get_pos(path, j, "swiglu_alpha", 1.702, &e->swiglu_alpha) ||
+            hf_get_pos(path, j, "swiglu_limit", 7.0, &e->swiglu_limit))
+            return -1;
+    }
     if (qwen) {
         if (hf_get_int(path, j, "moe_intermediate_size", k->def_ffn, 1, &e->ffn_dim) ||
             hf_get_int(path, j, "decoder_sparse_step", 1, 1, &e->sparse_step))
@@ -130,9 +136,13 @@ void hf_write_deepseek(const tt_model_cfg *m, const tt_model_ext *x, cJSON *j)
 void hf_write_moe(const hf_moe_keys *k, const tt_model_cfg *m, cJSON *j)
 {
     const tt_moe_cfg *e = &m->moe;
-    cJSON_AddNumberToObject(j, k->mixtral ? "num_local_experts" : "num_experts", e->n_experts);
+    cJSON_AddNumberToObject(j, k->mixtral || k->gpt_oss ? "num_local_experts" : "num_experts", e->n_experts);
     cJSON_AddNumberToObject(j, "num_experts_per_tok", e->top_k);
-    if (!k->mixtral) cJSON_AddBoolToObject(j, "norm_topk_prob", e->route_norm);
+    if (!k->mixtral && !k->gpt_oss) cJSON_AddBoolToObject(j, "norm_topk_prob", e->route_norm);
+    if (k->gpt_oss) {
+        hf_add_float(j, "swiglu_alpha", e->swiglu_alpha);
+        hf_add_float(j, "swiglu_limit", e->swiglu_limit);
+    }
     if (k->qwen) {
         cJSON_AddNumberToObject(j, "moe_intermediate_size", e->ffn_dim);
         cJSON_AddNumberToObject(j, "decoder_sparse_step", e->sparse_step > 0 ? e->sparse_step : 1);
@@ -165,6 +175,11 @@ tt_err hf_check_moe(const hf_moe_keys *k, const tt_model_cfg *m)
                              "ungated shared experts as wide as n_shared x the experts");
         return 0;
     }
+    if (!k->gpt_oss && (e->router_bias || e->expert_biases || e->swiglu_limit > 0))
+        return cannot(k, "its router or experts have biases, or its SwiGLU is clamped (of the Hugging Face classes "
+                         "only GptOssForCausalLM's are)");
+    if (k->gpt_oss && !(e->router_bias && e->expert_biases && e->swiglu_limit > 0))
+        return cannot(k, "the class's router and experts have biases and its SwiGLU is clamped");
     if (e->has_bias)
         return cannot(k, "its experts have a selection bias (model.load_balance_coeff > 0); of the Hugging Face MoE "
                          "classes only DeepseekV3ForCausalLM has one, with Multi-head Latent Attention and sigmoid "
@@ -173,7 +188,7 @@ tt_err hf_check_moe(const hf_moe_keys *k, const tt_model_cfg *m)
     if (e->route_scale != 1.0) return cannot(k, "its gate weights are scaled (model.route_scale)");
     if (e->score_before) return cannot(k, "it gates the experts' input (model.score_before_experts)");
     if (e->n_group > 1) return cannot(k, "it has group-limited routing");
-    if (k->mixtral && !e->route_norm) return cannot(k, "it always renormalises the top-k weights (model.route_norm)");
+    if ((k->mixtral || k->gpt_oss) && !e->route_norm) return cannot(k, "it always renormalises the top-k weights (model.route_norm)");
     if (!k->qwen && (e->n_dense_layers || (e->sparse_step > 1)))
         return cannot(k, "every layer is MoE in it (model.n_dense_layers, model.decoder_sparse_step)");
     if (e->n_shared && !(k->shared_gated && e->shared_gate)) return cannot(k, "it has no shared experts");

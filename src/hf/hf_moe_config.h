@@ -15,6 +15,7 @@ typedef struct {
     int shared_gated;         /* a shared expert behind a sigmoid gate (Qwen2-MoE) */
     int deepseek;             /* Multi-head Latent Attention; sigmoid routing in groups with a selection bias */
     int olmoe;                /* OLMoE: clip_qkv refused */
+    int gpt_oss;              /* always renormalised; biased router and experts, swiglu_alpha and swiglu_limit */
     int def_experts, def_top_k, def_ffn; /* the class defaults of the expert count, top-k and expert width */
 } hf_moe_keys;
 

@@ -30,16 +30,18 @@ typedef struct { const char *n; int64_t r, k; tt_init_kind init; double sd; int 
 typedef struct {
     int stride, bo, b1, b2, b3;
     int pa, pf;   /* Gemma 3's norms after the attention and after the MLP (-1: absent) */
+    int sinks;    /* GPT-OSS's attention sinks (-1: absent) */
     int base;     /* the slots above: dense attention and MLP, norms, extras */
     int mla, moe; /* the first parameter of the MLA and the MoE block (-1: absent) */
 } block_layout;
 
 static block_layout layout(const tt_model *m, int l)
 {
-    block_layout b = {PER_BLOCK, -1, -1, -1, -1, -1, -1, 0, -1, -1};
+    block_layout b = {PER_BLOCK, -1, -1, -1, -1, -1, -1, -1, 0, -1, -1};
     if (m->ext.o_bias) b.bo = b.stride++;
     if (m->ext.gemma) b.pa = b.stride++, b.pf = b.stride++;
     if (m->ext.mlp_bias) b.b1 = b.stride++, b.b2 = b.stride++, b.b3 = b.stride++;
+    if (m->ext.attn_sinks) b.sinks = b.stride++;
     b.base = b.stride;
     if (m->cfg.mla.kv_lora_rank > 0) b.mla = b.stride, b.stride += tt_mla_slots_of(&m->cfg.mla).n;
     if (tt_model_layer_is_moe(&m->cfg, l)) b.moe = b.stride, b.stride += tt_moe_slots_of(&m->cfg.moe).n;
@@ -71,7 +73,7 @@ static tt_err declare(tt_model *m)
         block_layout bl = layout(m, l);
         F = bl.moe >= 0 ? 0 : c->ffn_dim; /* an MoE block keeps the dense MLP's slots, empty */
         /* every block declares the same slots; absent optional ones get 0 elements */
-        slot_decl p[PER_BLOCK + 6] = {
+        slot_decl p[PER_BLOCK + 7] = {
             [WQ] = {"attention.wq.weight", q, D, TT_INIT_NORMAL, std, 0},
             [WK] = {"attention.wk.weight", kv, D, TT_INIT_NORMAL, std, 0},
             [WV] = {"attention.wv.weight", kv, D, TT_INIT_NORMAL, std, 0},
@@ -93,6 +95,7 @@ static tt_err declare(tt_model *m)
             p[bl.pa] = (slot_decl){"attention_post_norm.weight", D, 0, norm_init, 0, 1};
             p[bl.pf] = (slot_decl){"ffn_post_norm.weight", D, 0, norm_init, 0, 1};
         }
+        if (bl.sinks >= 0) p[bl.sinks] = (slot_decl){"attention.sinks", c->n_heads, 0, TT_INIT_NORMAL, std, 1};
         if (bl.b1 >= 0) {
             p[bl.b1] = (slot_decl){"feed_forward.w1.bias", F, 0, TT_INIT_ZEROS, 0, 1};
             p[bl.b2] = (slot_decl){"feed_forward.w2.bias", D, 0, TT_INIT_ZEROS, 0, 1};
@@ -152,6 +155,8 @@ static tt_value *rms(tt_graph *g, const tt_model *m, fwd_shared *sh, tt_value *x
 static tt_value *gqa_attention(tt_graph *g, const tt_model *m, tt_value *const *b, tt_value *h, const tt_fwd_inputs *in,
                                fwd_shared *sh, double rope_scale, int l)
 {
+    const int si = layout(m, l).sinks;
+    tt_value *sinks = si >= 0 ? b[si] : NULL; /* GPT-OSS */
     const tt_model_cfg *c = &m->cfg;
     const int H = c->n_heads, Hk = c->n_kv_heads, hd = c->head_dim, window = tt_model_layer_window(c, &m->ext, l);
     tt_value *q = tt_linear(g, h, b[WQ], c->qkv_bias ? b[BQ] : NULL); // (N, H*hd)
@@ -172,8 +177,8 @@ static tt_value *gqa_attention(tt_graph *g, const tt_model *m, tt_value *const *
     const double scale = m->ext.gemma ? 1.0 / sqrt(m->ext.query_pre_attn_scalar) : m->ext.attn_mult;
     const double cap = m->ext.attn_softcap; /* Gemma 2 */
     return in->cache_k ? tt_attention_kv_scaled(g, q, k, v, in->cache_k[l], in->cache_v[l], in->start, in->B, in->T, H,
-                                                Hk, hd, window, scale, cap, NULL)
-                       : tt_attention_scaled(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window, scale, cap, NULL);
+                                                Hk, hd, window, scale, cap, sinks)
+                       : tt_attention_scaled(g, q, k, v, in->doc, in->B, in->T, H, Hk, hd, window, scale, cap, sinks);
 }
 
 /* The residual stream after a branch: x + d; with a norm after the branch (OLMo 2's, in place of the one before;
@@ -294,6 +299,7 @@ static tt_err hf_slot(const tt_model *m, int i, tt_hf_slot *s)
                     : k == bl.pf                         ? "post_feedforward_layernorm.weight"
                     : k < PER_BLOCK                      ? base[k]
                     : k == bl.bo  ? "self_attn.o_proj.bias"
+                    : k == bl.sinks ? "self_attn.sinks"
                     : k == bl.b1  ? "mlp.gate_proj.bias"
                     : k == bl.b2  ? "mlp.down_proj.bias"
                                   : "mlp.up_proj.bias";

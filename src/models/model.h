@@ -35,6 +35,11 @@ typedef struct {
     double aux_coef, z_coef; /* load balancing (Switch/Mixtral; per sequence when aux_seq) and router z-loss */
     int aux_seq;
     unsigned char mlp_only[TT_MODEL_MAX_LAYERS]; /* 1: layer l keeps the dense MLP (Qwen-MoE's mlp_only_layers) */
+    /* GPT-OSS: a trained bias on the router's logits (router_bias), biases on each expert's gate/up and down
+     * projections (expert_biases), and for swiglu_limit > 0 the clamped SwiGLU (clamp(up, -limit, limit) + 1) g
+     * sigmoid(swiglu_alpha g), g = min(gate, limit), in place of silu(gate) up */
+    int router_bias, expert_biases;
+    double swiglu_alpha, swiglu_limit;
 } tt_moe_cfg;
 
 /* Multi-head Latent Attention (DeepSeek-V2/V3): kv_lora_rank > 0 replaces
@@ -108,6 +113,9 @@ typedef struct {
     double attn_softcap, final_softcap;
     int rope_rot;      /* partial rotary (Phi-3's partial_rotary_factor): a head's first rope_rot features rotate; 0 = all */
     int hf_phi3;       /* Phi-3's names: q, k, v as rows of one qkv_proj, gate and up of one gate_up_proj */
+    int attn_sinks;    /* GPT-OSS: a learned sink logit a head in each attention row's softmax (attention.sinks) */
+    int hf_gpt_oss;    /* GPT-OSS's names: the router as mlp.router, each layer's experts packed in (E, D, 2F)
+                          gate_up_proj with gate and up columns interleaved, (E, F, D) down_proj, and their biases */
     int hf_vlm;        /* the checkpoint is a Gemma3ForConditionalGeneration's: the language model's weights under
                           language_model. (or model.language_model.), the vision tower's and projector's skipped */
     /* 1 = layer l applies no RoPE (SmolLM3's no_rope_layers 0); layers past TT_MODEL_MAX_LAYERS apply it */
@@ -139,8 +147,8 @@ typedef struct {
 
 static inline int64_t tt_param_numel(const tt_param *p) { return tt_numel(p->ndim, p->shape); }
 
-/* The most ranges a unit's routed experts span (llama: gate/up, then down). */
-#define TT_MAX_EXPERT_RANGES 2
+/* The most ranges a unit's routed experts span (llama: gate/up, then down; GPT-OSS: their biases too). */
+#define TT_MAX_EXPERT_RANGES 4
 
 /* A unit: one contiguous range [offset, offset + numel) of the flat layout. */
 typedef struct {
@@ -246,6 +254,10 @@ typedef struct {
     /* hf_rows > 0: the HF tensor is (hf_rows, C) (1-D: hf_rows) and the parameter its rows [row0, row0 + rows),
      * part `part` of n_parts of unequal sizes (Phi-3's qkv_proj under grouped-query attention, gate_up_proj) */
     int64_t row0, hf_rows;
+    /* stacked with ilv > 1 (GPT-OSS's gate_up_proj): the parameters' values interleave, ilv of them in turn along
+     * the tensor's last axis, part p the (p % ilv)-th of block p / ilv; with transpose a 2-D parameter (r, c) sits
+     * at its block's [c][r] (the blocks (in, out), as GPT-OSS stores its experts) */
+    int ilv;
 } tt_hf_slot;
 
 /* The slot of parameter i; -1 + error if the architecture has no HF form. */

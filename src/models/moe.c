@@ -7,10 +7,12 @@
 
 tt_moe_slots tt_moe_slots_of(const tt_moe_cfg *e)
 {
-    tt_moe_slots s = {0, -1, 0, 0, -1, -1, -1, -1, 1};
+    tt_moe_slots s = {0, -1, 0, 0, -1, -1, -1, -1, 1, -1, -1, -1};
     if (e->has_bias) s.bias = s.n++;
+    if (e->router_bias) s.rbias = s.n++;
     s.w13 = s.n, s.n += 2 * e->n_experts;
     s.w2 = s.n, s.n += e->n_experts;
+    if (e->expert_biases) s.b13 = s.n, s.n += 2 * e->n_experts, s.b2 = s.n, s.n += e->n_experts;
     const int shared = e->n_shared > 0 && e->shared_ffn > 0;
     if (shared) s.sh1 = s.n++, s.sh3 = s.n++, s.sh2 = s.n++;
     if (shared && e->shared_gate) s.sgate = s.n++;
@@ -30,15 +32,25 @@ tt_err tt_moe_declare(tt_model *m, int unit, const char *prefix, double std, dou
     } while (0)
     DECL(2, E, D, TT_INIT_NORMAL, std, 0, "%s.router.weight", prefix);
     if (e->has_bias) DECL(1, E, 0, TT_INIT_ZEROS, 0, 1, "%s.expert_bias", prefix);
+    if (e->router_bias) DECL(1, E, 0, TT_INIT_ZEROS, 0, 1, "%s.router.bias", prefix);
     const int experts = m->n_params;
     for (int x = 0; x < E; x++) {
         DECL(2, F, D, TT_INIT_NORMAL, std, 0, "%s.experts.%d.w1.weight", prefix, x);
         DECL(2, F, D, TT_INIT_NORMAL, std, 0, "%s.experts.%d.w3.weight", prefix, x);
     }
     for (int x = 0; x < E; x++) DECL(2, D, F, TT_INIT_NORMAL, out_std, 0, "%s.experts.%d.w2.weight", prefix, x);
-    for (int i = experts; i < m->n_params; i++) { /* two ranges of expert blocks: gate/up, then down */
+    if (e->expert_biases) {
+        for (int x = 0; x < E; x++) {
+            DECL(1, F, 0, TT_INIT_ZEROS, 0, 1, "%s.experts.%d.w1.bias", prefix, x);
+            DECL(1, F, 0, TT_INIT_ZEROS, 0, 1, "%s.experts.%d.w3.bias", prefix, x);
+        }
+        for (int x = 0; x < E; x++) DECL(1, D, 0, TT_INIT_ZEROS, 0, 1, "%s.experts.%d.w2.bias", prefix, x);
+    }
+    /* ranges of expert blocks, each expert's in order: gate/up pairs, then downs (weights, then biases) */
+    for (int i = experts; i < m->n_params; i++) {
+        const int j = (i - experts) % (3 * E);
         m->params[i].routed = 1;
-        m->params[i].expert = i - experts < 2 * E ? (i - experts) / 2 : i - experts - 2 * E;
+        m->params[i].expert = j < 2 * E ? j / 2 : j - 2 * E;
     }
     if (Fs) {
         DECL(2, Fs, D, TT_INIT_NORMAL, std, 0, "%s.shared_experts.w1.weight", prefix);
@@ -50,10 +62,10 @@ tt_err tt_moe_declare(tt_model *m, int unit, const char *prefix, double std, dou
     return m->n_params - first == tt_moe_slots_of(e).n ? 0 : tt_errorf("model: MoE layout");
 }
 
-/* A view of `n` consecutive parameters starting at p[i] as one (n, r, k) value */
+/* A view of `n` consecutive parameters starting at p[i] as one (n, r, k) value, or (n, r) for k = 0 */
 static tt_value *stacked(tt_graph *g, tt_value *const *p, int i, int64_t n, int64_t r, int64_t k)
 {
-    return p[i] ? tt_value_view(g, p[i]->base, p[i]->offset, TT_F32, 3, (int64_t[]){n, r, k}) : NULL;
+    return p[i] ? tt_value_view(g, p[i]->base, p[i]->offset, TT_F32, k ? 3 : 2, (int64_t[]){n, r, k}) : NULL;
 }
 
 /* The shared experts on h (N, D), gated by Qwen2-MoE's sigmoid(h . gate)
@@ -75,14 +87,18 @@ static tt_value *shared_experts(tt_graph *g, const tt_moe_slots *s, tt_value *co
 /* Every expert's SwiGLU over its rows xs (M, D), sorted by expert with
  * offsets off, as two grouped matmuls; the SwiGLU between computes the rows
  * the offsets cover (all of them here; under expert parallelism the receive
- * buffer is larger than the rows it gets). (M, D). */
+ * buffer is larger than the rows it gets). GPT-OSS's experts add their
+ * biases after each product and clamp their SwiGLU. (M, D). */
 static tt_value *experts(tt_graph *g, const tt_moe_cfg *e, const tt_moe_slots *s, tt_value *const *p, tt_value *xs,
                          tt_value *off)
 {
     const int64_t E = e->n_experts, F = e->ffn_dim, D = xs ? xs->shape[1] : 0;
     tt_value *ab = tt_grouped_matmul(g, xs, stacked(g, p, s->w13, E, 2 * F, D), off, 1); // (M, 2F)
-    tt_value *act = tt_swiglu_fused_rows(g, ab, off);                                   // (M, F)
-    return tt_grouped_matmul(g, act, stacked(g, p, s->w2, E, D, F), off, 1);            // (M, D)
+    if (s->b13 >= 0) ab = tt_grouped_bias_add(g, ab, stacked(g, p, s->b13, E, 2 * F, 0), off);
+    tt_value *act = e->swiglu_limit > 0 ? tt_swiglu_clamped_rows(g, ab, off, e->swiglu_alpha, e->swiglu_limit)
+                                        : tt_swiglu_fused_rows(g, ab, off);         // (M, F)
+    tt_value *y = tt_grouped_matmul(g, act, stacked(g, p, s->w2, E, D, F), off, 1); // (M, D)
+    return s->b2 >= 0 ? tt_grouped_bias_add(g, y, stacked(g, p, s->b2, E, D, 0), off) : y;
 }
 
 tt_value *tt_moe_layer(tt_graph *g, const tt_moe_cfg *e, tt_value *const *p, tt_value *h, int B, int T,
@@ -92,6 +108,7 @@ tt_value *tt_moe_layer(tt_graph *g, const tt_moe_cfg *e, tt_value *const *p, tt_
     const int E = e->n_experts, k = e->top_k;
     const tt_moe_attrs ra = {E, k, e->score_func, e->route_norm, e->n_group, e->topk_group, e->route_scale};
     tt_value *logits = tt_matmul_to(g, h, p[s.router], 0, 1, TT_F32); // (N, E), scored in fp32
+    if (s.rbias >= 0) logits = tt_bias_add(g, logits, p[s.rbias]);   /* GPT-OSS's router bias */
     tt_value *expert = NULL, *perm = NULL, *pos = NULL, *off = NULL, *scores = NULL;
     tt_value *gate = tt_moe_route(g, logits, s.bias >= 0 ? p[s.bias] : NULL, &ra, &expert, &scores); // (N, k)
     if (aux_scale && e->aux_coef > 0) { /* load balancing, per batch or per sequence */
@@ -114,6 +131,32 @@ tt_value *tt_moe_layer(tt_graph *g, const tt_moe_cfg *e, tt_value *const *p, tt_
     return s.sh1 < 0 ? y : tt_add(g, y, sh);
 }
 
+/* GPT-OSS's names: mlp.router.{weight,bias}; each layer's experts packed (E, in, out), the gate and up columns
+ * of gate_up_proj (E, D, 2F) and of its bias (E, 2F) interleaved (gate first), down_proj (E, F, D) and its bias
+ * (E, D) */
+static tt_err gpt_oss_slot(const tt_model *m, int l, int k, tt_hf_slot *s)
+{
+    const tt_moe_slots b = tt_moe_slots_of(&m->cfg.moe);
+    const int E = m->cfg.moe.n_experts, F = m->cfg.moe.ffn_dim, D = m->cfg.dim;
+    const char *n = NULL;
+    if (k == b.router || k == b.rbias) n = k == b.router ? "mlp.router.weight" : "mlp.router.bias";
+    else if (k >= b.w13 && k < b.w13 + 2 * E)
+        n = "mlp.experts.gate_up_proj", *s = (tt_hf_slot){.part = k - b.w13, .n_parts = 2 * E, .stacked = 1, .hf_ndim = 3,
+                                                           .hf_shape = {E, D, 2 * F}, .transpose = 1, .ilv = 2};
+    else if (k >= b.w2 && k < b.w2 + E)
+        n = "mlp.experts.down_proj", *s = (tt_hf_slot){.part = k - b.w2, .n_parts = E, .stacked = 1, .hf_ndim = 3,
+                                                        .hf_shape = {E, F, D}, .transpose = 1};
+    else if (b.b13 >= 0 && k >= b.b13 && k < b.b13 + 2 * E)
+        n = "mlp.experts.gate_up_proj_bias", *s = (tt_hf_slot){.part = k - b.b13, .n_parts = 2 * E, .stacked = 1,
+                                                                .hf_ndim = 2, .hf_shape = {E, 2 * F}, .ilv = 2};
+    else if (b.b2 >= 0 && k >= b.b2 && k < b.b2 + E)
+        n = "mlp.experts.down_proj_bias", *s = (tt_hf_slot){.part = k - b.b2, .n_parts = E, .stacked = 1, .hf_ndim = 2,
+                                                             .hf_shape = {E, D}};
+    if (!n) return tt_errorf("model: layer %d has no GPT-OSS MoE slot %d", l, k);
+    snprintf(s->name, sizeof s->name, "model.layers.%d.%s", l, n);
+    return 0;
+}
+
 tt_err tt_moe_hf_slot(const tt_model *m, int l, int k, tt_hf_slot *s)
 {
     const tt_moe_slots b = tt_moe_slots_of(&m->cfg.moe);
@@ -121,6 +164,7 @@ tt_err tt_moe_hf_slot(const tt_model *m, int l, int k, tt_hf_slot *s)
     const int E = m->cfg.moe.n_experts, F = m->cfg.moe.ffn_dim, D = m->cfg.dim;
     const char *blk = mx ? "block_sparse_moe" : "mlp";
     char n[96];
+    if (m->ext.hf_gpt_oss) return gpt_oss_slot(m, l, k, s);
     if (k == b.router) snprintf(n, sizeof n, "%s.gate.weight", blk);
     else if (k == b.bias) snprintf(n, sizeof n, "%s.gate.e_score_correction_bias", blk);
     else if (packed && k >= b.w13 && k < b.w2 + E) { /* gate rows, then up rows, of each expert; then downs */

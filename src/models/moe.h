@@ -13,9 +13,11 @@
  * absent): the router (E, D), the selection bias (E), the experts' w1 and w3
  * (expert 0's w1, w3, then expert 1's, ...: one (E, 2F, D) block), every
  * w2 (one (E, D, F) block), the shared experts' w1, w3, w2 and their gate;
- * n in all. */
+ * GPT-OSS's router bias (E) and the experts' biases, b1 and b3 in pairs (one
+ * (E, 2F) block) and every b2 (one (E, D) block); n in all. */
 typedef struct {
     int router, bias, w13, w2, sh1, sh3, sh2, sgate, n;
+    int rbias, b13, b2;
 } tt_moe_slots;
 tt_moe_slots tt_moe_slots_of(const tt_moe_cfg *e);
 

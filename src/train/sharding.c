@@ -28,6 +28,7 @@ static tt_err split_experts(const tt_model *m, int u, int ep, int place, tt_fsdp
     int64_t at = un->offset; /* the block's elements before the next expert range */
     for (int k = 0; k < un->n_expert_ranges; k++) {
         const int64_t xo = un->expert_offset[k], xn = un->expert_numel[k];
+        if (mine->n_segs == TT_FSDP_MAX_SEGS) return tt_errorf("%s: its experts lie in too many ranges", un->name);
         mine->seg[mine->n_segs] = (tt_fsdp_seg){xo + place * El * xn, El * xn};
         mine->ep_stride[mine->n_segs++] = El * xn;
         mine->numel += El * xn;

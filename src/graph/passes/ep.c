@@ -99,14 +99,16 @@ static tt_err retarget(tt_graph *g, const layer *L, const tt_ep_cfg *c, tt_value
             if (v == L->xs) n->in[k] = xe;
             else if (v == L->off) n->in[k] = loc;
             else if (v->role == TT_ROLE_PARAM) {
-                if (v->ndim == 3 && v->shape[0] == El) continue; /* narrowed already: read twice */
-                if (v->ndim != 3 || v->shape[0] != E)
+                /* the weights' (E, r, c) and the biases' (E, c) stacks */
+                if ((v->ndim == 3 || v->ndim == 2) && v->shape[0] == El) continue; /* narrowed already: read twice */
+                if ((v->ndim != 3 && v->ndim != 2) || v->shape[0] != E)
                     return tt_errorf("EP pass: %s: the experts read a weight that is no stack of %lld experts",
                                      n->scope, (long long)E);
                 for (int j = 0; j < L->n; j++)
                     if (!L->in[j] && reads(g->nodes[j], v))
                         return tt_errorf("EP pass: %s: the experts' weights are read elsewhere", n->scope);
-                v->offset += (size_t)(c->rank * El) * (size_t)(v->shape[1] * v->shape[2]) * tt_dtype_size(v->dtype);
+                const int64_t each = tt_value_numel(v) / E; /* one expert's elements */
+                v->offset += (size_t)(c->rank * El) * (size_t)each * tt_dtype_size(v->dtype);
                 v->shape[0] = El;
             }
         }

@@ -9,8 +9,9 @@
 #define TT_FSDP_H
 #include "ops/ops.h"
 
-/* The most pieces of the flat layout a bucket joins. */
-#define TT_FSDP_MAX_SEGS 2
+/* The most pieces of the flat layout a bucket joins (a rank's routed experts: one a range of them, as many as
+ * TT_MAX_EXPERT_RANGES). */
+#define TT_FSDP_MAX_SEGS 4
 
 /* A piece of the model's flat layout: [flat, flat + n) elements. */
 typedef struct {

@@ -111,8 +111,8 @@ static tt_err fuse_qkv(fuse_ctx *c, tt_node *at, tt_fuse_stats *st)
     const int64_t D = w[0]->shape[1], rows = w[0]->shape[0] + w[1]->shape[0] + w[2]->shape[0];
     const tt_attn_attrs *aa = TT_ATTRS(at, tt_attn_attrs);
     const int B = aa->B, T = aa->T, H = aa->H, Hk = aa->Hk, hd = aa->hd;
-    if (aa->softmax_scale > 0 || aa->hdv || aa->softcap > 0) /* attention_qkv: 1 / sqrt(hd), values as wide as keys, no cap */
-        return 0;
+    /* attention_qkv: 1 / sqrt(hd), values as wide as keys, no cap, no sinks */
+    if (aa->softmax_scale > 0 || aa->hdv || aa->softcap > 0 || at->n_in > 4) return 0;
     if (rope) { /* one rotation for q and k: same positions, frequencies and scale, the attention's heads */
         const tt_node *rq = p[0].rope, *rk = p[1].rope;
         const tt_rope_attrs *q = TT_ATTRS(rq, tt_rope_attrs), *k = TT_ATTRS(rk, tt_rope_attrs);
