@@ -28,7 +28,8 @@ FIX=$SRC/tests/fixtures/hf
 CLI_TMP_TEMPLATE=/tmp/titan_hf_finetune.XXXXXX
 . "$(dirname "$0")/lib_cli.sh" # W (removed on exit), pass/fail, check, cli_done
 export OMP_NUM_THREADS=2
-MODELS=(llama qwen2 gpt2 qwen3_moe mixtral qwen2_moe olmoe deepseek_v3 olmo2 smollm3 granite phi3 gemma3 gemma2 gemma3_vlm gpt_oss)
+MODELS=(llama qwen2 gpt2 qwen3_moe mixtral qwen2_moe olmoe deepseek_v3 olmo2 smollm3 granite phi3 gemma3 gemma2 gemma3_vlm gpt_oss
+        gpt_oss_mxfp4)
 PROMPT="On Monday, Anna and"
 for m in "${MODELS[@]}"; do
   if [ ! -f "$FIX/$m/tokenizer.json" ]; then
@@ -105,6 +106,10 @@ metric() { sed -n "s/^{\"step\":$2,\"$3\":\([-0-9.eE+]*\)[,}].*/\1/p" "$1" | hea
 for m in "${MODELS[@]}"; do
   F=$FIX/$m D=$W/$m
   mkdir -p "$D"
+  # a bf16 source exports bf16 by default (below): the run's closing export is fp32 here, so that transformers'
+  # validation loss on it is titan's exactly (tests/hf_finetune_check.py)
+  EXPORT_F32=()
+  [ "$m" = gpt_oss_mxfp4 ] && EXPORT_F32=(--checkpoint.export_dtype float32)
   "$TITAN" prepare --hf "$F" --out "$D/data" --val-fraction 0.1 --no-progress \
     "$W/corpus.jsonl" "$W/story.txt" >"$D/prepare.log" 2>&1 &&
     [ -s "$D/data/train.bin" ] && [ -s "$D/data/val.bin" ]
@@ -116,7 +121,7 @@ for m in "${MODELS[@]}"; do
     --validation.enable true --validation.freq 20 --training.steps 20 --training.seq_len 64 \
     --training.local_batch_size 8 --optimizer.lr 1e-2 --lr_scheduler.warmup_steps 2 --checkpoint.enable true \
     --checkpoint.last_save_in_hf true --job.dump_folder "$D/run" --metrics.log_freq 1 \
-    --metrics.peak_tflops 1 --training.mixed_precision_param float32 >"$D/train.log" 2>&1
+    --metrics.peak_tflops 1 --training.mixed_precision_param float32 "${EXPORT_F32[@]}" >"$D/train.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] && grep -q "initial weights loaded from Hugging Face folder" "$D/train.log"
   check "$m: titan train starts from the HF weights and finishes 20 steps" $?
@@ -173,12 +178,24 @@ for m in "${MODELS[@]}"; do
   fi
 
   # titan export of the final checkpoint writes the same folder
-  "$TITAN" export --model.hf_assets_path "$F" --job.dump_folder "$D/run" --out "$D/export" >"$D/export.log" 2>&1 &&
+  "$TITAN" export --model.hf_assets_path "$F" --job.dump_folder "$D/run" --out "$D/export" "${EXPORT_F32[@]}" \
+    >"$D/export.log" 2>&1 &&
     cmp -s "$D/export/model.safetensors" "$H/model.safetensors" && cmp -s "$D/export/config.json" "$H/config.json"
   check "$m: titan export of the last checkpoint equals <dump>/hf" $?
   grep error "$D/export.log"
   [ "$(st_dtypes "$H/model.safetensors")" = F32 ] && grep -q '"torch_dtype":.*"float32"' "$H/config.json"
-  check "$m: an fp32 source exports F32 weights (checkpoint.export_dtype auto)" $?
+  check "$m: an fp32 source exports F32 weights (checkpoint.export_dtype auto; float32 asked for a bf16 one)" $?
+  if [ "$m" = gpt_oss_mxfp4 ]; then
+    # GPT-OSS's MXFP4 experts: dequantized on load, and said so; its export in bf16 by default (the folder's dtype),
+    # the experts unquantized, without quantization_config
+    "$TITAN" export --model.hf_assets_path "$F" --job.dump_folder "$D/run" --out "$D/export_auto" \
+      >"$D/export_auto.log" 2>&1 && [ "$(st_dtypes "$D/export_auto/model.safetensors")" = BF16 ] &&
+      grep -q "MXFP4 experts of the source are written unquantized (bf16), without its quantization_config" \
+        "$D/export_auto.log" &&
+      grep -q "MXFP4 expert tensors dequantized to bf16" "$D/train.log" &&
+      ! grep -q quantization_config "$D/export_auto/config.json" && ! grep -aq "_blocks" "$D/export_auto/model.safetensors"
+    check "$m: MXFP4 experts dequantized (said so), and exported in bf16 without quantization_config" $?
+  fi
   if [ "$m" = llama ]; then
     # --dtype bfloat16: BF16 weights in half the bytes, config.json says so, and titan loads the folder back
     "$TITAN" export --model.hf_assets_path "$F" --job.dump_folder "$D/run" --dtype bfloat16 --out "$D/export_bf16" \

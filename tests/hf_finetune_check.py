@@ -225,6 +225,12 @@ def check_model(work, fixtures, prompt, name):
     # Gemma3ForCausalLM export has; its vision tower and projector are not titan's
     if any(k.startswith("language_model.") for k in p0):
         p0 = {k[len("language_model."):]: t for k, t in p0.items() if k.startswith("language_model.")}
+    # GPT-OSS's MXFP4 experts (<name>_blocks and <name>_scales): the fixture's weights are what transformers
+    # dequantizes them to
+    for k in [k for k in p0 if k.endswith("_blocks")]:
+        from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+        base = k[:-len("_blocks")]
+        p0[base] = convert_moe_packed_tensors(p0.pop(k), p0.pop(base + "_scales"), dtype=torch.float32)
     # a checkpoint's multi-token-prediction layers (DeepSeek-V3: layers past num_hidden_layers) are not trained
     n_layers = cfg.get("num_hidden_layers", cfg.get("n_layer", 0))
     p0 = {k: t for k, t in p0.items() if not (re.match(r"model\.layers\.(\d+)\.", k) and

@@ -293,6 +293,8 @@ static void check_fixture_cfg(const char *name, const tt_hf_config *hc)
               !c->qk_norm && c->head_dim == 16 && c->tie_embeddings && x->attn_softcap == 2 && x->final_softcap == 5);
         CHECK(tt_model_layer_window(c, x, 0) == 5 && tt_model_layer_window(c, x, 1) == 0 &&
               tt_model_layer_window(c, x, 2) == 5 && tt_model_layer_window(c, x, 3) == 0);
+    } else if (!strcmp(name, "gpt_oss_mxfp4")) {
+        CHECK(x->hf_mxfp4 && x->attn_sinks && c->moe.ffn_dim == 32 && !strcmp(hc->torch_dtype, "bfloat16"));
     } else if (!strcmp(name, "gpt_oss")) { /* sinks, biases, the clamped SwiGLU; windows of 4 on layer 0; YaRN x32 */
         CHECK(x->attn_sinks && x->hf_gpt_oss && c->qkv_bias && x->o_bias && c->moe.n_experts == 4 &&
               c->moe.top_k == 2 && c->moe.ffn_dim == 24 && c->moe.route_norm && c->moe.router_bias &&
@@ -356,6 +358,51 @@ static int check_loss_and_greedy(const char *name, const tt_model *m, const floa
     return 1;
 }
 
+/* GPT-OSS's MXFP4 experts as titan loaded them against transformers' dequantization of the same folder (the
+ * reference file's dequant.<name>: gate_up_proj (E, D, 2F), gate and up columns interleaved, and down_proj (E, F, D)),
+ * bit for bit */
+static void check_mxfp4_experts(const tt_model *m, const float *w, const char *ref)
+{
+    tt_safetensors *st = tt_st_open(ref);
+    CHECK_MSG(st != NULL, "%s", tt_last_error());
+    const int E = m->cfg.moe.n_experts, F = m->cfg.moe.ffn_dim, D = m->cfg.dim;
+    long differ = 0, seen = 0;
+    for (int l = 0; st && l < m->cfg.n_layers; l++) {
+        char n[160];
+        snprintf(n, sizeof n, "dequant.model.layers.%d.mlp.experts.gate_up_proj", l);
+        const tt_st_tensor *gu = tt_st_find(st, n);
+        snprintf(n, sizeof n, "dequant.model.layers.%d.mlp.experts.down_proj", l);
+        const tt_st_tensor *dn = tt_st_find(st, n);
+        CHECK(gu && dn && gu->nbytes == (size_t)E * D * 2 * F * 4 && dn->nbytes == (size_t)E * F * D * 4);
+        if (!gu || !dn) break;
+        for (int e = 0; e < E; e++) {
+            int idx[3];
+            const char *part[3] = {"w1", "w3", "w2"};
+            for (int k = 0; k < 3; k++) {
+                snprintf(n, sizeof n, "layers.%d.moe.experts.%d.%s.weight", l, e, part[k]);
+                idx[k] = tt_model_find(m, n);
+                CHECK(idx[k] >= 0);
+            }
+            if (idx[0] < 0 || idx[1] < 0 || idx[2] < 0) continue;
+            for (int f = 0; f < F; f++)
+                for (int d = 0; d < D; d++) {
+                    float want[3];
+                    memcpy(&want[0], (const char *)gu->data + 4 * (((size_t)e * D + d) * 2 * F + 2 * f), 4);
+                    memcpy(&want[1], (const char *)gu->data + 4 * (((size_t)e * D + d) * 2 * F + 2 * f + 1), 4);
+                    memcpy(&want[2], (const char *)dn->data + 4 * (((size_t)e * F + f) * D + d), 4);
+                    const float got[3] = {w[m->params[idx[0]].offset + (int64_t)f * D + d],
+                                          w[m->params[idx[1]].offset + (int64_t)f * D + d],
+                                          w[m->params[idx[2]].offset + (int64_t)d * F + f]};
+                    for (int k = 0; k < 3; k++) differ += memcmp(&got[k], &want[k], 4) != 0, seen++;
+                }
+        }
+    }
+    CHECK_MSG(seen > 0 && differ == 0, "MXFP4 experts: %ld of %ld values differ from transformers' dequantization",
+              differ, seen);
+    printf("gpt_oss_mxfp4    MXFP4 experts: %ld values equal to transformers' dequantization bit for bit\n", seen - differ);
+    tt_st_close(st);
+}
+
 static void test_fixture(const fixture *fx)
 {
     char dir[4200], ref[4200], out[4200];
@@ -375,6 +422,7 @@ static void test_fixture(const fixture *fx)
     CHECK_MSG(d >= 0 && d <= LOGITS_TOL, "%s: max |titan - transformers| = %g (tolerance %g)", fx->name, d, LOGITS_TOL);
     printf("%-16s %-18s max |logits - transformers| = %.2e\n", fx->name, tt_hf_family_architecture(hc.family), d);
     const int extras = check_loss_and_greedy(fx->name, m, w, dir, ref);
+    if (m->ext.hf_mxfp4) check_mxfp4_experts(m, w, ref);
     CHECK_MSG(extras || hc.family < TT_HF_OLMO2, "%s: its reference file has no loss and greedy continuation", fx->name);
 
     /* the sliding window and YaRN's attention factor change the answer: the
@@ -450,6 +498,23 @@ static void test_fixture(const fixture *fx)
         CHECK_MSG(dr > 1e-3, "%s: logits do not depend on layer %d's missing RoPE (%g)", fx->name, l, dr);
         m->ext.no_rope[l] = 1;
     }
+    if (m->cfg.moe.swiglu_limit > 0) { /* GPT-OSS's clamp holds on this fixture's values */
+        const double keep = m->cfg.moe.swiglu_limit;
+        m->cfg.moe.swiglu_limit = 1e30;
+        double ds = parity(m, w, ref, NULL, 2);
+        CHECK_MSG(ds > 1e-3, "%s: logits do not depend on the SwiGLU's clamp (%g)", fx->name, ds);
+        m->cfg.moe.swiglu_limit = keep;
+    }
+    if (m->ext.attn_sinks) { /* a sink of -1e30 takes no share: the plain softmax */
+        const int s0 = tt_model_find(m, "layers.0.attention.sinks");
+        CHECK(s0 >= 0);
+        float *sk = s0 >= 0 ? w + m->params[s0].offset : NULL, keep[64];
+        const int H = m->cfg.n_heads < 64 ? m->cfg.n_heads : 64;
+        for (int h = 0; sk && h < H; h++) keep[h] = sk[h], sk[h] = -1e30f;
+        double dn = sk ? parity(m, w, ref, NULL, 2) : 0;
+        CHECK_MSG(dn > 1e-3, "%s: logits do not depend on layer 0's sinks (%g)", fx->name, dn);
+        for (int h = 0; sk && h < H; h++) sk[h] = keep[h];
+    }
     if (m->ext.rope.yarn && tt_rope_attention_scale(&m->cfg.rope, &m->ext.rope) != 1.0) {
         double af = m->ext.rope.attention_factor;
         m->ext.rope.attention_factor = 1;
@@ -474,7 +539,14 @@ static void test_fixture(const fixture *fx)
     tt_model *m2 = load(out, &hc2, &w2);
     CHECK_MSG(m2 != NULL, "%s reloaded: %s", fx->name, tt_last_error());
     if (m2) {
-        CHECK_MSG(same_cfg(&m->cfg, &m->ext, &m2->cfg, &m2->ext), "%s: config changed in the round trip", fx->name);
+        /* MXFP4 experts are exported dequantized: no quantization_config, no blocks and scales */
+        tt_model_ext x = m->ext;
+        x.hf_mxfp4 = 0;
+        CHECK_MSG(same_cfg(&m->cfg, &x, &m2->cfg, &m2->ext), "%s: config changed in the round trip", fx->name);
+        path_in(p, sizeof p, out, "config.json");
+        char *cj = th_read_file(p, NULL);
+        CHECK(cj && !strstr(cj, "quantization_config"));
+        free(cj);
         CHECK(hc2.family == hc.family && hc2.bos_token_id == hc.bos_token_id && hc2.n_eos == hc.n_eos);
         CHECK(hc2.has_pad == hc.has_pad && hc2.pad_token_id == hc.pad_token_id);
         CHECK(strcmp(hc2.torch_dtype, "float32") == 0);
@@ -1079,6 +1151,8 @@ int main(void)
         {"olmo2", TT_HF_OLMO2, 0, NULL}, {"smollm3", TT_HF_SMOLLM3, 0, NULL}, {"granite", TT_HF_GRANITE, 0, NULL},
         {"phi3", TT_HF_PHI3, 0, NULL}, {"gemma3", TT_HF_GEMMA3, 0, NULL}, {"gemma2", TT_HF_GEMMA2, 0, NULL},
         {"gpt_oss", TT_HF_GPT_OSS, 0, NULL},
+        /* GPT-OSS with MXFP4 experts (the published checkpoints' layout), dequantized on load */
+        {"gpt_oss_mxfp4", TT_HF_GPT_OSS, 0, NULL},
         /* a Gemma3ForConditionalGeneration around the gemma3 fixture's language model: loaded alone, exported as
          * Gemma3ForCausalLM */
         {"gemma3_vlm", TT_HF_GEMMA3, 0, "gemma3"},

@@ -60,6 +60,7 @@ import tempfile
 
 import torch
 import transformers
+from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import (AutoModelForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM, Gemma2Config,
                           Gemma2ForCausalLM, Gemma3ForCausalLM, GptOssConfig, GptOssForCausalLM,
@@ -457,6 +458,72 @@ def check_packed(folder, pfolder, ids_list):
     print(f"{pfolder}: packed experts equal {folder}'s per-expert tensors, same logits")
 
 
+def pack_mxfp4(w):
+    """w (..., R, C) float, C a multiple of 32, as MXFP4: blocks (..., R, C/32, 16) uint8, two FP4 (E2M1) codes a
+    byte, the low nibble first, and scales (..., R, C/32) uint8, each group's E8M0 power of two (bias 127): the
+    smallest that brings the group's largest |value| within FP4's 6, each value then rounded to the nearest FP4
+    value (ties away from zero). What transformers' convert_moe_packed_tensors undoes."""
+    from transformers.integrations.mxfp4 import FP4_VALUES
+    lut = torch.tensor(FP4_VALUES[:8], dtype=torch.float64)  # the magnitudes of codes 0-7
+    g = w.double().reshape(*w.shape[:-1], w.shape[-1] // 32, 32)
+    amax = g.abs().amax(dim=-1, keepdim=True).clamp_min(2.0 ** -126)
+    e = torch.ceil(torch.log2(amax / 6.0)).clamp(-127, 127)
+    mag = (g.abs() / torch.pow(2.0, e)).unsqueeze(-1)
+    code = (mag - lut).abs().argmin(dim=-1) + 8 * (g < 0).long()
+    code = code.to(torch.uint8)
+    blocks = code[..., 0::2] | (code[..., 1::2] << 4)
+    return blocks.contiguous(), (e.squeeze(-1) + 127).to(torch.uint8).contiguous()
+
+
+def gpt_oss_mxfp4(out, seed):
+    """gpt_oss_mxfp4: a GPT-OSS model whose experts are MXFP4 (quantization_config quant_method mxfp4, the
+    published checkpoints' layout: each expert tensor as <name>_blocks and <name>_scales, the rest bf16), packed by
+    pack_mxfp4, its intermediate size 32 (MXFP4 groups 32 values). The reference is what transformers makes of the
+    folder (from_pretrained dequantizes MXFP4 on a CPU): its logits, loss and greedy continuation, and its
+    dequantized expert tensors ("dequant.<name>"), which titan's loader must equal bit for bit."""
+    folder = os.path.join(out, "gpt_oss_mxfp4")
+    cfg = GptOssConfig(**MOE_TOKENS, hidden_size=32, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, head_dim=8, num_local_experts=4, num_experts_per_tok=2,
+                       sliding_window=4, max_position_embeddings=128, rms_norm_eps=1e-5, swiglu_limit=1.0,
+                       pad_token_id=None)
+    ids = reference_ids(cfg.vocab_size, 400)
+    wseed = seed
+    while True:
+        model = GptOssForCausalLM(cfg)
+        randomize(model, wseed)
+        shutil.rmtree(folder, ignore_errors=True)
+        model.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True)
+        st = os.path.join(folder, "model.safetensors")
+        tensors = {}
+        with safe_open(st, "pt") as f:
+            for k in f.keys():
+                t = f.get_tensor(k)
+                if re.search(r"\.mlp\.experts\.(gate_up|down)_proj$", k):  # (E, in, out): groups run along in
+                    tensors[k + "_blocks"], tensors[k + "_scales"] = pack_mxfp4(t.float().transpose(1, 2))
+                else:
+                    tensors[k] = t
+        save_file(tensors, st, metadata={"format": "pt"})
+        conf = json.load(open(os.path.join(folder, "config.json")))
+        conf["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+            "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+        json.dump(conf, open(os.path.join(folder, "config.json"), "w"), indent=2)
+        margins = router_margins(load(folder), ids)
+        if min(margins.values()) > ROUTER_MARGIN:
+            print(f"gpt_oss_mxfp4: weight seed {wseed}, smallest router margin {min(margins.values()):.4g}")
+            break
+        wseed += 1
+    shutil.copyfile(os.path.join(out, "gpt_oss", "tokenizer.json"), os.path.join(folder, "tokenizer.json"))
+    ref = os.path.join(out, "gpt_oss_mxfp4.logits.safetensors")
+    reference(folder, cfg.vocab_size, 400, ref, greedy=True)
+    model = load(folder)
+    extra = {f"dequant.{k}": v.detach().float().contiguous() for k, v in model.state_dict().items()
+             if re.search(r"\.mlp\.experts\.(gate_up|down)_proj$", k)}
+    with safe_open(ref, "pt") as f:
+        extra.update({k: f.get_tensor(k) for k in f.keys()})
+        meta = f.metadata()
+    save_file(extra, ref, metadata=meta)
+
+
 def gemma3_vlm(out, gemma3_folder):
     """gemma3_vlm: a Gemma3ForConditionalGeneration (Gemma 3 4B and up) whose language model is the gemma3
     fixture's and whose vision tower (a one-layer SigLIP) and projector are random; saved as save_pretrained writes
@@ -496,7 +563,7 @@ def main():
     ap.add_argument("--shared", default=os.path.join(here, "..", "..", "shared"))
     ap.add_argument("--only", metavar="NAME[,NAME...]", help="write just these fixtures")
     a = ap.parse_args()
-    names = list(FIXTURES) + list(PACKED) + ["gemma3_vlm", "rope_cases", "tiny-random-gpt2"]
+    names = list(FIXTURES) + list(PACKED) + ["gemma3_vlm", "gpt_oss_mxfp4", "rope_cases", "tiny-random-gpt2"]
     only = set(names) if a.only is None else set(a.only.split(","))
     if only - set(names):
         ap.error(f"unknown fixture(s) {', '.join(sorted(only - set(names)))}; known: {', '.join(names)}")
@@ -551,6 +618,8 @@ def main():
             shutil.rmtree(folder)
     if "gemma3_vlm" in only:
         gemma3_vlm(a.out, os.path.join(a.out, "gemma3"))
+    if "gpt_oss_mxfp4" in only:  # after gpt_oss, whose tokenizer it takes
+        gpt_oss_mxfp4(a.out, 500)
     if "rope_cases" in only:
         rope_cases(os.path.join(a.out, "rope_cases.safetensors"))
     gpt2 = os.path.join(a.shared, "fixtures", "hf", "tiny-random-gpt2")

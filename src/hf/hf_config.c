@@ -356,16 +356,20 @@ static tt_err read_gemma3(const cJSON *j, const char *path, tt_model_cfg *m, tt_
 
 /* Phi-3's dropouts: titan applies none, so a config that asks for them in training is refused by name */
 /* GPT-OSS: a sink a head, windows on the layers layer_types marks (every other one from the first by default), YaRN
- * (factor 32 over 4,096 positions, not truncated) when config.json has no RoPE dict; MXFP4 experts are refused
- * (quantization_config); its MoE keys are hf_read_moe's. *rot: the features RoPE turns. */
+ * (factor 32 over 4,096 positions, not truncated) when config.json has no RoPE dict; MXFP4 experts (quantization_config
+ * quant_method mxfp4, the published checkpoints'), other quantizations refused; its MoE keys are hf_read_moe's.
+ * *rot: the features RoPE turns. */
 static tt_err read_gpt_oss(const cJSON *j, const char *path, tt_model_cfg *m, tt_model_ext *x, int *rot)
 {
     const cJSON *q = hf_present(j, "quantization_config");
     if (q) {
         const char *method = "?";
-        if (cJSON_IsObject(q) && hf_get_str(path, q, "quant_method", "?", &method)) return -1;
-        return tt_errorf("%s: key 'quantization_config' (quant_method '%s'): quantized GPT-OSS checkpoints are not "
-                         "supported; use a bf16 copy of the weights", path, method);
+        if (!cJSON_IsObject(q)) return tt_errorf("%s: key 'quantization_config' must be an object", path);
+        if (hf_get_str(path, q, "quant_method", "?", &method)) return -1;
+        if (strcmp(method, "mxfp4"))
+            return tt_errorf("%s: key 'quantization_config' (quant_method '%s'): of quantized GPT-OSS checkpoints "
+                             "only MXFP4 ones are supported", path, method);
+        x->hf_mxfp4 = 1;
     }
     int any = 0;
     x->attn_sinks = 1, x->hf_gpt_oss = 1;

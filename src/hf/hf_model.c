@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "hf/hf_model.h"
+#include "formats/mxfp4.h"
 #include "formats/safetensors.h"
 
 /* ---- which file holds a tensor (for error messages) ---------------------- */
@@ -251,6 +252,59 @@ static int vlm_canon(int saved, const char *name, char *buf, size_t cap)
     return 0;
 }
 
+/* An MXFP4 checkpoint's expert tensor `name` (GPT-OSS): none by that name, but name_blocks and name_scales. The last
+ * one read is kept dequantized (bf16, where each value is exact) for the parameters that follow from it. */
+typedef struct {
+    char name[600];
+    tt_st_tensor t; /* the dequantized tensor, its data buf */
+    uint16_t *buf;
+    int n;          /* the tensors dequantized */
+} mx_cache;
+
+/* *out: name's dequantized tensor, or NULL when the pair is absent; -1 + error when it does not dequantize */
+static tt_err mxfp4_tensor(mx_cache *c, const tt_safetensors *st, const hf_files *fl, const char *name,
+                           const tt_st_tensor **out)
+{
+    *out = NULL;
+    if (!strcmp(c->name, name)) {
+        *out = &c->t;
+        return 0;
+    }
+    char bn[620], sn[620], file[4400];
+    snprintf(bn, sizeof bn, "%s_blocks", name);
+    snprintf(sn, sizeof sn, "%s_scales", name);
+    const tt_st_tensor *b = tt_st_find(st, bn), *s = tt_st_find(st, sn);
+    if (!b || !s) return 0;
+    int64_t lead, R, G;
+    tt_st_tensor t = {.name = c->name, .dtype = "BF16"};
+    file_of(fl, bn, file, sizeof file);
+    if (tt_mxfp4_shape(file, b, s, &lead, &R, &G, &t.ndim, t.shape)) return -1;
+    if ((uint64_t)lead * (uint64_t)R * (uint64_t)G > ((uint64_t)1 << 40) / 64)
+        return tt_errorf("%s: MXFP4 tensor '%s' is too large", file, bn);
+    t.nbytes = (size_t)(lead * R * G * 32) * sizeof(uint16_t);
+    tt_free(c->buf);
+    c->name[0] = 0;
+    if (!(c->buf = tt_alloc(t.nbytes))) return tt_errorf("%s: out of memory dequantizing '%s'", file, bn);
+    if (tt_mxfp4_dequant(file, b, s, c->buf, TT_BF16)) return -1;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->n++;
+    t.data = c->buf;
+    c->t = t;
+    *out = &c->t;
+    return 0;
+}
+
+/* Whether checkpoint tensor `key` is an MXFP4 half (_blocks, _scales) of a tensor the model used */
+static int mxfp4_part_used(const char *key, const char **used, int n_used)
+{
+    const size_t n = strlen(key);
+    if (n < 8 || (strcmp(key + n - 7, "_blocks") && strcmp(key + n - 7, "_scales"))) return 0;
+    char base[600];
+    snprintf(base, sizeof base, "%.*s", (int)(n - 7), key);
+    const char *b = base;
+    return bsearch(&b, used, (size_t)n_used, sizeof *used, cmp_str) != NULL;
+}
+
 tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_store *dst)
 {
     if (check_config(m, dir)) return -1;
@@ -275,6 +329,7 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
     const char **used = calloc((size_t)m->n_params, sizeof *used);
     float *stage = tt_alloc(max_param_bytes(m));
     int n_used = 0, n_mtp = 0;
+    mx_cache mx = {0};
     if (!slots || !used || !stage) rc = tt_errorf("out of memory");
     for (int i = 0; i < m->n_params && !rc; i++) {
         const tt_param *p = &m->params[i];
@@ -287,6 +342,7 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
         if (!prefixed && strncmp(name, pre, plen) == 0) name += plen;
         if (m->ext.hf_vlm) name = vlm_name(vlm_saved, name, vname, sizeof vname);
         const tt_st_tensor *t = tt_st_find(st, name);
+        if (!t && m->ext.hf_mxfp4 && (rc = mxfp4_tensor(&mx, st, &fl, name, &t))) break;
         if (!t) rc = tt_errorf("%s: tensor '%s' is missing (titan parameter '%s')", file_of(&fl, NULL, file, sizeof file),
                                name, p->name);
         else if (!(rc = load_param(p, &slots[i], t, file_of(&fl, name, file, sizeof file), stage)))
@@ -319,18 +375,23 @@ tt_err tt_hf_load_weights(const tt_model *m, const char *dir, const tt_param_sto
             continue;
         }
         if (bsearch(&key, used, (size_t)n_used, sizeof *used, cmp_str)) continue;
+        if (m->ext.hf_mxfp4 && mxfp4_part_used(key, used, n_used)) continue;
         rc = tt_errorf("%s: unexpected tensor '%s' (a %s model with this config has no such weight)",
                        file_of(&fl, name, file, sizeof file), name, tt_arch_name(m->cfg.arch));
     }
     if (!rc && m->ext.hf_vlm)
         tt_warn("%s: a Gemma3ForConditionalGeneration folder: its language model loaded, the %d tensors of its vision "
                "tower and projector skipped (titan trains and exports the text model, as Gemma3ForCausalLM)", dir, n_tower);
+    if (!rc && mx.n)
+        tt_warn("%s: its %d MXFP4 expert tensors dequantized to bf16 (titan trains them so; an export writes them "
+                "unquantized, without quantization_config)", dir, mx.n);
     if (!rc && n_mtp)
         tt_warn("%s: skipped %d tensors of %d multi-token-prediction layer(s): titan trains the main layers only", dir,
                 n_mtp, m->ext.n_mtp_layers);
     free(slots);
     free(used);
     tt_free(stage);
+    tt_free(mx.buf);
     cJSON_Delete(fl.index);
     tt_st_close(st);
     return rc;
@@ -340,7 +401,7 @@ void tt_hf_detect_layout(const char *dir, const tt_model_cfg *c, tt_model_ext *x
 {
     int l = 0;
     while (l < c->n_layers && !tt_model_layer_is_moe(c, l)) l++;
-    if (l == c->n_layers) return;
+    if (l == c->n_layers || x->hf_gpt_oss) return; /* GPT-OSS packs its experts always, in its own layout */
     tt_safetensors *st = tt_st_open_dir(dir);
     if (!st) return; /* no weights to look at: the loader says so when it needs them */
     char name[96];
@@ -500,6 +561,9 @@ tt_err tt_hf_export(const tt_model *m, const char *dir, const tt_hf_export_opts 
     memcpy(c.eos_token_ids, o->eos_token_ids, sizeof c.eos_token_ids);
     char *config = tt_hf_config_to_json(&c);
     if (!config) return tt_error_prefix("export to %s: ", dir);
+    if (m->ext.hf_mxfp4)
+        tt_warn("export to %s: the MXFP4 experts of the source are written unquantized (%s), without its "
+                "quantization_config", dir, bf16 ? "bf16" : "fp32");
     /* the tensors under the names of the family written (Mixtral's MoE names differ) */
     tt_model named = *m;
     named.ext.hf_mixtral = c.family == TT_HF_MIXTRAL;

@@ -114,6 +114,8 @@ typedef struct {
     int rope_rot;      /* partial rotary (Phi-3's partial_rotary_factor): a head's first rope_rot features rotate; 0 = all */
     int hf_phi3;       /* Phi-3's names: q, k, v as rows of one qkv_proj, gate and up of one gate_up_proj */
     int attn_sinks;    /* GPT-OSS: a learned sink logit a head in each attention row's softmax (attention.sinks) */
+    int hf_mxfp4;      /* GPT-OSS's MXFP4 checkpoints: its experts as <name>_blocks and <name>_scales, dequantized to
+                          bf16 on load (an export writes them unquantized) */
     int hf_gpt_oss;    /* GPT-OSS's names: the router as mlp.router, each layer's experts packed in (E, D, 2F)
                           gate_up_proj with gate and up columns interleaved, (E, F, D) down_proj, and their biases */
     int hf_vlm;        /* the checkpoint is a Gemma3ForConditionalGeneration's: the language model's weights under

@@ -32,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (tt_hf_config_parse(text, strlen(text), "fuzz/written.json", &d) != 0) __builtin_trap();
     c.ext.n_mtp_layers = 0; /* an export holds no multi-token-prediction layer (titan trains the main ones only) */
     c.ext.hf_vlm = 0;       /* nor a vision tower: a Gemma3ForConditionalGeneration's language model exports alone */
+    c.ext.hf_mxfp4 = 0;     /* nor quantized experts: GPT-OSS's MXFP4 ones are written dequantized */
     if (d.family != c.family || memcmp(&d.model, &c.model, sizeof c.model) ||
         memcmp(&d.ext, &c.ext, sizeof c.ext) || d.bos_token_id != c.bos_token_id || d.n_eos != c.n_eos ||
         memcmp(d.eos_token_ids, c.eos_token_ids, sizeof c.eos_token_ids) || d.has_pad != c.has_pad ||
