@@ -231,7 +231,12 @@ tt_err tt_frozen_layout_new(const tt_model *b, tt_dtype linear_dtype, tt_frozen_
              * norms and biases fp32, and the routed experts too (the grouped GEMM takes fp32 weights) */
             out->dtype[i] = b->params[i].ndim == 2 && !b->params[i].routed ? linear_dtype : TT_F32;
             out->offset[i] = in_unit;
-            in_unit += ((size_t)tt_param_numel(&b->params[i]) * tt_dtype_size(out->dtype[i]) + 63) / 64 * 64;
+            /* each on a 64-byte boundary, but the routed experts' parameters back to back: the MoE block reads each
+             * range of them as one stack (GPT-OSS's biases of 24 floats would leave gaps) */
+            const size_t bytes = (size_t)tt_param_numel(&b->params[i]) * tt_dtype_size(out->dtype[i]);
+            const int stacked = b->params[i].routed && i + 1 < b->n_params && b->params[i + 1].routed &&
+                                b->params[i + 1].unit == u;
+            in_unit += stacked ? bytes : (bytes + 63) / 64 * 64;
         }
         out->unit_bytes[u] = in_unit;
         at += in_unit;
