@@ -95,7 +95,7 @@ recipe_of() {
   case $1 in
     gemma3) echo gemma3_1b_lora ;; gemma3_vlm) echo gemma3_4b_lora ;; gemma2) echo gemma2_2b_lora ;;
     phi3) echo phi4_mini_lora ;; smollm3) echo smollm3_3b_lora ;; olmo2) echo olmo2_1b_lora ;;
-    granite) echo granite3_2b_lora ;;
+    granite) echo granite3_2b_lora ;; gpt_oss | gpt_oss_mxfp4) echo gpt_oss_20b_lora ;;
   esac
 }
 # st_dtypes FILE: the dtypes of a safetensors file's tensors, sorted, one of each (from its JSON header)
@@ -255,13 +255,20 @@ for m in "${MODELS[@]}"; do
   # the family's recipe (configs/finetune/) on its fixture: 2 LoRA steps, the adapter written at the end
   recipe=$(recipe_of "$m")
   if [ -n "$recipe" ]; then
-    "$TITAN" train --config "$SRC/configs/finetune/$recipe.toml" --model.hf_assets_path "$F" \
-      --training.dataset_path "$D/data/train.bin" --validation.dataset_path "$D/data/val.bin" --training.steps 2 \
-      --training.seq_len 64 --validation.freq 2 --validation.steps 1 --checkpoint.interval 2 \
-      --job.dump_folder "$D/recipe" --metrics.peak_tflops 1 >"$D/recipe.log" 2>&1 &&
+    R=(--config "$SRC/configs/finetune/$recipe.toml" --model.hf_assets_path "$F" --training.dataset_path "$D/data/train.bin"
+       --validation.dataset_path "$D/data/val.bin" --training.steps 2 --training.seq_len 64 --validation.freq 2
+       --validation.steps 1 --checkpoint.interval 2 --metrics.peak_tflops 1 --metrics.log_freq 1 --metrics.save_jsonl true)
+    "$TITAN" train "${R[@]}" --job.dump_folder "$D/recipe" >"$D/recipe.log" 2>&1 &&
       grep -q "^LoRA: rank 16" "$D/recipe.log" && [ -s "$D/recipe/hf/adapter_config.json" ] &&
       [ -s "$D/recipe/hf/adapter_model.safetensors" ]
     check "$m: configs/finetune/$recipe.toml trains on it (LoRA) and writes the adapter" $?
+    # its adapters start at zero: the first step's loss is the model's own, the same run without LoRA's
+    "$TITAN" train "${R[@]}" --lora.rank 0 --checkpoint.initial_load_in_hf true --training.steps 1 \
+      --checkpoint.enable false --job.dump_folder "$D/recipe0" \
+      >"$D/recipe0.log" 2>&1
+    a=$(metric "$D/recipe/metrics.jsonl" 1 loss) b=$(metric "$D/recipe0/metrics.jsonl" 1 loss)
+    [ -n "$a" ] && [ "$a" = "$b" ]
+    check "$m: the recipe's first loss is the model's own (${a:-?}; without LoRA ${b:-?})" $?
   fi
 done
 
