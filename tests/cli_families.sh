@@ -9,7 +9,7 @@
 #   - each key changes the step-1 loss: it is not read and dropped;
 #   - the flavors smollm3_3b and olmo2_1b count what the published config.json
 #     files give (the same model read through config.json: the same
-#     parameters and FLOPs), and the Gemma, Phi-4-mini and Granite 3.3 shapes of configs/hf/shapes/ what
+#     parameters and FLOPs), and the Gemma, Phi-4-mini, Granite 3.3 and GPT-OSS shapes of configs/hf/shapes/ what
 #     transformers counts for them;
 #   - keys that have no meaning for the model are refused by name.
 set -u
@@ -63,11 +63,11 @@ for f in olmo2_1b:olmo-2-1b:1484916736 smollm3_3b:smollm3-3b:3075098624; do
   check "plan $name: $want parameters, and its config.json's parameters and FLOPs" $?
 done
 
-# the Gemma, Phi-4-mini and Granite 3.3 shapes' config.json files (configs/hf/shapes/, the published configs' architecture keys): the parameters
+# the Gemma, Phi-4-mini, Granite 3.3 and GPT-OSS shapes' config.json files (configs/hf/shapes/, the published configs' architecture keys): the parameters
 # transformers 5.24 counts for the same files (AutoModelForCausalLM.from_config on the meta device; Gemma 3 4B's
 # text_config through Gemma3ForCausalLM, the language model titan reads), and Phi-4-mini's
 for f in gemma-3-1b:999885952 gemma-2-2b:2614341888 gemma-3-4b:3880263168 phi-4-mini:3836021760 \
-  granite-3.3-2b:2533539840; do
+  granite-3.3-2b:2533539840 gpt-oss-20b:20914757184 gpt-oss-120b:116829156672; do
   name=${f%%:*} want=${f#*:}
   "$TITAN" plan --model.hf_assets_path "$SRC/configs/hf/shapes/$name" --training.seq_len 1024 >"$W/$name.plan" 2>&1 &&
     grep -q "^parameters   $want " "$W/$name.plan"

@@ -180,7 +180,7 @@ static void test_counts(void)
 {
     tt_model_cfg c = tiny(1);
     c.moe = (tt_moe_cfg){.n_experts = 8, .top_k = 2, .ffn_dim = 16, .n_shared = 1, .shared_ffn = 16, .route_norm = 1, .route_scale = 1};
-    int64_t active = 0, total = tt_model_count_active(&c, &active);
+    int64_t active = 0, total = tt_model_count_active(&c, NULL, &active);
     /* per layer: 8 experts of 3 * 16 * 32, of which 2 active */
     const int64_t expert = 3 * 16 * 32;
     CHECK_MSG(total - active == 2 * 6 * expert, "total %lld, active %lld", (long long)total, (long long)active);

@@ -36,7 +36,7 @@ tt_err tt_plan(const tt_config *c, FILE *out)
             (long long)p.matmul_params);
     if (mc->moe.n_experts > 0) {
         char moe[320];
-        tt_model_moe_describe(mc, moe, sizeof moe);
+        tt_model_moe_describe(mc, &p.ext, moe, sizeof moe);
         fprintf(out, "experts      %s\n", moe);
         fprintf(out, "             weights of all parameters %.3f GiB, of the active ones %.3f GiB (fp32); FLOPs and MFU "
                      "count the active ones\n", gib(4.0 * (double)p.params), gib(4.0 * (double)p.active_params));

@@ -332,9 +332,9 @@ int tt_model_hf_ignorable(const tt_model *m, const char *name)
 
 /* Every parameter, and those a token uses (a routed expert's at top_k / n_experts), with or without the
  * input lookup tables */
-static int64_t count(const tt_model_cfg *cfg, int64_t *used, int matmul_only)
+static int64_t count(const tt_model_cfg *cfg, const tt_model_ext *ext, int64_t *used, int matmul_only)
 {
-    tt_model *m = tt_model_new(cfg);
+    tt_model *m = ext ? tt_model_new_ext(cfg, ext) : tt_model_new(cfg);
     int64_t total = 0;
     double u = 0;
     const double routed = cfg->moe.n_experts > 0 ? (double)cfg->moe.top_k / cfg->moe.n_experts : 1.0;
@@ -351,10 +351,13 @@ static int64_t count(const tt_model_cfg *cfg, int64_t *used, int matmul_only)
 
 int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params)
 {
-    return count(cfg, matmul_params, 1);
+    return count(cfg, NULL, matmul_params, 1);
 }
 
-int64_t tt_model_count_active(const tt_model_cfg *cfg, int64_t *active) { return count(cfg, active, 0); }
+int64_t tt_model_count_active(const tt_model_cfg *cfg, const tt_model_ext *ext, int64_t *active)
+{
+    return count(cfg, ext, active, 0);
+}
 
 double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len)
 {
@@ -364,7 +367,7 @@ double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len)
     return 6.0 * (double)mm + 6.0 * cfg->n_layers * (double)cfg->n_heads * (ad.qk + ad.v) * seq_len;
 }
 
-void tt_model_moe_describe(const tt_model_cfg *c, char *buf, size_t cap)
+void tt_model_moe_describe(const tt_model_cfg *c, const tt_model_ext *x, char *buf, size_t cap)
 {
     const tt_moe_cfg *e = &c->moe;
     size_t at = 0;
@@ -390,7 +393,7 @@ void tt_model_moe_describe(const tt_model_cfg *c, char *buf, size_t cap)
     if (e->score_before) PUT(", gate on the input");
     if (e->n_shared) PUT("; shared experts %d wide%s", e->shared_ffn, e->shared_gate ? " (gated)" : "");
     if (e->has_bias) PUT("; balancing bias");
-    int64_t active = 0, total = tt_model_count_active(c, &active);
+    int64_t active = 0, total = tt_model_count_active(c, x, &active);
     PUT("; %.2fM of %.2fM parameters active", active / 1e6, total / 1e6);
 #undef PUT
 }

@@ -78,9 +78,6 @@ void tt_moe_name_offsets(tt_value *offsets);
 int tt_moe_is_offsets(const tt_value *v);
 void tt_moe_name_aux_loss(tt_value *loss);
 int tt_moe_is_aux_loss(const tt_value *v);
-/* "MoE layers 1-5 of 6: 8 experts of 768, top-2, softmax, renormalised; 1 shared of 768; 19.2M of 43.1M
- * parameters active" (empty for a dense model): the run log and titan plan. */
-void tt_model_moe_describe(const tt_model_cfg *c, char *buf, size_t cap);
 /* Whether layer l's MLP is a Mixture-of-Experts. */
 int tt_model_layer_is_moe(const tt_model_cfg *c, int layer);
 
@@ -126,6 +123,11 @@ typedef struct {
      * layers below max_window_layers); layers past TT_MODEL_MAX_LAYERS use the window. */
     unsigned char full_attention[TT_MODEL_MAX_LAYERS];
 } tt_model_ext;
+
+/* "MoE layers 1-5 of 6: 8 experts of 768, top-2, softmax, renormalised; 1 shared of 768; 19.2M of 43.1M
+ * parameters active" (empty for a dense model): the run log and titan plan. The counts take x's extras (biases,
+ * sinks: none when NULL). */
+void tt_model_moe_describe(const tt_model_cfg *c, const tt_model_ext *x, char *buf, size_t cap);
 
 /* The sliding window of layer l: 0 (none) or c->window. x may be NULL. */
 int tt_model_layer_window(const tt_model_cfg *c, const tt_model_ext *x, int layer);
@@ -234,8 +236,9 @@ tt_value *tt_model_loss(tt_graph *g, const tt_model *m, tt_value *h, tt_value *h
  * config alone (titan plan). matmul_params counts the parameters a token
  * multiplies by: of a routed expert's, top_k / n_experts (the active ones). */
 int64_t tt_model_count_params(const tt_model_cfg *cfg, int64_t *matmul_params);
-/* All parameters and the active ones (routed experts counted top_k / n_experts). */
-int64_t tt_model_count_active(const tt_model_cfg *cfg, int64_t *active);
+/* All parameters and the active ones (routed experts counted top_k / n_experts), ext's extras among them (none
+ * when NULL). */
+int64_t tt_model_count_active(const tt_model_cfg *cfg, const tt_model_ext *ext, int64_t *active);
 double tt_model_flops_per_token(const tt_model_cfg *cfg, int seq_len);
 
 /* ---- Hugging Face tensor names ---------------------------------------------

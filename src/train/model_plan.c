@@ -72,13 +72,12 @@ static tt_err plan_mode(tt_model_plan *p, const tt_model *m, const tt_sharding *
 tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
 {
     memset(p, 0, sizeof *p);
-    tt_model_ext ext;
-    if (tt_model_cfg_from_config(c, &p->mc, &ext, NULL)) return -1;
+    if (tt_model_cfg_from_config(c, &p->mc, &p->ext, NULL)) return -1;
     p->ac = c->activation_checkpoint.mode;
     if ((unsigned)p->ac > TT_AC_FULL) return tt_errorf("activation_checkpoint.mode: unknown mode %d", (int)p->ac);
     if (tt_model_count_params(&p->mc, &p->matmul_params) <= 0) return tt_error_prefix("model: ");
-    tt_model_count_active(&p->mc, &p->active_params);
-    tt_model *m = tt_model_new_ext(&p->mc, &ext); /* the layout only: no weights */
+    tt_model_count_active(&p->mc, &p->ext, &p->active_params);
+    tt_model *m = tt_model_new_ext(&p->mc, &p->ext); /* the layout only: no weights */
     if (!m) return tt_error_prefix("model: ");
     p->params = (int64_t)m->numel; /* with the biases a Hugging Face config adds */
     p->B = c->training.local_batch_size;

@@ -15,6 +15,7 @@ typedef struct {
 } tt_plan_ac;
 typedef struct {
     tt_model_cfg mc;
+    tt_model_ext ext;              /* what a Hugging Face config adds */
     int64_t params, matmul_params; /* params: the model's layout, Hugging Face biases included */
     int64_t active_params;         /* those a token uses: of the routed experts top_k / num_experts */
     int B, T;                      /* the micro-batch: local_batch_size x seq_len */
