@@ -291,14 +291,19 @@ static void check_variant(variant va, const char *const *targets, int n_targets)
     close_run(&un);
     l.dropout = 0;
 
-    /* bf16: the linear weights stored bf16, the rest fp32; a step runs and leaves the base's bytes alone */
+    /* bf16: the linear weights (the routed experts' too) stored bf16, the rest fp32, each on a 64-byte boundary but
+     * a routed expert's parameter, right after the one before it (the MoE block reads them as one stack); a step runs
+     * and leaves the base's bytes alone */
     tt_frozen_layout fl;
     CHECK(tt_frozen_layout_new(m, TT_BF16, &fl) == 0);
     int n_bf16 = 0;
     for (int i = 0; i < m->n_params; i++) {
         n_bf16 += fl.dtype[i] == TT_BF16;
-        CHECK(fl.dtype[i] == (m->params[i].ndim == 2 && !m->params[i].routed ? TT_BF16 : TT_F32));
-        CHECK(fl.offset[i] % 64 == 0);
+        CHECK(fl.dtype[i] == (m->params[i].ndim == 2 ? TT_BF16 : TT_F32));
+        const tt_param *p = &m->params[i], *q = i > 0 ? &m->params[i - 1] : NULL;
+        if (p->routed && q && q->routed && q->unit == p->unit)
+            CHECK(fl.offset[i] == fl.offset[i - 1] + (size_t)tt_param_numel(q) * tt_dtype_size(fl.dtype[i - 1]));
+        else CHECK(fl.offset[i] % 64 == 0);
     }
     CHECK(n_bf16 >= l.n_targets);
     tt_frozen_layout_free(&fl);

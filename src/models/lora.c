@@ -227,9 +227,9 @@ tt_err tt_frozen_layout_new(const tt_model *b, tt_dtype linear_dtype, tt_frozen_
         out->unit_offset[u] = at;
         size_t in_unit = 0;
         for (int i = b->units[u].first_param; i < b->n_params && b->params[i].unit == u; i++) {
-            /* the 2-D weights (linear layers, embedding tables, the head) in either dtype: their kernels read both;
-             * norms and biases fp32, and the routed experts too (the grouped GEMM takes fp32 weights) */
-            out->dtype[i] = b->params[i].ndim == 2 && !b->params[i].routed ? linear_dtype : TT_F32;
+            /* the 2-D weights (linear layers, embedding tables, the head, the routed experts') in either dtype: their
+             * kernels read both; norms and biases fp32 */
+            out->dtype[i] = b->params[i].ndim == 2 ? linear_dtype : TT_F32;
             out->offset[i] = in_unit;
             /* each on a 64-byte boundary, but the routed experts' parameters back to back: the MoE block reads each
              * range of them as one stack (GPT-OSS's biases of 24 floats would leave gaps) */

@@ -62,10 +62,11 @@ tt_err tt_moe_declare(tt_model *m, int unit, const char *prefix, double std, dou
     return m->n_params - first == tt_moe_slots_of(e).n ? 0 : tt_errorf("model: MoE layout");
 }
 
-/* A view of `n` consecutive parameters starting at p[i] as one (n, r, k) value, or (n, r) for k = 0 */
+/* A view of `n` consecutive parameters starting at p[i] as one (n, r, k) value, or (n, r) for k = 0, in their
+ * dtype (fp32; LoRA's frozen base holds the experts' weights in bf16) */
 static tt_value *stacked(tt_graph *g, tt_value *const *p, int i, int64_t n, int64_t r, int64_t k)
 {
-    return p[i] ? tt_value_view(g, p[i]->base, p[i]->offset, TT_F32, k ? 3 : 2, (int64_t[]){n, r, k}) : NULL;
+    return p[i] ? tt_value_view(g, p[i]->base, p[i]->offset, p[i]->dtype, k ? 3 : 2, (int64_t[]){n, r, k}) : NULL;
 }
 
 /* The shared experts on h (N, D), gated by Qwen2-MoE's sigmoid(h . gate)

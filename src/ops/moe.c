@@ -274,6 +274,7 @@ static void bw_grouped_matmul(tt_graph *g, tt_node *n, tt_value *const *gout, tt
     tt_value *x = n->in[0], *w = n->in[1], *off = n->in[2];
     const int tb = TT_ATTRS(n, tt_matmul_attrs)->tb, E = (int)w->shape[0];
     gin[0] = tt_grouped_matmul(g, gout[0], w, off, !tb);
+    if (!trains(w)) return; /* frozen experts (LoRA's base): no gradient to make */
     gin[1] = tb ? tt_grouped_matmul_wgrad(g, gout[0], x, off, E, w->dtype)
                 : tt_grouped_matmul_wgrad(g, x, gout[0], off, E, w->dtype);
 }
