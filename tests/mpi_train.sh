@@ -18,8 +18,8 @@
 #   - a stop request saves one checkpoint, taken by every rank at one step;
 #   - Mixture-of-Experts under FSDP, HSDP and accumulation gives one process's
 #     losses, balancing bias and expert load; a DeepSeek-V3-style model saved
-#     on 2 ranks resumes on one; GPT-OSS's fixture under EP 2 gives one
-#     process's losses;
+#     on 2 ranks resumes on one; GPT-OSS's fixture under FSDP 2, EP 2 and
+#     EP 2 x FSDP 2 gives one process's losses;
 #   - expert parallelism (EP 2, EP 2 x FSDP 2, EP 4, under HSDP, accumulating,
 #     with a receive bound) gives one process's losses, bias and load; saved
 #     with EP 2 on 4 ranks it resumes with EP 1 on 2 and on 1, and with EP 4
@@ -309,17 +309,24 @@ DS=(--config "$SRC/configs/deepseek_v3_debug.toml" --model.dim 64 --model.n_head
   paste "$W/la" "$W/lb" | awk '{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) bad = 1 } END { exit bad }'
 check "DeepSeek-V3 style (MLA + MoE) saved on 2 ranks resumes on one with one process's losses" $?
 # GPT-OSS (the gpt_oss fixture: attention sinks, a biased router, experts with biases and the clamped SwiGLU, their
-# packed tensors) under EP 2 on 2 ranks: one process's losses
+# packed tensors) under FSDP 2, EP 2 and EP 2 x FSDP 2: one process's losses
 OSS=(--model.hf_assets_path "$SRC/tests/fixtures/hf/gpt_oss" --checkpoint.initial_load_in_hf true --training.seq_len 256
      --synthetic.train_tokens 100000 --synthetic.val_tokens 8192 --lr_scheduler.warmup_steps 2 --training.steps 20
      --metrics.log_freq 1 --metrics.peak_tflops 1 --training.mixed_precision_param float32 --validation.enable false
      --generate.max_new_tokens 0 --checkpoint.enable true --checkpoint.interval 100 --comm.timeout_seconds 10
      --model.load_balance_coeff 0)
-"$TITAN" train "${OSS[@]}" --job.dump_folder "$W/oss1" --training.local_batch_size 4 >"$W/oss1.log" 2>&1 &&
-  mpi 2 train "${OSS[@]}" --job.dump_folder "$W/oss2" --training.local_batch_size 2 \
-    --parallelism.expert_parallel_degree 2 >"$W/oss2.log" 2>&1 &&
-  close "$W/oss1/metrics.jsonl" "$W/oss2/metrics.jsonl"
-check "GPT-OSS (sinks, biased experts, the clamped SwiGLU) under EP 2: one process's losses" $?
+"$TITAN" train "${OSS[@]}" --job.dump_folder "$W/oss1" --training.local_batch_size 4 >"$W/oss1.log" 2>&1
+check "GPT-OSS: one process, batch 4" $?
+for run in "oss_fsdp2 2 --training.local_batch_size 2" \
+           "oss_ep2 2 --training.local_batch_size 2 --parallelism.expert_parallel_degree 2" \
+           "oss_ep2_fsdp2 4 --training.local_batch_size 1 --parallelism.expert_parallel_degree 2"; do
+  set -- $run
+  name=$1 np=$2
+  shift 2
+  mpi "$np" train "${OSS[@]}" --job.dump_folder "$W/$name" "$@" >"$W/$name.log" 2>&1 &&
+    close "$W/oss1/metrics.jsonl" "$W/$name/metrics.jsonl"
+  check "GPT-OSS (sinks, biased experts, the clamped SwiGLU), $name: one process's losses" $?
+done
 
 # ---- expert parallelism ---------------------------------------------------------------
 # each MoE layer's experts split over the ranks of an expert group, tokens exchanged by all-to-all: one process's
