@@ -536,7 +536,7 @@ int main(void)
     check_variant(GPT2, c_attn, 1);
     check_errors();
     static const char *const peft_models[] = {"llama", "qwen2", "qwen3", "mistral", "qwen3_moe", "gpt2", "phi3",
-                                              "gemma3", "gemma2"};
+                                              "gemma3", "gemma2", "gpt_oss"};
     for (size_t k = 0; k < sizeof peft_models / sizeof *peft_models; k++) check_peft(peft_models[k]);
     return th_done("test_lora");
 }

@@ -13,7 +13,7 @@ attention) it writes:
       adapter_config.json (base_model_name_or_path "tests/fixtures/hf/NAME").
       r 4, lora_alpha 8, dropout 0, bias "none"; target_modules "all-linear"
       (every nn.Linear but the head) for the dense models, the attention
-      projections for qwen3_moe; qwen2 uses use_rslora (scale 8 / sqrt(4) = 4,
+      projections for qwen3_moe and gpt_oss; qwen2 uses use_rslora (scale 8 / sqrt(4) = 4,
       the others 8 / 4 = 2). A is PEFT's init (Kaiming-uniform) after
       torch.manual_seed(SEED + index); B is then drawn normal(0, 0.02), so the
       adapter changes the logits.
@@ -39,7 +39,7 @@ attention) it writes:
                                 this script asserts.
   The file's one metadata key "made_by" names the versions and the scale.
 
-For qwen3_moe, top-k routing is discontinuous: every MoE layer's sorted router
+For qwen3_moe and gpt_oss, top-k routing is discontinuous: every MoE layer's sorted router
 softmax scores on input_ids under the adapter must be ROUTER_MARGIN apart
 (tools/gen_hf_fixtures.py's test), else the adapter is drawn again with the
 next seed; the seed used is printed.
@@ -88,6 +88,7 @@ LORA = {
     "phi3": ("all-linear", False),  # one adapter for qkv_proj's q, k and v, one for gate_up_proj's gate and up
     "gemma3": ("all-linear", False),  # (1 + w) norms in the frozen base, GeGLU, a RoPE base per layer type
     "gemma2": ("all-linear", False),  # soft-capped scores and logits
+    "gpt_oss": (ATTENTION, False),  # sinks, biased projections; its experts (packed tensors) take no adapters
 }
 # Conv1D modules (GPT-2's), whose weights are stored (in, out): PEFT's fan_in_fan_out, and one adapter for c_attn's
 # q, k and v together
