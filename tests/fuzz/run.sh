@@ -18,7 +18,8 @@ seed() {
     hf_config) for f in "$SRC"/tests/fixtures/hf/*/config.json; do cp "$f" "$d/$(basename "$(dirname "$f")").json"; done ;;
     peft_config) for f in "$SRC"/tests/fixtures/lora/*/adapter_config.json; do cp "$f" "$d/$(basename "$(dirname "$f")").json"; done ;;
     tokenizer_json) for f in "$SRC"/tests/fixtures/tokenizers/*/tokenizer.json; do cp "$f" "$d/$(basename "$(dirname "$f")").json"; done ;;
-    safetensors) for f in "$SRC"/tests/fixtures/lora/*/adapter_model.safetensors; do cp "$f" "$d/$(basename "$(dirname "$f")").st"; done ;;
+    safetensors) for f in "$SRC"/tests/fixtures/lora/*/adapter_model.safetensors; do cp "$f" "$d/$(basename "$(dirname "$f")").st"; done
+      cp "$SRC/tests/fixtures/mxfp4/experts.safetensors" "$d/mxfp4.st" ;;
     chat_template)
       python3 - "$SRC/tests/fixtures/chat/cases.json" "$d" <<'PY'
 import json, sys
