@@ -44,6 +44,10 @@ module as layer num_hidden_layers (model.layers.2.*, a few tensors of the
 shapes DeepSeek-V3's layer 61 has; config num_nextn_predict_layers = 1), which
 loaders must skip: transformers reports them as unexpected keys and ignores them.
 
+gpt_oss (GPT-OSS: attention sinks, biased router and experts, the clamped SwiGLU; its experts packed (E, in,
+out) with gate and up columns interleaved, as save_pretrained writes them) is an MoE fixture like the others;
+gpt_oss_mxfp4 is another GPT-OSS model whose experts are MXFP4 (see gpt_oss_mxfp4 below).
+
     pip install torch transformers safetensors
     python3 tools/gen_hf_fixtures.py [--out tests/fixtures/hf] [--shared ../shared]
                                      [--only NAME[,NAME...]]
