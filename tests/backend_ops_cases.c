@@ -270,32 +270,18 @@ static void scaled_attention(hc *h, const attn_v_p *c, int docs, double scale, d
     tt_attention_scaled(h->g, q, k, v, doc, c->B, c->T, c->H, c->Hk, c->hd, c->window, scale, cap, sk);
     forward_and_backward(h, last(h), 1);
 }
-static void case_attention_scaled(hc *h, const void *p)
+/* scaled_attention on an attn_p row, values as wide as keys */
+static void scaled_attention_p(hc *h, const attn_p *c, double scale, double cap, int sinks)
 {
-    const attn_p *c = p;
     const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
-    scaled_attention(h, &v, c->docs, 0.61, 0, 0);
+    scaled_attention(h, &v, c->docs, scale, cap, sinks);
 }
+static void case_attention_scaled(hc *h, const void *p) { scaled_attention_p(h, p, 0.61, 0, 0); }
 /* Gemma 2's soft-capped scores: a cap of 1.5 bends scores of this size (|s| up to about 3) well into the tanh */
-static void case_attention_capped(hc *h, const void *p)
-{
-    const attn_p *c = p;
-    const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
-    scaled_attention(h, &v, c->docs, 0.61, 1.5, 0);
-}
+static void case_attention_capped(hc *h, const void *p) { scaled_attention_p(h, p, 0.61, 1.5, 0); }
 /* GPT-OSS's sinks: alone, and with a soft-cap and another scale (the sinks' epilogue sees the capped scores) */
-static void case_attention_sinks(hc *h, const void *p)
-{
-    const attn_p *c = p;
-    const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
-    scaled_attention(h, &v, c->docs, 0, 0, 1);
-}
-static void case_attention_sinks_capped(hc *h, const void *p)
-{
-    const attn_p *c = p;
-    const attn_v_p v = {c->B, c->T, c->H, c->Hk, c->hd, c->hd, c->window, c->Tmax, c->start};
-    scaled_attention(h, &v, c->docs, 0.61, 1.5, 1);
-}
+static void case_attention_sinks(hc *h, const void *p) { scaled_attention_p(h, p, 0, 0, 1); }
+static void case_attention_sinks_capped(hc *h, const void *p) { scaled_attention_p(h, p, 0.61, 1.5, 1); }
 static void case_attention_vw(hc *h, const void *p) { scaled_attention(h, p, 1, 0.45, 0, 0); }
 static void case_attention_vw_sinks(hc *h, const void *p) { scaled_attention(h, p, 1, 0.45, 0, 1); }
 static void case_attention_qkv(hc *h, const void *p)

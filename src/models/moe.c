@@ -139,20 +139,21 @@ static tt_err gpt_oss_slot(const tt_model *m, int l, int k, tt_hf_slot *s)
 {
     const tt_moe_slots b = tt_moe_slots_of(&m->cfg.moe);
     const int E = m->cfg.moe.n_experts, F = m->cfg.moe.ffn_dim, D = m->cfg.dim;
-    const char *n = NULL;
-    if (k == b.router || k == b.rbias) n = k == b.router ? "mlp.router.weight" : "mlp.router.bias";
-    else if (k >= b.w13 && k < b.w13 + 2 * E)
-        n = "mlp.experts.gate_up_proj", *s = (tt_hf_slot){.part = k - b.w13, .n_parts = 2 * E, .stacked = 1, .hf_ndim = 3,
-                                                           .hf_shape = {E, D, 2 * F}, .transpose = 1, .ilv = 2};
-    else if (k >= b.w2 && k < b.w2 + E)
-        n = "mlp.experts.down_proj", *s = (tt_hf_slot){.part = k - b.w2, .n_parts = E, .stacked = 1, .hf_ndim = 3,
-                                                        .hf_shape = {E, F, D}, .transpose = 1};
-    else if (b.b13 >= 0 && k >= b.b13 && k < b.b13 + 2 * E)
-        n = "mlp.experts.gate_up_proj_bias", *s = (tt_hf_slot){.part = k - b.b13, .n_parts = 2 * E, .stacked = 1,
-                                                                .hf_ndim = 2, .hf_shape = {E, 2 * F}, .ilv = 2};
-    else if (b.b2 >= 0 && k >= b.b2 && k < b.b2 + E)
-        n = "mlp.experts.down_proj_bias", *s = (tt_hf_slot){.part = k - b.b2, .n_parts = E, .stacked = 1, .hf_ndim = 2,
-                                                             .hf_shape = {E, D}};
+    /* each packed tensor: its first slot, parameters, interleave, transpose, shape */
+    const struct { const char *name; int first, count, ilv, transpose, ndim; int64_t shape[3]; } t[] = {
+        {"mlp.experts.gate_up_proj", b.w13, 2 * E, 2, 1, 3, {E, D, 2 * F}},
+        {"mlp.experts.down_proj", b.w2, E, 1, 1, 3, {E, F, D}},
+        {"mlp.experts.gate_up_proj_bias", b.b13, 2 * E, 2, 0, 2, {E, 2 * F}},
+        {"mlp.experts.down_proj_bias", b.b2, E, 1, 0, 2, {E, D}},
+    };
+    const char *n = k == b.router ? "mlp.router.weight" : k == b.rbias ? "mlp.router.bias" : NULL;
+    for (size_t i = 0; i < sizeof t / sizeof t[0] && !n; i++) {
+        if (t[i].first < 0 || k < t[i].first || k >= t[i].first + t[i].count) continue;
+        n = t[i].name;
+        *s = (tt_hf_slot){.part = k - t[i].first, .n_parts = t[i].count, .stacked = 1, .hf_ndim = t[i].ndim,
+                          .hf_shape = {t[i].shape[0], t[i].shape[1], t[i].shape[2]}, .transpose = t[i].transpose,
+                          .ilv = t[i].ilv};
+    }
     if (!n) return tt_errorf("model: layer %d has no GPT-OSS MoE slot %d", l, k);
     snprintf(s->name, sizeof s->name, "model.layers.%d.%s", l, n);
     return 0;

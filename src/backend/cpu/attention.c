@@ -200,12 +200,6 @@ void cpu_attention_kv(const float *q, const float *k, const float *v, float *o, 
 
 /* ---- attention sinks (GPT-OSS) ------------------------------------------------ */
 
-/* element i of a row of dtype dt, and its store */
-static inline float elem(const void *row, int i, tt_dtype dt)
-{
-    return dt == TT_BF16 ? tt_bf16_to_f32(((const uint16_t *)row)[i]) : ((const float *)row)[i];
-}
-
 /* A row of logsumexp L over its keys and output o = sum_j e^(s_j - L) v_j: the sink s, one more logit with no
  * value, makes the logsumexp L' = log(e^L + e^s) and the output o e^(L - L'). A row that sees no key keeps
  * o = 0 and L = -inf (all of its probability is the sink's, which adds nothing). */
@@ -213,6 +207,7 @@ void cpu_attention_sinks_fwd(void *o, long ldo, float *lse, const float *sinks, 
                              tt_dtype dt)
 {
     const size_t es = tt_dtype_size(dt);
+    const int bf = dt == TT_BF16;
     #pragma omp parallel for schedule(static)
     for (int n = 0; n < B * T; n++) {
         const int b = n / T, t = n % T;
@@ -222,10 +217,7 @@ void cpu_attention_sinks_fwd(void *o, long ldo, float *lse, const float *sinks, 
             const float s = sinks[h], m = fmaxf(*L, s), Ls = m + logf(expf(*L - m) + expf(s - m));
             const float f = expf(*L - Ls);
             char *row = (char *)o + ((size_t)n * ldo + (size_t)h * dv) * es;
-            if (dt == TT_BF16)
-                for (int d = 0; d < dv; d++) ((uint16_t *)row)[d] = tt_f32_to_bf16(elem(row, d, dt) * f);
-            else
-                for (int d = 0; d < dv; d++) ((float *)row)[d] *= f;
+            for (int d = 0; d < dv; d++) tt_st(row, (size_t)d, tt_ld(row, (size_t)d, bf) * f, bf);
             *L = Ls;
         }
     }
@@ -237,6 +229,7 @@ void cpu_attention_sinks_bwd(const void *o, long ldo, const void *dout, long ldd
                              const float *sinks, float *dsinks, int B, int T, int H, int dv, tt_dtype dt)
 {
     const size_t es = tt_dtype_size(dt);
+    const int bf = dt == TT_BF16;
     #pragma omp parallel for schedule(static)
     for (int h = 0; h < H; h++) {
         double acc = 0;
@@ -246,7 +239,7 @@ void cpu_attention_sinks_bwd(const void *o, long ldo, const void *dout, long ldd
             const char *on = (const char *)o + ((size_t)n * ldo + (size_t)h * dv) * es;
             const char *dn = (const char *)dout + ((size_t)n * lddo + (size_t)h * dv) * es;
             float D = 0;
-            for (int d = 0; d < dv; d++) D += elem(on, d, dt) * elem(dn, d, dt);
+            for (int d = 0; d < dv; d++) D += tt_ld(on, (size_t)d, bf) * tt_ld(dn, (size_t)d, bf);
             acc -= (double)expf(sinks[h] - L) * D;
         }
         dsinks[h] = (float)acc;
