@@ -1,5 +1,5 @@
 /* test_gemm.c — titan's GEMM (backend/cpu/gemm.c) on every code path this CPU
- * runs (avx512, avx2, scalar), every transpose combination, odd shapes,
+ * runs (amx, avx512, avx2, scalar), every transpose combination, odd shapes,
  * accumulate on/off, fp32 / bf16 / mixed operands, against a double
  * reference. */
 #include <math.h>
@@ -18,6 +18,8 @@ typedef struct { int M, N, K; } shape;
 static const shape shapes[] = {
     {1, 1, 1}, {17, 33, 65}, {129, 5, 300}, {40, 50, 1}, {3, 70, 9}, {8, 20, 33}, {9, 100, 20},
     {32, 50, 40}, {33, 40, 20}, {2, 700, 400}, {300, 70, 600}, {37, 1000, 45}, {20, 40, 1100},
+    {40, 3200, 40}, /* past AMX's nc */
+    {70, 90, 64}, {100, 40, 1088}, /* k in whole AMX granules: a bf16 A read in place */
 };
 
 static float rnd(tt_rng *r) { return (float)(2.0 * tt_rng_uniform(r) - 1.0); }
@@ -61,7 +63,7 @@ static double worst_rel(const float *c, const double *ref, const double *mag, co
     return w;
 }
 
-static const char *isa_names[] = {"auto", "scalar", "avx2", "avx512"};
+static const char *isa_names[] = {"auto", "scalar", "avx2", "avx512", "amx"};
 
 /* the general entry with an fp32 C, argument by argument */
 static tt_err gemm(tt_dtype compute, const void *A, tt_dtype adt, int lda, const void *B, tt_dtype bdt, int ldb,
@@ -213,7 +215,7 @@ int main(void)
 {
     tt_rng rng = {1234, 0};
     int paths = 0;
-    for (int isa = TT_GEMM_ISA_SCALAR; isa <= TT_GEMM_ISA_AVX512; isa++) {
+    for (int isa = TT_GEMM_ISA_SCALAR; isa <= TT_GEMM_ISA_AMX; isa++) {
         if (!tt_gemm_isa_supported((tt_gemm_isa)isa)) {
             CHECK(tt_gemm_set_isa((tt_gemm_isa)isa) != 0); /* refused, with a message */
             fprintf(stderr, "test_gemm: this CPU has no %s path, skipped\n", isa_names[isa]);
@@ -221,7 +223,8 @@ int main(void)
         }
         CHECK(tt_gemm_set_isa((tt_gemm_isa)isa) == 0);
         const char *f32 = tt_gemm_path_name(TT_F32), *bf16 = tt_gemm_path_name(TT_BF16);
-        CHECK_MSG(strncmp(f32, isa_names[isa], strlen(isa_names[isa])) == 0, "%s path is %s", isa_names[isa], f32);
+        const char *f32_isa = isa == TT_GEMM_ISA_AMX ? "avx512" : isa_names[isa]; /* AMX has bf16 tiles only */
+        CHECK_MSG(strncmp(f32, f32_isa, strlen(f32_isa)) == 0, "%s path is %s", isa_names[isa], f32);
         CHECK_MSG(strncmp(bf16, isa_names[isa], strlen(isa_names[isa])) == 0, "%s path is %s", isa_names[isa], bf16);
         fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s\n", isa_names[isa], f32, bf16);
         for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) check_shape(shapes[s], &rng, isa_names[isa]);

@@ -6,6 +6,16 @@
 
 #include <immintrin.h>
 
+/* the first n lanes (n may be <= 0 or past the width) */
+static inline __mmask16 mask16(int n)
+{
+    return n <= 0 ? 0 : n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1);
+}
+static inline __mmask32 mask32(int n)
+{
+    return n <= 0 ? 0 : n >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << n) - 1);
+}
+
 /* r[0..15] rows of 16 words -> r[c] = column c (see the comment per stage) */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void transpose16(__m512i r[16])
 {

@@ -36,6 +36,7 @@ int tt_gemm_isa_supported(tt_gemm_isa isa)
     case TT_GEMM_ISA_AUTO:
     case TT_GEMM_ISA_SCALAR: return 1;
 #ifdef TT_GEMM_X86
+    case TT_GEMM_ISA_AMX: return tt_gemm_impl_amx_bf16() != NULL;
     case TT_GEMM_ISA_AVX2:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -55,15 +56,17 @@ static int g_isa;
 
 static tt_gemm_isa best_isa(void)
 {
-    tt_gemm_isa best = tt_gemm_isa_supported(TT_GEMM_ISA_AVX512) ? TT_GEMM_ISA_AVX512
-                       : tt_gemm_isa_supported(TT_GEMM_ISA_AVX2) ? TT_GEMM_ISA_AVX2
-                                                                 : TT_GEMM_ISA_SCALAR;
+    tt_gemm_isa best = tt_gemm_isa_supported(TT_GEMM_ISA_AMX)      ? TT_GEMM_ISA_AMX
+                       : tt_gemm_isa_supported(TT_GEMM_ISA_AVX512) ? TT_GEMM_ISA_AVX512
+                       : tt_gemm_isa_supported(TT_GEMM_ISA_AVX2)   ? TT_GEMM_ISA_AVX2
+                                                                   : TT_GEMM_ISA_SCALAR;
     const char *env = getenv("TITAN_GEMM_ISA");
-    tt_gemm_isa cap = TT_GEMM_ISA_AVX512;
+    tt_gemm_isa cap = TT_GEMM_ISA_AMX;
     if (env && strcmp(env, "scalar") == 0) cap = TT_GEMM_ISA_SCALAR;
     else if (env && strcmp(env, "avx2") == 0) cap = TT_GEMM_ISA_AVX2;
-    else if (env && *env && strcmp(env, "avx512") != 0)
-        tt_warn("TITAN_GEMM_ISA=%s is not one of avx512, avx2, scalar: ignored", env);
+    else if (env && strcmp(env, "avx512") == 0) cap = TT_GEMM_ISA_AVX512;
+    else if (env && *env && strcmp(env, "amx") != 0)
+        tt_warn("TITAN_GEMM_ISA=%s is not one of amx, avx512, avx2, scalar: ignored", env);
     if (best > cap) best = cap;
     /* a cap the CPU lacks (avx2 on a machine with AVX-512 but no FMA?) falls to scalar */
     return tt_gemm_isa_supported(best) ? best : TT_GEMM_ISA_SCALAR;
@@ -85,11 +88,11 @@ tt_err tt_gemm_set_isa(tt_gemm_isa isa)
         __atomic_store_n(&g_isa, (int)best_isa(), __ATOMIC_RELEASE);
         return TT_OK;
     }
-    if (isa < TT_GEMM_ISA_SCALAR || isa > TT_GEMM_ISA_AVX512)
+    static const char *const names[] = {"auto", "scalar", "avx2", "avx512", "amx"};
+    if (isa < TT_GEMM_ISA_SCALAR || isa > TT_GEMM_ISA_AMX)
         return tt_errorf("tt_gemm_set_isa: unknown code path %d", (int)isa);
     if (!tt_gemm_isa_supported(isa))
-        return tt_errorf("tt_gemm_set_isa: this CPU cannot run the %s path",
-                         isa == TT_GEMM_ISA_AVX512 ? "avx512" : "avx2");
+        return tt_errorf("tt_gemm_set_isa: this CPU cannot run the %s path", names[isa]);
     __atomic_store_n(&g_isa, (int)isa, __ATOMIC_RELEASE);
     return TT_OK;
 }
@@ -101,6 +104,10 @@ static const tt_gemm_impl *pick_impl(tt_dtype compute, int *round)
     const tt_gemm_impl *im = NULL;
     *round = 0;
     switch (current_isa()) {
+    case TT_GEMM_ISA_AMX:
+        if (compute == TT_BF16) im = tt_gemm_impl_amx_bf16();
+        if (!im) im = tt_gemm_impl_avx512_f32();
+        break;
     case TT_GEMM_ISA_AVX512:
         if (compute == TT_BF16 && cpu_has_bf16()) im = tt_gemm_impl_avx512_bf16();
         if (!im) im = tt_gemm_impl_avx512_f32();
@@ -146,6 +153,10 @@ static inline int cdiv(int a, int b) { return (a + b - 1) / b; }
 static inline int round_up(int a, int b) { return cdiv(a, b) * b; }
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
+/* k blocks and panels hold whole granules of k values (zero-padded) */
+static inline int kgran_of(const tt_gemm_impl *im) { return im->kgran ? im->kgran : im->kunit; }
+static inline int kpad_of(const tt_gemm_impl *im, int kc) { return round_up(kc, kgran_of(im)); }
+
 /* Block sizes for a range of n values: at most `cap`, a multiple of `unit`,
  * and as even as possible so the last block is not a sliver. */
 static int balanced_block(int n, int cap, int unit)
@@ -190,7 +201,7 @@ static void pack_rows(const gemm_job *j, int is_a, int row0, int rn, int pc, int
 {
     const tt_gemm_impl *im = j->im;
     if (rn <= 0) return;
-    tt_gemm_pack_args pa = {.kn = kc, .round_bf16 = j->round};
+    tt_gemm_pack_args pa = {.kn = kc, .kpad = kpad_of(im, kc), .round_bf16 = j->round};
     if (is_a) { /* A element (row, k) is A[k*lda + row] when ta, else A[row*lda + k] */
         const size_t esz = j->adt == TT_BF16 ? 2 : 4;
         pa.src = j->A + esz * (j->ta ? (size_t)pc * j->lda + row0 : (size_t)row0 * j->lda + pc);
@@ -200,7 +211,7 @@ static void pack_rows(const gemm_job *j, int is_a, int row0, int rn, int pc, int
         pa.src = j->B + esz * (j->tb ? (size_t)row0 * j->ldb + pc : (size_t)pc * j->ldb + row0);
         pa.sdt = j->bdt, pa.ld = j->ldb, pa.kcontig = j->tb, pa.rn = rn, pa.W = im->nr;
     }
-    im->pack(dst, &pa);
+    (is_a && im->pack_a ? im->pack_a : im->pack)(dst, &pa);
 }
 
 /* Thread t's share of rows [row0, row0 + n) cut in panels of W: whole panels,
@@ -209,7 +220,7 @@ static void pack_share(const gemm_job *j, int is_a, int row0, int n, int pc, int
 {
     const int W = is_a ? j->im->mr : j->im->nr, np = cdiv(n, W);
     const int p0 = (int)((long)np * t / T), p1 = (int)((long)np * (t + 1) / T);
-    const size_t panel = (size_t)cdiv(kc, j->im->kunit) * W * j->im->kunit * j->im->esize;
+    const size_t panel = (size_t)kpad_of(j->im, kc) * W * j->im->esize;
     pack_rows(j, is_a, row0 + p0 * W, imin(p1 * W, n) - p0 * W, pc, kc, buf + p0 * panel);
 }
 
@@ -311,10 +322,11 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
 {
     const tt_gemm_impl *im = j->im;
     const int mr = im->mr, nr = im->nr, ku = im->kunit, K = j->K, T = pl->T;
+    if (im->begin) im->begin();
     for (int jc = 0; jc < j->N; jc += pl->ncb) {
         const int nc = imin(pl->ncb, j->N - jc), npj = cdiv(nc, nr);
         for (int pc = 0; pc < K; pc += pl->kcb) {
-            const int kc = imin(pl->kcb, K - pc), ks = cdiv(kc, ku), last = pc + kc >= K;
+            const int kc = imin(pl->kcb, K - pc), ks = kpad_of(im, kc) / ku, last = pc + kc >= K;
             const size_t bpanel = (size_t)ks * nr * ku * im->esize, apanel = (size_t)ks * mr * ku * im->esize;
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
             if (j->a_rows || j->a_band) barrier(T); /* the B block is whole */
@@ -354,6 +366,7 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
             if (j->a_rows) barrier(T); /* everyone is done with the B block */
         }
     }
+    if (im->end) im->end();
 }
 
 /* below this many multiply-adds one thread is faster than waking the team */
@@ -452,7 +465,7 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
 {
     const tt_gemm_impl *im = j->im;
     *pl = (gemm_plan){
-        .kcb = balanced_block(j->K, im->kc, im->kunit),
+        .kcb = balanced_block(j->K, im->kc, kgran_of(im)),
         .ncb = balanced_block(j->N, im->nc, im->nr),
     };
     /* A short k block leaves room for more rows of A in L2: fewer, larger A
@@ -462,11 +475,13 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
     pl->mcb = balanced_block(j->M, mcap, im->mr);
     /* A is read in place when it is stored k-contiguous in exactly the packed
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
-     * bf16 ones), so packing it would only copy it. */
+     * bf16 ones, and whole k granules: no k block then needs padding), so
+     * packing it would only copy it. */
     const size_t aes = j->adt == TT_BF16 ? 2 : 4;
     j->a_rows = im->kern_rows && !j->ta && !j->round &&
                 (im->kunit == 1 ? j->adt == TT_F32
-                                : j->adt == TT_BF16 && j->K % 2 == 0 && j->lda % 2 == 0 && ((uintptr_t)j->A & 3) == 0);
+                                : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&
+                                      ((uintptr_t)j->A & 3) == 0);
     /* With few B panels (a small N: the weight gradients of a narrow model),
      * the waits on the shared A blocks cost more than they save, and made the
      * time of such products swing from 65% to 88% of peak between runs (tn,

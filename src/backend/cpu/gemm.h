@@ -1,6 +1,7 @@
 /* gemm.h — titan's own packed, cache-blocked GEMM for the CPU: fp32, and bf16
- * (bf16 operands, fp32 accumulation), with the code path (AVX-512 + BF16,
- * AVX2 + FMA, portable C) chosen at run time so one binary runs on any x86-64.
+ * (bf16 operands, fp32 accumulation), with the code path (AMX tiles for
+ * bf16, AVX-512 (+ BF16), AVX2 + FMA, portable C) chosen at run time so one
+ * binary runs on any x86-64.
  *
  * Every entry computes, row-major,
  *     C (M,N) = op(A) op(B)  (+ C if accumulate)
@@ -10,7 +11,7 @@
  * Threads: one OpenMP parallel region per call over omp_get_max_threads()
  * threads, or the calling thread alone when called inside a parallel region
  * or for a product under ~0.5M multiply-adds. C with few rows (up to 32; 8
- * for bf16 on AVX512_BF16), as in decoding, takes a path that reads B in
+ * for bf16 on AVX512_BF16 or AMX), as in decoding, takes a path that reads B in
  * place instead of packing it. A CPU without AVX512_BF16 computes bf16 as
  * fp32 products of the bf16-rounded values: the same numbers up to the order
  * of the sums. */
@@ -72,13 +73,14 @@ tt_err tt_gemm(const tt_gemm_args *g);
 tt_err tt_gemm_grouped(const tt_gemm_args *g, int n);
 
 /* Code paths. TT_GEMM_ISA_AUTO is the best this CPU runs, unless the
- * environment variable TITAN_GEMM_ISA=avx512|avx2|scalar caps it (read on the
+ * environment variable TITAN_GEMM_ISA=amx|avx512|avx2|scalar caps it (read on the
  * first call, and again by tt_gemm_set_isa(TT_GEMM_ISA_AUTO)). */
 typedef enum {
     TT_GEMM_ISA_AUTO = 0,
     TT_GEMM_ISA_SCALAR, /* portable C */
     TT_GEMM_ISA_AVX2,   /* AVX2 + FMA; bf16 is widened to fp32 */
     TT_GEMM_ISA_AVX512, /* AVX-512F(+BW/VL); bf16 with vdpbf16ps when the CPU has AVX512_BF16 */
+    TT_GEMM_ISA_AMX,    /* bf16 on AMX tiles (tdpbf16ps); fp32 as AVX512 */
 } tt_gemm_isa;
 
 /* 1 if this CPU runs `isa` (AUTO and SCALAR always). */
@@ -88,7 +90,7 @@ int tt_gemm_isa_supported(tt_gemm_isa isa);
  * thread is inside a GEMM. */
 tt_err tt_gemm_set_isa(tt_gemm_isa isa);
 /* The path the next call will take for `compute` (TT_F32 or TT_BF16), as a
- * name: "avx512-bf16", "avx512-f32", "avx2-f32", "scalar-f32". */
+ * name: "amx-bf16", "avx512-bf16", "avx512-f32", "avx2-f32", "scalar-f32". */
 const char *tt_gemm_path_name(tt_dtype compute);
 /* 1 when bf16 products run as bf16 dot products (AVX512_BF16) on this CPU and path */
 int tt_gemm_has_bf16_dot(void);

@@ -115,16 +115,6 @@ TT_AVX512BF16 static void kern_bf16_rows(int ksteps, const void *a, long lda, co
  * 16 (32-bit words) in registers: 16 k values of fp32, or 32 k values = 16
  * bf16 pairs. */
 
-/* the first n lanes (n may be <= 0 or past the width) */
-static inline __mmask16 mask16(int n)
-{
-    return n <= 0 ? 0 : n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1);
-}
-static inline __mmask32 mask32(int n)
-{
-    return n <= 0 ? 0 : n >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << n) - 1);
-}
-
 /* 16 words of row r starting at k value k0, for `kunit` and the source dtype;
  * kleft = k values still in range (masked, zero beyond). */
 TT_AVX512F static inline __m512i load_row_f32(const tt_gemm_pack_args *p, int r, int k0, int kleft)
@@ -458,7 +448,7 @@ TT_AVX512F static void skinny_axpy(const tt_gemm_skinny_args *s, int n0, int n1)
     }
 }
 
-TT_AVX512F static void skinny(const tt_gemm_skinny_args *s, int n0, int n1)
+TT_AVX512F void tt_gemm_skinny_avx512(const tt_gemm_skinny_args *s, int n0, int n1)
 {
     if (s->tb) skinny_dot(s, n0, n1);
     else skinny_axpy(s, n0, n1);
@@ -472,12 +462,13 @@ TT_AVX512F static void skinny(const tt_gemm_skinny_args *s, int n0, int n1)
  * kc 512 (fp32) / 1024 (bf16) beat 256 / 512 by 3-5%. */
 static const tt_gemm_impl avx512_f32 = {
     .name = "avx512-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
-    .mc = 144, .kc = 512, .nc = 3072, .kern = kern_f32, .kern_rows = kern_f32_rows, .pack = pack_f32, .skinny = skinny,
+    .mc = 144, .kc = 512, .nc = 3072, .kern = kern_f32, .kern_rows = kern_f32_rows, .pack = pack_f32,
+    .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_bf16 = {
     .name = "avx512-bf16", .mr = MR, .nr = NR, .kunit = 2, .esize = 2,
     .mc = 144, .kc = 1024, .nc = 3072, .kern = kern_bf16, .kern_rows = kern_bf16_rows, .pack = pack_bf16,
-    .skinny = skinny,
+    .skinny = tt_gemm_skinny_avx512,
 };
 
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }

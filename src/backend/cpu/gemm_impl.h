@@ -22,6 +22,7 @@ typedef struct {
     long ld;
     int kcontig;      /* 1: k runs along memory (A without ta, B with tb) */
     int rn, kn;       /* rows and k values to pack */
+    int kpad;         /* k values a panel holds: kn rounded up to the impl's kgran, zero past kn */
     int W;            /* panel width */
     int round_bf16;   /* kunit 1 only: round fp32 values to bf16 first (bf16 compute without bf16 hardware) */
 } tt_gemm_pack_args;
@@ -34,7 +35,7 @@ typedef void (*tt_gemm_kern_fn)(int ksteps, const void *a, const void *b, float 
  * the packed type (fp32 values, or bf16 pairs as 32-bit words). */
 typedef void (*tt_gemm_kern_rows_fn)(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
                                      int accumulate);
-/* Packs p->rn rows into ceil(rn / W) panels at dst, each ceil(kn / kunit) * W * kunit values. */
+/* Packs p->rn rows into ceil(rn / W) panels at dst, each kpad * W values. */
 typedef void (*tt_gemm_pack_fn)(void *dst, const tt_gemm_pack_args *p);
 
 /* The skinny path, for C with few rows (decode-time matrix-vector products):
@@ -58,18 +59,24 @@ typedef struct {
     const char *name;
     int mr, nr;     /* register tile (rows of C, columns of C) */
     int kunit;      /* 1: fp32 panels, 2: bf16 pair panels */
+    int kgran;      /* panels hold a multiple of this many k values, zero-padded (0: kunit) */
     int esize;      /* bytes of one packed value: 4 or 2 */
     int mc, kc, nc; /* cache blocks: multiples of mr, kunit, nr */
     tt_gemm_kern_fn kern;
     tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed */
     tt_gemm_pack_fn pack;
+    tt_gemm_pack_fn pack_a; /* NULL: A panels as B's, by pack (with W = mr) */
     tt_gemm_skinny_fn skinny;
+    /* NULL, or called on each thread before its first and after its last
+     * microkernel of a GEMM (AMX: configure the tiles, release them) */
+    void (*begin)(void), (*end)(void);
 } tt_gemm_impl;
 
 /* The portable packer (every layout, dtype and kunit, any W). */
 void tt_gemm_pack_generic(void *dst, const tt_gemm_pack_args *p, int kunit);
-/* The portable skinny path. */
+/* The portable skinny path, and the AVX-512 one (call only where the CPU has AVX-512). */
 void tt_gemm_skinny_generic(const tt_gemm_skinny_args *s, int n0, int n1);
+void tt_gemm_skinny_avx512(const tt_gemm_skinny_args *s, int n0, int n1);
 
 /* fp32 -> bf16 -> fp32, round to nearest even, NaN kept quiet: the same
  * rounding as tt_f32_to_bf16, inline for the packing loops. */
@@ -87,5 +94,6 @@ const tt_gemm_impl *tt_gemm_impl_scalar(void);
 const tt_gemm_impl *tt_gemm_impl_avx2_f32(void);
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void);
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void);
+const tt_gemm_impl *tt_gemm_impl_amx_bf16(void);
 
 #endif

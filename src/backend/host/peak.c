@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "backend/host/amx.h"
 #include "backend/host/peak.h"
 
 #ifdef _OPENMP
@@ -89,6 +90,44 @@ __attribute__((target("avx512f,avx512bf16"))) static double bf16_avx512(double s
     return (double)iters * 16 * 64; /* 16 registers x 32 bf16 pairs x 2 FLOPs */
 }
 
+/* AMX: four 16x16 fp32 tiles, each gaining a 16x32 by 32x16 bf16 product a
+ * step (16,384 FLOPs per tdpbf16ps), as titan's GEMM kernel does. The A rows
+ * hold (x, -x) pairs, so every pair sums to zero and the tiles stay at 0. */
+__attribute__((target("amx-tile,amx-bf16"))) static double bf16_amx(double seconds, double *elapsed)
+{
+    uint16_t a[16 * 32] __attribute__((aligned(64))), b[16 * 32] __attribute__((aligned(64)));
+    for (int i = 0; i < 16 * 32; i++) {
+        a[i] = i & 1 ? 0xba83 : 0x3a83; /* -1e-3, 1e-3 in bf16 */
+        b[i] = 0x3a83;
+    }
+    tt_amx_tiles_16x64();
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, a, 64);
+    _tile_loadd(5, a, 64);
+    _tile_loadd(6, b, 64);
+    _tile_loadd(7, b, 64);
+    uint64_t iters = 0;
+    double t0 = tt_now(), t;
+    do {
+        for (int r = 0; r < ROUNDS; r++) {
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+        iters += ROUNDS;
+    } while ((t = tt_now() - t0) < seconds);
+    float c[16 * 16] __attribute__((aligned(64)));
+    _tile_stored(0, c, 64);
+    tt_amx_release();
+    peak_sink = c[0] + c[255];
+    *elapsed = t;
+    return (double)iters * 4 * 16 * 16 * 32 * 2; /* 4 tile products of 16 x 16 x 32 multiply-adds */
+}
+
 __attribute__((target("avx2,fma"))) static double f32_avx2(double seconds, double *elapsed)
 {
     const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-6f);
@@ -143,12 +182,15 @@ static double f32_scalar(double seconds, double *elapsed)
     return (double)iters * 12 * 2;
 }
 
-/* The best kernels this CPU runs. TITAN_PEAK_ISA=scalar|avx2 caps the choice
- * (to exercise and compare the fallbacks on a big machine). */
+/* The best kernels this CPU runs: bf16 on AMX tiles where titan's GEMM can
+ * use them (tt_amx_usable: TITAN_AMX=0 says no), since the peak is the MFU's
+ * denominator. TITAN_PEAK_ISA=scalar|avx2|avx512 caps the choice (to exercise
+ * and compare the fallbacks on a big machine). */
 static void pick(peak_kernel *f32, peak_kernel *bf16, char *path, size_t cap)
 {
     const char *cap_isa = getenv("TITAN_PEAK_ISA");
-    int allow512 = !cap_isa || strcmp(cap_isa, "avx512") == 0;
+    int allow_amx = !cap_isa || strcmp(cap_isa, "amx") == 0;
+    int allow512 = allow_amx || strcmp(cap_isa, "avx512") == 0;
     int allow2 = allow512 || (cap_isa && strcmp(cap_isa, "avx2") == 0);
     *f32 = f32_scalar;
     *bf16 = NULL;
@@ -161,6 +203,10 @@ static void pick(peak_kernel *f32, peak_kernel *bf16, char *path, size_t cap)
         if (__builtin_cpu_supports("avx512bf16")) {
             *bf16 = bf16_avx512;
             snprintf(path, cap, "avx512f+avx512bf16");
+        }
+        if (allow_amx && tt_amx_usable()) {
+            *bf16 = bf16_amx;
+            snprintf(path, cap, "avx512f+amx-bf16");
         }
     } else if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         *f32 = f32_avx2;
@@ -281,6 +327,7 @@ static const struct {
     const char *path;
     double f32_lo, f32_hi, bf16_lo, bf16_hi;
 } flops_per_cycle[] = {
+    {"avx512f+amx-bf16", 32, 64, 512, 1024}, /* one tdpbf16ps each 16 cycles, or 32 */
     {"avx512f+avx512bf16", 32, 64, 64, 128},
     {"avx512f", 32, 64, 0, 0},
     {"avx2+fma", 16, 32, 0, 0},
@@ -425,6 +472,11 @@ int tt_peak_load_cached(tt_peak *out)
              cJSON_IsNumber(bf) && cJSON_IsString(pa) && strcmp(cpu->valuestring, here.model) == 0 &&
              strcmp(id->valuestring, here.id) == 0 && thr->valuedouble == tt_num_threads() &&
              f32->valuedouble > 0 && f32->valuedouble < 1e12 && bf->valuedouble >= 0 && bf->valuedouble < 1e12;
+    /* the kernels this run would measure with (TITAN_AMX, TITAN_PEAK_ISA) */
+    peak_kernel kf, kb;
+    char path_now[32];
+    pick(&kf, &kb, path_now, sizeof path_now);
+    ok = ok && strcmp(pa->valuestring, path_now) == 0;
     tt_peak p;
     memset(&p, 0, sizeof p);
     if (ok) {
