@@ -1,5 +1,6 @@
 /* attention_avx512.c — flash attention for AVX-512 CPUs, forward and
- * backward, fp32 (FMA) and bf16 (vdpbf16ps, fp32 sums).
+ * backward, fp32 (FMA) and bf16 (vdpbf16ps, or AMX tiles where the CPU has
+ * them and the head dim is a multiple of 32; fp32 sums).
  *
  * Work is cut into 64 x 64 tiles of (queries, keys). The forward keeps, per
  * 64-query block, the running row max and sum of an online softmax and an
@@ -35,6 +36,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/avx512_util.h"
+#include "backend/host/amx.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -128,11 +130,68 @@ static void tile_mm(int ku, int M, int n, int ks, const void *a, long lda, const
     }
 }
 
+/* The same product on AMX tiles, for bf16 (ku 2) when M and n are multiples
+ * of 16 and ks of 16 pairs: C in 16 x 16 fp32 tiles, two rows by two columns
+ * of them at a time (tmm0-3), each k block of 32 values loading two A tiles
+ * (tmm4, 5: 16 rows of 16 pairs, A's rows as they lie) and two B tiles (tmm6,
+ * 7: 16 steps of 16 pairs, B's steps as they lie: already AMX's pair layout).
+ * The calling thread has configured its tiles (tt_amx_tiles_16x64). */
+#define TGT_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+TGT_AMX AI void amx_block(const int rr, const int cc, int ks, const char *a, long lda, const char *b, long ldb,
+                          float *c, long ldc, int acc)
+{
+    const long la = lda * 4, lb = ldb * 4, lc = ldc * 4; /* strides in bytes */
+    float *c1 = c + 16 * ldc;
+    if (acc) {
+        _tile_loadd(0, c, lc);
+        if (cc > 1) _tile_loadd(1, c + 16, lc);
+        if (rr > 1) _tile_loadd(2, c1, lc);
+        if (rr > 1 && cc > 1) _tile_loadd(3, c1 + 16, lc);
+    } else {
+        _tile_zero(0);
+        if (cc > 1) _tile_zero(1);
+        if (rr > 1) _tile_zero(2);
+        if (rr > 1 && cc > 1) _tile_zero(3);
+    }
+    for (int s = 0; s < ks; s += 16) {
+        const char *as = a + (size_t)s * 4, *bs = b + (size_t)s * lb;
+        _tile_loadd(4, as, la);
+        if (rr > 1) _tile_loadd(5, as + 16 * la, la);
+        _tile_loadd(6, bs, lb);
+        if (cc > 1) _tile_loadd(7, bs + 64, lb);
+        _tile_dpbf16ps(0, 4, 6);
+        if (cc > 1) _tile_dpbf16ps(1, 4, 7);
+        if (rr > 1) _tile_dpbf16ps(2, 5, 6);
+        if (rr > 1 && cc > 1) _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, c, lc);
+    if (cc > 1) _tile_stored(1, c + 16, lc);
+    if (rr > 1) _tile_stored(2, c1, lc);
+    if (rr > 1 && cc > 1) _tile_stored(3, c1 + 16, lc);
+}
+
+TGT_AMX static void tile_mm_amx(int M, int n, int ks, const void *a, long lda, const void *b, long ldb, float *c,
+                                long ldc, int acc)
+{
+    for (int r0 = 0; r0 < M; r0 += 32) {
+        const char *ar = (const char *)a + (size_t)r0 * lda * 4;
+        float *cr = c + (size_t)r0 * ldc;
+        for (int c0 = 0; c0 < n; c0 += 32) {
+            const char *bc = (const char *)b + (size_t)c0 * 4;
+            if (M - r0 >= 32 && n - c0 >= 32) amx_block(2, 2, ks, ar, lda, bc, ldb, cr + c0, ldc, acc);
+            else if (M - r0 >= 32) amx_block(2, 1, ks, ar, lda, bc, ldb, cr + c0, ldc, acc);
+            else if (n - c0 >= 32) amx_block(1, 2, ks, ar, lda, bc, ldb, cr + c0, ldc, acc);
+            else amx_block(1, 1, ks, ar, lda, bc, ldb, cr + c0, ldc, acc);
+        }
+    }
+}
+
 /* ---- the pre-pass: sources into the tile layouts --------------------------- */
 
 typedef struct {
     const tt_attn *a;
     int ku, nblk, group;   /* nblk: 64-row blocks per sequence */
+    int amx;               /* bf16 products on AMX tiles (tile_mm_amx; hd a multiple of 32) */
     size_t es, blk_elems;  /* bytes of one compute element; elements of one packed 64 x hd block */
     float scale;           /* 1 / sqrt(hd) */
     float softcap;         /* > 0: scaled scores s become softcap tanh(s / softcap) */
@@ -144,6 +203,14 @@ typedef struct {
 static void *blk_at(const ws_t *w, void *base, int b, int head, int heads, int blk)
 {
     return (char *)base + ((((size_t)b * heads + head) * w->nblk + blk) * w->blk_elems) * w->es;
+}
+
+/* A tile product of the call: on AMX tiles where w says so, else tile_mm */
+static void prod(const ws_t *w, int M, int n, int ks, const void *a, long lda, const void *b, long ldb, float *c,
+                 long ldc, int acc)
+{
+    if (w->amx) tile_mm_amx(M, n, ks, a, lda, b, ldb, c, ldc, acc);
+    else tile_mm(w->ku, M, n, ks, a, lda, b, ldb, c, ldc, acc);
 }
 
 /* RoPE's cos and sin (times rope_scale) for every position the call uses:
@@ -282,7 +349,7 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
         const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
         if (see == SEE_NONE) continue;
         /* S (64, 64) = Q K^T */
-        tile_mm(ku, BLK, BLK, hd / ku, Q, hd / ku, blk_at(w, w->k_bt, b, kh, a->Hk, jb), BLK, S, BLK, 0);
+        prod(w, BLK, BLK, hd / ku, Q, hd / ku, blk_at(w, w->k_bt, b, kh, a->Hk, jb), BLK, S, BLK, 0);
         if (w->softcap > 0) { /* soft-capped, kept in the unscaled units the rest multiplies by sc */
             const float cs = w->softcap / sc, inv = sc / w->softcap;
             #pragma omp simd
@@ -317,7 +384,7 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
                 for (int c = 0; c < BLK; c++) ((uint16_t *)P)[(size_t)r * BLK + c] = tt_bf16_bits(s[c]);
         }
         /* O (64, hd) += P V */
-        tile_mm(ku, BLK, hd, BLK / ku, ku == 2 ? P : S, BLK / ku, blk_at(w, w->v_bi, b, kh, a->Hk, jb), hd, O, hd, 1);
+        prod(w, BLK, hd, BLK / ku, ku == 2 ? P : S, BLK / ku, blk_at(w, w->v_bi, b, kh, a->Hk, jb), hd, O, hd, 1);
     }
     for (int r = 0; r < nq; r++) {
         const size_t n = (size_t)b * a->T + i0 + r;
@@ -340,6 +407,7 @@ static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
     memset(w, 0, sizeof *w);
     w->a = a;
     w->ku = a->dt == TT_BF16 ? 2 : 1;
+    w->amx = w->ku == 2 && a->hd % 32 == 0 && tt_amx_usable();
     w->es = a->dt == TT_BF16 ? 2 : 4;
     w->nblk = (a->T + BLK - 1) / BLK;
     w->group = a->H / a->Hk;
@@ -447,6 +515,7 @@ __attribute__((noinline)) TGT static tt_err fwd_avx512(const tt_attn *a)
             #pragma omp atomic write
             rc = -1;
         }
+        if (w.amx) tt_amx_tiles_16x64();
         /* tasks are independent, so a dynamic schedule (which evens out the causal
          * triangle) still gives the same bits on every run */
         #pragma omp for schedule(dynamic, 1)
@@ -455,6 +524,7 @@ __attribute__((noinline)) TGT static tt_err fwd_avx512(const tt_attn *a)
             const int ib = (int)(t % w.nblk), h = (int)(t / w.nblk % a->H), b = (int)(t / ((long)w.nblk * a->H));
             fwd_task(&w, b, h, ib, (float *)tb, (float *)(tb + ob), tb + ob + sb);
         }
+        if (w.amx) tt_amx_release();
     }
     return rc;
 }
@@ -544,9 +614,9 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                 const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
                 if (see == SEE_NONE) continue;
                 const float *L = a->lse + ((size_t)b * a->H + h) * T + i0, *Dr = w->D + ((size_t)b * a->H + h) * T + i0;
-                tile_mm(ku, BLK, BLK, hd / ku, blk_at(w, w->q_r, b, h, a->H, ib), hd / ku,
+                prod(w, BLK, BLK, hd / ku, blk_at(w, w->q_r, b, h, a->H, ib), hd / ku,
                         blk_at(w, w->k_bt, b, kh, a->Hk, jb), BLK, u->S, BLK, 0);
-                tile_mm(ku, BLK, BLK, hd / ku, blk_at(w, w->do_r, b, h, a->H, ib), hd / ku,
+                prod(w, BLK, BLK, hd / ku, blk_at(w, w->do_r, b, h, a->H, ib), hd / ku,
                         blk_at(w, w->v_bt, b, kh, a->Hk, jb), BLK, u->dP, BLK, 0);
                 for (int r = 0; r < BLK; r++) {
                     float *p = u->S + (size_t)r * BLK, *ds = u->dP + (size_t)r * BLK;
@@ -585,9 +655,9 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                     P_i = u->P_i, dS_i = u->dS_i, dS_r = u->dS_r;
                 }
                 /* dV^T (hd, 64) += dO^T P;  dK^T (hd, 64) += Q^T dS;  dQ (64, hd) += dS K */
-                tile_mm(ku, hd, BLK, BLK / ku, blk_at(w, w->do_at, b, h, a->H, ib), BLK / ku, P_i, BLK, u->dVt, BLK, 1);
-                tile_mm(ku, hd, BLK, BLK / ku, blk_at(w, w->q_at, b, h, a->H, ib), BLK / ku, dS_i, BLK, u->dKt, BLK, 1);
-                tile_mm(ku, BLK, hd, BLK / ku, dS_r, BLK / ku, blk_at(w, w->k_bi, b, kh, a->Hk, jb), hd,
+                prod(w, hd, BLK, BLK / ku, blk_at(w, w->do_at, b, h, a->H, ib), BLK / ku, P_i, BLK, u->dVt, BLK, 1);
+                prod(w, hd, BLK, BLK / ku, blk_at(w, w->q_at, b, h, a->H, ib), BLK / ku, dS_i, BLK, u->dKt, BLK, 1);
+                prod(w, BLK, hd, BLK / ku, dS_r, BLK / ku, blk_at(w, w->k_bi, b, kh, a->Hk, jb), hd,
                         u->dQ + ((size_t)g * Tp + i0) * hd, hd, 1);
             }
         }
@@ -632,9 +702,11 @@ __attribute__((noinline)) TGT static tt_err bwd_avx512(const tt_attn *a)
             u.dS_r = tb + 4 * t64, u.dKt = (float *)(tb + 5 * t64), u.dVt = (float *)(tb + 5 * t64 + th);
             u.dQ = (float *)(tb + 5 * t64 + 2 * th);
         }
+        if (w.amx) tt_amx_tiles_16x64();
         #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < tasks; t++)
             if (tb) bwd_task(&w, &rt, t / a->Hk, t % a->Hk, &u);
+        if (w.amx) tt_amx_release();
     }
     return rc;
 }
