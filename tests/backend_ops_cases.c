@@ -612,7 +612,7 @@ static const attn_p at_gqa = {2, 13, 4, 2, 8, 0, 1, 0, 0, 0}, at_win = {1, 17, 3
                     at_plain = {1, 9, 1, 1, 6, 0, 0, 0, 0, 0}, at_typ = {2, 256, 4, 4, 32, 0, 0, 0, 0, 0},
                     qkv_rope = {2, 13, 4, 2, 8, 0, 1, 1, 0, 0}, qkv_plain = {1, 11, 2, 2, 16, 4, 1, 0, 0, 0},
                     qkv_typ = {2, 256, 4, 4, 32, 0, 0, 1, 0, 0}, kv_prefill = {1, 5, 4, 2, 8, 0, 0, 0, 16, 0},
-                    kv_decode = {2, 1, 4, 2, 16, 3, 0, 0, 12, 7};
+                    kv_decode = {2, 1, 4, 2, 16, 3, 0, 0, 12, 7}, at_48 = {2, 200, 4, 2, 48, 0, 1, 0, 0, 0};
 static const emb_p emb_odd = {37, 19, 23, 0, 0, 0}, emb_acc = {29, 11, 13, 1, 0, 0}, emb_typ = {512, 128, 258, 1, 0, 0},
                    ce_odd = {13, 11, 17, 0, 0, 0}, ce_acc = {9, 7, 5, 1, 0, 0}, ce_typ = {512, 128, 258, 1, 0, 0},
                    ce_frozen = {13, 11, 17, 0, 1, 0}, ce_frozen_typ = {512, 128, 258, 0, 1, 0}, emb_frozen = {37, 19, 23, 0, 1, 0},
@@ -703,6 +703,7 @@ const test_case op_cases[] = {
     {"attention GQA 3:1, window 5, documents, hd 16", case_attention, &at_win, 1, 0},
     {"attention one head, hd 6", case_attention, &at_plain, 1, 0},
     {"attention 2x256, 4 heads of 32", case_attention, &at_typ, 0, 0},
+    {"attention 2x200, GQA 4:2, heads of 48, documents", case_attention, &at_48, 0, 0},
     {"attention scaled 0.61, GQA 4:2, documents", case_attention_scaled, &at_gqa, 1, 0},
     {"attention scaled 0.61, 2x256, 4 heads of 32", case_attention_scaled, &at_typ, 0, 0},
     {"attention_kv scaled 0.61, decode at 7 of 12", case_attention_scaled, &kv_decode, 0, 0},

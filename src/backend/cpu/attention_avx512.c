@@ -1,6 +1,6 @@
 /* attention_avx512.c — flash attention for AVX-512 CPUs, forward and
  * backward, fp32 (FMA) and bf16 (vdpbf16ps, or AMX tiles where the CPU has
- * them and the head dim is a multiple of 32; fp32 sums).
+ * them; fp32 sums).
  *
  * Work is cut into 64 x 64 tiles of (queries, keys). The forward keeps, per
  * 64-query block, the running row max and sum of an online softmax and an
@@ -131,7 +131,7 @@ static void tile_mm(int ku, int M, int n, int ks, const void *a, long lda, const
 }
 
 /* The same product on AMX tiles, for bf16 (ku 2) when M and n are multiples
- * of 16 and ks of 16 pairs: C in 16 x 16 fp32 tiles, two rows by two columns
+ * of 16 (as the head dim is here) and ks of 16 pairs: C in 16 x 16 fp32 tiles, two rows by two columns
  * of them at a time (tmm0-3), each k block of 32 values loading two A tiles
  * (tmm4, 5: 16 rows of 16 pairs, A's rows as they lie) and two B tiles (tmm6,
  * 7: 16 steps of 16 pairs, B's steps as they lie: already AMX's pair layout).
@@ -191,7 +191,7 @@ TGT_AMX static void tile_mm_amx(int M, int n, int ks, const void *a, long lda, c
 typedef struct {
     const tt_attn *a;
     int ku, nblk, group;   /* nblk: 64-row blocks per sequence */
-    int amx;               /* bf16 products on AMX tiles (tile_mm_amx; hd a multiple of 32) */
+    int amx;               /* bf16 products on AMX tiles (tile_mm_amx) */
     size_t es, blk_elems;  /* bytes of one compute element; elements of one packed 64 x hd block */
     float scale;           /* 1 / sqrt(hd) */
     float softcap;         /* > 0: scaled scores s become softcap tanh(s / softcap) */
@@ -205,12 +205,17 @@ static void *blk_at(const ws_t *w, void *base, int b, int head, int heads, int b
     return (char *)base + ((((size_t)b * heads + head) * w->nblk + blk) * w->blk_elems) * w->es;
 }
 
-/* A tile product of the call: on AMX tiles where w says so, else tile_mm */
+/* A tile product of the call: on AMX tiles where w says so, else tile_mm.
+ * AMX takes whole blocks of 16 steps; the rest of a sum over a head dim that
+ * is not a multiple of 32 (48: 24 steps) is added by tile_mm. */
 static void prod(const ws_t *w, int M, int n, int ks, const void *a, long lda, const void *b, long ldb, float *c,
                  long ldc, int acc)
 {
-    if (w->amx) tile_mm_amx(M, n, ks, a, lda, b, ldb, c, ldc, acc);
-    else tile_mm(w->ku, M, n, ks, a, lda, b, ldb, c, ldc, acc);
+    const int ka = w->amx ? ks / 16 * 16 : 0;
+    if (ka) tile_mm_amx(M, n, ka, a, lda, b, ldb, c, ldc, acc);
+    if (ka < ks)
+        tile_mm(w->ku, M, n, ks - ka, (const int32_t *)a + ka, lda, (const int32_t *)b + (size_t)ka * ldb, ldb, c, ldc,
+                acc || ka);
 }
 
 /* RoPE's cos and sin (times rope_scale) for every position the call uses:
@@ -407,7 +412,7 @@ static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
     memset(w, 0, sizeof *w);
     w->a = a;
     w->ku = a->dt == TT_BF16 ? 2 : 1;
-    w->amx = w->ku == 2 && a->hd % 32 == 0 && tt_amx_usable();
+    w->amx = w->ku == 2 && tt_amx_usable();
     w->es = a->dt == TT_BF16 ? 2 : 4;
     w->nblk = (a->T + BLK - 1) / BLK;
     w->group = a->H / a->Hk;
