@@ -35,10 +35,12 @@
 /* The tile over `ksteps` pairs of k (a multiple of 16). A is a packed panel
  * (lda 0: each k block 32 rows of 64 bytes), or read in place: row i at
  * a + i * lda 32-bit words (pairs of bf16), k running along it.
- * C is often far away (L3 or memory: 32 rows, each in its own lines), and a
- * tile load of it at the start would stall the products for as long as the
- * whole k loop takes. So the kernel asks for C's lines first, sums into zeroed
- * tiles, and only then adds C (by then in L1) with AVX-512. */
+ * C may lie in memory (the head's logits and weight gradient: 32 rows, each
+ * in its own lines), so the kernel asks for C's lines first, sums into zeroed
+ * tiles, and only then stores them, or adds C (by then in cache) with
+ * AVX-512. Against loading C into the tiles up front, over llama_768's step
+ * products (titan bench gemm), this is faster where C is in memory and a few
+ * percent slower where it is in cache: about even in all. */
 TT_AMX static inline __attribute__((always_inline)) void tile_amx(int ksteps, const char *ap, long lda,
                                                                   const char *bp, float *c, long ldc,
                                                                   int accumulate)
@@ -166,8 +168,8 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
 }
 
 /* Cache blocks. A 32 x 32 tile of products takes 64 cycles and 4 KB of A and
- * B, more than L2 feeds a core in that time, so the kernel runs near half the
- * tile peak at best whatever the blocking; what the blocks still decide is
+ * B, more than L2 feeds a core in that time, so the kernel runs well below
+ * the tile peak whatever the blocking; what the blocks still decide is
  * how often C travels: each k block writes every tile of C once (and reads it
  * back after the first), and C is mostly beyond L2. So k blocks are long:
  * over llama_768's step products (titan bench gemm --config
