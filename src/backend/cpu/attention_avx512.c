@@ -47,7 +47,7 @@
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define AI static inline __attribute__((always_inline))
 
-#define BLK 64 /* queries per tile, keys per tile */
+#define BLK 64 /* queries per tile, keys per tile: a row of a tile is four vectors of 16 */
 
 static int cpu_ok(tt_dtype dt)
 {
@@ -240,6 +240,25 @@ TGT static void transpose_words(const uint32_t *in, long ldi, int rows, int cols
         }
 }
 
+/* RoPE on one row x (2 half) at position pos, in place: dir 1 rotates,
+ * dir -1 rotates back (the transpose, for gradients). Pairs (i, i + half);
+ * half is a multiple of 8, so the last vector may be partial. */
+TGT static void rope_row(const rope_tab *rt, int pos, int half, float *x, int dir)
+{
+    const size_t tr = (size_t)(pos - rt->lo) * half; /* the position's table row */
+    const float *c = rt->cos + tr, *sn = rt->sin + tr;
+    for (int i = 0; i < half; i += 16) {
+        const __mmask16 k = mask16(half - i);
+        const __m512 x1 = _mm512_maskz_loadu_ps(k, x + i), x2 = _mm512_maskz_loadu_ps(k, x + half + i);
+        const __m512 cv = _mm512_maskz_loadu_ps(k, c + i);
+        const __m512 sv = dir > 0 ? _mm512_maskz_loadu_ps(k, sn + i) : _mm512_sub_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps(k, sn + i));
+        _mm512_mask_storeu_ps(x + i, k, _mm512_fnmadd_ps(x2, sv, _mm512_mul_ps(x1, cv)));
+        _mm512_mask_storeu_ps(x + half + i, k, _mm512_fmadd_ps(x1, sv, _mm512_mul_ps(x2, cv)));
+    }
+}
+
+#define PF_ROWS 8
+
 /* Rows [t0, t0 + 64) of head hh of batch b: loaded from the strided source
  * into an fp32 tile X (64, hd), RoPE'd when rope, then written to each
  * layout that is not NULL; rows past T are zero. X is scratch. */
@@ -257,19 +276,14 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
         }
         const size_t n = (size_t)b * a->T + t0 + tl;
         const char *row = (const char *)src + (n * (size_t)ld + (size_t)hh * hd) * esrc;
+        if (tl + PF_ROWS < nt) /* rows lie a whole row of heads apart: ask for the one PF_ROWS ahead */
+            for (size_t o = 0; o < (size_t)hd * esrc; o += 64) _mm_prefetch(row + PF_ROWS * ld * esrc + o, _MM_HINT_T0);
         if (a->dt == TT_BF16)
-            for (int d = 0; d < hd; d++) x[d] = tt_bf16_float(((const uint16_t *)row)[d]);
+            for (int d = 0; d < hd; d += 16) /* bf16 is fp32's top half */
+                _mm512_storeu_si512(x + d, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + d))), 16));
         else
             memcpy(x, row, (size_t)hd * sizeof(float));
-        if (rope && a->pos) {
-            const size_t tr = (size_t)(a->pos[n] - rt->lo) * half; /* the position's table row */
-            const float *c = rt->cos + tr, *sn = rt->sin + tr;
-            for (int i = 0; i < half; i++) {
-                const float x1 = x[i], x2 = x[i + half];
-                x[i] = x1 * c[i] - x2 * sn[i];
-                x[i + half] = x2 * c[i] + x1 * sn[i];
-            }
-        }
+        if (rope && a->pos) rope_row(rt, a->pos[n], half, x, 1);
     }
     void *R = r_ ? blk_at(w, r_, b, hh, heads, blk) : NULL, *BT = bt ? blk_at(w, bt, b, hh, heads, blk) : NULL;
     void *BI = bi ? blk_at(w, bi, b, hh, heads, blk) : NULL, *AT = at ? blk_at(w, at, b, hh, heads, blk) : NULL;
@@ -284,14 +298,16 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
      * words transposed. BI: rows 2tp and 2tp+1 interleaved. AT: BI transposed. */
     uint16_t *r16 = R ? R : (uint16_t *)(X + (size_t)BLK * hd); /* BT needs R's words: X's tail is room for them */
     if (R || BT)
-        for (size_t e = 0; e < (size_t)BLK * hd; e++) r16[e] = tt_bf16_bits(X[e]);
+        for (size_t e = 0; e < (size_t)BLK * hd; e += 32) /* BLK * hd is a multiple of 32 */
+            _mm512_storeu_si512(r16 + e, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(X + e + 16), _mm512_loadu_ps(X + e)));
     if (BT) transpose_words((const uint32_t *)r16, half, BLK, half, BT, BLK);
     if (BI || AT) {
         uint32_t *bi32 = BI ? BI : (uint32_t *)(X + (size_t)BLK * hd);
-        for (int tp = 0; tp < BLK / 2; tp++)
-            for (int d = 0; d < hd; d++)
-                bi32[(size_t)tp * hd + d] = tt_bf16_bits(X[(size_t)2 * tp * hd + d]) |
-                                            (uint32_t)tt_bf16_bits(X[(size_t)(2 * tp + 1) * hd + d]) << 16;
+        for (int tp = 0; tp < BLK / 2; tp++) {
+            const float *x0 = X + (size_t)2 * tp * hd;
+            for (int d = 0; d < hd; d += 16)
+                _mm512_storeu_si512(bi32 + (size_t)tp * hd + d, bf16_pairs(_mm512_loadu_ps(x0 + d), _mm512_loadu_ps(x0 + hd + d)));
+        }
         if (AT) transpose_words(bi32, hd, BLK / 2, hd, AT, BLK / 2);
     }
 }
@@ -334,6 +350,13 @@ TGT static int tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj,
     return any ? SEE_SOME : SEE_NONE;
 }
 
+/* A row of vis as a mask: bit c set when the query sees key c */
+TGT static inline __mmask64 vis_mask(const unsigned char row[BLK])
+{
+    const __m512i v = _mm512_loadu_si512(row);
+    return _mm512_test_epi8_mask(v, v);
+}
+
 /* ---- forward ------------------------------------------------------------------ */
 
 /* One 64-query block of one head: online softmax over the key blocks it sees. */
@@ -361,32 +384,41 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
             for (int e = 0; e < BLK * BLK; e++) S[e] = cs * tt_tanhf(S[e] * inv);
         }
         for (int r = 0; r < BLK; r++) {
-            float *s = S + (size_t)r * BLK, bm = -INFINITY;
-            if (see == SEE_SOME)
-                for (int c = 0; c < BLK; c++) s[c] = vis[r][c] ? s[c] : -INFINITY;
-            #pragma omp simd reduction(max : bm)
-            for (int c = 0; c < BLK; c++) bm = s[c] > bm ? s[c] : bm;
+            float *s = S + (size_t)r * BLK;
+            /* the row's four vectors of scores; masked keys weigh exactly 0 */
+            const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
+            __m512 x[4], e[4], mx = _mm512_set1_ps(-INFINITY);
+            for (int v = 0; v < 4; v++) {
+                x[v] = _mm512_loadu_ps(s + 16 * v);
+                mx = _mm512_mask_max_ps(mx, (__mmask16)(seen >> 16 * v), mx, x[v]);
+            }
+            const float bm = _mm512_reduce_max_ps(mx);
             if (bm == -INFINITY) { /* this row sees none of these keys */
-                for (int c = 0; c < BLK; c++) s[c] = 0;
+                for (int v = 0; v < 4; v++) e[v] = _mm512_setzero_ps();
             } else {
                 if (bm > m[r]) { /* a new running max: rescale what was summed so far */
                     const float corr = tt_expf((m[r] - bm) * sc);
                     float *orow = O + (size_t)r * hd;
                     l[r] *= corr;
-                    for (int d = 0; d < hd; d++) orow[d] *= corr;
+                    for (int d = 0; d < hd; d += 16)
+                        _mm512_storeu_ps(orow + d, _mm512_mul_ps(_mm512_loadu_ps(orow + d), _mm512_set1_ps(corr)));
                     m[r] = bm;
                 }
-                float sum = 0;
-                const float mr = m[r];
-                #pragma omp simd reduction(+ : sum)
-                for (int c = 0; c < BLK; c++) { /* masked keys weigh exactly 0 (tt_expf(-inf) is ~1e-38) */
-                    s[c] = see == SEE_ALL || vis[r][c] ? tt_expf((s[c] - mr) * sc) : 0.0f;
-                    sum += s[c];
+                const __m512 mr = _mm512_set1_ps(m[r]), scv = _mm512_set1_ps(sc);
+                __m512 sum = _mm512_setzero_ps();
+                for (int v = 0; v < 4; v++) {
+                    e[v] = _mm512_maskz_mov_ps((__mmask16)(seen >> 16 * v), exp16(_mm512_mul_ps(_mm512_sub_ps(x[v], mr), scv)));
+                    sum = _mm512_add_ps(sum, e[v]);
                 }
-                l[r] += sum;
+                l[r] += _mm512_reduce_add_ps(sum);
             }
-            if (ku == 2) /* P as bf16, pairs along the keys */
-                for (int c = 0; c < BLK; c++) ((uint16_t *)P)[(size_t)r * BLK + c] = tt_bf16_bits(s[c]);
+            if (ku == 2) { /* P as bf16, pairs along the keys */
+                uint16_t *pr = (uint16_t *)P + (size_t)r * BLK;
+                _mm512_storeu_si512(pr, (__m512i)_mm512_cvtne2ps_pbh(e[1], e[0]));
+                _mm512_storeu_si512(pr + 32, (__m512i)_mm512_cvtne2ps_pbh(e[3], e[2]));
+            } else {
+                for (int v = 0; v < 4; v++) _mm512_storeu_ps(s + 16 * v, e[v]);
+            }
         }
         /* O (64, hd) += P V */
         prod(w, BLK, hd, BLK / ku, ku == 2 ? P : S, BLK / ku, blk_at(w, w->v_bi, b, kh, a->Hk, jb), hd, O, hd, 1);
@@ -567,20 +599,11 @@ TGT static void store_grad_row(const ws_t *w, const rope_tab *rt, void *dst, lon
                                int rope)
 {
     const tt_attn *a = w->a;
-    const int half = a->hd / 2;
     const size_t n = (size_t)b * a->T + t;
-    if (rope && a->pos) {
-        const size_t tr = (size_t)(a->pos[n] - rt->lo) * half; /* the position's table row */
-        const float *c = rt->cos + tr, *sn = rt->sin + tr;
-        for (int i = 0; i < half; i++) {
-            const float x1 = x[i], x2 = x[i + half];
-            x[i] = x1 * c[i] + x2 * sn[i];
-            x[i + half] = x2 * c[i] - x1 * sn[i];
-        }
-    }
+    if (rope && a->pos) rope_row(rt, a->pos[n], a->hd / 2, x, -1);
     char *row = (char *)dst + (n * (size_t)ld + (size_t)hh * a->hd) * tt_dtype_size(a->dt);
     if (a->dt == TT_BF16)
-        for (int d = 0; d < a->hd; d++) ((uint16_t *)row)[d] = tt_bf16_bits(x[d]);
+        for (int d = 0; d < a->hd; d += 16) _mm256_storeu_si256((__m256i *)((uint16_t *)row + d), bf16x16(_mm512_loadu_ps(x + d)));
     else
         memcpy(row, x, (size_t)a->hd * sizeof(float));
 }
@@ -640,23 +663,29 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                         }
                         continue;
                     }
-                    if (see == SEE_SOME)
-                        for (int c = 0; c < BLK; c++) p[c] = vis[r][c] ? tt_expf(p[c] * sc - lr) : 0.0f;
-                    else
-                        for (int c = 0; c < BLK; c++) p[c] = tt_expf(p[c] * sc - lr);
-                    for (int c = 0; c < BLK; c++) ds[c] = p[c] * (ds[c] - dr) * sc;
+                    const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
+                    const __m512 lrv = _mm512_set1_ps(lr), drv = _mm512_set1_ps(dr), scv = _mm512_set1_ps(sc);
+                    for (int v = 0; v < 4; v++) { /* masked keys weigh exactly 0 */
+                        const __m512 pv = _mm512_maskz_mov_ps((__mmask16)(seen >> 16 * v),
+                                                              exp16(_mm512_fmsub_ps(_mm512_loadu_ps(p + 16 * v), scv, lrv)));
+                        _mm512_storeu_ps(p + 16 * v, pv);
+                        _mm512_storeu_ps(ds + 16 * v,
+                                         _mm512_mul_ps(_mm512_mul_ps(pv, _mm512_sub_ps(_mm512_loadu_ps(ds + 16 * v), drv)), scv));
+                    }
                 }
                 const void *P_i = u->S, *dS_i = u->dP, *dS_r = u->dP; /* fp32: row-major serves all three */
-                if (ku == 2) {
+                if (ku == 2) { /* P and dS as pairs along the queries (rows 2r2, 2r2 + 1), dS also along the keys */
                     uint32_t *pi = u->P_i, *si = u->dS_i;
                     uint16_t *sr = u->dS_r;
                     for (int r2 = 0; r2 < BLK / 2; r2++)
-                        for (int c = 0; c < BLK; c++) {
-                            const size_t e = (size_t)2 * r2 * BLK + c, o = e + BLK;
-                            pi[(size_t)r2 * BLK + c] = tt_bf16_bits(u->S[e]) | (uint32_t)tt_bf16_bits(u->S[o]) << 16;
-                            si[(size_t)r2 * BLK + c] = tt_bf16_bits(u->dP[e]) | (uint32_t)tt_bf16_bits(u->dP[o]) << 16;
+                        for (int c = 0; c < BLK; c += 16) {
+                            const float *p0 = u->S + (size_t)2 * r2 * BLK + c, *d0 = u->dP + (size_t)2 * r2 * BLK + c;
+                            _mm512_storeu_si512(pi + (size_t)r2 * BLK + c, bf16_pairs(_mm512_loadu_ps(p0), _mm512_loadu_ps(p0 + BLK)));
+                            _mm512_storeu_si512(si + (size_t)r2 * BLK + c, bf16_pairs(_mm512_loadu_ps(d0), _mm512_loadu_ps(d0 + BLK)));
                         }
-                    for (int e = 0; e < BLK * BLK; e++) sr[e] = tt_bf16_bits(u->dP[e]);
+                    for (int e = 0; e < BLK * BLK; e += 32)
+                        _mm512_storeu_si512(sr + e, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(u->dP + e + 16),
+                                                                                 _mm512_loadu_ps(u->dP + e)));
                     P_i = u->P_i, dS_i = u->dS_i, dS_r = u->dS_r;
                 }
                 /* dV^T (hd, 64) += dO^T P;  dK^T (hd, 64) += Q^T dS;  dQ (64, hd) += dS K */

@@ -45,4 +45,39 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void transpos
     }
 }
 
+/* exp of 16 lanes: tt_expf (vmath.h) step for step, for kernels written in
+ * intrinsics. Clamped to [-87.3, 88.7] (exp(-inf) is then ~1e-38: callers
+ * that need an exact 0 mask it); NaN stays NaN (max and min return their
+ * second operand when either is NaN, and the clamp puts x second). */
+__attribute__((target("avx512f"))) static inline __m512 exp16(__m512 x)
+{
+    x = _mm512_min_ps(_mm512_set1_ps(88.7f), _mm512_max_ps(_mm512_set1_ps(-87.3f), x));
+    const __m512 magic = _mm512_set1_ps(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+    /* 2^n from n's bits (NaN converts to INT_MIN: the product is NaN anyway) */
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+/* 16 fp32 values as bf16, rounded to nearest even (vcvtneps2bf16) */
+__attribute__((target("avx512f,avx512bf16"))) static inline __m256i bf16x16(__m512 v)
+{
+    return (__m256i)_mm512_cvtneps_pbh(v);
+}
+
+/* two rows' 16 values as 16 bf16 pairs: lo's value in the low half of each word */
+__attribute__((target("avx512f,avx512bf16"))) static inline __m512i bf16_pairs(__m512 lo, __m512 hi)
+{
+    return _mm512_or_si512(_mm512_cvtepu16_epi32(bf16x16(lo)), _mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16x16(hi)), 16));
+}
+
 #endif
