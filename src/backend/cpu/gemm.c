@@ -292,6 +292,44 @@ static inline void tile(const gemm_job *j, int ks, const char *ap, long alda, co
                kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, mm, nn, j->accumulate);
 }
 
+/* The most floats of C a run of tiles (kern_col) holds in scratch */
+#define RUN_FLOATS 4096
+
+/* g tiles down B panel bp, as g calls of tile() (g > 1: all full; tile i's
+ * A at ap + i * astride bytes, its C rows from row + i * mr) */
+static void tiles(const gemm_job *j, int ks, int g, const char *ap, long alda, size_t astride, const char *bp,
+                  int row, int col, int mm, int nn, int kbeta, int last)
+{
+    const tt_gemm_impl *im = j->im;
+    if (g == 1) {
+        tile(j, ks, ap, alda, bp, row, col, mm, nn, kbeta, last);
+        return;
+    }
+    if (j->cdt == TT_F32) {
+        im->kern_col(ks, g, ap, alda, astride, bp, (float *)j->C + (size_t)row * j->ldc + col, j->ldc,
+                     kbeta || j->accumulate);
+    } else if (!last) {
+        im->kern_col(ks, g, ap, alda, astride, bp, j->part + (size_t)row * j->N + col, j->N, kbeta);
+    } else { /* the last k block of a bf16 C: add up in fp32 and round once */
+        float tmp[RUN_FLOATS] __attribute__((aligned(64)));
+        im->kern_col(ks, g, ap, alda, astride, bp, tmp, im->nr, 0);
+        store_bf16((uint16_t *)j->C + (size_t)row * j->ldc + col, j->ldc, tmp, im->nr,
+                   kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, g * im->mr, nn, j->accumulate);
+    }
+}
+
+/* How many tiles from x (of an (mc, nc) block's run ending at x1, B panel
+ * major, npi A panels a B panel) go to kern_col together: full tiles of one
+ * B panel, at most gmax; 1 without kern_col. */
+static int run_len(const tt_gemm_impl *im, int x, int x1, int npi, int mc, int nn)
+{
+    if (!im->kern_col || nn < im->nr) return 1;
+    const int ir = x % npi, gmax = imin(im->gmax, RUN_FLOATS / (im->mr * im->nr));
+    int g = 0;
+    while (g < gmax && x + g < x1 && ir + g < npi && (ir + g + 1) * im->mr <= mc) g++;
+    return g > 1 ? g : 1;
+}
+
 /* A rows [row, row + mm) of the k block at pc, read in place: the address of
  * the first and the row stride in words. A ragged last panel (mm < mr) is
  * copied into the thread's row buffer first, padded with zero rows, so the
@@ -337,10 +375,11 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
                 for (int ic = m0; ic < m1; ic += pl->mcb) {
                     const int mc = imin(pl->mcb, m1 - ic), npi = cdiv(mc, mr);
                     pack_rows(j, 1, ic, mc, pc, kc, abuf);
-                    for (int x = 0; x < npj * npi; x++) {
-                        const int jr = x / npi, ir = x % npi;
-                        tile(j, ks, abuf + ir * apanel, 0, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr,
-                             imin(mr, mc - ir * mr), imin(nr, nc - jr * nr), pc > 0, last);
+                    for (int x = 0, g; x < npj * npi; x += g) {
+                        const int jr = x / npi, ir = x % npi, nn = imin(nr, nc - jr * nr);
+                        g = run_len(im, x, npj * npi, npi, mc, nn);
+                        tiles(j, ks, g, abuf + ir * apanel, 0, apanel, pl->bbuf + jr * bpanel, ic + ir * mr,
+                              jc + jr * nr, imin(mr, mc - ir * mr), nn, pc > 0, last);
                     }
                 }
                 barrier(T); /* everyone is done with the B block */
@@ -354,12 +393,15 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
                 }
                 const int ntile = npj * npi;
                 const int x0 = (int)((long)ntile * t / T), x1 = (int)((long)ntile * (t + 1) / T);
-                for (int x = x0; x < x1; x++) {
-                    const int jr = x / npi, ir = x % npi, mm = imin(mr, mc - ir * mr);
+                for (int x = x0, g; x < x1; x += g) {
+                    const int jr = x / npi, ir = x % npi, mm = imin(mr, mc - ir * mr), nn = imin(nr, nc - jr * nr);
                     long alda = 0;
                     const char *ap = j->a_rows ? a_rows(j, pl, t, ic + ir * mr, mm, pc, kc, &alda) : pl->abuf + ir * apanel;
-                    tile(j, ks, ap, alda, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr, mm,
-                         imin(nr, nc - jr * nr), pc > 0, last);
+                    /* the next A panel: packed, or mr rows on in place */
+                    const size_t astride = j->a_rows ? (size_t)mr * j->lda * (j->adt == TT_BF16 ? 2 : 4) : apanel;
+                    g = run_len(im, x, x1, npi, mc, nn);
+                    tiles(j, ks, g, ap, alda, astride, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr, mm, nn,
+                          pc > 0, last);
                 }
                 if (!j->a_rows) barrier(T); /* everyone is done with the A block (and the B block, after the last) */
             }

@@ -32,32 +32,20 @@
 #define NR 32
 #define KB 32 /* k values a tile product consumes */
 
-/* The tile over `ksteps` pairs of k (a multiple of 16). A is a packed panel
- * (lda 0: each k block 32 rows of 64 bytes), or read in place: row i at
- * a + i * lda 32-bit words (pairs of bf16), k running along it.
- * C may lie in memory (the head's logits and weight gradient: 32 rows, each
- * in its own lines), so the kernel asks for C's lines first, sums into zeroed
- * tiles, and only then stores them, or adds C (by then in cache) with
- * AVX-512. Against loading C into the tiles up front, over llama_768's step
- * products (titan bench gemm), this is faster where C is in memory and a few
- * percent slower where it is in cache: about even in all. */
-TT_AMX static inline __attribute__((always_inline)) void tile_amx(int ksteps, const char *ap, long lda,
-                                                                  const char *bp, float *c, long ldc,
-                                                                  int accumulate)
+/* The pieces of a tile. A is a packed panel (lda 0: each k block 32 rows of
+ * 64 bytes), or read in place: row i at a + i * lda 32-bit words (pairs of
+ * bf16), k running along it. A k block of A is then astride bytes a row and
+ * astep bytes from the last; of B, always 16 rows of 128 bytes. */
+static inline long a_stride(long lda) { return lda ? lda * 4 : 64; }
+static inline long a_step(long lda) { return lda ? 64 : MR * KB * 2; }
+
+/* tmm0-3 += A B over nkb k blocks */
+TT_AMX static inline __attribute__((always_inline)) void tile_products(int nkb, const char *ap, long lda, const char *bp)
 {
-    for (int i = 0; i < MR; i++) {
-        _mm_prefetch((const char *)(c + (long)i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + (long)i * ldc + 16), _MM_HINT_T0);
-    }
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    /* A's two tiles: rows 0-15 and 16-31, 16 rows of 32 bf16 each */
-    const long astride = lda ? lda * 4 : 64, a1 = 16 * astride, astep = lda ? 64 : MR * KB * 2;
-    for (int kb = 0; kb < ksteps / (KB / 2); kb++) {
-        _tile_loadd(4, ap, astride);
-        _tile_loadd(5, ap + a1, astride);
+    const long astride = a_stride(lda), a1 = 16 * astride, astep = a_step(lda);
+    for (int kb = 0; kb < nkb; kb++) {
+        _tile_loadd(4, ap, astride);  /* A rows 0-15 */
+        _tile_loadd(5, ap + a1, astride); /* A rows 16-31 */
         _tile_loadd(6, bp, 128);      /* B columns 0-15: 16 pairs of k x 16 */
         _tile_loadd(7, bp + 64, 128); /* B columns 16-31 */
         _tile_dpbf16ps(0, 4, 6);
@@ -67,6 +55,25 @@ TT_AMX static inline __attribute__((always_inline)) void tile_amx(int ksteps, co
         ap += astep;
         bp += NR * KB * 2;
     }
+}
+
+/* C may lie in memory (the head's logits and weight gradient: 32 rows, each
+ * in its own lines), so a tile asks for C's lines first, sums into zeroed
+ * tiles, and only then stores them, or adds C (by then in cache) with
+ * AVX-512. Against loading C into the tiles up front, over llama_768's step
+ * products (titan bench gemm), this is faster where C is in memory and a few
+ * percent slower where it is in cache: about even in all. */
+TT_AMX static inline __attribute__((always_inline)) void prefetch_c(const float *c, long ldc)
+{
+    for (int i = 0; i < MR; i++) {
+        _mm_prefetch((const char *)(c + (long)i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (long)i * ldc + 16), _MM_HINT_T0);
+    }
+}
+
+/* tmm0-3 to C: stored, or added to C's old value (accumulate) */
+TT_AMX static inline __attribute__((always_inline)) void tile_out(float *c, long ldc, int accumulate)
+{
     float t[MR * NR] __attribute__((aligned(64)));
     float *dst = accumulate ? t : c;
     const long ld = accumulate ? NR * 4 : ldc * 4;
@@ -82,6 +89,36 @@ TT_AMX static inline __attribute__((always_inline)) void tile_amx(int ksteps, co
     }
 }
 
+/* tmm0-3 to (from) a 32 x 32 fp32 partial sum in the caller's scratch */
+TT_AMX static inline __attribute__((always_inline)) void tile_save(float *t)
+{
+    _tile_stored(0, t, NR * 4);
+    _tile_stored(1, t + 16, NR * 4);
+    _tile_stored(2, t + 16 * NR, NR * 4);
+    _tile_stored(3, t + 16 * NR + 16, NR * 4);
+}
+TT_AMX static inline __attribute__((always_inline)) void tile_restore(const float *t)
+{
+    _tile_loadd(0, t, NR * 4);
+    _tile_loadd(1, t + 16, NR * 4);
+    _tile_loadd(2, t + 16 * NR, NR * 4);
+    _tile_loadd(3, t + 16 * NR + 16, NR * 4);
+}
+
+/* One tile over `ksteps` pairs of k (a multiple of 16). */
+TT_AMX static inline __attribute__((always_inline)) void tile_amx(int ksteps, const char *ap, long lda,
+                                                                  const char *bp, float *c, long ldc,
+                                                                  int accumulate)
+{
+    prefetch_c(c, ldc);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    tile_products(ksteps / (KB / 2), ap, lda, bp);
+    tile_out(c, ldc, accumulate);
+}
+
 TT_AMX static void kern_amx(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
 {
     tile_amx(ksteps, a, 0, b, c, ldc, accumulate);
@@ -90,6 +127,41 @@ TT_AMX static void kern_amx_rows(int ksteps, const void *a, long lda, const void
                                  int accumulate)
 {
     tile_amx(ksteps, a, lda, b, c, ldc, accumulate);
+}
+
+/* A column of g tiles down one B panel (tile i: A at a + i * astride bytes,
+ * C at c + 32 i rows). A tile's 64 cycles of products need 4 KB of panels,
+ * more than L2 feeds a core in that time; so the column goes through k in
+ * chunks of COL_K pairs, each tile of it in turn, its sums parked in L1
+ * between chunks: the B chunk (16 KB) is then read from L2 once for all g
+ * tiles and from L1 after, and only A streams from L2. */
+#define COL_K 128 /* pairs of k: 8 k blocks */
+#define COL_G 4
+
+TT_AMX static void kern_col_amx(int ksteps, int g, const void *a, long lda, size_t astride, const void *b, float *c,
+                                long ldc, int accumulate)
+{
+    float part[COL_G][MR * NR] __attribute__((aligned(64)));
+    for (int k0 = 0; k0 < ksteps; k0 += COL_K) {
+        const int kn = ksteps - k0 < COL_K ? ksteps - k0 : COL_K, first = k0 == 0, last = k0 + kn >= ksteps;
+        const char *bp = (const char *)b + (size_t)k0 * NR * 4;
+        for (int i = 0; i < g; i++) {
+            const char *ap = (const char *)a + i * astride + (size_t)(k0 / (KB / 2)) * a_step(lda);
+            float *ci = c + (size_t)i * MR * ldc;
+            if (last) prefetch_c(ci, ldc);
+            if (first) {
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+            } else {
+                tile_restore(part[i]);
+            }
+            tile_products(kn / (KB / 2), ap, lda, bp);
+            if (last) tile_out(ci, ldc, accumulate);
+            else tile_save(part[i]);
+        }
+    }
 }
 
 /* ---- packing ---------------------------------------------------------------- */
@@ -178,7 +250,8 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
 static const tt_gemm_impl amx_bf16 = {
     .name = "amx-bf16", .mr = MR, .nr = NR, .kunit = 2, .kgran = KB, .esize = 2,
     .mc = 256, .kc = 1024, .nc = 3072,
-    .kern = kern_amx, .kern_rows = kern_amx_rows, .pack = pack_b_amx, .pack_a = pack_a_amx,
+    .kern = kern_amx, .kern_rows = kern_amx_rows, .kern_col = kern_col_amx, .gmax = COL_G,
+    .pack = pack_b_amx, .pack_a = pack_a_amx,
     .skinny = tt_gemm_skinny_avx512, .begin = tt_amx_tiles_16x64, .end = tt_amx_release,
 };
 

@@ -35,6 +35,11 @@ typedef void (*tt_gemm_kern_fn)(int ksteps, const void *a, const void *b, float 
  * the packed type (fp32 values, or bf16 pairs as 32-bit words). */
 typedef void (*tt_gemm_kern_rows_fn)(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
                                      int accumulate);
+/* g full tiles down one B panel, as g calls of the kernel would compute
+ * them: tile i's A at a + i * astride bytes (a packed panel when lda is 0,
+ * else rows in place with stride lda words), its C at c + i * mr * ldc. */
+typedef void (*tt_gemm_kern_col_fn)(int ksteps, int g, const void *a, long lda, size_t astride, const void *b,
+                                    float *c, long ldc, int accumulate);
 /* Packs p->rn rows into ceil(rn / W) panels at dst, each kpad * W values. */
 typedef void (*tt_gemm_pack_fn)(void *dst, const tt_gemm_pack_args *p);
 
@@ -64,6 +69,8 @@ typedef struct {
     int mc, kc, nc; /* cache blocks: multiples of mr, kunit, nr */
     tt_gemm_kern_fn kern;
     tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed */
+    tt_gemm_kern_col_fn kern_col;   /* NULL: tile by tile */
+    int gmax;                       /* the most tiles kern_col takes */
     tt_gemm_pack_fn pack;
     tt_gemm_pack_fn pack_a; /* NULL: A panels as B's, by pack (with W = mr) */
     tt_gemm_skinny_fn skinny;
