@@ -12,12 +12,27 @@
  * order they are added in do not depend on the thread count. */
 #define SUMSQ_CHUNKS 64
 
+/* Streams a thread reads at once: one sequential read stream a core gets
+ * about 10 GB/s from memory here (the sum ran at 18-23 GB/s on 2 cores,
+ * where AdamW's eight streams move 50), so the range is cut in SUMSQ_STREAMS
+ * parts read side by side. */
+#define SUMSQ_STREAMS 4
+
 TT_CLONES static double sumsq_run(const float *g, size_t n)
 {
+    const size_t q = n / SUMSQ_STREAMS;
+    const float *g0 = g, *g1 = g + q, *g2 = g + 2 * q, *g3 = g + 3 * q;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    #pragma omp simd reduction(+ : s0, s1, s2, s3)
+    for (size_t i = 0; i < q; i++) {
+        s0 += (double)g0[i] * g0[i];
+        s1 += (double)g1[i] * g1[i];
+        s2 += (double)g2[i] * g2[i];
+        s3 += (double)g3[i] * g3[i];
+    }
     double s = 0;
-    #pragma omp simd reduction(+ : s)
-    for (size_t i = 0; i < n; i++) s += (double)g[i] * g[i];
-    return s;
+    for (size_t i = 4 * q; i < n; i++) s += (double)g[i] * g[i];
+    return s0 + s1 + s2 + s3 + s;
 }
 
 double cpu_sumsq(const float *g, size_t n)
