@@ -55,8 +55,13 @@ def main():
     ap.add_argument("--dtype", choices=["bf16", "f32"], default="bf16")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
+    if a.layers < 1:
+        sys.exit(f"--layers {a.layers}: a model has at least one layer")
     for p in a.files:
-        summarize(p, a.layers, a.dtype)
+        try:
+            summarize(p, a.layers, a.dtype)
+        except OSError as e:
+            sys.exit(f"{p}: {e.strerror}")
 
 
 if __name__ == "__main__":
