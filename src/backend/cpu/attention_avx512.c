@@ -279,8 +279,8 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
         if (tl + PF_ROWS < nt) /* rows lie a whole row of heads apart: ask for the one PF_ROWS ahead */
             for (size_t o = 0; o < (size_t)hd * esrc; o += 64) _mm_prefetch(row + PF_ROWS * ld * esrc + o, _MM_HINT_T0);
         if (a->dt == TT_BF16)
-            for (int d = 0; d < hd; d += 16) /* bf16 is fp32's top half */
-                _mm512_storeu_si512(x + d, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + d))), 16));
+            for (int d = 0; d < hd; d += 16)
+                _mm512_storeu_ps(x + d, bf16_widen(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + d))));
         else
             memcpy(x, row, (size_t)hd * sizeof(float));
         if (rope && a->pos) rope_row(rt, a->pos[n], half, x, 1);
@@ -299,7 +299,7 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
     uint16_t *r16 = R ? R : (uint16_t *)(X + (size_t)BLK * hd); /* BT needs R's words: X's tail is room for them */
     if (R || BT)
         for (size_t e = 0; e < (size_t)BLK * hd; e += 32) /* BLK * hd is a multiple of 32 */
-            _mm512_storeu_si512(r16 + e, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(X + e + 16), _mm512_loadu_ps(X + e)));
+            _mm512_storeu_si512(r16 + e, bf16x32(_mm512_loadu_ps(X + e), _mm512_loadu_ps(X + e + 16)));
     if (BT) transpose_words((const uint32_t *)r16, half, BLK, half, BT, BLK);
     if (BI || AT) {
         uint32_t *bi32 = BI ? BI : (uint32_t *)(X + (size_t)BLK * hd);
@@ -414,8 +414,8 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
             }
             if (ku == 2) { /* P as bf16, pairs along the keys */
                 uint16_t *pr = (uint16_t *)P + (size_t)r * BLK;
-                _mm512_storeu_si512(pr, (__m512i)_mm512_cvtne2ps_pbh(e[1], e[0]));
-                _mm512_storeu_si512(pr + 32, (__m512i)_mm512_cvtne2ps_pbh(e[3], e[2]));
+                _mm512_storeu_si512(pr, bf16x32(e[0], e[1]));
+                _mm512_storeu_si512(pr + 32, bf16x32(e[2], e[3]));
             } else {
                 for (int v = 0; v < 4; v++) _mm512_storeu_ps(s + 16 * v, e[v]);
             }
@@ -684,8 +684,7 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                             _mm512_storeu_si512(si + (size_t)r2 * BLK + c, bf16_pairs(_mm512_loadu_ps(d0), _mm512_loadu_ps(d0 + BLK)));
                         }
                     for (int e = 0; e < BLK * BLK; e += 32)
-                        _mm512_storeu_si512(sr + e, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(u->dP + e + 16),
-                                                                                 _mm512_loadu_ps(u->dP + e)));
+                        _mm512_storeu_si512(sr + e, bf16x32(_mm512_loadu_ps(u->dP + e), _mm512_loadu_ps(u->dP + e + 16)));
                     P_i = u->P_i, dS_i = u->dS_i, dS_r = u->dS_r;
                 }
                 /* dV^T (hd, 64) += dO^T P;  dK^T (hd, 64) += Q^T dS;  dQ (64, hd) += dS K */

@@ -68,16 +68,34 @@ __attribute__((target("avx512f"))) static inline __m512 exp16(__m512 x)
     return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
 
+/* 16 bf16 values as fp32 (exact: bf16 is fp32's top half) */
+__attribute__((target("avx512f"))) static inline __m512 bf16_widen(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* 16 pairs of bf16 as 32-bit words: lo's value in the low half of each */
+__attribute__((target("avx512f"))) static inline __m512i pair_words(__m256i lo, __m256i hi)
+{
+    return _mm512_or_si512(_mm512_cvtepu16_epi32(lo), _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+}
+
 /* 16 fp32 values as bf16, rounded to nearest even (vcvtneps2bf16) */
 __attribute__((target("avx512f,avx512bf16"))) static inline __m256i bf16x16(__m512 v)
 {
     return (__m256i)_mm512_cvtneps_pbh(v);
 }
 
+/* 32 fp32 values (lo's 16, then hi's) as bf16, rounded to nearest even */
+__attribute__((target("avx512f,avx512bf16"))) static inline __m512i bf16x32(__m512 lo, __m512 hi)
+{
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
 /* two rows' 16 values as 16 bf16 pairs: lo's value in the low half of each word */
 __attribute__((target("avx512f,avx512bf16"))) static inline __m512i bf16_pairs(__m512 lo, __m512 hi)
 {
-    return _mm512_or_si512(_mm512_cvtepu16_epi32(bf16x16(lo)), _mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16x16(hi)), 16));
+    return pair_words(bf16x16(lo), bf16x16(hi));
 }
 
 #endif

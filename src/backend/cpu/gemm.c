@@ -261,6 +261,29 @@ static inline void kern(const tt_gemm_impl *im, int ks, const char *ap, long ald
     else im->kern(ks, ap, bp, c, ldc, beta);
 }
 
+/* Where the fp32 sums of C at (row, col) go in this k block: C itself (row
+ * stride *lds; *beta: add to what is there), or the partial buffer of a bf16
+ * C; NULL in the last k block of a bf16 C, which is summed in scratch and
+ * rounded by round_out. */
+static float *sums_at(const gemm_job *j, int row, int col, int kbeta, int last, long *lds, int *beta)
+{
+    *beta = kbeta;
+    if (j->cdt == TT_F32) {
+        *lds = j->ldc, *beta = kbeta || j->accumulate;
+        return (float *)j->C + (size_t)row * j->ldc + col;
+    }
+    *lds = j->N;
+    return last ? NULL : j->part + (size_t)row * j->N + col;
+}
+
+/* The last k block of a bf16 C: rows x nn sums in t (row stride nr), plus
+ * the partial sums of earlier k blocks, rounded once into C */
+static void round_out(const gemm_job *j, const float *t, int row, int col, int rows, int nn, int kbeta)
+{
+    store_bf16((uint16_t *)j->C + (size_t)row * j->ldc + col, j->ldc, t, j->im->nr,
+               kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, rows, nn, j->accumulate);
+}
+
 /* One MR x NR tile of C: A panel ap (or A rows, alda != 0), B panel bp, mm x
  * nn of it valid; kbeta: an earlier k block has summed into it; last: this is
  * the last k block. */
@@ -269,27 +292,16 @@ static inline void tile(const gemm_job *j, int ks, const char *ap, long alda, co
 {
     const tt_gemm_impl *im = j->im;
     float tmp[16 * 64] __attribute__((aligned(64))); /* mr * nr <= 16 * 64 */
-    float *sum = NULL; /* where the fp32 sums of C live: C itself, or the partial buffer */
-    long lds = 0;
-    int beta = kbeta;
-    if (j->cdt == TT_F32) {
-        sum = (float *)j->C + (size_t)row * j->ldc + col, lds = j->ldc, beta = kbeta || j->accumulate;
-    } else if (!last) {
-        sum = j->part + (size_t)row * j->N + col, lds = j->N;
-    }
-    if (sum) {
-        if (mm == im->mr && nn == im->nr) {
-            kern(im, ks, ap, alda, bp, sum, lds, beta);
-        } else { /* a ragged edge: the full tile into tmp, then the valid part */
-            kern(im, ks, ap, alda, bp, tmp, im->nr, 0);
-            put_tile(sum, lds, tmp, im->nr, mm, nn, beta);
-        }
+    long lds;
+    int beta;
+    float *sum = sums_at(j, row, col, kbeta, last, &lds, &beta);
+    if (sum && mm == im->mr && nn == im->nr) {
+        kern(im, ks, ap, alda, bp, sum, lds, beta);
         return;
     }
-    /* the last k block of a bf16 C: add up in fp32 and round once */
-    kern(im, ks, ap, alda, bp, tmp, im->nr, 0);
-    store_bf16((uint16_t *)j->C + (size_t)row * j->ldc + col, j->ldc, tmp, im->nr,
-               kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, mm, nn, j->accumulate);
+    kern(im, ks, ap, alda, bp, tmp, im->nr, 0); /* a ragged edge, or a bf16 C's last k block */
+    if (sum) put_tile(sum, lds, tmp, im->nr, mm, nn, beta);
+    else round_out(j, tmp, row, col, mm, nn, kbeta);
 }
 
 /* The most floats of C a run of tiles (kern_col) holds in scratch */
@@ -305,17 +317,16 @@ static void tiles(const gemm_job *j, int ks, int g, const char *ap, long alda, s
         tile(j, ks, ap, alda, bp, row, col, mm, nn, kbeta, last);
         return;
     }
-    if (j->cdt == TT_F32) {
-        im->kern_col(ks, g, ap, alda, astride, bp, (float *)j->C + (size_t)row * j->ldc + col, j->ldc,
-                     kbeta || j->accumulate);
-    } else if (!last) {
-        im->kern_col(ks, g, ap, alda, astride, bp, j->part + (size_t)row * j->N + col, j->N, kbeta);
-    } else { /* the last k block of a bf16 C: add up in fp32 and round once */
-        float tmp[RUN_FLOATS] __attribute__((aligned(64)));
-        im->kern_col(ks, g, ap, alda, astride, bp, tmp, im->nr, 0);
-        store_bf16((uint16_t *)j->C + (size_t)row * j->ldc + col, j->ldc, tmp, im->nr,
-                   kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, g * im->mr, nn, j->accumulate);
+    long lds;
+    int beta;
+    float *sum = sums_at(j, row, col, kbeta, last, &lds, &beta);
+    if (sum) {
+        im->kern_col(ks, g, ap, alda, astride, bp, sum, lds, beta);
+        return;
     }
+    float tmp[RUN_FLOATS] __attribute__((aligned(64)));
+    im->kern_col(ks, g, ap, alda, astride, bp, tmp, im->nr, 0);
+    round_out(j, tmp, row, col, g * im->mr, nn, kbeta);
 }
 
 /* How many tiles from x (of an (mc, nc) block's run ending at x1, B panel
@@ -366,6 +377,8 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
         for (int pc = 0; pc < K; pc += pl->kcb) {
             const int kc = imin(pl->kcb, K - pc), ks = kpad_of(im, kc) / ku, last = pc + kc >= K;
             const size_t bpanel = (size_t)ks * nr * ku * im->esize, apanel = (size_t)ks * mr * ku * im->esize;
+            /* from one A panel to the next: packed, or mr rows on in place */
+            const size_t astride = j->a_rows ? (size_t)mr * j->lda * (j->adt == TT_BF16 ? 2 : 4) : apanel;
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
             if (j->a_rows || j->a_band) barrier(T); /* the B block is whole */
             if (j->a_band) { /* this thread's rows, A packed privately: no waits but for B */
@@ -378,7 +391,7 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
                     for (int x = 0, g; x < npj * npi; x += g) {
                         const int jr = x / npi, ir = x % npi, nn = imin(nr, nc - jr * nr);
                         g = run_len(im, x, npj * npi, npi, mc, nn);
-                        tiles(j, ks, g, abuf + ir * apanel, 0, apanel, pl->bbuf + jr * bpanel, ic + ir * mr,
+                        tiles(j, ks, g, abuf + ir * apanel, 0, astride, pl->bbuf + jr * bpanel, ic + ir * mr,
                               jc + jr * nr, imin(mr, mc - ir * mr), nn, pc > 0, last);
                     }
                 }
@@ -397,8 +410,6 @@ static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
                     const int jr = x / npi, ir = x % npi, mm = imin(mr, mc - ir * mr), nn = imin(nr, nc - jr * nr);
                     long alda = 0;
                     const char *ap = j->a_rows ? a_rows(j, pl, t, ic + ir * mr, mm, pc, kc, &alda) : pl->abuf + ir * apanel;
-                    /* the next A panel: packed, or mr rows on in place */
-                    const size_t astride = j->a_rows ? (size_t)mr * j->lda * (j->adt == TT_BF16 ? 2 : 4) : apanel;
                     g = run_len(im, x, x1, npi, mc, nn);
                     tiles(j, ks, g, ap, alda, astride, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr, mm, nn,
                           pc > 0, last);

@@ -174,7 +174,7 @@ TT_AMX static inline __m512i row_k32(const tt_gemm_pack_args *p, int r, int k0)
     if (p->sdt == TT_BF16) return _mm512_maskz_loadu_epi16(mask32(kleft), (const uint16_t *)p->src + off);
     const float *s = (const float *)p->src + off;
     const __m512 lo = _mm512_maskz_loadu_ps(mask16(kleft), s), hi = _mm512_maskz_loadu_ps(mask16(kleft - 16), s + 16);
-    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+    return bf16x32(lo, hi);
 }
 
 /* rows [r0, r0 + 16) of k value k from a row-contiguous source as bf16 (zero
@@ -184,7 +184,7 @@ TT_AMX static inline __m256i col_r16(const tt_gemm_pack_args *p, int k, int r0)
     const __mmask16 m = k < p->kn ? mask16(p->rn - r0) : 0;
     const size_t off = (size_t)k * (size_t)p->ld + (size_t)r0;
     if (p->sdt == TT_BF16) return _mm256_maskz_loadu_epi16(m, (const uint16_t *)p->src + off);
-    return (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, (const float *)p->src + off));
+    return bf16x16(_mm512_maskz_loadu_ps(m, (const float *)p->src + off));
 }
 
 /* A panels: [kpad/32][32 rows][32 k]. A k-contiguous source is copied 32 k
@@ -208,7 +208,7 @@ TT_AMX static void pack_a_amx(void *dst, const tt_gemm_pack_args *p)
                 __m512i t[16];
                 for (int u = 0; u < 16; u++) {
                     const __m256i ev = col_r16(p, k0 + 2 * u, r0 + g), od = col_r16(p, k0 + 2 * u + 1, r0 + g);
-                    t[u] = _mm512_or_si512(_mm512_cvtepu16_epi32(ev), _mm512_slli_epi32(_mm512_cvtepu16_epi32(od), 16));
+                    t[u] = pair_words(ev, od);
                 }
                 transpose16(t); /* t[i]: row g + i's 16 pairs */
                 for (int i = 0; i < 16; i++) _mm512_storeu_si512(db + (g + i) * KB, t[i]);

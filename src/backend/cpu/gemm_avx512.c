@@ -121,8 +121,7 @@ TT_AVX512F static inline __m512i load_row_f32(const tt_gemm_pack_args *p, int r,
 {
     const size_t off = (size_t)r * (size_t)p->ld + (size_t)k0;
     if (p->sdt == TT_F32) return _mm512_castps_si512(_mm512_maskz_loadu_ps(mask16(kleft), (const float *)p->src + off));
-    const __m256i h = _mm256_maskz_loadu_epi16(mask16(kleft), (const uint16_t *)p->src + off);
-    return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+    return _mm512_castps_si512(bf16_widen(_mm256_maskz_loadu_epi16(mask16(kleft), (const uint16_t *)p->src + off)));
 }
 
 TT_AVX512BF16 static inline __m512i load_row_pairs(const tt_gemm_pack_args *p, int r, int k0, int kleft)
@@ -132,7 +131,7 @@ TT_AVX512BF16 static inline __m512i load_row_pairs(const tt_gemm_pack_args *p, i
     const float *s = (const float *)p->src + off;
     const __m512 lo = _mm512_maskz_loadu_ps(mask16(kleft), s);
     const __m512 hi = _mm512_maskz_loadu_ps(mask16(kleft - 16), s + 16);
-    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+    return bf16x32(lo, hi);
 }
 
 /* 16 consecutive rows of one k value (row-contiguous source) as 16-bit bf16 */
@@ -140,7 +139,7 @@ TT_AVX512BF16 static inline __m256i load_col_bf16(const tt_gemm_pack_args *p, in
 {
     const size_t off = (size_t)k * (size_t)p->ld + (size_t)r0;
     if (p->sdt == TT_BF16) return _mm256_maskz_loadu_epi16(mask16(rleft), (const uint16_t *)p->src + off);
-    return (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask16(rleft), (const float *)p->src + off));
+    return bf16x16(_mm512_maskz_loadu_ps(mask16(rleft), (const float *)p->src + off));
 }
 
 /* Prefetch distance for the transposing packers: each of the 16 source rows
@@ -159,7 +158,7 @@ TT_AVX512F static inline void f32_step(const tt_gemm_pack_args *p, float *d, int
             v = _mm512_maskz_loadu_ps(mask16(w - g), (const float *)p->src + off + g);
         } else {
             const __m256i h = _mm256_maskz_loadu_epi16(mask16(w - g), (const uint16_t *)p->src + off + g);
-            v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+            v = bf16_widen(h);
         }
         _mm512_mask_storeu_ps(d + g, mask16(W - g), v);
     }
@@ -218,7 +217,7 @@ TT_AVX512BF16 static inline void pairs_step(const tt_gemm_pack_args *p, int32_t 
     for (int g = 0; g < W; g += 16) {
         const __m256i ev = load_col_bf16(p, k, r0 + g, w - g);
         const __m256i od = k + 1 < p->kn ? load_col_bf16(p, k + 1, r0 + g, w - g) : _mm256_setzero_si256();
-        const __m512i v = _mm512_or_si512(_mm512_cvtepu16_epi32(ev), _mm512_slli_epi32(_mm512_cvtepu16_epi32(od), 16));
+        const __m512i v = pair_words(ev, od);
         _mm512_mask_storeu_epi32(d + g, mask16(W - g), v);
     }
 }
@@ -280,7 +279,7 @@ TT_AVX512F static inline __attribute__((always_inline)) __m512 skinny_load(const
 {
     if (mode == SK_BF16) {
         const __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)b + off);
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        return bf16_widen(h);
     }
     const __m512 v = _mm512_maskz_loadu_ps(m, (const float *)b + off);
     if (mode == SK_F32) return v;
