@@ -25,8 +25,14 @@
 # same seed gives the same schedule, though on a loaded machine a kill's
 # moment within its step is not reproducible.
 #
-#   short (CTest, ~30 s here): 40 steps, a checkpoint every 10, 3 kills, local batch 2
+#   short (CTest, ~30 s here): 100 steps, a checkpoint every 10, 3 kills, local batch 2
 #   full  (~8 min here):    300 steps, a checkpoint every 25, 10 kills, local batch 8
+#
+# No kill aims at a step (or a save) within TAIL_US of the run's end: a step of
+# the short run takes ~20 ms, and the log line a kill waits for reaches the log
+# (through mpirun) some steps after the step itself, so a kill aimed three
+# steps from the end landed after the last checkpoint, with nothing left to
+# resume. Each kill's line gives the last step its run logged.
 #
 # It ends with the figures: kills survived, checkpoints lost, steps repeated,
 # the longest time from a kill to the job's exit. CMake runs the short one as
@@ -39,7 +45,7 @@ export LC_ALL=C # EPOCHREALTIME with a '.', whatever the locale
 . "$(dirname "$0")/lib_mpi.sh" "$@"
 MODE=${4:-short}
 case $MODE in
-  short) STEPS=40 INTERVAL=10 KILLS=3 BATCH=2 ;;
+  short) STEPS=100 INTERVAL=10 KILLS=3 BATCH=2 ;;
   full) STEPS=300 INTERVAL=25 KILLS=10 BATCH=8 ;; # 2 x 8: the default job's batch of 16 sequences
   *) echo "usage: $0 TITAN SRC [MPIEXEC] [short|full]" >&2; exit 2 ;;
 esac
@@ -142,11 +148,19 @@ ok=$?
 check "the uninterrupted run: $STEPS steps, exit $rc in $(secs $((START_US + took))) s" $ok
 [ $ok -eq 0 ] || { tail_log "$W/straight.log"; cli_done mpi_fault_campaign; exit; }
 STEP_US=$((took / (STEPS - 1)))
+# the last step a kill may aim at: TAIL_US (and at least 3 steps) of the run left after it
+TAIL_US=500000
+TAIL=$(((TAIL_US + STEP_US - 1) / STEP_US))
+[ "$TAIL" -lt 3 ] && TAIL=3
+LAST_TARGET=$((STEPS - TAIL))
+[ "$LAST_TARGET" -gt "$INTERVAL" ]
+check "the run is long enough for its kills: $STEPS steps of $(secs "$STEP_US") s, the last $TAIL (at least $(secs $TAIL_US) s) kept free of them" $?
+[ "$LAST_TARGET" -gt "$INTERVAL" ] || { cli_done mpi_fault_campaign; exit; }
 
 # ---- the schedule: KILLS kills drawn up front from the seed -------------------------------------
 # kind 'step' (2 in 5): AFTER steps after the resume (1 to 2 intervals), FRAC/1000 of a step after that step's
 # log line; 'save' (2 in 5): during the save of the AFTER-th checkpoint after the resume (1 or 2; a 'step' kill
-# where that checkpoint would be the last step's); 'start' (1 in 5): FRAC/1000 of the time the uninterrupted
+# where that checkpoint is past LAST_TARGET); 'start' (1 in 5): FRAC/1000 of the time the uninterrupted
 # run (then the restart before) took from its launch to its first step (the launch, reading the corpus,
 # loading the checkpoint)
 declare -a K_RANK K_KIND K_AFTER K_FRAC
@@ -169,6 +183,8 @@ for i in $(seq 1 $((KILLS + 1))); do
     echo "     restart $((i - 1)): run $((i - 1)) logged step $last_logged, run $i resumes from step $expect_step"
   fi
   kind=${K_KIND[i]:-end} rank=${K_RANK[i]:-} tmp=
+  # resumed past the last step a kill may aim at (the full campaign's later kills can get there): killed as it starts
+  [ "$kind" = step ] || [ "$kind" = save ] && [ "$expect_step" -ge "$LAST_TARGET" ] && kind=start
   now_us; t_launch=$now
   start "$D" "$log"
   if [ "$kind" = start ]; then
@@ -205,37 +221,35 @@ for i in $(seq 1 $((KILLS + 1))); do
     break
   fi
 
-  # ---- where this kill lands
+  # ---- where this kill lands (the rank's process found first, so that the kill follows its moment at once)
+  pid=
+  [ "$kind" = start ] || rank_pid "$job" "$rank"
   if [ "$kind" = save ]; then
     target=$(((expect_step / INTERVAL + K_AFTER[i]) * INTERVAL))
-    [ "$target" -ge "$STEPS" ] && kind=step
+    [ "$target" -gt "$LAST_TARGET" ] && kind=step
   fi
   if [ "$kind" = step ]; then
     target=$((expect_step + K_AFTER[i]))
-    # two steps left after the one it waits for: a kill within a step of the last one could land after the job has
-    # ended (its steps run faster than the uninterrupted run's, which timed them)
-    [ "$target" -gt $((STEPS - 3)) ] && target=$((STEPS - 3))
+    [ "$target" -gt "$LAST_TARGET" ] && target=$LAST_TARGET
     [ "$target" -le "$expect_step" ] && target=$((expect_step + 1))
     wait_line "$log" "^step: +$target " "$(deadline $((target - expect_step)))"
     w=$?
     [ $w -eq 0 ] && sleep "$(secs $((STEP_US * K_FRAC[i] / 1000)))"
     where="step $target + $((K_FRAC[i] / 10))% of a step"
   elif [ "$kind" = save ]; then
-    # from the log line of the step before, look for the save's .step-N.tmp every 2 ms
-    wait_line "$log" "^step: +$((target - 1)) " "$(deadline $((target - expect_step)))"
-    w=$?
-    if [ $w -eq 0 ]; then
-      now_us; t0=$now
-      until [ -d "$CK/.step-$target.tmp" ] || [ -d "$CK/step-$target" ] || ! alive "$job"; do
-        now_us; [ $((now - t0)) -gt $((STEP_US * 10)) ] && break
-        sleep 0.002
-      done
-      [ -d "$CK/.step-$target.tmp" ] && tmp=yes
-    fi
+    # look for the save's .step-N.tmp every 2 ms from the run's first step on: the log line of the step before
+    # reaches the log (through mpirun) a few steps late, after a save of milliseconds is over
+    now_us; t0=$now w=0
+    until [ -d "$CK/.step-$target.tmp" ] || [ -d "$CK/step-$target" ]; do
+      alive "$job" || { w=1; break; }
+      now_us; [ $((now - t0)) -gt $(($(deadline $((target - expect_step))) * 1000000)) ] && { w=2; break; }
+      sleep 0.002
+    done
+    [ -d "$CK/.step-$target.tmp" ] && tmp=yes
     where="the save of step $target"
   fi
   # the rank's process (mpirun may not have started it yet when the kill comes early in the start)
-  for _ in $(seq 1 100); do rank_pid "$job" "$rank" && break; alive "$job" || break; sleep 0.05; done
+  [ -n "$pid" ] || for _ in $(seq 1 100); do rank_pid "$job" "$rank" && break; alive "$job" || break; sleep 0.05; done
   if [ $w -ne 0 ] || [ -z "$pid" ]; then
     check "run $i: reaches $where with rank $rank running (wait: $w)" 1
     tail_log "$log"
@@ -269,11 +283,11 @@ for i in $(seq 1 $((KILLS + 1))); do
   left=
   for p in $others; do alive "$p" && left="$left $p"; done
   [ -n "$left" ] && kill -9 $left 2>/dev/null
-  last_logged=$(last_step "$log")
+  last_logged=$(last_step "$log") logged=$last_logged
   [ "$last_logged" -lt "$expect_step" ] && last_logged=$expect_step # none logged: nothing repeated
   [ $f -eq 0 ] && [ $rc -ne 0 ] && [ -z "$left" ] && [ "${saved:-0}" -le "$have" ]
   ok=$?
-  check "kill $i: rank $rank (pid $pid) at $where: exit $rc $(secs "$took") s after the kill (bound $BOUND s)${left:+, ranks left:$left}, newest checkpoint step $have (reported saved: ${saved:-none})" $ok
+  check "kill $i: rank $rank (pid $pid) at $where (its log's last step: $logged): exit $rc $(secs "$took") s after the kill (bound $BOUND s)${left:+, ranks left:$left}, newest checkpoint step $have (reported saved: ${saved:-none})" $ok
   [ $ok -eq 0 ] && survived=$((survived + 1))
   [ $ok -eq 0 ] || { tail_log "$log"; break; }
 done
