@@ -195,7 +195,9 @@ ended() {
   echo "  (exit $rc after $((t1 - t0)) s)"
   [ "$rc" -ne 0 ] && [ $((t1 - t0)) -le 60 ]
 }
-FT=(--checkpoint.enable true --checkpoint.interval 2 --training.local_batch_size 1 --training.steps 200)
+# 2000 steps: every run of FT is stopped at step 3 or so; at ~5 ms a step, 200 left the kill and the stop
+# requests below under a second to land before the job ended by itself
+FT=(--checkpoint.enable true --checkpoint.interval 2 --training.local_batch_size 1 --training.steps 2000)
 for kind in exit hang; do
   t0=$(date +%s)
   timeout 120 "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" "${FT[@]}" --job.dump_folder "$W/f_$kind" \
