@@ -31,7 +31,7 @@ static inline int ce_valid(int t, int V, int ignore_index) { return t != ignore_
  * With cap > 0 the logits are soft-capped first, z -> cap tanh(z / cap)
  * (Gemma 2), and the gradient takes the cap's derivative 1 - tanh^2: z keeps
  * the capped logits then, and each exponential is taken again for it. */
-TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, float *g, uint16_t *gb)
+TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, float *g, uint16_t *gb, const float *next)
 {
     const float inv = cap > 0 ? 1.0f / cap : 0.0f;
     if (cap > 0) {
@@ -47,6 +47,10 @@ TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, flo
     for (int j0 = 0; j0 < V; j0 += CE_SUM_CHUNK) {
         const int j1 = j0 + CE_SUM_CHUNK < V ? j0 + CE_SUM_CHUNK : V;
         float part = 0;
+        /* the next row's lines, while this one's exponentials (in L2 by now) keep the core busy: its max
+         * pass then reads from L2, not memory */
+        if (next)
+            for (int j = j0; j < j1; j += 16) __builtin_prefetch(next + j, 0, 2);
         if (keep) {
             #pragma omp simd reduction(+ : part)
             for (int j = j0; j < j1; j++) {
@@ -79,9 +83,10 @@ TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, flo
     }
     return (double)m + log(sum) - (double)zt;
 }
-TT_CLONES static double ce_row(float *z, int V, int t, float scale, float cap, float *g, uint16_t *gb)
+TT_CLONES static double ce_row(float *z, int V, int t, float scale, float cap, float *g, uint16_t *gb,
+                               const float *next)
 {
-    return ce_row_body(z, V, t, scale, cap, g, gb);
+    return ce_row_body(z, V, t, scale, cap, g, gb, next);
 }
 
 /* Rows are processed in blocks, one after the other; each block's three
@@ -149,7 +154,7 @@ tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const in
                 continue;
             }
             rowloss[r0 + r] = ce_row(zr, V, t, fscale, (float)softcap, grads && !gz16 ? zr : NULL,
-                                     gz16 ? gz16 + (size_t)r * V : NULL);
+                                     gz16 ? gz16 + (size_t)r * V : NULL, r + 1 < nr ? zr + V : NULL);
         }
         /* dh_block (nr, D) = dlogits (nr, V) W (V, D) */
         if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .B = W, .bdt = wdt,
