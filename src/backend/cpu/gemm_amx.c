@@ -206,6 +206,13 @@ TT_AMX static void pack_a_amx(void *dst, const tt_gemm_pack_args *p)
             }
             for (int g = 0; g < MR; g += 16) {
                 __m512i t[16];
+                /* the next panel's line of each of these 32 k rows: they lie ld apart, a stride the hardware
+                 * prefetcher does not follow */
+                if (g == 0 && r0 + MR < p->rn)
+                    for (int u = 0; u < KB && k0 + u < p->kn; u++)
+                        _mm_prefetch((const char *)p->src + ((size_t)(k0 + u) * (size_t)p->ld + (size_t)(r0 + MR)) *
+                                                                 (p->sdt == TT_BF16 ? 2 : 4),
+                                     _MM_HINT_T0);
                 for (int u = 0; u < 16; u++) {
                     const __m256i ev = col_r16(p, k0 + 2 * u, r0 + g), od = col_r16(p, k0 + 2 * u + 1, r0 + g);
                     t[u] = pair_words(ev, od);
