@@ -1,8 +1,14 @@
 /* alloc.c — aligned, zeroed allocation and overflow-checked size products. */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "core.h"
+
+#define TT_HUGE_PAGE ((size_t)2 << 20)
+#define TT_HUGE_MIN ((size_t)4 << 20) /* from here the rounding up to whole huge pages costs under a third */
 
 void *tt_alloc(size_t bytes)
 {
@@ -12,11 +18,24 @@ void *tt_alloc(size_t bytes)
         return NULL;
     }
     if (n == 0) n = 64;
-    void *p = aligned_alloc(64, n);
+    size_t align = 64;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    /* Big buffers (weights, gradients, AdamW moments, the step's arena, the head's logits) on 2 MiB pages
+     * where the kernel allows them (transparent huge pages in "madvise" mode, Debian's default): one TLB
+     * entry for 512 small pages, so strided GEMM panels and long streams walk the page tables far less */
+    if (n >= TT_HUGE_MIN) {
+        const size_t rounded = (n + TT_HUGE_PAGE - 1) & ~(TT_HUGE_PAGE - 1);
+        if (rounded >= n) n = rounded, align = TT_HUGE_PAGE;
+    }
+#endif
+    void *p = aligned_alloc(align, n);
     if (!p) {
         tt_errorf("out of memory allocating %zu bytes", bytes);
         return NULL;
     }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (align == TT_HUGE_PAGE) (void)madvise(p, n, MADV_HUGEPAGE); /* advice only: 4 KiB pages where refused */
+#endif
     memset(p, 0, n);
     return p;
 }
