@@ -25,7 +25,7 @@
 # same seed gives the same schedule, though on a loaded machine a kill's
 # moment within its step is not reproducible.
 #
-#   short (CTest, ~30 s here): 100 steps, a checkpoint every 10, 3 kills, local batch 2
+#   short (CTest, ~15 s here): 100 steps, a checkpoint every 10, 3 kills, local batch 2
 #   full  (~8 min here):    300 steps, a checkpoint every 25, 10 kills, local batch 8
 #
 # No kill aims at a step (or a save) within TAIL_US of the run's end: a step of

@@ -8,7 +8,7 @@
 #include "core.h"
 
 #define TT_HUGE_PAGE ((size_t)2 << 20)
-#define TT_HUGE_MIN ((size_t)4 << 20) /* from here the rounding up to whole huge pages costs under a third */
+#define TT_HUGE_MIN ((size_t)4 << 20) /* from here the rounding up to whole huge pages adds at most half */
 
 void *tt_alloc(size_t bytes)
 {
