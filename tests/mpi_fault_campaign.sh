@@ -154,8 +154,9 @@ TAIL=$(((TAIL_US + STEP_US - 1) / STEP_US))
 [ "$TAIL" -lt 3 ] && TAIL=3
 LAST_TARGET=$((STEPS - TAIL))
 [ "$LAST_TARGET" -gt "$INTERVAL" ]
-check "the run is long enough for its kills: $STEPS steps of $(secs "$STEP_US") s, the last $TAIL (at least $(secs $TAIL_US) s) kept free of them" $?
-[ "$LAST_TARGET" -gt "$INTERVAL" ] || { cli_done mpi_fault_campaign; exit; }
+ok=$?
+check "the run is long enough for its kills: $STEPS steps of $(secs "$STEP_US") s, the last $TAIL (at least $(secs $TAIL_US) s) kept free of them" $ok
+[ $ok -eq 0 ] || { cli_done mpi_fault_campaign; exit; }
 
 # ---- the schedule: KILLS kills drawn up front from the seed -------------------------------------
 # kind 'step' (2 in 5): AFTER steps after the resume (1 to 2 intervals), FRAC/1000 of a step after that step's
@@ -239,10 +240,11 @@ for i in $(seq 1 $((KILLS + 1))); do
   elif [ "$kind" = save ]; then
     # look for the save's .step-N.tmp every 2 ms from the run's first step on: the log line of the step before
     # reaches the log (through mpirun) a few steps late, after a save of milliseconds is over
+    limit_us=$(($(deadline $((target - expect_step))) * 1000000))
     now_us; t0=$now w=0
     until [ -d "$CK/.step-$target.tmp" ] || [ -d "$CK/step-$target" ]; do
       alive "$job" || { w=1; break; }
-      now_us; [ $((now - t0)) -gt $(($(deadline $((target - expect_step))) * 1000000)) ] && { w=2; break; }
+      now_us; [ $((now - t0)) -gt "$limit_us" ] && { w=2; break; }
       sleep 0.002
     done
     [ -d "$CK/.step-$target.tmp" ] && tmp=yes

@@ -194,6 +194,7 @@ TT_AMX static void pack_a_amx(void *dst, const tt_gemm_pack_args *p)
 {
     const int nkb = p->kpad / KB;
     const size_t panel = (size_t)nkb * MR * KB; /* bf16 values */
+    const size_t esz = p->sdt == TT_BF16 ? 2 : 4; /* bytes of a source value */
     for (int r0 = 0, pi = 0; r0 < p->rn; r0 += MR, pi++) {
         uint16_t *d = (uint16_t *)dst + (size_t)pi * panel;
         for (int kb = 0; kb < nkb; kb++) {
@@ -210,8 +211,7 @@ TT_AMX static void pack_a_amx(void *dst, const tt_gemm_pack_args *p)
                  * prefetcher does not follow */
                 if (g == 0 && r0 + MR < p->rn)
                     for (int u = 0; u < KB && k0 + u < p->kn; u++)
-                        _mm_prefetch((const char *)p->src + ((size_t)(k0 + u) * (size_t)p->ld + (size_t)(r0 + MR)) *
-                                                                 (p->sdt == TT_BF16 ? 2 : 4),
+                        _mm_prefetch((const char *)p->src + ((size_t)(k0 + u) * (size_t)p->ld + (size_t)(r0 + MR)) * esz,
                                      _MM_HINT_T0);
                 for (int u = 0; u < 16; u++) {
                     const __m256i ev = col_r16(p, k0 + 2 * u, r0 + g), od = col_r16(p, k0 + 2 * u + 1, r0 + g);
