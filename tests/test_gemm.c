@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cpu/gemm.h"
+#include "backend/host/bf16_dot.h"
 #include "harness.h"
 
 typedef struct { int M, N, K; } shape;
@@ -63,7 +64,15 @@ static double worst_rel(const float *c, const double *ref, const double *mag, co
     return w;
 }
 
-static const char *isa_names[] = {"auto", "scalar", "avx2", "avx512", "amx"};
+static const char *isa_names[] = {"auto", "scalar", "avx2", "avx512", "avx512bf16", "amx"};
+/* each path's kernels for fp32 and for bf16 products: AMX and AVX512_BF16
+ * have bf16 products only, the others widen bf16 to fp32 */
+static const char *const path_kernels[][2] = {{"", ""},
+                                              {"scalar-f32", "scalar-f32"},
+                                              {"avx2-f32", "avx2-f32"},
+                                              {"avx512-f32", "avx512-f32"},
+                                              {"avx512-f32", "avx512-bf16"},
+                                              {"avx512-f32", "amx-bf16"}};
 
 /* the general entry with an fp32 C, argument by argument */
 static tt_err gemm(tt_dtype compute, const void *A, tt_dtype adt, int lda, const void *B, tt_dtype bdt, int ldb,
@@ -223,9 +232,8 @@ int main(void)
         }
         CHECK(tt_gemm_set_isa((tt_gemm_isa)isa) == 0);
         const char *f32 = tt_gemm_path_name(TT_F32), *bf16 = tt_gemm_path_name(TT_BF16);
-        const char *f32_isa = isa == TT_GEMM_ISA_AMX ? "avx512" : isa_names[isa]; /* AMX has bf16 tiles only */
-        CHECK_MSG(strncmp(f32, f32_isa, strlen(f32_isa)) == 0, "%s path is %s", isa_names[isa], f32);
-        CHECK_MSG(strncmp(bf16, isa_names[isa], strlen(isa_names[isa])) == 0, "%s path is %s", isa_names[isa], bf16);
+        CHECK_MSG(strcmp(f32, path_kernels[isa][0]) == 0, "%s path: fp32 on %s", isa_names[isa], f32);
+        CHECK_MSG(strcmp(bf16, path_kernels[isa][1]) == 0, "%s path: bf16 on %s", isa_names[isa], bf16);
         fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s\n", isa_names[isa], f32, bf16);
         for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) check_shape(shapes[s], &rng, isa_names[isa]);
         for (int t = 0; t < 4; t++) { /* few rows (skinny for fp32) and many (packed) */
@@ -244,12 +252,22 @@ int main(void)
     }
     CHECK(paths >= 1);
 
-    /* TITAN_GEMM_ISA caps the automatic choice */
+    /* TITAN_GEMM_ISA names the path; one the CPU lacks falls to the best below it */
     setenv("TITAN_GEMM_ISA", "scalar", 1);
     CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);
     CHECK(strcmp(tt_gemm_path_name(TT_BF16), "scalar-f32") == 0);
+    for (int isa = TT_GEMM_ISA_SCALAR; isa <= TT_GEMM_ISA_AMX; isa++) {
+        setenv("TITAN_GEMM_ISA", isa_names[isa], 1);
+        CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);
+        /* forced where the CPU has it, even where the automatic choice skips it (AVX512_BF16 on Intel) */
+        if (tt_gemm_isa_supported((tt_gemm_isa)isa))
+            CHECK_MSG(strcmp(tt_gemm_path_name(TT_BF16), path_kernels[isa][1]) == 0, "TITAN_GEMM_ISA=%s: bf16 on %s",
+                      isa_names[isa], tt_gemm_path_name(TT_BF16));
+    }
     unsetenv("TITAN_GEMM_ISA");
     CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);
+    /* the automatic choice: bf16 dot products only where preferred to FMAs */
+    CHECK(strcmp(tt_gemm_path_name(TT_BF16), "avx512-bf16") != 0 || tt_bf16_dot_preferred());
 
     /* K = 0: an empty sum */
     float a1[1] = {1}, b1[1] = {1}, c1[6] = {5, 5, 5, 5, 5, 5};

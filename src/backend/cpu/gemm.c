@@ -9,6 +9,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_impl.h"
 #include "backend/cpu/simd.h"
+#include "backend/host/bf16_dot.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -20,16 +21,6 @@
 
 /* ---- which code path ------------------------------------------------------ */
 
-static int cpu_has_bf16(void)
-{
-#ifdef TT_GEMM_X86
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") != 0;
-#else
-    return 0;
-#endif
-}
-
 int tt_gemm_isa_supported(tt_gemm_isa isa)
 {
     switch (isa) {
@@ -37,6 +28,7 @@ int tt_gemm_isa_supported(tt_gemm_isa isa)
     case TT_GEMM_ISA_SCALAR: return 1;
 #ifdef TT_GEMM_X86
     case TT_GEMM_ISA_AMX: return tt_gemm_impl_amx_bf16() != NULL;
+    case TT_GEMM_ISA_AVX512BF16: return tt_gemm_impl_avx512_bf16() != NULL && tt_bf16_dot_supported();
     case TT_GEMM_ISA_AVX2:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -49,27 +41,40 @@ int tt_gemm_isa_supported(tt_gemm_isa isa)
     }
 }
 
-/* The path every call takes: the best the CPU runs, capped by
- * TITAN_GEMM_ISA (read once) or set by tt_gemm_set_isa. 0 = not decided yet.
- * Atomic because the first GEMMs may come from several threads at once. */
+static const char *const isa_names[] = {"auto", "scalar", "avx2", "avx512", "avx512bf16", "amx"};
+
+/* The path every call takes: the best the CPU runs, or the one
+ * TITAN_GEMM_ISA names (read once), or the one set by tt_gemm_set_isa.
+ * 0 = not decided yet. Atomic because the first GEMMs may come from several
+ * threads at once. */
 static int g_isa;
 
 static tt_gemm_isa best_isa(void)
 {
-    tt_gemm_isa best = tt_gemm_isa_supported(TT_GEMM_ISA_AMX)      ? TT_GEMM_ISA_AMX
-                       : tt_gemm_isa_supported(TT_GEMM_ISA_AVX512) ? TT_GEMM_ISA_AVX512
-                       : tt_gemm_isa_supported(TT_GEMM_ISA_AVX2)   ? TT_GEMM_ISA_AVX2
-                                                                   : TT_GEMM_ISA_SCALAR;
+    /* the preferred path: AVX512BF16 is skipped where FMAs outrun it */
+    tt_gemm_isa best = TT_GEMM_ISA_SCALAR;
+    for (int i = TT_GEMM_ISA_AMX; i > TT_GEMM_ISA_SCALAR; i--) {
+        if (i == TT_GEMM_ISA_AVX512BF16 && !tt_bf16_dot_preferred()) continue;
+        if (tt_gemm_isa_supported((tt_gemm_isa)i)) {
+            best = (tt_gemm_isa)i;
+            break;
+        }
+    }
     const char *env = getenv("TITAN_GEMM_ISA");
-    tt_gemm_isa cap = TT_GEMM_ISA_AMX;
-    if (env && strcmp(env, "scalar") == 0) cap = TT_GEMM_ISA_SCALAR;
-    else if (env && strcmp(env, "avx2") == 0) cap = TT_GEMM_ISA_AVX2;
-    else if (env && strcmp(env, "avx512") == 0) cap = TT_GEMM_ISA_AVX512;
-    else if (env && *env && strcmp(env, "amx") != 0)
-        tt_warn("TITAN_GEMM_ISA=%s is not one of amx, avx512, avx2, scalar: ignored", env);
-    if (best > cap) best = cap;
-    /* a cap the CPU lacks (avx2 on a machine with AVX-512 but no FMA?) falls to scalar */
-    return tt_gemm_isa_supported(best) ? best : TT_GEMM_ISA_SCALAR;
+    if (!env || !*env) return best;
+    int want = 0;
+    for (int i = TT_GEMM_ISA_SCALAR; i <= TT_GEMM_ISA_AMX; i++)
+        if (strcmp(env, isa_names[i]) == 0) want = i;
+    if (!want) {
+        tt_warn("TITAN_GEMM_ISA=%s is not one of amx, avx512bf16, avx512, avx2, scalar: ignored", env);
+        return best;
+    }
+    if (tt_gemm_isa_supported((tt_gemm_isa)want)) return (tt_gemm_isa)want;
+    /* a path the CPU lacks: the preferred one if it lies below, else the best below */
+    if ((int)best < want) return best;
+    for (int i = want - 1; i > TT_GEMM_ISA_SCALAR; i--)
+        if (tt_gemm_isa_supported((tt_gemm_isa)i)) return (tt_gemm_isa)i;
+    return TT_GEMM_ISA_SCALAR;
 }
 
 static tt_gemm_isa current_isa(void)
@@ -88,11 +93,10 @@ tt_err tt_gemm_set_isa(tt_gemm_isa isa)
         __atomic_store_n(&g_isa, (int)best_isa(), __ATOMIC_RELEASE);
         return TT_OK;
     }
-    static const char *const names[] = {"auto", "scalar", "avx2", "avx512", "amx"};
     if (isa < TT_GEMM_ISA_SCALAR || isa > TT_GEMM_ISA_AMX)
         return tt_errorf("tt_gemm_set_isa: unknown code path %d", (int)isa);
     if (!tt_gemm_isa_supported(isa))
-        return tt_errorf("tt_gemm_set_isa: this CPU cannot run the %s path", names[isa]);
+        return tt_errorf("tt_gemm_set_isa: this CPU cannot run the %s path", isa_names[isa]);
     __atomic_store_n(&g_isa, (int)isa, __ATOMIC_RELEASE);
     return TT_OK;
 }
@@ -108,10 +112,11 @@ static const tt_gemm_impl *pick_impl(tt_dtype compute, int *round)
         if (compute == TT_BF16) im = tt_gemm_impl_amx_bf16();
         if (!im) im = tt_gemm_impl_avx512_f32();
         break;
-    case TT_GEMM_ISA_AVX512:
-        if (compute == TT_BF16 && cpu_has_bf16()) im = tt_gemm_impl_avx512_bf16();
+    case TT_GEMM_ISA_AVX512BF16:
+        if (compute == TT_BF16) im = tt_gemm_impl_avx512_bf16();
         if (!im) im = tt_gemm_impl_avx512_f32();
         break;
+    case TT_GEMM_ISA_AVX512: im = tt_gemm_impl_avx512_f32(); break;
     case TT_GEMM_ISA_AVX2: im = tt_gemm_impl_avx2_f32(); break;
     default: break;
     }
@@ -120,10 +125,9 @@ static const tt_gemm_impl *pick_impl(tt_dtype compute, int *round)
     return im;
 }
 
-int tt_gemm_has_bf16_dot(void)
+int tt_gemm_bf16_hardware(void)
 {
-    int round;
-    return pick_impl(TT_BF16, &round)->kunit == 2;
+    return current_isa() >= TT_GEMM_ISA_AVX512 && tt_bf16_dot_supported();
 }
 
 const char *tt_gemm_path_name(tt_dtype compute)

@@ -12,7 +12,8 @@
  * threads, or the calling thread alone when called inside a parallel region
  * or for a product under ~0.5M multiply-adds. C with few rows (up to 32; 8
  * for bf16 on AVX512_BF16 or AMX), as in decoding, takes a path that reads B in
- * place instead of packing it. A CPU without AVX512_BF16 computes bf16 as
+ * place instead of packing it. A path without bf16 products (AVX2, or
+ * AVX-512 where FMAs outrun vdpbf16ps: Intel without AMX) computes bf16 as
  * fp32 products of the bf16-rounded values: the same numbers up to the order
  * of the sums. */
 #ifndef TT_GEMM_H
@@ -72,15 +73,20 @@ tt_err tt_gemm(const tt_gemm_args *g);
  * not take the skinny path. */
 tt_err tt_gemm_grouped(const tt_gemm_args *g, int n);
 
-/* Code paths. TT_GEMM_ISA_AUTO is the best this CPU runs, unless the
- * environment variable TITAN_GEMM_ISA=amx|avx512|avx2|scalar caps it (read on the
- * first call, and again by tt_gemm_set_isa(TT_GEMM_ISA_AUTO)). */
+/* Code paths. TT_GEMM_ISA_AUTO is the best this CPU runs: AMX for bf16 where
+ * usable, else vdpbf16ps where the CPU issues it faster than FMAs
+ * (tt_bf16_dot_preferred: AMD), else AVX-512 FMAs with bf16 widened; the
+ * environment variable TITAN_GEMM_ISA=amx|avx512bf16|avx512|avx2|scalar
+ * names the path instead, or, where the CPU lacks that one, the best of those
+ * below it (read on the first call, and again by
+ * tt_gemm_set_isa(TT_GEMM_ISA_AUTO)). */
 typedef enum {
     TT_GEMM_ISA_AUTO = 0,
-    TT_GEMM_ISA_SCALAR, /* portable C */
-    TT_GEMM_ISA_AVX2,   /* AVX2 + FMA; bf16 is widened to fp32 */
-    TT_GEMM_ISA_AVX512, /* AVX-512F(+BW/VL); bf16 with vdpbf16ps when the CPU has AVX512_BF16 */
-    TT_GEMM_ISA_AMX,    /* bf16 on AMX tiles (tdpbf16ps); fp32 as AVX512 */
+    TT_GEMM_ISA_SCALAR,     /* portable C */
+    TT_GEMM_ISA_AVX2,       /* AVX2 + FMA; bf16 is widened to fp32 */
+    TT_GEMM_ISA_AVX512,     /* AVX-512F(+BW/VL) FMAs; bf16 is widened to fp32 */
+    TT_GEMM_ISA_AVX512BF16, /* bf16 as vdpbf16ps (AVX512_BF16); fp32 as AVX512 */
+    TT_GEMM_ISA_AMX,        /* bf16 on AMX tiles (tdpbf16ps); fp32 as AVX512 */
 } tt_gemm_isa;
 
 /* 1 if this CPU runs `isa` (AUTO and SCALAR always). */
@@ -92,7 +98,9 @@ tt_err tt_gemm_set_isa(tt_gemm_isa isa);
 /* The path the next call will take for `compute` (TT_F32 or TT_BF16), as a
  * name: "amx-bf16", "avx512-bf16", "avx512-f32", "avx2-f32", "scalar-f32". */
 const char *tt_gemm_path_name(tt_dtype compute);
-/* 1 when bf16 products run as bf16 dot products (AVX512_BF16) on this CPU and path */
-int tt_gemm_has_bf16_dot(void);
+/* 1 when this CPU has bf16 arithmetic (AVX512_BF16, and AMX where it has
+ * that) and the path is AVX-512 or AMX: bf16 products then cost no more than
+ * fp32 ones, on whichever kernel they take. */
+int tt_gemm_bf16_hardware(void);
 
 #endif

@@ -120,7 +120,10 @@ TT_AVX512BF16 static void kern_bf16_rows(int ksteps, const void *a, long lda, co
 TT_AVX512F static inline __m512i load_row_f32(const tt_gemm_pack_args *p, int r, int k0, int kleft)
 {
     const size_t off = (size_t)r * (size_t)p->ld + (size_t)k0;
-    if (p->sdt == TT_F32) return _mm512_castps_si512(_mm512_maskz_loadu_ps(mask16(kleft), (const float *)p->src + off));
+    if (p->sdt == TT_F32) {
+        const __m512 v = _mm512_maskz_loadu_ps(mask16(kleft), (const float *)p->src + off);
+        return _mm512_castps_si512(p->round_bf16 ? round_bf16_ps(v) : v);
+    }
     return _mm512_castps_si512(bf16_widen(_mm256_maskz_loadu_epi16(mask16(kleft), (const uint16_t *)p->src + off)));
 }
 
@@ -156,6 +159,7 @@ TT_AVX512F static inline void f32_step(const tt_gemm_pack_args *p, float *d, int
         __m512 v;
         if (p->sdt == TT_F32) {
             v = _mm512_maskz_loadu_ps(mask16(w - g), (const float *)p->src + off + g);
+            if (p->round_bf16) v = round_bf16_ps(v);
         } else {
             const __m256i h = _mm256_maskz_loadu_epi16(mask16(w - g), (const uint16_t *)p->src + off + g);
             v = bf16_widen(h);
@@ -164,13 +168,10 @@ TT_AVX512F static inline void f32_step(const tt_gemm_pack_args *p, float *d, int
     }
 }
 
-/* fp32 panels ([ks][W] floats) */
+/* fp32 panels ([ks][W] floats); fp32 values rounded to bf16 first for bf16
+ * compute (p->round_bf16), bf16 values widened */
 TT_AVX512F static void pack_f32(void *dst, const tt_gemm_pack_args *p)
 {
-    if (p->round_bf16 && p->sdt == TT_F32) { /* only when the CPU lacks BF16: rare, portable */
-        tt_gemm_pack_generic(dst, p, 1);
-        return;
-    }
     const int W = p->W, kn = p->kn, rn = p->rn, np = (rn + W - 1) / W;
     const size_t panel = (size_t)kn * W, esz = p->sdt == TT_F32 ? 4 : 2;
     if (!p->kcontig) {
@@ -282,14 +283,7 @@ TT_AVX512F static inline __attribute__((always_inline)) __m512 skinny_load(const
         return bf16_widen(h);
     }
     const __m512 v = _mm512_maskz_loadu_ps(m, (const float *)b + off);
-    if (mode == SK_F32) return v;
-    /* round to bf16 in integers (AVX512F only), as tt_gemm_round_bf16 */
-    const __m512i x = _mm512_castps_si512(v);
-    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, x, _mm512_set1_epi32(0x00400000));
-    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+    return mode == SK_F32 ? v : round_bf16_ps(v);
 }
 
 /* [sum(a0), sum(a1), sum(a2), sum(a3)] of four 16-lane vectors */
