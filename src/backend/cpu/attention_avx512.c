@@ -1,6 +1,7 @@
 /* attention_avx512.c — flash attention for AVX-512 CPUs, forward and
  * backward, fp32 (FMA) and bf16 (vdpbf16ps, or AMX tiles where the CPU has
- * them; fp32 sums).
+ * them; fp32 sums; or, where FMAs outrun vdpbf16ps, bf16 inputs widened to
+ * fp32 by the pre-pass and the fp32 products).
  *
  * Work is cut into 64 x 64 tiles of (queries, keys). The forward keeps, per
  * 64-query block, the running row max and sum of an online softmax and an
@@ -37,6 +38,7 @@
 
 #include "backend/cpu/avx512_util.h"
 #include "backend/host/amx.h"
+#include "backend/host/bf16_dot.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -443,9 +445,11 @@ static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
 {
     memset(w, 0, sizeof *w);
     w->a = a;
-    w->ku = a->dt == TT_BF16 ? 2 : 1;
-    w->amx = w->ku == 2 && tt_amx_usable();
-    w->es = a->dt == TT_BF16 ? 2 : 4;
+    /* bf16 as pairs for vdpbf16ps or AMX tiles, or, where FMAs outrun
+     * vdpbf16ps (tt_bf16_dot_preferred), widened to fp32 by the pre-pass */
+    w->amx = a->dt == TT_BF16 && tt_amx_usable();
+    w->ku = a->dt == TT_BF16 && (w->amx || tt_bf16_dot_preferred()) ? 2 : 1;
+    w->es = w->ku == 2 ? 2 : 4;
     w->nblk = (a->T + BLK - 1) / BLK;
     w->group = a->H / a->Hk;
     w->blk_elems = (size_t)BLK * a->hd;
