@@ -15,8 +15,9 @@
 typedef struct tt_queue tt_queue;
 typedef struct tt_event tt_event;
 
-/* The device's peak, for MFU: gflops[dt] is 0 for a dtype it has no fast
- * path for. source says where the figure came from ("measured", "cached"). */
+/* The device's peak, for MFU: gflops[dt] is that of the path products
+ * computed in dt take (bf16 widened onto fp32 FMAs: the fp32 peak), 0 for a
+ * dtype it has no path for. source says where the figure came from ("measured", "cached"). */
 typedef struct {
     double gflops[TT_DTYPE_COUNT];
     char device[128];  /* "AMD EPYC 9R14 (2 threads)", ... */

@@ -12,7 +12,9 @@ tt_err tt_bench_peak(const char *backend, double seconds, FILE *out)
     if (!be || be->peak(seconds, &pk)) return -1;
     fprintf(out, "backend  %s\ndevice   %s\npath     %s\nfp32     %.1f GFLOP/s\n", be->name, pk.device, pk.path,
             pk.gflops[TT_F32]);
-    if (pk.gflops[TT_BF16] > 0) fprintf(out, "bf16     %.1f GFLOP/s\n", pk.gflops[TT_BF16]);
+    if (pk.gflops[TT_BF16] > 0)
+        fprintf(out, "bf16     %.1f GFLOP/s%s\n", pk.gflops[TT_BF16],
+                pk.gflops[TT_BF16] == pk.gflops[TT_F32] ? " (on the fp32 path: bf16 values widened to fp32)" : "");
     else fprintf(out, "bf16     unsupported on this device\n");
     double gbps;
     if (be->bandwidth(seconds > 0 ? seconds / 4 : 0, &gbps)) return -1;

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "backend/host/amx.h"
+#include "backend/host/bf16_dot.h"
 #include "backend/host/peak.h"
 
 #ifdef _OPENMP
@@ -183,8 +184,10 @@ static double f32_scalar(double seconds, double *elapsed)
 }
 
 /* The best kernels this CPU runs: bf16 on AMX tiles where titan's GEMM can
- * use them (tt_amx_usable: TITAN_AMX=0 says no), since the peak is the MFU's
- * denominator. TITAN_PEAK_ISA=scalar|avx2|avx512 caps the choice (to exercise
+ * use them (tt_amx_usable: TITAN_AMX=0 says no), else as vdpbf16ps where
+ * titan prefers them to FMAs (tt_bf16_dot_preferred), else none: bf16 then
+ * runs on the fp32 FMAs and the fp32 peak is its peak. The peak is the MFU's
+ * denominator, so it is measured on what titan's kernels run. TITAN_PEAK_ISA=scalar|avx2|avx512 caps the choice (to exercise
  * and compare the fallbacks on a big machine). */
 static void pick(peak_kernel *f32, peak_kernel *bf16, char *path, size_t cap)
 {
@@ -200,7 +203,7 @@ static void pick(peak_kernel *f32, peak_kernel *bf16, char *path, size_t cap)
     if (allow512 && __builtin_cpu_supports("avx512f")) {
         *f32 = f32_avx512;
         snprintf(path, cap, "avx512f");
-        if (__builtin_cpu_supports("avx512bf16")) {
+        if (tt_bf16_dot_preferred()) { /* else bf16 products are widened onto the fp32 FMAs */
             *bf16 = bf16_avx512;
             snprintf(path, cap, "avx512f+avx512bf16");
         }
