@@ -951,7 +951,7 @@ tt_err tt_config_finalize(tt_config *c)
 
     /* batches */
     tt_training_config *tr = &t.training;
-    /* the backend, and its default compute dtype (bf16 where the hardware has bf16 dot products) */
+    /* the backend, and its default compute dtype (bf16 where the hardware has bf16 arithmetic) */
     const tt_backend *be = tt_backend_get(tr->backend);
     if (!be) return tt_error_prefix("training.backend: ");
     if (!tt_config_is_set(&t, "training.mixed_precision_param"))

@@ -363,7 +363,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
                !bf16 ? "fp32"
                : tt_config_is_set(c, "training.mixed_precision_param")
                    ? "bf16 (fp32 master weights)"
-                   : "bf16 (fp32 master weights; the backend's default where the hardware has bf16 dot products)",
+                   : "bf16 (fp32 master weights; the backend's default where the hardware has bf16 arithmetic)",
                r->peak_gflops, bf16 ? "bf16" : "f32", r->peak_source);
         char moe[320];
         tt_model_moe_describe(&mc, &r->ext, moe, sizeof moe);
