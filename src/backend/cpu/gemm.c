@@ -28,7 +28,9 @@ int tt_gemm_isa_supported(tt_gemm_isa isa)
     case TT_GEMM_ISA_SCALAR: return 1;
 #ifdef TT_GEMM_X86
     case TT_GEMM_ISA_AMX: return tt_gemm_impl_amx_bf16() != NULL;
-    case TT_GEMM_ISA_AVX512BF16: return tt_gemm_impl_avx512_bf16() != NULL && tt_bf16_dot_supported();
+    case TT_GEMM_ISA_AVX512BF16:
+        return tt_gemm_impl_avx512_bf16() != NULL && tt_bf16_dot_supported() &&
+               tt_gemm_isa_supported(TT_GEMM_ISA_AVX512);
     case TT_GEMM_ISA_AVX2:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
