@@ -256,6 +256,9 @@ int main(void)
     setenv("TITAN_GEMM_ISA", "scalar", 1);
     CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);
     CHECK(strcmp(tt_gemm_path_name(TT_BF16), "scalar-f32") == 0);
+    unsetenv("TITAN_GEMM_ISA");
+    CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);
+    const char *auto_bf16 = tt_gemm_path_name(TT_BF16);
     for (int isa = TT_GEMM_ISA_SCALAR; isa <= TT_GEMM_ISA_AMX; isa++) {
         setenv("TITAN_GEMM_ISA", isa_names[isa], 1);
         CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);
@@ -263,6 +266,10 @@ int main(void)
         if (tt_gemm_isa_supported((tt_gemm_isa)isa))
             CHECK_MSG(strcmp(tt_gemm_path_name(TT_BF16), path_kernels[isa][1]) == 0, "TITAN_GEMM_ISA=%s: bf16 on %s",
                       isa_names[isa], tt_gemm_path_name(TT_BF16));
+        /* AMX where the CPU lacks it: the automatic choice, which lies below */
+        else if (isa == TT_GEMM_ISA_AMX)
+            CHECK_MSG(strcmp(tt_gemm_path_name(TT_BF16), auto_bf16) == 0, "TITAN_GEMM_ISA=amx without AMX: bf16 on %s",
+                      tt_gemm_path_name(TT_BF16));
     }
     unsetenv("TITAN_GEMM_ISA");
     CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);

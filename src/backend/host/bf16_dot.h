@@ -8,9 +8,9 @@
  * 167 and 207) issue it at a quarter of their FMA rate (`TITAN_AMX=0 titan
  * bench peak`: 239 GFLOP/s bf16 dot against 471 fp32 FMA; 168 against 331),
  * so there the widened products are twice as fast; where the CPU has AMX,
- * the tiles take the bf16 products anyway. The
- * choice goes by cpuid's vendor: a rule, not a measurement, so that one
- * machine always computes the same numbers. */
+ * the tiles take the bf16 products anyway. The choice goes by cpuid's
+ * vendor: a rule, not a measurement, so that one machine always computes
+ * the same numbers. */
 #ifndef TT_HOST_BF16_DOT_H
 #define TT_HOST_BF16_DOT_H
 

@@ -187,8 +187,9 @@ static double f32_scalar(double seconds, double *elapsed)
  * use them (tt_amx_usable: TITAN_AMX=0 says no), else as vdpbf16ps where
  * titan prefers them to FMAs (tt_bf16_dot_preferred), else none: bf16 then
  * runs on the fp32 FMAs and the fp32 peak is its peak. The peak is the MFU's
- * denominator, so it is measured on what titan's kernels run. TITAN_PEAK_ISA=scalar|avx2|avx512 caps the choice (to exercise
- * and compare the fallbacks on a big machine). */
+ * denominator, so it is measured on what titan's kernels run.
+ * TITAN_PEAK_ISA=scalar|avx2|avx512 caps the choice (to exercise and compare
+ * the fallbacks on a big machine). */
 static void pick(peak_kernel *f32, peak_kernel *bf16, char *path, size_t cap)
 {
     const char *cap_isa = getenv("TITAN_PEAK_ISA");
