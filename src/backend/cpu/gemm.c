@@ -51,32 +51,30 @@ static const char *const isa_names[] = {"auto", "scalar", "avx2", "avx512", "avx
  * threads at once. */
 static int g_isa;
 
+/* The preferred path at or below `top` that the CPU runs: AVX512BF16 is
+ * skipped where FMAs outrun vdpbf16ps (tt_bf16_dot_preferred). */
+static tt_gemm_isa preferred_at_most(int top)
+{
+    for (int i = top; i > TT_GEMM_ISA_SCALAR; i--) {
+        if (i == TT_GEMM_ISA_AVX512BF16 && !tt_bf16_dot_preferred()) continue;
+        if (tt_gemm_isa_supported((tt_gemm_isa)i)) return (tt_gemm_isa)i;
+    }
+    return TT_GEMM_ISA_SCALAR;
+}
+
 static tt_gemm_isa best_isa(void)
 {
-    /* the preferred path: AVX512BF16 is skipped where FMAs outrun it */
-    tt_gemm_isa best = TT_GEMM_ISA_SCALAR;
-    for (int i = TT_GEMM_ISA_AMX; i > TT_GEMM_ISA_SCALAR; i--) {
-        if (i == TT_GEMM_ISA_AVX512BF16 && !tt_bf16_dot_preferred()) continue;
-        if (tt_gemm_isa_supported((tt_gemm_isa)i)) {
-            best = (tt_gemm_isa)i;
-            break;
-        }
-    }
     const char *env = getenv("TITAN_GEMM_ISA");
-    if (!env || !*env) return best;
+    if (!env || !*env) return preferred_at_most(TT_GEMM_ISA_AMX);
     int want = 0;
     for (int i = TT_GEMM_ISA_SCALAR; i <= TT_GEMM_ISA_AMX; i++)
         if (strcmp(env, isa_names[i]) == 0) want = i;
     if (!want) {
         tt_warn("TITAN_GEMM_ISA=%s is not one of amx, avx512bf16, avx512, avx2, scalar: ignored", env);
-        return best;
+        return preferred_at_most(TT_GEMM_ISA_AMX);
     }
-    if (tt_gemm_isa_supported((tt_gemm_isa)want)) return (tt_gemm_isa)want;
-    /* a path the CPU lacks: the preferred one if it lies below, else the best below */
-    if ((int)best < want) return best;
-    for (int i = want - 1; i > TT_GEMM_ISA_SCALAR; i--)
-        if (tt_gemm_isa_supported((tt_gemm_isa)i)) return (tt_gemm_isa)i;
-    return TT_GEMM_ISA_SCALAR;
+    /* the named path where the CPU has it, else the preferred one below it */
+    return tt_gemm_isa_supported((tt_gemm_isa)want) ? (tt_gemm_isa)want : preferred_at_most(want - 1);
 }
 
 static tt_gemm_isa current_isa(void)
