@@ -5,12 +5,12 @@
  * Having the instruction is not enough. vdpbf16ps does two multiply-adds per
  * fp32 lane, so it doubles the FMA's rate where it issues as fast: on AMD's
  * Zen 4 and Zen 5. The Intel Xeons this VM has run on (CPU family 6, models
- * 167 and 207) issue it at a quarter of their FMA rate (`TITAN_AMX=0 titan
- * bench peak`: 239 GFLOP/s bf16 dot against 471 fp32 FMA; 168 against 331),
- * so there the widened products are twice as fast; where the CPU has AMX,
- * the tiles take the bf16 products anyway. The choice goes by cpuid's
- * vendor: a rule, not a measurement, so that one machine always computes
- * the same numbers. */
+ * 167 and 207) issue it at a quarter of their FMA rate (`TITAN_BF16_DOT=1
+ * TITAN_AMX=0 titan bench peak`: 239 GFLOP/s bf16 dot against 471 fp32 FMA;
+ * 168 against 331), so there the widened products are twice as fast;
+ * where the CPU has AMX, the tiles take the bf16 products anyway. The choice
+ * goes by cpuid's vendor: a rule, not a measurement, so that one machine
+ * always computes the same numbers. */
 #ifndef TT_HOST_BF16_DOT_H
 #define TT_HOST_BF16_DOT_H
 
