@@ -234,23 +234,58 @@ int main(void)
         const char *f32 = tt_gemm_path_name(TT_F32), *bf16 = tt_gemm_path_name(TT_BF16);
         CHECK_MSG(strcmp(f32, path_kernels[isa][0]) == 0, "%s path: fp32 on %s", isa_names[isa], f32);
         CHECK_MSG(strcmp(bf16, path_kernels[isa][1]) == 0, "%s path: bf16 on %s", isa_names[isa], bf16);
-        fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s\n", isa_names[isa], f32, bf16);
-        for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) check_shape(shapes[s], &rng, isa_names[isa]);
-        for (int t = 0; t < 4; t++) { /* few rows (skinny for fp32) and many (packed) */
-            check_strides(&rng, isa_names[isa], 23, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
-            check_strides(&rng, isa_names[isa], 45, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
-        }
-        /* bf16 C: one k block, several (the partial sums), and few rows (skinny) */
-        for (int t = 0; t < 2; t++) {
-            check_bf16_out(&rng, isa_names[isa], 37, 70, 50, t ? TT_BF16 : TT_F32);
-            check_bf16_out(&rng, isa_names[isa], 40, 45, 2500, t ? TT_BF16 : TT_F32);
-            check_bf16_out(&rng, isa_names[isa], 3, 130, 90, t ? TT_BF16 : TT_F32);
-            /* whole tiles down a B panel in runs (AMX's kern_col) over three k blocks */
-            check_bf16_out(&rng, isa_names[isa], 70, 64, 2100, t ? TT_BF16 : TT_F32);
+        /* the cache blocks for a 1 MB L2 (Zen 4) and for a 2 MB one (Intel Xeon): the AVX-512 kernels' k and
+         * A blocks double in the second, which moves every k-block boundary the shapes cross */
+        for (int l2 = 1; l2 <= 2; l2++) {
+            tt_gemm_set_l2((long)l2 << 20);
+            for (int d = 0; d < 2; d++) {
+                const char *kern = path_kernels[isa][d];
+                const int want = l2 == 2 && strncmp(kern, "avx512-", 7) == 0 ? 2 : 1;
+                CHECK_MSG(tt_gemm_block_scale(d ? TT_BF16 : TT_F32) == want, "%s path, %d MB L2: %s blocks scaled %d",
+                          isa_names[isa], l2, kern, tt_gemm_block_scale(d ? TT_BF16 : TT_F32));
+            }
+            fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s, %d MB L2\n", isa_names[isa], f32, bf16, l2);
+            for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) check_shape(shapes[s], &rng, isa_names[isa]);
+            for (int t = 0; t < 4; t++) { /* few rows (skinny for fp32) and many (packed) */
+                check_strides(&rng, isa_names[isa], 23, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
+                check_strides(&rng, isa_names[isa], 45, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
+            }
+            /* bf16 C: one k block, several (the partial sums), and few rows (skinny) */
+            for (int t = 0; t < 2; t++) {
+                check_bf16_out(&rng, isa_names[isa], 37, 70, 50, t ? TT_BF16 : TT_F32);
+                check_bf16_out(&rng, isa_names[isa], 40, 45, 2500, t ? TT_BF16 : TT_F32);
+                check_bf16_out(&rng, isa_names[isa], 3, 130, 90, t ? TT_BF16 : TT_F32);
+                /* whole tiles down a B panel in runs (AMX's kern_col) over three k blocks */
+                check_bf16_out(&rng, isa_names[isa], 70, 64, 2100, t ? TT_BF16 : TT_F32);
+            }
         }
         paths++;
     }
     CHECK(paths >= 1);
+
+    /* TITAN_GEMM_L2 gives the L2 in bytes, K or M; anything else is ignored for the CPU's own */
+    if (tt_gemm_isa_supported(TT_GEMM_ISA_AVX512)) {
+        CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AVX512) == 0);
+        const char *const sizes[][2] = {{"2M", "2"}, {"2048K", "2"}, {"2097152", "2"}, {"1m", "1"}, {"2097151", "1"}};
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            setenv("TITAN_GEMM_L2", sizes[i][0], 1);
+            tt_gemm_set_l2(0);
+            CHECK_MSG(tt_gemm_block_scale(TT_F32) == atoi(sizes[i][1]), "TITAN_GEMM_L2=%s: blocks scaled %d",
+                      sizes[i][0], tt_gemm_block_scale(TT_F32));
+        }
+        unsetenv("TITAN_GEMM_L2");
+        tt_gemm_set_l2(0);
+        const int cpu = tt_gemm_block_scale(TT_F32);
+        const char *const bad[] = {"2Mb", "lots", "-1", "0", "M"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            setenv("TITAN_GEMM_L2", bad[i], 1);
+            tt_gemm_set_l2(0);
+            CHECK_MSG(tt_gemm_block_scale(TT_F32) == cpu, "TITAN_GEMM_L2=%s: not ignored", bad[i]);
+        }
+        unsetenv("TITAN_GEMM_L2");
+        tt_gemm_set_l2(0);
+        fprintf(stderr, "test_gemm: this CPU's L2 scales the AVX-512 blocks by %d\n", cpu);
+    }
 
     /* TITAN_GEMM_ISA names the path (scalar included); one the CPU lacks falls to the preferred one below it */
     unsetenv("TITAN_GEMM_ISA");

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_impl.h"
@@ -134,6 +135,63 @@ const char *tt_gemm_path_name(tt_dtype compute)
 {
     int round;
     return pick_impl(compute == TT_BF16 ? TT_BF16 : TT_F32, &round)->name;
+}
+
+/* ---- cache blocks from the L2 ---------------------------------------------- */
+
+/* The per-core L2 in bytes the blocks are sized for: the one tt_gemm_set_l2
+ * set, else TITAN_GEMM_L2 (bytes, or with a K or M suffix), else the CPU's
+ * (sysconf); 0 = unknown. -1 = not decided yet. */
+static long g_l2 = -1;
+
+static long parse_size(const char *s)
+{
+    char *end;
+    const long v = strtol(s, &end, 10);
+    const long mul = *end == 'K' || *end == 'k' ? 1024 : *end == 'M' || *end == 'm' ? 1024 * 1024 : 1;
+    if (end == s || v <= 0 || v > (1L << 40) / mul || (mul > 1 && end[1]) || (mul == 1 && *end)) return -1;
+    return v * mul;
+}
+
+static long detect_l2(void)
+{
+    const char *env = getenv("TITAN_GEMM_L2");
+    if (env && *env) {
+        const long v = parse_size(env);
+        if (v > 0) return v;
+        tt_warn("TITAN_GEMM_L2=%s is not a size in bytes (such as 2M or 1024K): ignored", env);
+    }
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? v : 0;
+#else
+    return 0;
+#endif
+}
+
+static long current_l2(void)
+{
+    long l2 = __atomic_load_n(&g_l2, __ATOMIC_ACQUIRE);
+    if (l2 < 0) {
+        l2 = detect_l2();
+        __atomic_store_n(&g_l2, l2, __ATOMIC_RELEASE);
+    }
+    return l2;
+}
+
+void tt_gemm_set_l2(long bytes) { __atomic_store_n(&g_l2, bytes > 0 ? bytes : detect_l2(), __ATOMIC_RELEASE); }
+
+/* 2 where the L2 holds at least twice the one im's kc and A block were tuned
+ * for (measured: 2 MB against Zen 4's 1 MB), else 1 */
+static int block_scale(const tt_gemm_impl *im)
+{
+    return im->l2_kb > 0 && current_l2() >= 2L * im->l2_kb * 1024 ? 2 : 1;
+}
+
+int tt_gemm_block_scale(tt_dtype compute)
+{
+    int round;
+    return block_scale(pick_impl(compute == TT_BF16 ? TT_BF16 : TT_F32, &round));
 }
 
 /* ---- the loop nest -------------------------------------------------------- */
@@ -513,7 +571,8 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
 #define TT_GEMM_BAND_NPANELS 12
 #define TT_GEMM_BAND_MPANELS 8
 
-/* the most bytes of packed A in one block (of L2's 1 MB on Zen 4) */
+/* the most bytes of packed A in one block (of L2's 1 MB on Zen 4; times
+ * block_scale) */
 #define A_BLOCK_BYTES (384 * 1024)
 
 /* The blocking of job j on nt threads, how A is read (in place, in bands or
@@ -521,13 +580,14 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
 static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
 {
     const tt_gemm_impl *im = j->im;
+    const int scale = block_scale(im);
     *pl = (gemm_plan){
-        .kcb = balanced_block(j->K, im->kc, kgran_of(im)),
+        .kcb = balanced_block(j->K, im->kc * scale, kgran_of(im)),
         .ncb = balanced_block(j->N, im->nc, im->nr),
     };
     /* A short k block leaves room for more rows of A in L2: fewer, larger A
      * blocks mean fewer barriers and packing calls. */
-    int mcap = (int)(A_BLOCK_BYTES / ((size_t)pl->kcb * im->esize)) / im->mr * im->mr;
+    int mcap = (int)((size_t)A_BLOCK_BYTES * scale / ((size_t)pl->kcb * im->esize)) / im->mr * im->mr;
     if (mcap < im->mc) mcap = im->mc;
     pl->mcb = balanced_block(j->M, mcap, im->mr);
     /* A is read in place when it is stored k-contiguous in exactly the packed

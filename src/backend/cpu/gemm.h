@@ -102,5 +102,13 @@ const char *tt_gemm_path_name(tt_dtype compute);
  * that) and the path is AVX-512 or AMX: bf16 products then cost no more than
  * fp32 ones, on whichever kernel they take. */
 int tt_gemm_bf16_hardware(void);
+/* Cache blocks follow the per-core L2: the AVX-512 paths' k block and A
+ * block, tuned on Zen 4's 1 MB, double where the L2 is 2 MB or more. The L2
+ * is the CPU's (sysconf), or TITAN_GEMM_L2 (bytes, or with a K or M suffix;
+ * read on the first call), or the one tt_gemm_set_l2 gives (0: back to the
+ * CPU's or the variable's; not while another thread is inside a GEMM). */
+void tt_gemm_set_l2(long bytes);
+/* The factor the next call's path applies to its k and A blocks: 1 or 2. */
+int tt_gemm_block_scale(tt_dtype compute);
 
 #endif

@@ -448,20 +448,22 @@ TT_AVX512F void tt_gemm_skinny_avx512(const tt_gemm_skinny_args *s, int n0, int 
 }
 
 /* Cache blocks for Zen 4 (32 KB L1D, 1 MB L2 per core, shared L3), tuned with
- * bench_gemm: the mc x kc A block (288 KB) sits in L2 and the kc x nc B block
+ * bench_gemm: the A block (384 KB, gemm.c) sits in L2 and the kc x nc B block
  * (6 MB) in L3. A kc x 32 B micro-panel (64 KB) no longer fits L1, but Zen 4's
  * L2 feeds the kernel at full speed (98% of peak measured with both panels in
  * L2), and the long k runs halve the passes over C and the kernel calls:
- * kc 512 (fp32) / 1024 (bf16) beat 256 / 512 by 3-5%. */
+ * kc 512 (fp32) / 1024 (bf16) beat 256 / 512 by 3-5%. With a 2 MB L2 (the
+ * Intel Xeon hosts) kc and the A block double (l2_kb): a 128 KB B micro-panel
+ * and a 768 KB A block, one pass over C where K is 768 or 1024. */
 static const tt_gemm_impl avx512_f32 = {
     .name = "avx512-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
-    .mc = 144, .kc = 512, .nc = 3072, .kern = kern_f32, .kern_rows = kern_f32_rows, .pack = pack_f32,
-    .skinny = tt_gemm_skinny_avx512,
+    .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_f32, .kern_rows = kern_f32_rows,
+    .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_bf16 = {
     .name = "avx512-bf16", .mr = MR, .nr = NR, .kunit = 2, .esize = 2,
-    .mc = 144, .kc = 1024, .nc = 3072, .kern = kern_bf16, .kern_rows = kern_bf16_rows, .pack = pack_bf16,
-    .skinny = tt_gemm_skinny_avx512,
+    .mc = 144, .kc = 1024, .nc = 3072, .l2_kb = 1024, .kern = kern_bf16, .kern_rows = kern_bf16_rows,
+    .pack = pack_bf16, .skinny = tt_gemm_skinny_avx512,
 };
 
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }

@@ -67,6 +67,8 @@ typedef struct {
     int kgran;      /* panels hold a multiple of this many k values, zero-padded (0: kunit) */
     int esize;      /* bytes of one packed value: 4 or 2 */
     int mc, kc, nc; /* cache blocks: multiples of mr, kunit, nr */
+    int l2_kb;      /* the per-core L2 (KB) kc and the A block were tuned for; on a CPU with at
+                       least twice as much both double (tt_gemm_block_scale). 0: they stay */
     tt_gemm_kern_fn kern;
     tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed */
     tt_gemm_kern_col_fn kern_col;   /* NULL: tile by tile */
