@@ -1,0 +1,147 @@
+/* bench_gemm_blocks.c — titan's GEMM with the cache blocks of two L2 sizes,
+ * alternated call by call on the same operands: the k and A blocks tuned for
+ * a 1 MB L2 (Zen 4) against those the CPU's own L2 gives (tt_gemm_set_l2).
+ * On a shared host whose speed drifts over seconds, whole-process A/B runs
+ * (titan bench gemm once with TITAN_GEMM_L2=1M, once without) differ by more
+ * than the blocks do; pairs of calls a few ms apart see the same machine, so
+ * the median of their ratios is the figure to quote. Each pair's order
+ * alternates (A then B, B then A), so neither side always runs second.
+ *
+ *   bench_gemm_blocks [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [MxNxK:op ...]
+ *
+ * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
+ * 1024 tokens, vocab 50304, the head in blocks of 512 rows) in the dtypes the
+ * step passes them. A = --a-l2 (default 1 MB), B = --b-l2 (default: the
+ * CPU's). Each line: median GFLOP/s of A and of B, and the median of the
+ * per-pair speed ratios B/A; the last line weights the products by A's time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/gemm.h"
+#include "core/core.h"
+
+typedef struct {
+    int M, N, K, ta, tb;
+    tt_dtype adt, bdt, cdt;
+    const char *what;
+} shape;
+
+/* llama_768, bf16: activations bf16, weights fp32, weight gradients fp32 (accumulated) */
+#define FWD(m, n, k, w) {m, n, k, 0, 1, TT_BF16, TT_F32, TT_BF16, w " fwd"}
+#define DX(m, n, k, w) {m, n, k, 0, 0, TT_BF16, TT_F32, TT_BF16, w " dx"}
+#define DW(m, n, k, w) {m, n, k, 1, 0, TT_BF16, TT_BF16, TT_F32, w " dW"}
+static const shape step_shapes[] = {
+    FWD(1024, 2304, 768, "qkv"),     DX(1024, 768, 2304, "qkv"),     DW(2304, 768, 1024, "qkv"),
+    FWD(1024, 768, 768, "o"),        DX(1024, 768, 768, "o"),        DW(768, 768, 1024, "o"),
+    FWD(1024, 4096, 768, "gate/up"), DX(1024, 768, 4096, "gate/up"), DW(4096, 768, 1024, "gate/up"),
+    FWD(1024, 768, 2048, "down"),    DX(1024, 2048, 768, "down"),    DW(768, 2048, 1024, "down"),
+    {512, 50304, 768, 0, 1, TT_BF16, TT_F32, TT_F32, "head fwd"}, DX(512, 768, 50304, "head"),
+    DW(50304, 768, 512, "head"),
+};
+
+static int cmp_double(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void *filled(size_t n, tt_dtype dt, unsigned *seed)
+{
+    void *p = malloc(n * tt_dtype_size(dt));
+    if (!p) {
+        fprintf(stderr, "bench_gemm_blocks: out of memory for %zu values\n", n);
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        const float v = (float)(*seed >> 8) / 16777216.0f - 0.5f;
+        if (dt == TT_BF16) ((uint16_t *)p)[i] = tt_f32_to_bf16(v);
+        else ((float *)p)[i] = v;
+    }
+    return p;
+}
+
+/* one product, A and B blocks alternated reps times; adds A's time to *ta, B's to *tb */
+static int run(const shape *s, int reps, long l2a, long l2b, double *ta_sum, double *tb_sum)
+{
+    unsigned seed = 7;
+    void *A = filled((size_t)s->M * s->K, s->adt, &seed), *B = filled((size_t)s->K * s->N, s->bdt, &seed);
+    void *C = filled((size_t)s->M * s->N, s->cdt, &seed);
+    const tt_gemm_args g = {.compute = s->adt == TT_BF16 || s->bdt == TT_BF16 ? TT_BF16 : TT_F32,
+                            .A = A, .adt = s->adt, .lda = s->ta ? s->M : s->K, .ta = s->ta,
+                            .B = B, .bdt = s->bdt, .ldb = s->tb ? s->K : s->N, .tb = s->tb,
+                            .C = C, .cdt = s->cdt, .ldc = s->N, .M = s->M, .N = s->N, .K = s->K,
+                            .accumulate = s->cdt == TT_F32 && s->ta};
+    double *t = malloc(sizeof(double) * 3 * (size_t)reps);
+    if (!t) return -1;
+    int rc = 0;
+    /* r = -1: both once, unmeasured (scratch, caches); then A first in even pairs, B first in odd ones */
+    for (int r = -1; r < reps && !rc; r++)
+        for (int i = 0; i < 2 && !rc; i++) {
+            const int v = (r & 1) ? !i : i;
+            tt_gemm_set_l2(v ? l2b : l2a);
+            const double t0 = tt_now();
+            rc = tt_gemm(&g);
+            if (r >= 0) t[v * reps + r] = tt_now() - t0;
+        }
+    if (!rc) {
+        for (int r = 0; r < reps; r++) t[2 * reps + r] = t[r] / t[reps + r];
+        const double flop = 2.0 * s->M * s->N * s->K, ma = median(t, reps), mb = median(t + reps, reps);
+        *ta_sum += ma, *tb_sum += mb;
+        const double ga = flop / ma * 1e-9, gb = flop / mb * 1e-9;
+        printf("%6dx%-6dx%-6d %s%s  %-12s  A %6.1f  B %6.1f GFLOP/s  B/A %.3f\n", s->M, s->N, s->K, s->ta ? "t" : "n",
+               s->tb ? "t" : "n", s->what, ga, gb, median(t + 2 * reps, reps));
+    }
+    free(t);
+    free(A), free(B), free(C);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = 0;
+    long l2a = 1L << 20, l2b = 0;
+    shape given[64];
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--a-l2") && i + 1 < argc) l2a = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--b-l2") && i + 1 < argc) l2b = atol(argv[++i]);
+        else if (n < 64) {
+            shape s = {0, 0, 0, 0, 0, TT_BF16, TT_F32, TT_BF16, "given"};
+            char op[3] = "nn";
+            if (sscanf(argv[i], "%dx%dx%d:%2s", &s.M, &s.N, &s.K, op) < 3 || s.M <= 0 || s.N <= 0 || s.K <= 0 ||
+                (op[0] != 'n' && op[0] != 't') || (op[1] != 'n' && op[1] != 't')) {
+                fprintf(stderr, "bench_gemm_blocks: %s: want MxNxK[:op], op nn, nt, tn or tt\n", argv[i]);
+                return 2;
+            }
+            s.ta = op[0] == 't', s.tb = op[1] == 't';
+            given[n++] = s;
+        } else {
+            fprintf(stderr, "bench_gemm_blocks: at most 64 shapes\n");
+            return 2;
+        }
+    }
+    const shape *list = n ? given : step_shapes;
+    if (!n) n = (int)(sizeof step_shapes / sizeof step_shapes[0]);
+    tt_gemm_set_l2(l2b);
+    printf("A: the blocks for a %ld KB L2 (scale %d)", l2a >> 10, (tt_gemm_set_l2(l2a), tt_gemm_block_scale(TT_BF16)));
+    tt_gemm_set_l2(l2b);
+    printf(", B: for %s (scale %d); path %s; pairs of calls alternated\n", l2b ? "the L2 given" : "this CPU's L2",
+           tt_gemm_block_scale(TT_BF16), tt_gemm_path_name(TT_BF16));
+    double ta = 0, tb = 0;
+    for (int i = 0; i < n; i++) {
+        const double macs = (double)list[i].M * list[i].N * list[i].K;
+        const int r = reps > 0 ? reps : macs > 2e9 ? 5 : 21;
+        if (run(&list[i], r, l2a, l2b, &ta, &tb)) return 1;
+    }
+    printf("all products, time-weighted: B/A %.3f (A %.1f ms, B %.1f ms a pass)\n", ta / tb, ta * 1e3, tb * 1e3);
+    return 0;
+}
