@@ -7,11 +7,14 @@
  * the median of their ratios is the figure to quote. Each pair's order
  * alternates (A then B, B then A), so neither side always runs second.
  *
- *   bench_gemm_blocks [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [MxNxK:op ...]
+ *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [MxNxK:op ...]
  *
  * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
  * 1024 tokens, vocab 50304, the head in blocks of 512 rows) in the dtypes the
- * step passes them. A = --a-l2 (default 1 MB), B = --b-l2 (default: the
+ * step passes them (--f32: every operand fp32, as the fp32 step passes them;
+ * given shapes take bf16 A, fp32 B and bf16 C, as a linear's forward and
+ * input gradient do, or with op tn bf16 A and B added into an fp32 C, as its
+ * weight gradient does; fp32 all through with --f32). A = --a-l2 (default 1 MB), B = --b-l2 (default: the
  * CPU's). Each line: median GFLOP/s of A and of B, and the median of the
  * per-pair speed ratios B/A; the last line weights the products by A's time. */
 #include <stdio.h>
@@ -106,14 +109,23 @@ static int run(const shape *s, int reps, long l2a, long l2b, double *ta_sum, dou
 
 int main(int argc, char **argv)
 {
-    int reps = 0;
+    int reps = 0, f32 = 0;
     long l2a = 1L << 20, l2b = 0;
     shape given[64];
     int n = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--a-l2") && i + 1 < argc) l2a = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--b-l2") && i + 1 < argc) l2b = atol(argv[++i]);
+        if (!strcmp(argv[i], "--f32")) f32 = 1;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if ((!strcmp(argv[i], "--a-l2") || !strcmp(argv[i], "--b-l2")) && i + 1 < argc) {
+            char *end;
+            const long v = strtol(argv[i + 1], &end, 10);
+            if (*end || v <= 0) {
+                fprintf(stderr, "bench_gemm_blocks: %s %s: want a size in bytes\n", argv[i], argv[i + 1]);
+                return 2;
+            }
+            *(argv[i][2] == 'a' ? &l2a : &l2b) = v;
+            i++;
+        }
         else if (n < 64) {
             shape s = {0, 0, 0, 0, 0, TT_BF16, TT_F32, TT_BF16, "given"};
             char op[3] = "nn";
@@ -123,19 +135,27 @@ int main(int argc, char **argv)
                 return 2;
             }
             s.ta = op[0] == 't', s.tb = op[1] == 't';
+            if (s.ta) s.bdt = TT_BF16, s.cdt = TT_F32; /* the step's tn products are weight gradients */
             given[n++] = s;
         } else {
             fprintf(stderr, "bench_gemm_blocks: at most 64 shapes\n");
             return 2;
         }
     }
-    const shape *list = n ? given : step_shapes;
-    if (!n) n = (int)(sizeof step_shapes / sizeof step_shapes[0]);
+    if (!n) {
+        n = (int)(sizeof step_shapes / sizeof step_shapes[0]);
+        memcpy(given, step_shapes, sizeof step_shapes);
+    }
+    if (f32)
+        for (int i = 0; i < n; i++) given[i].adt = given[i].bdt = given[i].cdt = TT_F32;
+    const shape *list = given;
     tt_gemm_set_l2(l2b);
-    printf("A: the blocks for a %ld KB L2 (scale %d)", l2a >> 10, (tt_gemm_set_l2(l2a), tt_gemm_block_scale(TT_BF16)));
+    printf("A: the blocks for a %ld KB L2 (scale %d)", l2a >> 10,
+           (tt_gemm_set_l2(l2a), tt_gemm_block_scale(f32 ? TT_F32 : TT_BF16)));
     tt_gemm_set_l2(l2b);
-    printf(", B: for %s (scale %d); path %s; pairs of calls alternated\n", l2b ? "the L2 given" : "this CPU's L2",
-           tt_gemm_block_scale(TT_BF16), tt_gemm_path_name(TT_BF16));
+    printf(", B: for %s (scale %d); path %s; %s operands; pairs of calls alternated\n",
+           l2b ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(f32 ? TT_F32 : TT_BF16),
+           tt_gemm_path_name(f32 ? TT_F32 : TT_BF16), f32 ? "fp32" : "the bf16 step's");
     double ta = 0, tb = 0;
     for (int i = 0; i < n; i++) {
         const double macs = (double)list[i].M * list[i].N * list[i].K;
