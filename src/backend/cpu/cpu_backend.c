@@ -612,7 +612,7 @@ static int cpu_supports(int op, tt_dtype dt)
 /* TorchTitan's mixed precision where the CPU has bf16 arithmetic. Where its
  * products are widened onto the FMAs (bf16_dot.h), bf16 activations still
  * halve the bytes a step moves: on an Intel Xeon host without AMX the
- * default job's step ran 1.09x as fast in bf16 as in fp32 (docs/performance.md). */
+ * default job's step ran 1.09x as fast in bf16 as in fp32 (docs/performance-changes.md). */
 static tt_dtype cpu_default_dtype(void) { return tt_gemm_bf16_hardware() ? TT_BF16 : TT_F32; }
 
 static const tt_backend cpu_backend = {
