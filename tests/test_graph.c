@@ -263,8 +263,42 @@ static void test_op_list(void)
     }
 }
 
+/* Initial weights: parameter i is the stream (seed, i) drawn in element order, whatever the thread count (the
+ * init runs the big parameters on all threads, each starting at its own counter); checked bit for bit against
+ * the draws taken one after the other */
+static void test_init_streams(void)
+{
+    tt_model_cfg c = {TT_ARCH_LLAMA, 64, 1, 4, 4, 16, 128, 4096, 64, 1e-5, {10000, 0, 0, 0, 0, 0},
+                      0, 0, 0, 0, {0}, {0}};
+    tt_model *m = tt_model_new(&c);
+    CHECK(m != NULL);
+    if (!m) return;
+    float *w = th_alloc(m->numel, sizeof(float));
+    tt_param_store store = tt_model_host_store(w);
+    CHECK_MSG(tt_model_init_weights(m, 42, &store) == 0, "%s", tt_last_error());
+    int64_t biggest = 0, bad = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        const tt_param *p = &m->params[i];
+        const int64_t n = tt_param_numel(p);
+        if (n > biggest) biggest = n;
+        tt_rng r = {tt_hash64(42, (uint64_t)i), 0};
+        for (int64_t k = 0; k < n; k++) {
+            const float want = p->init == TT_INIT_ONES    ? 1.0f
+                               : p->init == TT_INIT_ZEROS ? 0.0f
+                               : p->init == TT_INIT_UNIFORM ? (float)(p->std * (2.0 * tt_rng_uniform(&r) - 1.0))
+                                                            : (float)(p->std * tt_rng_normal(&r));
+            if (memcmp(&want, &w[p->offset + k], sizeof want) != 0) bad++;
+        }
+    }
+    CHECK_MSG(bad == 0, "%lld initial weights differ from their streams drawn in order", (long long)bad);
+    CHECK_MSG(biggest >= (1 << 16), "no parameter big enough (%lld) for the threaded init", (long long)biggest);
+    free(w);
+    tt_model_free(m);
+}
+
 int main(void)
 {
+    test_init_streams();
     test_op_list();
     test_flops_per_token();
     test_autodiff_fd();
