@@ -219,8 +219,8 @@ void tt_model_free(tt_model *m)
  * [k * per, (k + 1) * per) of it (per = 2 for a Box-Muller normal, 1 for a
  * uniform). The generator is counter-based, so the threads each start their
  * range of elements at its own counter and the values do not depend on the
- * thread count; a big model's init then runs on every core (the normals' log
- * and cos were 8 of the ~20 s llama_768 spent before its first step). */
+ * thread count; a big model's init then runs on every core (llama_768's
+ * normals, their log and cos, took about 8 s on one). */
 void tt_model_init_param(const tt_model *m, int i, uint64_t seed, float *w)
 {
     const tt_param *p = &m->params[i];
