@@ -1,13 +1,16 @@
-/* bench_gemm_blocks.c — titan's GEMM with the cache blocks of two L2 sizes,
- * alternated call by call on the same operands: the k and A blocks tuned for
- * a 1 MB L2 (Zen 4) against those the CPU's own L2 gives (tt_gemm_set_l2).
+/* bench_gemm_blocks.c — titan's GEMM in two configurations, alternated call
+ * by call on the same operands: by default the k and A blocks tuned for a
+ * 1 MB L2 (Zen 4) against those the CPU's own L2 gives (tt_gemm_set_l2);
+ * with --a-tile / --b-tile, also two register tiles of the AVX-512 fp32
+ * kernel (tt_gemm_set_tile).
  * On a shared host whose speed drifts over seconds, whole-process A/B runs
  * (titan bench gemm once with TITAN_GEMM_L2=1M, once without) differ by more
  * than the blocks do; pairs of calls a few ms apart see the same machine, so
  * the median of their ratios is the figure to quote. Each pair's order
  * alternates (A then B, B then A), so neither side always runs second.
  *
- *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [MxNxK:op ...]
+ *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [--a-tile T] [--b-tile T]
+ *                     [MxNxK:op ...]
  *
  * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
  * 1024 tokens, vocab 50304, the head in blocks of 512 rows) in the dtypes the
@@ -15,7 +18,8 @@
  * given shapes take bf16 A, fp32 B and bf16 C, as a linear's forward and
  * input gradient do, or with op tn bf16 A and B added into an fp32 C, as its
  * weight gradient does; fp32 all through with --f32). A = --a-l2 (default 1 MB), B = --b-l2 (default: the
- * CPU's). Each line: median GFLOP/s of A and of B, and the median of the
+ * CPU's; 0 is the CPU's for either); --a-tile and --b-tile (12x32 or 6x64) default to TITAN_GEMM_TILE's, or
+ * the default tile. So `--a-l2 0 --a-tile 12x32 --b-tile 6x64` compares the tiles. Each line: median GFLOP/s of A and of B, and the median of the
  * per-pair speed ratios B/A; the last line weights the products by A's time. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,8 +75,23 @@ static void *filled(size_t n, tt_dtype dt, unsigned *seed)
     return p;
 }
 
-/* one product, A and B blocks alternated reps times; adds A's time to *ta, B's to *tb */
-static int run(const shape *s, int reps, long l2a, long l2b, double *ta_sum, double *tb_sum)
+/* one side of the comparison: an L2 size for the blocks (0: the CPU's) and a tile (NULL: the default) */
+typedef struct {
+    long l2;
+    const char *tile;
+} side;
+
+static void set_side(const side *x)
+{
+    tt_gemm_set_l2(x->l2);
+    if (tt_gemm_set_tile(x->tile)) {
+        fprintf(stderr, "bench_gemm_blocks: %s\n", tt_last_error());
+        exit(2);
+    }
+}
+
+/* one product, A and B alternated reps times; adds A's time to *ta, B's to *tb */
+static int run(const shape *s, int reps, const side *sa, const side *sb, double *ta_sum, double *tb_sum)
 {
     unsigned seed = 7;
     void *A = filled((size_t)s->M * s->K, s->adt, &seed), *B = filled((size_t)s->K * s->N, s->bdt, &seed);
@@ -89,7 +108,7 @@ static int run(const shape *s, int reps, long l2a, long l2b, double *ta_sum, dou
     for (int r = -1; r < reps && !rc; r++)
         for (int i = 0; i < 2 && !rc; i++) {
             const int v = (r & 1) ? !i : i;
-            tt_gemm_set_l2(v ? l2b : l2a);
+            set_side(v ? sb : sa);
             const double t0 = tt_now();
             rc = tt_gemm(&g);
             if (r >= 0) t[v * reps + r] = tt_now() - t0;
@@ -110,7 +129,7 @@ static int run(const shape *s, int reps, long l2a, long l2b, double *ta_sum, dou
 int main(int argc, char **argv)
 {
     int reps = 0, f32 = 0;
-    long l2a = 1L << 20, l2b = 0;
+    side sa = {1L << 20, NULL}, sb = {0, NULL};
     shape given[64];
     int n = 0;
     for (int i = 1; i < argc; i++) {
@@ -119,11 +138,14 @@ int main(int argc, char **argv)
         else if ((!strcmp(argv[i], "--a-l2") || !strcmp(argv[i], "--b-l2")) && i + 1 < argc) {
             char *end;
             const long v = strtol(argv[i + 1], &end, 10);
-            if (*end || v <= 0) {
+            if (*end || v < 0) {
                 fprintf(stderr, "bench_gemm_blocks: %s %s: want a size in bytes\n", argv[i], argv[i + 1]);
                 return 2;
             }
-            *(argv[i][2] == 'a' ? &l2a : &l2b) = v;
+            (argv[i][2] == 'a' ? &sa : &sb)->l2 = v;
+            i++;
+        } else if ((!strcmp(argv[i], "--a-tile") || !strcmp(argv[i], "--b-tile")) && i + 1 < argc) {
+            (argv[i][2] == 'a' ? &sa : &sb)->tile = argv[i + 1];
             i++;
         }
         else if (n < 64) {
@@ -149,18 +171,19 @@ int main(int argc, char **argv)
     if (f32)
         for (int i = 0; i < n; i++) given[i].adt = given[i].bdt = given[i].cdt = TT_F32;
     const shape *list = given;
-    tt_gemm_set_l2(l2b);
-    printf("A: the blocks for a %ld KB L2 (scale %d)", l2a >> 10,
-           (tt_gemm_set_l2(l2a), tt_gemm_block_scale(f32 ? TT_F32 : TT_BF16)));
-    tt_gemm_set_l2(l2b);
-    printf(", B: for %s (scale %d); path %s; %s operands; pairs of calls alternated\n",
-           l2b ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(f32 ? TT_F32 : TT_BF16),
-           tt_gemm_path_name(f32 ? TT_F32 : TT_BF16), f32 ? "fp32" : "the bf16 step's");
+    const tt_dtype cd = f32 ? TT_F32 : TT_BF16;
+    set_side(&sa);
+    printf("A: the blocks for %s (scale %d), path %s", sa.l2 ? "the L2 given" : "this CPU's L2",
+           tt_gemm_block_scale(cd), tt_gemm_path_name(cd));
+    set_side(&sb);
+    printf("; B: for %s (scale %d), path %s; %s operands; pairs of calls alternated\n",
+           sb.l2 ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(cd), tt_gemm_path_name(cd),
+           f32 ? "fp32" : "the bf16 step's");
     double ta = 0, tb = 0;
     for (int i = 0; i < n; i++) {
         const double macs = (double)list[i].M * list[i].N * list[i].K;
         const int r = reps > 0 ? reps : macs > 2e9 ? 5 : 21;
-        if (run(&list[i], r, l2a, l2b, &ta, &tb)) return 1;
+        if (run(&list[i], r, &sa, &sb, &ta, &tb)) return 1;
     }
     printf("all products, time-weighted: B/A %.3f (A %.1f ms, B %.1f ms a pass)\n", ta / tb, ta * 1e3, tb * 1e3);
     return 0;

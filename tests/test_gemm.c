@@ -235,16 +235,28 @@ int main(void)
         CHECK_MSG(strcmp(f32, path_kernels[isa][0]) == 0, "%s path: fp32 on %s", isa_names[isa], f32);
         CHECK_MSG(strcmp(bf16, path_kernels[isa][1]) == 0, "%s path: bf16 on %s", isa_names[isa], bf16);
         /* the cache blocks for a 1 MB L2 (Zen 4) and for a 2 MB one (Intel Xeon): the AVX-512 kernels' k and
-         * A blocks double in the second, which moves every k-block boundary the shapes cross */
-        for (int l2 = 1; l2 <= 2; l2++) {
+         * A blocks double in the second, which moves every k-block boundary the shapes cross; and on the
+         * AVX-512 paths both fp32 register tiles, 12x32 and 6x64 (whose 64-wide B panels are ragged on
+         * other edges) */
+        const int fp32_avx512 = strcmp(f32, "avx512-f32") == 0;
+        for (int run = 0; run < (fp32_avx512 ? 4 : 2); run++) {
+            const int l2 = 1 + run % 2;
+            const char *tile = run < 2 ? "12x32" : "6x64";
             tt_gemm_set_l2((long)l2 << 20);
+            CHECK(tt_gemm_set_tile(tile) == 0);
+            if (fp32_avx512) {
+                int mr, nr;
+                tt_gemm_tile(TT_F32, 100, &mr, &nr);
+                CHECK_MSG(mr * nr == 384 && nr == (run < 2 ? 32 : 64), "tile %s: %dx%d", tile, mr, nr);
+            }
             for (int d = 0; d < 2; d++) {
                 const char *kern = path_kernels[isa][d];
                 const int want = l2 == 2 && strncmp(kern, "avx512-", 7) == 0 ? 2 : 1;
                 CHECK_MSG(tt_gemm_block_scale(d ? TT_BF16 : TT_F32) == want, "%s path, %d MB L2: %s blocks scaled %d",
                           isa_names[isa], l2, kern, tt_gemm_block_scale(d ? TT_BF16 : TT_F32));
             }
-            fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s, %d MB L2\n", isa_names[isa], f32, bf16, l2);
+            fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s, %d MB L2%s%s\n", isa_names[isa], f32, bf16, l2,
+                    fp32_avx512 ? ", fp32 tile " : "", fp32_avx512 ? tile : "");
             for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) check_shape(shapes[s], &rng, isa_names[isa]);
             for (int t = 0; t < 4; t++) { /* few rows (skinny for fp32) and many (packed) */
                 check_strides(&rng, isa_names[isa], 23, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
@@ -262,6 +274,37 @@ int main(void)
         paths++;
     }
     CHECK(paths >= 1);
+    CHECK(tt_gemm_set_tile(NULL) == 0);
+
+    /* the fp32 tile: auto takes 6x64 on Intel where N is a multiple of 64, 12x32 elsewhere; TITAN_GEMM_TILE
+     * names the mode, and anything else is ignored for auto */
+    if (tt_gemm_isa_supported(TT_GEMM_ISA_AVX512)) {
+        CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AVX512) == 0);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+        const int intel = __builtin_cpu_is("intel");
+#else
+        const int intel = 0;
+#endif
+        const char *const modes[][4] = {{"auto", "32", intel ? "64" : "32", "auto"},
+                                        {"12x32", "32", "32", "12x32"},
+                                        {"6x64", "64", "64", "6x64"},
+                                        {"6x32", "32", intel ? "64" : "32", "ignored"},
+                                        {"wide", "32", intel ? "64" : "32", "ignored"}};
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+            setenv("TITAN_GEMM_TILE", modes[i][0], 1);
+            CHECK(tt_gemm_set_tile(NULL) == 0);
+            int mr, nr, mr64, nr64;
+            tt_gemm_tile(TT_F32, 288, &mr, &nr);
+            tt_gemm_tile(TT_BF16, 768, &mr64, &nr64); /* bf16 widened onto the FMAs on this path */
+            CHECK_MSG(nr == atoi(modes[i][1]) && nr64 == atoi(modes[i][2]),
+                      "TITAN_GEMM_TILE=%s (%s): N 288 on %dx%d, N 768 on %dx%d", modes[i][0], modes[i][3], mr, nr,
+                      mr64, nr64);
+        }
+        unsetenv("TITAN_GEMM_TILE");
+        CHECK(tt_gemm_set_tile(NULL) == 0);
+        CHECK(tt_gemm_set_tile("13x32") != 0 && strstr(tt_last_error(), "13x32"));
+        CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AUTO) == 0);
+    }
 
     /* TITAN_GEMM_L2 gives the L2 in bytes, K or M; anything else is ignored for the CPU's own */
     if (tt_gemm_isa_supported(TT_GEMM_ISA_AVX512)) {

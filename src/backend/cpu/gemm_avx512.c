@@ -1,5 +1,6 @@
 /* gemm_avx512.c — the AVX-512 GEMM path: 12x32 register-tile microkernels
- * (fp32 FMA, and bf16 pair dot products with vdpbf16ps), vectorised packers
+ * (fp32 FMA, and bf16 pair dot products with vdpbf16ps), a 6x64 fp32 one
+ * (gemm.c picks it per call where it measured faster), vectorised packers
  * and the skinny (few-row) kernels. Compiled into every build through target
  * attributes; gemm.c only calls it after checking the CPU at run time.
  * The BF16 instructions flush denormal inputs to zero (tt_f32_to_bf16 keeps
@@ -65,6 +66,53 @@ TT_AVX512F static inline __attribute__((always_inline)) void tile_f32(int ksteps
     ROWS(STORE)
 }
 
+/* The wide fp32 tile: 6 rows of C x 64 columns, the same 24 accumulators
+ * fed by 4 zmm of B and 6 broadcasts of A a k step: 10 loads for 24 FMAs
+ * where the 12x32 tile takes 14. a: [ksteps][6] floats (or rows in place,
+ * as tile_f32), b: [ksteps][64] floats. */
+#define WMR 6
+#define WNR 64
+#define WROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define WDECL(i)                                                                              \
+    __m512 c##i##a = _mm512_setzero_ps(), c##i##b = c##i##a, c##i##c = c##i##a, c##i##d = c##i##a; \
+    for (int q = 0; q < WNR; q += 16) _mm_prefetch((const char *)(c + (long)(i) * ldc + q), _MM_HINT_T0);
+#define WSTORE1(ci, v, q)                                                        \
+    {                                                                            \
+        if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(ci + (q)));         \
+        _mm512_storeu_ps(ci + (q), v);                                           \
+    }
+#define WSTORE(i)                                       \
+    {                                                   \
+        float *ci = c + (long)(i) * ldc;                \
+        WSTORE1(ci, c##i##a, 0) WSTORE1(ci, c##i##b, 16) \
+        WSTORE1(ci, c##i##c, 32) WSTORE1(ci, c##i##d, 48) \
+    }
+TT_AVX512F static inline __attribute__((always_inline)) void tile_f32_wide(int ksteps, const float *a, long lda,
+                                                                            const float *b, float *c, long ldc,
+                                                                            int accumulate, const int rows)
+{
+    WROWS(WDECL)
+    for (int s = 0; s < ksteps; s++) {
+        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16), b2 = _mm512_load_ps(b + 32),
+                     b3 = _mm512_load_ps(b + 48);
+#define WFMA(i)                                                                             \
+    {                                                                                       \
+        const __m512 ai = _mm512_set1_ps(rows ? a[(long)(i) * lda + s] : a[s * WMR + (i)]); \
+        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);                                         \
+        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);                                         \
+        c##i##c = _mm512_fmadd_ps(ai, b2, c##i##c);                                         \
+        c##i##d = _mm512_fmadd_ps(ai, b3, c##i##d);                                         \
+    }
+        WROWS(WFMA)
+#undef WFMA
+        b += WNR;
+    }
+    WROWS(WSTORE)
+}
+#undef WDECL
+#undef WSTORE1
+#undef WSTORE
+
 /* The bf16 tile, laid out as tile_f32's with bf16 pairs (32-bit words) for
  * values: each vdpbf16ps adds a[k]b[k] + a[k+1]b[k+1] to 16 fp32 lanes. */
 TT_AVX512BF16 static inline __attribute__((always_inline)) void tile_bf16(int ksteps, const int32_t *a, long lda,
@@ -95,6 +143,15 @@ TT_AVX512F static void kern_f32_rows(int ksteps, const void *a, long lda, const 
                                      int accumulate)
 {
     tile_f32(ksteps, a, lda, b, c, ldc, accumulate, 1);
+}
+TT_AVX512F static void kern_f32_wide(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
+{
+    tile_f32_wide(ksteps, a, 0, b, c, ldc, accumulate, 0);
+}
+TT_AVX512F static void kern_f32_wide_rows(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
+                                          int accumulate)
+{
+    tile_f32_wide(ksteps, a, lda, b, c, ldc, accumulate, 1);
 }
 TT_AVX512BF16 static void kern_bf16(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
 {
@@ -151,21 +208,33 @@ TT_AVX512BF16 static inline __m256i load_col_bf16(const tt_gemm_pack_args *p, in
 
 /* One k step of the panel of rows [r0, r0 + W) from a row-contiguous source:
  * its W values (zero past the block's rows) to d. */
-TT_AVX512F static inline void f32_step(const tt_gemm_pack_args *p, float *d, int k, int r0, int W)
+/* n (at most 16) values of source row k from column r0, zero past n */
+TT_AVX512F static inline __m512 f32_load(const tt_gemm_pack_args *p, int k, int r0, int n)
 {
     const size_t off = (size_t)k * (size_t)p->ld + (size_t)r0;
-    const int w = p->rn - r0 < W ? p->rn - r0 : W;
-    for (int g = 0; g < W; g += 16) {
-        __m512 v;
-        if (p->sdt == TT_F32) {
-            v = _mm512_maskz_loadu_ps(mask16(w - g), (const float *)p->src + off + g);
-            if (p->round_bf16) v = round_bf16_ps(v);
-        } else {
-            const __m256i h = _mm256_maskz_loadu_epi16(mask16(w - g), (const uint16_t *)p->src + off + g);
-            v = bf16_widen(h);
-        }
-        _mm512_mask_storeu_ps(d + g, mask16(W - g), v);
+    if (p->sdt == TT_F32) {
+        const __m512 v = _mm512_maskz_loadu_ps(mask16(n), (const float *)p->src + off);
+        return p->round_bf16 ? round_bf16_ps(v) : v;
     }
+    return bf16_widen(_mm256_maskz_loadu_epi16(mask16(n), (const uint16_t *)p->src + off));
+}
+
+TT_AVX512F static inline void f32_step(const tt_gemm_pack_args *p, float *d, int k, int r0, int W)
+{
+    const int w = p->rn - r0 < W ? p->rn - r0 : W;
+    for (int g = 0; g < W; g += 16) _mm512_mask_storeu_ps(d + g, mask16(W - g), f32_load(p, k, r0 + g, w - g));
+}
+
+/* One k step of two adjacent narrow panels (2W <= 16) from one load: the
+ * first W values to d0, the next W to d1 (the 6x64 tile's A panels would
+ * otherwise take a load and a store for every 6 values) */
+TT_AVX512F static inline void f32_step2(const tt_gemm_pack_args *p, float *d0, float *d1, int k, int r0, int W,
+                                        __m512i up)
+{
+    const int w = p->rn - r0 < 2 * W ? p->rn - r0 : 2 * W;
+    const __m512 v = f32_load(p, k, r0, w);
+    _mm512_mask_storeu_ps(d0, mask16(W), v);
+    _mm512_mask_storeu_ps(d1, mask16(W), _mm512_permutexvar_ps(up, v));
 }
 
 /* fp32 panels ([ks][W] floats); fp32 values rounded to bf16 first for bf16
@@ -179,7 +248,16 @@ TT_AVX512F static void pack_f32(void *dst, const tt_gemm_pack_args *p)
          * together; wide (B) panels go k by k, reading each source row once
          * front to back. Each order measured the faster on Zen 4. */
         if (W < 16) {
-            for (int pi = 0; pi < np; pi++)
+            int pi = 0;
+            if (2 * W <= 16) {
+                const __m512i up = _mm512_add_epi32(
+                    _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(W));
+                for (; pi + 1 < np; pi += 2) {
+                    float *d0 = (float *)dst + pi * panel, *d1 = d0 + panel;
+                    for (int k = 0; k < kn; k++) f32_step2(p, d0 + (size_t)k * W, d1 + (size_t)k * W, k, pi * W, W, up);
+                }
+            }
+            for (; pi < np; pi++)
                 for (int k = 0; k < kn; k++) f32_step(p, (float *)dst + pi * panel + (size_t)k * W, k, pi * W, W);
         } else {
             for (int k = 0; k < kn; k++)
@@ -460,6 +538,11 @@ static const tt_gemm_impl avx512_f32 = {
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_f32, .kern_rows = kern_f32_rows,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
+static const tt_gemm_impl avx512_f32_wide = {
+    .name = "avx512-f32", .mr = WMR, .nr = WNR, .kunit = 1, .esize = 4,
+    .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_f32_wide, .kern_rows = kern_f32_wide_rows,
+    .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
+};
 static const tt_gemm_impl avx512_bf16 = {
     .name = "avx512-bf16", .mr = MR, .nr = NR, .kunit = 2, .esize = 2,
     .mc = 144, .kc = 1024, .nc = 3072, .l2_kb = 1024, .kern = kern_bf16, .kern_rows = kern_bf16_rows,
@@ -468,8 +551,10 @@ static const tt_gemm_impl avx512_bf16 = {
 
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void) { return &avx512_bf16; }
+const tt_gemm_impl *tt_gemm_impl_avx512_f32_wide(void) { return &avx512_f32_wide; }
 
 #else /* not x86-64 with GNU C: no AVX-512 path */
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return NULL; }
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void) { return NULL; }
+const tt_gemm_impl *tt_gemm_impl_avx512_f32_wide(void) { return NULL; }
 #endif
