@@ -18,8 +18,8 @@
  * given shapes take bf16 A, fp32 B and bf16 C, as a linear's forward and
  * input gradient do, or with op tn bf16 A and B added into an fp32 C, as its
  * weight gradient does; fp32 all through with --f32). A = --a-l2 (default 1 MB), B = --b-l2 (default: the
- * CPU's; 0 is the CPU's for either); --a-tile and --b-tile (12x32 or 6x64) default to TITAN_GEMM_TILE's, or
- * the default tile. So `--a-l2 0 --a-tile 12x32 --b-tile 6x64` compares the tiles. Each line: median GFLOP/s of A and of B, and the median of the
+ * CPU's; 0 is the CPU's for either); --a-tile and --b-tile (auto, 12x32, 8x48 or 6x64) default to TITAN_GEMM_TILE's, or
+ * the default tile. So `--a-l2 0 --a-tile 12x32 --b-tile auto` compares the tiles. Each line: median GFLOP/s of A and of B, and the median of the
  * per-pair speed ratios B/A; the last line weights the products by A's time. */
 #include <stdio.h>
 #include <stdlib.h>

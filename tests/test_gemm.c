@@ -236,18 +236,19 @@ int main(void)
         CHECK_MSG(strcmp(bf16, path_kernels[isa][1]) == 0, "%s path: bf16 on %s", isa_names[isa], bf16);
         /* the cache blocks for a 1 MB L2 (Zen 4) and for a 2 MB one (Intel Xeon): the AVX-512 kernels' k and
          * A blocks double in the second, which moves every k-block boundary the shapes cross; and on the
-         * AVX-512 paths both fp32 register tiles, 12x32 and 6x64 (whose 64-wide B panels are ragged on
-         * other edges) */
+         * AVX-512 paths each fp32 register tile, 12x32, 8x48 and 6x64 (whose B panels are ragged on other
+         * edges) */
         const int fp32_avx512 = strcmp(f32, "avx512-f32") == 0;
-        for (int run = 0; run < (fp32_avx512 ? 4 : 2); run++) {
+        static const char *const tiles[] = {"12x32", "8x48", "6x64"};
+        for (int run = 0; run < (fp32_avx512 ? 6 : 2); run++) {
             const int l2 = 1 + run % 2;
-            const char *tile = run < 2 ? "12x32" : "6x64";
+            const char *tile = tiles[run / 2];
             tt_gemm_set_l2((long)l2 << 20);
             CHECK(tt_gemm_set_tile(tile) == 0);
             if (fp32_avx512) {
                 int mr, nr;
                 tt_gemm_tile(TT_F32, 100, &mr, &nr);
-                CHECK_MSG(mr * nr == 384 && nr == (run < 2 ? 32 : 64), "tile %s: %dx%d", tile, mr, nr);
+                CHECK_MSG(mr * nr == 384 && nr == atoi(strchr(tile, 'x') + 1), "tile %s: %dx%d", tile, mr, nr);
             }
             for (int d = 0; d < 2; d++) {
                 const char *kern = path_kernels[isa][d];
@@ -276,8 +277,9 @@ int main(void)
     CHECK(paths >= 1);
     CHECK(tt_gemm_set_tile(NULL) == 0);
 
-    /* the fp32 tile: auto takes 6x64 on Intel where N is a multiple of 64, 12x32 elsewhere; TITAN_GEMM_TILE
-     * names the mode, and anything else is ignored for auto */
+    /* the fp32 tile: auto takes on Intel the widest of 6x64 and 8x48 whose width divides N, else 12x32, and
+     * 12x32 elsewhere; TITAN_GEMM_TILE names the mode, and anything else is ignored for auto. Columns: the
+     * value, the tile's width for N 288 (a multiple of 48), 768 (of 64) and 100 (of neither), what it means */
     if (tt_gemm_isa_supported(TT_GEMM_ISA_AVX512)) {
         CHECK(tt_gemm_set_isa(TT_GEMM_ISA_AVX512) == 0);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -285,20 +287,20 @@ int main(void)
 #else
         const int intel = 0;
 #endif
-        const char *const modes[][4] = {{"auto", "32", intel ? "64" : "32", "auto"},
-                                        {"12x32", "32", "32", "12x32"},
-                                        {"6x64", "64", "64", "6x64"},
-                                        {"6x32", "32", intel ? "64" : "32", "ignored"},
-                                        {"wide", "32", intel ? "64" : "32", "ignored"}};
+        const char *const a48 = intel ? "48" : "32", *const a64 = intel ? "64" : "32";
+        const char *const modes[][5] = {{"auto", a48, a64, "32", "auto"},     {"12x32", "32", "32", "32", "12x32"},
+                                        {"8x48", "48", "48", "48", "8x48"},   {"6x64", "64", "64", "64", "6x64"},
+                                        {"6x32", a48, a64, "32", "ignored"}, {"wide", a48, a64, "32", "ignored"}};
         for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
             setenv("TITAN_GEMM_TILE", modes[i][0], 1);
             CHECK(tt_gemm_set_tile(NULL) == 0);
-            int mr, nr, mr64, nr64;
-            tt_gemm_tile(TT_F32, 288, &mr, &nr);
-            tt_gemm_tile(TT_BF16, 768, &mr64, &nr64); /* bf16 widened onto the FMAs on this path */
-            CHECK_MSG(nr == atoi(modes[i][1]) && nr64 == atoi(modes[i][2]),
-                      "TITAN_GEMM_TILE=%s (%s): N 288 on %dx%d, N 768 on %dx%d", modes[i][0], modes[i][3], mr, nr,
-                      mr64, nr64);
+            int mr[3], nr[3];
+            tt_gemm_tile(TT_F32, 288, &mr[0], &nr[0]);
+            tt_gemm_tile(TT_BF16, 768, &mr[1], &nr[1]); /* bf16 widened onto the FMAs on this path */
+            tt_gemm_tile(TT_F32, 100, &mr[2], &nr[2]);
+            CHECK_MSG(nr[0] == atoi(modes[i][1]) && nr[1] == atoi(modes[i][2]) && nr[2] == atoi(modes[i][3]),
+                      "TITAN_GEMM_TILE=%s (%s): N 288 on %dx%d, N 768 on %dx%d, N 100 on %dx%d", modes[i][0],
+                      modes[i][4], mr[0], nr[0], mr[1], nr[1], mr[2], nr[2]);
         }
         unsetenv("TITAN_GEMM_TILE");
         CHECK(tt_gemm_set_tile(NULL) == 0);

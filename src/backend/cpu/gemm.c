@@ -104,13 +104,14 @@ tt_err tt_gemm_set_isa(tt_gemm_isa isa)
 
 /* ---- the AVX-512 fp32 tile ------------------------------------------------- */
 
-/* Two register tiles feed the fp32 FMAs the same 24 accumulators: 12x32
- * (tuned on Zen 4) and 6x64, which loads 10 values a k step for 24 FMAs
- * instead of 14. Measured on an Intel Xeon (bench_gemm_blocks), 6x64 is a few
- * per cent ahead where N is a multiple of 64 and 10-15% behind where it is
- * not (a ragged 64-wide panel wastes up to half its columns), so "auto" takes
- * it there on Intel; elsewhere 12x32 stays. */
-static const char *const tile_names[] = {"auto", "12x32", "6x64"};
+/* Three register tiles feed the fp32 FMAs the same 24 accumulators: 12x32
+ * (tuned on Zen 4), 8x48 and 6x64, which load 14, 11 and 10 values a k step
+ * for 24 FMAs. Measured on an Intel Xeon (bench_gemm_blocks), the wider
+ * tiles are a few per cent ahead where N is a multiple of their width and
+ * 9-16% behind where it is not (a ragged panel wastes up to half its
+ * columns), so "auto" takes the widest that divides N there on Intel;
+ * elsewhere 12x32 stays. */
+static const char *const tile_names[] = {"auto", "12x32", "8x48", "6x64"};
 
 /* the index in tile_names of the mode; -1 = not decided yet */
 static int g_tile = -1;
@@ -128,7 +129,7 @@ static int detect_tile(void)
     if (env && *env) {
         const int i = tile_index(env);
         if (i >= 0) return i;
-        tt_warn("TITAN_GEMM_TILE=%s is not one of auto, 12x32, 6x64: ignored", env);
+        tt_warn("TITAN_GEMM_TILE=%s is not one of auto, 12x32, 8x48, 6x64: ignored", env);
     }
     return 0;
 }
@@ -136,7 +137,7 @@ static int detect_tile(void)
 tt_err tt_gemm_set_tile(const char *name)
 {
     const int i = name ? tile_index(name) : detect_tile();
-    if (i < 0) return tt_errorf("tt_gemm_set_tile: unknown tile %s (auto, 12x32, 6x64)", name);
+    if (i < 0) return tt_errorf("tt_gemm_set_tile: unknown tile %s (auto, 12x32, 8x48, 6x64)", name);
     __atomic_store_n(&g_tile, i, __ATOMIC_RELEASE);
     return TT_OK;
 }
@@ -158,8 +159,8 @@ static const tt_gemm_impl *avx512_f32(int N)
         t = detect_tile();
         __atomic_store_n(&g_tile, t, __ATOMIC_RELEASE);
     }
-    const int wide = t == 2 || (t == 0 && N % 64 == 0 && cpu_is_intel());
-    return wide ? tt_gemm_impl_avx512_f32_wide() : tt_gemm_impl_avx512_f32();
+    if (t == 0 && cpu_is_intel()) t = N % 64 == 0 ? 3 : N % 48 == 0 ? 2 : 1;
+    return t == 3 ? tt_gemm_impl_avx512_f32_6x64() : t == 2 ? tt_gemm_impl_avx512_f32_8x48() : tt_gemm_impl_avx512_f32();
 }
 
 /* The implementation for `compute` and N columns of C; *round says whether

@@ -111,11 +111,11 @@ void tt_gemm_set_l2(long bytes);
 /* The factor the next call's path applies to its k and A blocks: 1 or 2. */
 int tt_gemm_block_scale(tt_dtype compute);
 /* The AVX-512 fp32 kernel's register tile (fp32 products, and bf16 ones
- * widened onto the FMAs): 12 rows x 32 columns, or 6 x 64, which "auto"
- * takes on Intel CPUs where N is a multiple of 64. TITAN_GEMM_TILE names the
- * mode ("auto", "12x32", "6x64"; read on the first call), or
- * tt_gemm_set_tile does (NULL: back to the variable's or auto; not while
- * another thread is inside a GEMM). */
+ * widened onto the FMAs): 12 rows x 32 columns, 8 x 48 or 6 x 64; "auto"
+ * takes on Intel CPUs the widest whose width divides N, and 12x32 elsewhere.
+ * TITAN_GEMM_TILE names the mode ("auto", "12x32", "8x48", "6x64"; read on
+ * the first call), or tt_gemm_set_tile does (NULL: back to the variable's or
+ * auto; not while another thread is inside a GEMM). */
 tt_err tt_gemm_set_tile(const char *name);
 /* The register tile (rows x columns of C) a product of N columns computed
  * in `compute` takes next. */

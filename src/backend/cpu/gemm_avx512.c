@@ -1,6 +1,6 @@
 /* gemm_avx512.c — the AVX-512 GEMM path: 12x32 register-tile microkernels
- * (fp32 FMA, and bf16 pair dot products with vdpbf16ps), a 6x64 fp32 one
- * (gemm.c picks it per call where it measured faster), vectorised packers
+ * (fp32 FMA, and bf16 pair dot products with vdpbf16ps), 8x48 and 6x64 fp32
+ * ones (gemm.c picks per call where they measured faster), vectorised packers
  * and the skinny (few-row) kernels. Compiled into every build through target
  * attributes; gemm.c only calls it after checking the CPU at run time.
  * The BF16 instructions flush denormal inputs to zero (tt_f32_to_bf16 keeps
@@ -19,121 +19,93 @@
  * k step and one broadcast of A at a time (27 of the 32 registers). Zen 4
  * issues one 512-bit FMA (or vdpbf16ps) a cycle, with 4-6 cycles of latency,
  * so 24 independent chains keep it busy; each k step loads 2 vectors and 12
- * scalars for 24 FMAs, well within the two load ports. */
+ * scalars for 24 FMAs, well within the two load ports. The fp32 kernel also
+ * comes in two other shapes of the same 24 accumulators, 8x48 and 6x64:
+ * 11 and 10 loads a k step for the 24 FMAs (gemm.c says where each runs). */
 #define MR 12
 #define NR 32
-#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-/* Each kernel first asks for its C tile (128 bytes a row), which is read only
- * after the k loop: thousands of cycles to bring it from L3 or memory. */
-#define DECL(i)                                                           \
-    __m512 c##i##a = _mm512_setzero_ps(), c##i##b = _mm512_setzero_ps(); \
-    _mm_prefetch((const char *)(c + (long)(i) * ldc), _MM_HINT_T0);       \
-    _mm_prefetch((const char *)(c + (long)(i) * ldc + 16), _MM_HINT_T0);
-#define STORE(i)                                                       \
-    {                                                                  \
-        float *ci = c + (long)(i) * ldc;                               \
-        if (accumulate) {                                              \
-            c##i##a = _mm512_add_ps(c##i##a, _mm512_loadu_ps(ci));     \
-            c##i##b = _mm512_add_ps(c##i##b, _mm512_loadu_ps(ci + 16)); \
-        }                                                              \
-        _mm512_storeu_ps(ci, c##i##a);                                 \
-        _mm512_storeu_ps(ci + 16, c##i##b);                            \
+/* A tile is written once as macros over its rows and its vectors of 16
+ * columns: ROWS<n>(X, V) calls X(i, V) for each row i, V(Y, i) calls
+ * Y(i, v, n) for each vector n of row i (v names its accumulator c<i><v>). */
+#define ROWS6(X, V) X(0, V) X(1, V) X(2, V) X(3, V) X(4, V) X(5, V)
+#define ROWS8(X, V) ROWS6(X, V) X(6, V) X(7, V)
+#define ROWS12(X, V) ROWS8(X, V) X(8, V) X(9, V) X(10, V) X(11, V)
+#define VECS2(Y, i) Y(i, a, 0) Y(i, b, 1)
+#define VECS3(Y, i) VECS2(Y, i) Y(i, c, 2)
+#define VECS4(Y, i) VECS3(Y, i) Y(i, d, 3)
+
+/* Each kernel first asks for its C tile (64 bytes a vector), which is read
+ * only after the k loop: thousands of cycles to bring it from L3 or memory. */
+#define ACC_ZERO(i, v, n) __m512 c##i##v = _mm512_setzero_ps();
+#define ACC_PREFETCH(i, v, n) _mm_prefetch((const char *)(c + (long)(i) * ldc + 16 * (n)), _MM_HINT_T0);
+#define ACC_ADD(i, v, n) c##i##v = _mm512_add_ps(c##i##v, _mm512_loadu_ps(ci + 16 * (n)));
+#define ACC_PUT(i, v, n) _mm512_storeu_ps(ci + 16 * (n), c##i##v);
+#define DECL(i, V) V(ACC_ZERO, i) V(ACC_PREFETCH, i)
+#define STORE(i, V)                      \
+    {                                    \
+        float *ci = c + (long)(i) * ldc; \
+        if (accumulate) { V(ACC_ADD, i) } \
+        V(ACC_PUT, i)                    \
     }
 
-/* The fp32 tile: a: [ksteps][12] floats (a packed panel), or with rows = 1
- * row i of the tile at a + i*lda, k running along it (A read in place: for
- * an A stored k-contiguous in fp32 this skips packing A, which costs as much
- * as a sixth of the product when N is small); b: [ksteps][32] floats (64-byte
- * aligned). rows is a constant in each instance. */
-TT_AVX512F static inline __attribute__((always_inline)) void tile_f32(int ksteps, const float *a, long lda,
-                                                                       const float *b, float *c, long ldc,
-                                                                       int accumulate, const int rows)
-{
-    ROWS(DECL)
-    for (int s = 0; s < ksteps; s++) {
-        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-#define FMA(i)                                                                           \
+/* The fp32 tile of `mr` rows and 16 x (the vectors V) columns: a: [ksteps][mr]
+ * floats (a packed panel), or with rows = 1 row i of the tile at a + i*lda, k
+ * running along it (A read in place: for an A stored k-contiguous in fp32
+ * this skips packing A, which costs as much as a sixth of the product when N
+ * is small); b: [ksteps][nr] floats (64-byte aligned). rows is a constant in
+ * each instance. */
+#define B_LOAD(i, v, n) const __m512 b##n = _mm512_load_ps(b + 16 * (n));
+#define ACC_FMA(i, v, n) c##i##v = _mm512_fmadd_ps(ai, b##n, c##i##v);
+#define FMA_ROW(i, V)                                                                     \
     {                                                                                    \
-        const __m512 ai = _mm512_set1_ps(rows ? a[(long)(i) * lda + s] : a[s * MR + (i)]); \
-        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);                                      \
-        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);                                      \
+        const __m512 ai = _mm512_set1_ps(rows ? a[(long)(i) * lda + s] : a[s * mr + (i)]); \
+        V(ACC_FMA, i)                                                                    \
     }
-        ROWS(FMA)
-#undef FMA
-        b += NR;
+#define TILE_F32(name, ROWS, V, mr_, nr_)                                                                           \
+    TT_AVX512F static inline __attribute__((always_inline)) void name(int ksteps, const float *a, long lda,          \
+                                                                      const float *b, float *c, long ldc,           \
+                                                                      int accumulate, const int rows)               \
+    {                                                                                                               \
+        enum { mr = mr_ };                                                                                          \
+        ROWS(DECL, V)                                                                                               \
+        for (int s = 0; s < ksteps; s++) {                                                                          \
+            V(B_LOAD, 0)                                                                                            \
+            ROWS(FMA_ROW, V)                                                                                        \
+            b += nr_;                                                                                               \
+        }                                                                                                           \
+        ROWS(STORE, V)                                                                                              \
     }
-    ROWS(STORE)
-}
-
-/* The wide fp32 tile: 6 rows of C x 64 columns, the same 24 accumulators
- * fed by 4 zmm of B and 6 broadcasts of A a k step: 10 loads for 24 FMAs
- * where the 12x32 tile takes 14. a: [ksteps][6] floats (or rows in place,
- * as tile_f32), b: [ksteps][64] floats. */
-#define WMR 6
-#define WNR 64
-#define WROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define WDECL(i)                                                                              \
-    __m512 c##i##a = _mm512_setzero_ps(), c##i##b = c##i##a, c##i##c = c##i##a, c##i##d = c##i##a; \
-    for (int q = 0; q < WNR; q += 16) _mm_prefetch((const char *)(c + (long)(i) * ldc + q), _MM_HINT_T0);
-#define WSTORE1(ci, v, q)                                                        \
-    {                                                                            \
-        if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(ci + (q)));         \
-        _mm512_storeu_ps(ci + (q), v);                                           \
-    }
-#define WSTORE(i)                                       \
-    {                                                   \
-        float *ci = c + (long)(i) * ldc;                \
-        WSTORE1(ci, c##i##a, 0) WSTORE1(ci, c##i##b, 16) \
-        WSTORE1(ci, c##i##c, 32) WSTORE1(ci, c##i##d, 48) \
-    }
-TT_AVX512F static inline __attribute__((always_inline)) void tile_f32_wide(int ksteps, const float *a, long lda,
-                                                                            const float *b, float *c, long ldc,
-                                                                            int accumulate, const int rows)
-{
-    WROWS(WDECL)
-    for (int s = 0; s < ksteps; s++) {
-        const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16), b2 = _mm512_load_ps(b + 32),
-                     b3 = _mm512_load_ps(b + 48);
-#define WFMA(i)                                                                             \
-    {                                                                                       \
-        const __m512 ai = _mm512_set1_ps(rows ? a[(long)(i) * lda + s] : a[s * WMR + (i)]); \
-        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);                                         \
-        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);                                         \
-        c##i##c = _mm512_fmadd_ps(ai, b2, c##i##c);                                         \
-        c##i##d = _mm512_fmadd_ps(ai, b3, c##i##d);                                         \
-    }
-        WROWS(WFMA)
-#undef WFMA
-        b += WNR;
-    }
-    WROWS(WSTORE)
-}
-#undef WDECL
-#undef WSTORE1
-#undef WSTORE
+TILE_F32(tile_f32, ROWS12, VECS2, MR, NR)
+TILE_F32(tile_f32_8x48, ROWS8, VECS3, 8, 48)
+TILE_F32(tile_f32_6x64, ROWS6, VECS4, 6, 64)
+#undef B_LOAD
+#undef ACC_FMA
+#undef FMA_ROW
+#undef TILE_F32
 
 /* The bf16 tile, laid out as tile_f32's with bf16 pairs (32-bit words) for
  * values: each vdpbf16ps adds a[k]b[k] + a[k+1]b[k+1] to 16 fp32 lanes. */
+#define ACC_DOT(i, v, n) c##i##v = _mm512_dpbf16_ps(c##i##v, ai, b##n);
+#define DOT_ROW(i, V)                                                                                     \
+    {                                                                                                     \
+        const __m512bh ai = (__m512bh)_mm512_set1_epi32(rows ? a[(long)(i) * lda + s] : a[s * MR + (i)]); \
+        V(ACC_DOT, i)                                                                                     \
+    }
 TT_AVX512BF16 static inline __attribute__((always_inline)) void tile_bf16(int ksteps, const int32_t *a, long lda,
                                                                            const __m512i *b, float *c, long ldc,
                                                                            int accumulate, const int rows)
 {
-    ROWS(DECL)
+    ROWS12(DECL, VECS2)
     for (int s = 0; s < ksteps; s++) {
         const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 1);
-#define DOT(i)                                                                                         \
-    {                                                                                                  \
-        const __m512bh ai = (__m512bh)_mm512_set1_epi32(rows ? a[(long)(i) * lda + s] : a[s * MR + (i)]); \
-        c##i##a = _mm512_dpbf16_ps(c##i##a, ai, b0);                                                   \
-        c##i##b = _mm512_dpbf16_ps(c##i##b, ai, b1);                                                   \
-    }
-        ROWS(DOT)
-#undef DOT
+        ROWS12(DOT_ROW, VECS2)
         b += 2;
     }
-    ROWS(STORE)
+    ROWS12(STORE, VECS2)
 }
+#undef ACC_DOT
+#undef DOT_ROW
 
 TT_AVX512F static void kern_f32(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
 {
@@ -144,15 +116,19 @@ TT_AVX512F static void kern_f32_rows(int ksteps, const void *a, long lda, const 
 {
     tile_f32(ksteps, a, lda, b, c, ldc, accumulate, 1);
 }
-TT_AVX512F static void kern_f32_wide(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
-{
-    tile_f32_wide(ksteps, a, 0, b, c, ldc, accumulate, 0);
-}
-TT_AVX512F static void kern_f32_wide_rows(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
-                                          int accumulate)
-{
-    tile_f32_wide(ksteps, a, lda, b, c, ldc, accumulate, 1);
-}
+#define KERNELS_F32(tile)                                                                                          \
+    TT_AVX512F static void kern_##tile(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate) \
+    {                                                                                                               \
+        tile(ksteps, a, 0, b, c, ldc, accumulate, 0);                                                               \
+    }                                                                                                               \
+    TT_AVX512F static void kern_##tile##_rows(int ksteps, const void *a, long lda, const void *b, float *c, long ldc, \
+                                              int accumulate)                                                       \
+    {                                                                                                               \
+        tile(ksteps, a, lda, b, c, ldc, accumulate, 1);                                                             \
+    }
+KERNELS_F32(tile_f32_8x48)
+KERNELS_F32(tile_f32_6x64)
+#undef KERNELS_F32
 TT_AVX512BF16 static void kern_bf16(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
 {
     tile_bf16(ksteps, a, 0, b, c, ldc, accumulate, 0);
@@ -164,6 +140,16 @@ TT_AVX512BF16 static void kern_bf16_rows(int ksteps, const void *a, long lda, co
 }
 #undef DECL
 #undef STORE
+#undef ACC_ZERO
+#undef ACC_PREFETCH
+#undef ACC_ADD
+#undef ACC_PUT
+#undef ROWS6
+#undef ROWS8
+#undef ROWS12
+#undef VECS2
+#undef VECS3
+#undef VECS4
 
 /* ---- packing --------------------------------------------------------------
  * Two source layouts. When rows are contiguous (k-major source: A with ta, B
@@ -538,9 +524,14 @@ static const tt_gemm_impl avx512_f32 = {
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_f32, .kern_rows = kern_f32_rows,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
-static const tt_gemm_impl avx512_f32_wide = {
-    .name = "avx512-f32", .mr = WMR, .nr = WNR, .kunit = 1, .esize = 4,
-    .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_f32_wide, .kern_rows = kern_f32_wide_rows,
+static const tt_gemm_impl avx512_f32_8x48 = {
+    .name = "avx512-f32", .mr = 8, .nr = 48, .kunit = 1, .esize = 4,
+    .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32_8x48, .kern_rows = kern_tile_f32_8x48_rows,
+    .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
+};
+static const tt_gemm_impl avx512_f32_6x64 = {
+    .name = "avx512-f32", .mr = 6, .nr = 64, .kunit = 1, .esize = 4,
+    .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32_6x64, .kern_rows = kern_tile_f32_6x64_rows,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_bf16 = {
@@ -551,10 +542,12 @@ static const tt_gemm_impl avx512_bf16 = {
 
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void) { return &avx512_bf16; }
-const tt_gemm_impl *tt_gemm_impl_avx512_f32_wide(void) { return &avx512_f32_wide; }
+const tt_gemm_impl *tt_gemm_impl_avx512_f32_8x48(void) { return &avx512_f32_8x48; }
+const tt_gemm_impl *tt_gemm_impl_avx512_f32_6x64(void) { return &avx512_f32_6x64; }
 
 #else /* not x86-64 with GNU C: no AVX-512 path */
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return NULL; }
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void) { return NULL; }
-const tt_gemm_impl *tt_gemm_impl_avx512_f32_wide(void) { return NULL; }
+const tt_gemm_impl *tt_gemm_impl_avx512_f32_8x48(void) { return NULL; }
+const tt_gemm_impl *tt_gemm_impl_avx512_f32_6x64(void) { return NULL; }
 #endif

@@ -102,7 +102,8 @@ static inline float tt_gemm_round_bf16(float f)
 const tt_gemm_impl *tt_gemm_impl_scalar(void);
 const tt_gemm_impl *tt_gemm_impl_avx2_f32(void);
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void);
-const tt_gemm_impl *tt_gemm_impl_avx512_f32_wide(void); /* the 6x64 tile */
+const tt_gemm_impl *tt_gemm_impl_avx512_f32_8x48(void); /* the same with an 8x48 tile */
+const tt_gemm_impl *tt_gemm_impl_avx512_f32_6x64(void); /* and with a 6x64 one */
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void);
 const tt_gemm_impl *tt_gemm_impl_amx_bf16(void);
 
