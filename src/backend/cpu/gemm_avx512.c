@@ -107,15 +107,7 @@ TT_AVX512BF16 static inline __attribute__((always_inline)) void tile_bf16(int ks
 #undef ACC_DOT
 #undef DOT_ROW
 
-TT_AVX512F static void kern_f32(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
-{
-    tile_f32(ksteps, a, 0, b, c, ldc, accumulate, 0);
-}
-TT_AVX512F static void kern_f32_rows(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
-                                     int accumulate)
-{
-    tile_f32(ksteps, a, lda, b, c, ldc, accumulate, 1);
-}
+/* each fp32 tile's two kernels: A packed, and A's rows read in place */
 #define KERNELS_F32(tile)                                                                                          \
     TT_AVX512F static void kern_##tile(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate) \
     {                                                                                                               \
@@ -126,6 +118,7 @@ TT_AVX512F static void kern_f32_rows(int ksteps, const void *a, long lda, const 
     {                                                                                                               \
         tile(ksteps, a, lda, b, c, ldc, accumulate, 1);                                                             \
     }
+KERNELS_F32(tile_f32)
 KERNELS_F32(tile_f32_8x48)
 KERNELS_F32(tile_f32_6x64)
 #undef KERNELS_F32
@@ -521,7 +514,7 @@ TT_AVX512F void tt_gemm_skinny_avx512(const tt_gemm_skinny_args *s, int n0, int 
  * and a 768 KB A block, one pass over C where K is 768 or 1024. */
 static const tt_gemm_impl avx512_f32 = {
     .name = "avx512-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
-    .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_f32, .kern_rows = kern_f32_rows,
+    .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32, .kern_rows = kern_tile_f32_rows,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_f32_8x48 = {
