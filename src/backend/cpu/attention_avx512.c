@@ -63,9 +63,12 @@ static int cpu_ok(tt_dtype dt)
 /* ---- the tile product ------------------------------------------------------ */
 
 /* C (R x 16NV floats, row stride ldc) = (acc: +=) sum over s < ks of A[r][s] B[s]:
- * A row r is at a + r*lda words, B step s at b + s*ldb words (16NV words used). */
-TGT AI void mm_body(const int R, const int NV, const int ku, int ks, const void *a, long lda, const void *b, long ldb,
-                    float *c, long ldc, int acc)
+ * A[r][s] is the word at a + r*lda + s (TA 0: A as it lies) or at a + s*lda + r
+ * (TA 1: A transposed, as the backward reads P and dS for dv and dk in fp32);
+ * B step s at b + s*ldb words (16NV words used). A is only ever broadcast, so
+ * reading it across its rows costs nothing. */
+TGT AI void mm_body(const int R, const int NV, const int ku, const int TA, int ks, const void *a, long lda,
+                    const void *b, long ldb, float *c, long ldc, int acc)
 {
     __m512 x[8][4];
 #pragma GCC unroll 8
@@ -74,6 +77,7 @@ TGT AI void mm_body(const int R, const int NV, const int ku, int ks, const void 
         for (int v = 0; v < NV; v++) x[r][v] = acc ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
     const int32_t *A = a;
     const int32_t *B = b;
+    const long ra = TA ? 1 : lda, sa = TA ? lda : 1; /* A's strides between rows and between steps */
     for (int s = 0; s < ks; s++) {
         __m512 bv[4];
 #pragma GCC unroll 4
@@ -81,11 +85,11 @@ TGT AI void mm_body(const int R, const int NV, const int ku, int ks, const void 
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             if (ku == 1) {
-                const __m512 ar = _mm512_set1_ps(((const float *)A)[r * lda + s]);
+                const __m512 ar = _mm512_set1_ps(((const float *)A)[r * ra + s * sa]);
 #pragma GCC unroll 4
                 for (int v = 0; v < NV; v++) x[r][v] = _mm512_fmadd_ps(ar, bv[v], x[r][v]);
             } else {
-                const __m512bh ar = (__m512bh)_mm512_set1_epi32(A[r * lda + s]);
+                const __m512bh ar = (__m512bh)_mm512_set1_epi32(A[r * ra + s * sa]);
 #pragma GCC unroll 4
                 for (int v = 0; v < NV; v++) x[r][v] = _mm512_dpbf16_ps(x[r][v], ar, (__m512bh)bv[v]);
             }
@@ -98,36 +102,51 @@ TGT AI void mm_body(const int R, const int NV, const int ku, int ks, const void 
 }
 
 typedef void mm_fn(int ks, const void *a, long lda, const void *b, long ldb, float *c, long ldc, int acc);
-#define MM(R, NV, KU)                                                                                          \
-    TGT static void mm_##R##_##NV##_##KU(int ks, const void *a, long lda, const void *b, long ldb, float *c,  \
-                                         long ldc, int acc)                                                   \
+#define MM(R, NV, KU, TA)                                                                                      \
+    TGT static void mm_##R##_##NV##_##KU##_##TA(int ks, const void *a, long lda, const void *b, long ldb,     \
+                                                float *c, long ldc, int acc)                                  \
     {                                                                                                          \
-        mm_body(R, NV, KU, ks, a, lda, b, ldb, c, ldc, acc);                                                   \
+        mm_body(R, NV, KU, TA, ks, a, lda, b, ldb, c, ldc, acc);                                               \
     }
-#define MM_R8(NV, KU) MM(1, NV, KU) MM(2, NV, KU) MM(3, NV, KU) MM(4, NV, KU) MM(5, NV, KU) MM(6, NV, KU) MM(7, NV, KU) MM(8, NV, KU)
-#define MM_KU(KU) MM_R8(1, KU) MM_R8(2, KU) MM_R8(3, KU) MM(1, 4, KU) MM(2, 4, KU) MM(3, 4, KU) MM(4, 4, KU) MM(5, 4, KU) MM(6, 4, KU)
-MM_KU(1)
-MM_KU(2)
-#define ROW8(NV, KU) {mm_1_##NV##_##KU, mm_2_##NV##_##KU, mm_3_##NV##_##KU, mm_4_##NV##_##KU, mm_5_##NV##_##KU, mm_6_##NV##_##KU, mm_7_##NV##_##KU, mm_8_##NV##_##KU}
-#define ROW6(NV, KU) {mm_1_##NV##_##KU, mm_2_##NV##_##KU, mm_3_##NV##_##KU, mm_4_##NV##_##KU, mm_5_##NV##_##KU, mm_6_##NV##_##KU, NULL, NULL}
-/* [ku-1][NV-1][R-1]: up to 8 rows for NV <= 3 (24 accumulators), 6 for NV = 4 */
-static mm_fn *const mm_table[2][4][8] = {
-    {ROW8(1, 1), ROW8(2, 1), ROW8(3, 1), ROW6(4, 1)},
-    {ROW8(1, 2), ROW8(2, 2), ROW8(3, 2), ROW6(4, 2)},
-};
+#define MM_R8(NV, KU, TA)                                                                                      \
+    MM(1, NV, KU, TA) MM(2, NV, KU, TA) MM(3, NV, KU, TA) MM(4, NV, KU, TA) MM(5, NV, KU, TA)                  \
+    MM(6, NV, KU, TA) MM(7, NV, KU, TA) MM(8, NV, KU, TA)
+#define MM_KU(KU, TA)                                                                                          \
+    MM_R8(1, KU, TA) MM_R8(2, KU, TA) MM_R8(3, KU, TA) MM(1, 4, KU, TA) MM(2, 4, KU, TA) MM(3, 4, KU, TA)      \
+    MM(4, 4, KU, TA) MM(5, 4, KU, TA) MM(6, 4, KU, TA)
+MM_KU(1, 0)
+MM_KU(2, 0)
+MM_KU(1, 1) /* A transposed: fp32 only (a bf16 pair must lie along the sum) */
+#define ROW8(NV, KU, TA)                                                                                       \
+    {mm_1_##NV##_##KU##_##TA, mm_2_##NV##_##KU##_##TA, mm_3_##NV##_##KU##_##TA, mm_4_##NV##_##KU##_##TA,       \
+     mm_5_##NV##_##KU##_##TA, mm_6_##NV##_##KU##_##TA, mm_7_##NV##_##KU##_##TA, mm_8_##NV##_##KU##_##TA}
+#define ROW6(NV, KU, TA)                                                                                       \
+    {mm_1_##NV##_##KU##_##TA, mm_2_##NV##_##KU##_##TA, mm_3_##NV##_##KU##_##TA, mm_4_##NV##_##KU##_##TA,       \
+     mm_5_##NV##_##KU##_##TA, mm_6_##NV##_##KU##_##TA, NULL, NULL}
+#define TABLE(KU, TA) {ROW8(1, KU, TA), ROW8(2, KU, TA), ROW8(3, KU, TA), ROW6(4, KU, TA)}
+/* [kind][NV-1][R-1], kind 0: fp32, 1: bf16 pairs, 2: fp32 with A transposed;
+ * up to 8 rows for NV <= 3 (24 accumulators), 6 for NV = 4 */
+static mm_fn *const mm_table[3][4][8] = {TABLE(1, 0), TABLE(2, 0), TABLE(1, 1)};
 
 /* C (M x n) (+)= A (M x ks) B (ks x n), n a multiple of 16: rows in register
- * tiles, columns in chunks of at most 64. A row stride lda, B step stride ldb
- * (words), C row stride ldc (floats). */
-static void tile_mm(int ku, int M, int n, int ks, const void *a, long lda, const void *b, long ldb, float *c, long ldc,
-                    int acc)
+ * tiles, columns in chunks of at most 64. lda: A's row stride, or its step
+ * stride when ta (fp32 only); B step stride ldb (words), C row stride ldc
+ * (floats). */
+static void tile_mm(int ku, int ta, int M, int n, int ks, const void *a, long lda, const void *b, long ldb, float *c,
+                    long ldc, int acc)
 {
+    const int kind = ta ? 2 : ku - 1;
     for (int c0 = 0; c0 < n; c0 += 64) {
         const int nv = (n - c0 < 64 ? n - c0 : 64) / 16, rmax = nv <= 3 ? 8 : 6;
-        for (int r0 = 0; r0 < M; r0 += rmax) {
-            const int R = M - r0 < rmax ? M - r0 : rmax;
-            mm_table[ku - 1][nv - 1][R - 1](ks, (const int32_t *)a + (size_t)r0 * lda, lda, (const int32_t *)b + c0,
-                                            ldb, c + (size_t)r0 * ldc + c0, ldc, acc);
+        /* as few register tiles as rmax allows, their rows evened out (64 rows
+         * as 6,6,6,6,6,6,6,6,6,5,5, not ten of 6 and one of 4: a short tile
+         * reloads B for few FMAs) */
+        const int ng = (M + rmax - 1) / rmax, big = M % ng;
+        for (int gi = 0, r0 = 0; gi < ng; gi++) {
+            const int R = M / ng + (gi < big);
+            mm_table[kind][nv - 1][R - 1](ks, (const int32_t *)a + (size_t)r0 * (ta ? 1 : lda), lda,
+                                          (const int32_t *)b + c0, ldb, c + (size_t)r0 * ldc + c0, ldc, acc);
+            r0 += R;
         }
     }
 }
@@ -207,17 +226,74 @@ static void *blk_at(const ws_t *w, void *base, int b, int head, int heads, int b
     return (char *)base + ((((size_t)b * heads + head) * w->nblk + blk) * w->blk_elems) * w->es;
 }
 
-/* A tile product of the call: on AMX tiles where w says so, else tile_mm.
- * AMX takes whole blocks of 16 steps; the rest of a sum over a head dim that
- * is not a multiple of 32 (48: 24 steps) is added by tile_mm. */
-static void prod(const ws_t *w, int M, int n, int ks, const void *a, long lda, const void *b, long ldb, float *c,
-                 long ldc, int acc)
+/* A tile product of the call: on AMX tiles where w says so, else tile_mm
+ * (ta: A transposed, fp32 only, never on tiles). AMX takes whole blocks of 16
+ * steps; the rest of a sum over a head dim that is not a multiple of 32 (48:
+ * 24 steps) is added by tile_mm. */
+static void prod(const ws_t *w, int ta, int M, int n, int ks, const void *a, long lda, const void *b, long ldb,
+                 float *c, long ldc, int acc)
 {
-    const int ka = w->amx ? ks / 16 * 16 : 0;
+    const int ka = w->amx && !ta ? ks / 16 * 16 : 0;
     if (ka) tile_mm_amx(M, n, ka, a, lda, b, ldb, c, ldc, acc);
     if (ka < ks)
-        tile_mm(w->ku, M, n, ks - ka, (const int32_t *)a + ka, lda, (const int32_t *)b + (size_t)ka * ldb, ldb, c, ldc,
-                acc || ka);
+        tile_mm(w->ku, ta, M, n, ks - ka, (const int32_t *)a + ka, lda, (const int32_t *)b + (size_t)ka * ldb, ldb, c,
+                ldc, acc || ka);
+}
+
+/* On a causal tile of the diagonal (queries and keys from the same 64
+ * positions), queries [0, 32) see keys [0, 32) at most: the three helpers
+ * below leave out that quarter of each product there (diag). */
+#define HALF (BLK / 2)
+
+/* Scores-shaped C (64 queries, 64 keys) = A B over the head dim (ks steps):
+ * A the query side's rows (row stride lda words), B the keys' BT layout. On
+ * the diagonal, rows [0, 32) get columns [0, 32) only; the rest of those rows
+ * is left as it was, for the masked reads that follow. */
+static void prod_scores(const ws_t *w, int diag, int ks, const void *a, long lda, const void *b, float *c)
+{
+    if (!diag) {
+        prod(w, 0, BLK, BLK, ks, a, lda, b, BLK, c, BLK, 0);
+        return;
+    }
+    prod(w, 0, HALF, HALF, ks, a, lda, b, BLK, c, BLK, 0);
+    prod(w, 0, HALF, BLK, ks, (const int32_t *)a + (size_t)HALF * lda, lda, b, BLK, c + HALF * BLK, BLK, 0);
+}
+
+/* C (64 queries, n) += M Y over the tile's keys: M (P or dS) in rows of 64
+ * keys as ku-packed words, Y (v or k) in the BI layout. On the diagonal, rows
+ * [0, 32) sum over keys [0, 32) only. */
+static void prod_over_keys(const ws_t *w, int diag, int n, const void *m, const void *y, float *c, long ldc)
+{
+    const int ks = BLK / w->ku;
+    if (!diag) {
+        prod(w, 0, BLK, n, ks, m, ks, y, n, c, ldc, 1);
+        return;
+    }
+    prod(w, 0, HALF, n, ks / 2, m, ks, y, n, c, ldc, 1);
+    prod(w, 0, HALF, n, ks, (const int32_t *)m + (size_t)HALF * ks, ks, y, n, c + (size_t)HALF * ldc, ldc, 1);
+}
+
+/* A key block's gradient += M^T Y over the tile's queries, M (64 queries,
+ * 64 keys) being P (for dv) or dS (for dk), Y dout or q. fp32: dX (64 keys,
+ * hd) in rows, M read transposed as it lies (row-major), Y in rows (R
+ * layout). bf16 pairs: dX^T (hd, 64 keys) = Y^T M, Y^T in the AT layout, M
+ * in pairs along the queries. On the diagonal, keys [32, 64) sum over
+ * queries [32, 64) only. */
+static void prod_key_grad(const ws_t *w, int diag, const void *m, const void *y, float *dx)
+{
+    const int hd = w->a->hd, ku = w->ku;
+    if (ku == 1) {
+        prod(w, 1, diag ? HALF : BLK, hd, BLK, m, BLK, y, hd, dx, hd, 1);
+        if (diag)
+            prod(w, 1, HALF, hd, HALF, (const float *)m + HALF * BLK + HALF, BLK, (const float *)y + (size_t)HALF * hd,
+                 hd, dx + (size_t)HALF * hd, hd, 1);
+        return;
+    }
+    const int ks = BLK / ku;
+    prod(w, 0, hd, diag ? HALF : BLK, ks, y, ks, m, BLK, dx, BLK, 1);
+    if (diag)
+        prod(w, 0, hd, HALF, ks / 2, (const int32_t *)y + ks / 2, ks, (const int32_t *)m + (size_t)(ks / 2) * BLK + HALF,
+             BLK, dx + HALF, BLK, 1);
 }
 
 /* RoPE's cos and sin (times rope_scale) for every position the call uses:
@@ -263,13 +339,17 @@ TGT static void rope_row(const rope_tab *rt, int pos, int half, float *x, int di
 
 /* Rows [t0, t0 + 64) of head hh of batch b: loaded from the strided source
  * into an fp32 tile X (64, hd), RoPE'd when rope, then written to each
- * layout that is not NULL; rows past T are zero. X is scratch. */
+ * layout that is not NULL; rows past T are zero. X is scratch, unless the
+ * values stay fp32 and R or BI is wanted: then the tile is built there. */
 TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, long ld, int heads, int b, int hh,
                            int blk, int rope, void *r_, void *bt, void *bi, void *at, float *X)
 {
     const tt_attn *a = w->a;
     const int hd = a->hd, half = hd / 2, t0 = blk * BLK, nt = a->T - t0 < BLK ? a->T - t0 : BLK;
     const size_t esrc = tt_dtype_size(a->dt);
+    void *R = r_ ? blk_at(w, r_, b, hh, heads, blk) : NULL, *BT = bt ? blk_at(w, bt, b, hh, heads, blk) : NULL;
+    void *BI = bi ? blk_at(w, bi, b, hh, heads, blk) : NULL, *AT = at ? blk_at(w, at, b, hh, heads, blk) : NULL;
+    if (w->ku == 1 && (R || BI)) X = R ? R : BI; /* fp32: R and BI are the tile itself, so fill one in place */
     for (int tl = 0; tl < BLK; tl++) {
         float *x = X + (size_t)tl * hd;
         if (tl >= nt) {
@@ -287,11 +367,8 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
             memcpy(x, row, (size_t)hd * sizeof(float));
         if (rope && a->pos) rope_row(rt, a->pos[n], half, x, 1);
     }
-    void *R = r_ ? blk_at(w, r_, b, hh, heads, blk) : NULL, *BT = bt ? blk_at(w, bt, b, hh, heads, blk) : NULL;
-    void *BI = bi ? blk_at(w, bi, b, hh, heads, blk) : NULL, *AT = at ? blk_at(w, at, b, hh, heads, blk) : NULL;
     if (w->ku == 1) { /* fp32: R and BI are X itself, BT and AT its transpose [d][t] */
-        if (R) memcpy(R, X, (size_t)BLK * hd * sizeof(float));
-        if (BI) memcpy(BI, X, (size_t)BLK * hd * sizeof(float));
+        if (R && BI) memcpy(BI, X, (size_t)BLK * hd * sizeof(float));
         if (BT) transpose_words((const uint32_t *)X, hd, BLK, hd, BT, BLK);
         if (AT) transpose_words((const uint32_t *)X, hd, BLK, hd, AT, BLK);
         return;
@@ -368,9 +445,10 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
     const int hd = a->hd, ku = w->ku, kh = h / w->group, i0 = ib * BLK, nq = a->T - i0 < BLK ? a->T - i0 : BLK;
     const float sc = w->scale;
     const void *Q = blk_at(w, w->q_r, b, h, a->H, ib);
-    float m[BLK], l[BLK];
+    float m[BLK];
+    __m512 l[BLK]; /* each row's running sum, as 16 partial sums: reduced once, at the end */
     unsigned char vis[BLK][BLK];
-    for (int r = 0; r < BLK; r++) m[r] = -INFINITY, l[r] = 0;
+    for (int r = 0; r < BLK; r++) m[r] = -INFINITY, l[r] = _mm512_setzero_ps();
     memset(O, 0, (size_t)BLK * hd * sizeof(float));
     /* keys any row of the block may see: [jlo, jhi] */
     const int jlo = a->window > 0 && i0 - a->window + 1 > 0 ? i0 - a->window + 1 : 0, jhi = i0 + nq - 1;
@@ -378,8 +456,9 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
         const int j0 = jb * BLK, nj = a->T - j0 < BLK ? a->T - j0 : BLK;
         const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
         if (see == SEE_NONE) continue;
+        const int diag = j0 == i0;
         /* S (64, 64) = Q K^T */
-        prod(w, BLK, BLK, hd / ku, Q, hd / ku, blk_at(w, w->k_bt, b, kh, a->Hk, jb), BLK, S, BLK, 0);
+        prod_scores(w, diag, hd / ku, Q, hd / ku, blk_at(w, w->k_bt, b, kh, a->Hk, jb), S);
         if (w->softcap > 0) { /* soft-capped, kept in the unscaled units the rest multiplies by sc */
             const float cs = w->softcap / sc, inv = sc / w->softcap;
             #pragma omp simd
@@ -387,11 +466,12 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
         }
         for (int r = 0; r < BLK; r++) {
             float *s = S + (size_t)r * BLK;
-            /* the row's four vectors of scores; masked keys weigh exactly 0 */
+            /* the row's four vectors of scores; masked keys weigh exactly 0 (and
+             * are not read: on the diagonal some were never computed) */
             const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
             __m512 x[4], e[4], mx = _mm512_set1_ps(-INFINITY);
             for (int v = 0; v < 4; v++) {
-                x[v] = _mm512_loadu_ps(s + 16 * v);
+                x[v] = _mm512_maskz_loadu_ps((__mmask16)(seen >> 16 * v), s + 16 * v);
                 mx = _mm512_mask_max_ps(mx, (__mmask16)(seen >> 16 * v), mx, x[v]);
             }
             const float bm = _mm512_reduce_max_ps(mx);
@@ -399,20 +479,19 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
                 for (int v = 0; v < 4; v++) e[v] = _mm512_setzero_ps();
             } else {
                 if (bm > m[r]) { /* a new running max: rescale what was summed so far */
-                    const float corr = tt_expf((m[r] - bm) * sc);
+                    const __m512 corr = _mm512_set1_ps(tt_expf((m[r] - bm) * sc));
                     float *orow = O + (size_t)r * hd;
-                    l[r] *= corr;
+                    l[r] = _mm512_mul_ps(l[r], corr);
                     for (int d = 0; d < hd; d += 16)
-                        _mm512_storeu_ps(orow + d, _mm512_mul_ps(_mm512_loadu_ps(orow + d), _mm512_set1_ps(corr)));
+                        _mm512_storeu_ps(orow + d, _mm512_mul_ps(_mm512_loadu_ps(orow + d), corr));
                     m[r] = bm;
                 }
-                const __m512 mr = _mm512_set1_ps(m[r]), scv = _mm512_set1_ps(sc);
-                __m512 sum = _mm512_setzero_ps();
+                /* e = exp((x - m) sc), as x sc - m sc */
+                const __m512 msc = _mm512_set1_ps(m[r] * sc), scv = _mm512_set1_ps(sc);
                 for (int v = 0; v < 4; v++) {
-                    e[v] = _mm512_maskz_mov_ps((__mmask16)(seen >> 16 * v), exp16(_mm512_mul_ps(_mm512_sub_ps(x[v], mr), scv)));
-                    sum = _mm512_add_ps(sum, e[v]);
+                    e[v] = _mm512_maskz_mov_ps((__mmask16)(seen >> 16 * v), exp16(_mm512_fmsub_ps(x[v], scv, msc)));
+                    l[r] = _mm512_add_ps(l[r], e[v]);
                 }
-                l[r] += _mm512_reduce_add_ps(sum);
             }
             if (ku == 2) { /* P as bf16, pairs along the keys */
                 uint16_t *pr = (uint16_t *)P + (size_t)r * BLK;
@@ -423,14 +502,15 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
             }
         }
         /* O (64, hd) += P V */
-        prod(w, BLK, hd, BLK / ku, ku == 2 ? P : S, BLK / ku, blk_at(w, w->v_bi, b, kh, a->Hk, jb), hd, O, hd, 1);
+        prod_over_keys(w, diag, hd, ku == 2 ? P : S, blk_at(w, w->v_bi, b, kh, a->Hk, jb), O, hd);
     }
     for (int r = 0; r < nq; r++) {
         const size_t n = (size_t)b * a->T + i0 + r;
         float *lse = a->lse + ((size_t)b * a->H + h) * a->T + i0 + r, *orow = O + (size_t)r * hd;
-        const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f; /* a row that saw no key gets o = 0 */
+        const float lr = _mm512_reduce_add_ps(l[r]);
+        const float inv = lr > 0 ? 1.0f / lr : 0.0f; /* a row that saw no key gets o = 0 */
         for (int d = 0; d < hd; d++) orow[d] *= inv;
-        *lse = l[r] > 0 ? m[r] * sc + logf(l[r]) : -INFINITY;
+        *lse = lr > 0 ? m[r] * sc + logf(lr) : -INFINITY;
         tt_cpu_from_f32((char *)a->o + (n * (size_t)a->ldo + (size_t)h * hd) * tt_dtype_size(a->dt), a->dt, orow,
                         (size_t)hd);
     }
@@ -440,15 +520,21 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
 
 enum { W_Q_R, W_Q_AT, W_K_BT, W_K_BI, W_V_BT, W_V_BI, W_DO_R, W_DO_AT, W_N };
 
+/* 2 when the products take bf16 pairs: for vdpbf16ps or AMX tiles. Else 1:
+ * fp32, or bf16 widened to fp32 by the pre-pass where FMAs outrun vdpbf16ps
+ * (tt_bf16_dot_preferred). */
+static int ws_ku(const tt_attn *a)
+{
+    return a->dt == TT_BF16 && (tt_amx_usable() || tt_bf16_dot_preferred()) ? 2 : 1;
+}
+
 /* Lays out the packed operands the pass needs (need[i]) in one scratch buffer. */
 static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
 {
     memset(w, 0, sizeof *w);
     w->a = a;
-    /* bf16 as pairs for vdpbf16ps or AMX tiles, or, where FMAs outrun
-     * vdpbf16ps (tt_bf16_dot_preferred), widened to fp32 by the pre-pass */
     w->amx = a->dt == TT_BF16 && tt_amx_usable();
-    w->ku = a->dt == TT_BF16 && (w->amx || tt_bf16_dot_preferred()) ? 2 : 1;
+    w->ku = ws_ku(a);
     w->es = w->ku == 2 ? 2 : 4;
     w->nblk = (a->T + BLK - 1) / BLK;
     w->group = a->H / a->Hk;
@@ -616,7 +702,7 @@ TGT static void store_grad_row(const ws_t *w, const rope_tab *rt, void *dst, lon
 typedef struct {
     float *S, *dP;        /* (64, 64): scores then P; dP then dS (S and dP are adjacent) */
     void *P_i, *dS_i, *dS_r; /* bf16 layouts of P and dS (pairs along queries, along keys) */
-    float *dKt, *dVt;     /* (hd, 64): dk^T, dv^T of the key block */
+    float *dK, *dV;       /* the key block's dk, dv: (64, hd) rows in fp32, (hd, 64) transposed for bf16 pairs */
     float *dQ;            /* (group, T rounded to 64, hd) */
 } bwd_bufs;
 
@@ -624,7 +710,7 @@ typedef struct {
  * share it, so no other task writes what it writes. Key blocks are the outer
  * loop, so their dk/dv accumulators stay in cache while the query blocks
  * that see them pass. Per tile, with P = exp(S - lse) and D = rowsum(dO o):
- * dP = dO V^T, dS = P (dP - D) scale, dV^T += dO^T P, dK^T += Q^T dS, dQ += dS K. */
+ * dP = dO V^T, dS = P (dP - D) scale, dV += P^T dO, dK += dS^T Q, dQ += dS K. */
 TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const bwd_bufs *u)
 {
     const tt_attn *a = w->a;
@@ -634,22 +720,22 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
     memset(u->dQ, 0, (size_t)G * Tp * hd * sizeof(float));
     for (int jb = 0; jb < w->nblk; jb++) {
         const int j0 = jb * BLK, nj = T - j0 < BLK ? T - j0 : BLK;
-        memset(u->dKt, 0, (size_t)hd * BLK * sizeof(float));
-        memset(u->dVt, 0, (size_t)hd * BLK * sizeof(float));
+        memset(u->dK, 0, (size_t)hd * BLK * sizeof(float));
+        memset(u->dV, 0, (size_t)hd * BLK * sizeof(float));
         /* queries before j0 see none of these keys, nor those past the window */
         int ihi = T - 1;
         if (a->window > 0 && (long)j0 + nj - 1 + a->window - 1 < ihi) ihi = j0 + nj - 1 + a->window - 1;
         for (int g = 0; g < G; g++) {
             const int h = kh * G + g;
             for (int ib = jb; ib <= ihi / BLK; ib++) {
-                const int i0 = ib * BLK, nq = T - i0 < BLK ? T - i0 : BLK;
+                const int i0 = ib * BLK, nq = T - i0 < BLK ? T - i0 : BLK, diag = ib == jb;
                 const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
                 if (see == SEE_NONE) continue;
                 const float *L = a->lse + ((size_t)b * a->H + h) * T + i0, *Dr = w->D + ((size_t)b * a->H + h) * T + i0;
-                prod(w, BLK, BLK, hd / ku, blk_at(w, w->q_r, b, h, a->H, ib), hd / ku,
-                        blk_at(w, w->k_bt, b, kh, a->Hk, jb), BLK, u->S, BLK, 0);
-                prod(w, BLK, BLK, hd / ku, blk_at(w, w->do_r, b, h, a->H, ib), hd / ku,
-                        blk_at(w, w->v_bt, b, kh, a->Hk, jb), BLK, u->dP, BLK, 0);
+                prod_scores(w, diag, hd / ku, blk_at(w, w->q_r, b, h, a->H, ib), hd / ku,
+                            blk_at(w, w->k_bt, b, kh, a->Hk, jb), u->S);
+                prod_scores(w, diag, hd / ku, blk_at(w, w->do_r, b, h, a->H, ib), hd / ku,
+                            blk_at(w, w->v_bt, b, kh, a->Hk, jb), u->dP);
                 for (int r = 0; r < BLK; r++) {
                     float *p = u->S + (size_t)r * BLK, *ds = u->dP + (size_t)r * BLK;
                     if (r >= nq || L[r] == -INFINITY) { /* a padding row, or one that sees no key */
@@ -661,20 +747,21 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                         const float cap = w->softcap, inv = sc / cap;
                         #pragma omp simd
                         for (int c = 0; c < BLK; c++) {
-                            const float t = tt_tanhf(p[c] * inv);
-                            p[c] = see == SEE_ALL || vis[r][c] ? tt_expf(cap * t - lr) : 0.0f;
-                            ds[c] = p[c] * (ds[c] - dr) * sc * (1.0f - t * t);
+                            const int seen = see == SEE_ALL || vis[r][c]; /* unseen entries may never have been computed */
+                            const float t = seen ? tt_tanhf(p[c] * inv) : 0.0f;
+                            p[c] = seen ? tt_expf(cap * t - lr) : 0.0f;
+                            ds[c] = seen ? p[c] * (ds[c] - dr) * sc * (1.0f - t * t) : 0.0f;
                         }
                         continue;
                     }
                     const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
                     const __m512 lrv = _mm512_set1_ps(lr), drv = _mm512_set1_ps(dr), scv = _mm512_set1_ps(sc);
-                    for (int v = 0; v < 4; v++) { /* masked keys weigh exactly 0 */
-                        const __m512 pv = _mm512_maskz_mov_ps((__mmask16)(seen >> 16 * v),
-                                                              exp16(_mm512_fmsub_ps(_mm512_loadu_ps(p + 16 * v), scv, lrv)));
+                    for (int v = 0; v < 4; v++) { /* masked keys weigh exactly 0, and are not read */
+                        const __mmask16 m = (__mmask16)(seen >> 16 * v);
+                        const __m512 pv = _mm512_maskz_mov_ps(m, exp16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, p + 16 * v), scv, lrv)));
                         _mm512_storeu_ps(p + 16 * v, pv);
                         _mm512_storeu_ps(ds + 16 * v,
-                                         _mm512_mul_ps(_mm512_mul_ps(pv, _mm512_sub_ps(_mm512_loadu_ps(ds + 16 * v), drv)), scv));
+                                         _mm512_mul_ps(_mm512_mul_ps(pv, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, ds + 16 * v), drv)), scv));
                     }
                 }
                 const void *P_i = u->S, *dS_i = u->dP, *dS_r = u->dP; /* fp32: row-major serves all three */
@@ -691,17 +778,19 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                         _mm512_storeu_si512(sr + e, bf16x32(_mm512_loadu_ps(u->dP + e), _mm512_loadu_ps(u->dP + e + 16)));
                     P_i = u->P_i, dS_i = u->dS_i, dS_r = u->dS_r;
                 }
-                /* dV^T (hd, 64) += dO^T P;  dK^T (hd, 64) += Q^T dS;  dQ (64, hd) += dS K */
-                prod(w, hd, BLK, BLK / ku, blk_at(w, w->do_at, b, h, a->H, ib), BLK / ku, P_i, BLK, u->dVt, BLK, 1);
-                prod(w, hd, BLK, BLK / ku, blk_at(w, w->q_at, b, h, a->H, ib), BLK / ku, dS_i, BLK, u->dKt, BLK, 1);
-                prod(w, BLK, hd, BLK / ku, dS_r, BLK / ku, blk_at(w, w->k_bi, b, kh, a->Hk, jb), hd,
-                        u->dQ + ((size_t)g * Tp + i0) * hd, hd, 1);
+                /* dV += P^T dO;  dK += dS^T Q;  dQ (64, hd) += dS K */
+                prod_key_grad(w, diag, P_i, blk_at(w, ku == 1 ? w->do_r : w->do_at, b, h, a->H, ib), u->dV);
+                prod_key_grad(w, diag, dS_i, blk_at(w, ku == 1 ? w->q_r : w->q_at, b, h, a->H, ib), u->dK);
+                prod_over_keys(w, diag, hd, dS_r, blk_at(w, w->k_bi, b, kh, a->Hk, jb), u->dQ + ((size_t)g * Tp + i0) * hd, hd);
             }
         }
-        /* the key block's dk and dv rows: transposed back into the (spent) score tiles */
-        float *dk = u->S, *dv = u->S + (size_t)BLK * hd;
-        transpose_words((const uint32_t *)u->dKt, BLK, hd, BLK, (uint32_t *)dk, hd);
-        transpose_words((const uint32_t *)u->dVt, BLK, hd, BLK, (uint32_t *)dv, hd);
+        /* the key block's dk and dv rows; bf16 pairs summed them transposed: back into the (spent) score tiles */
+        float *dk = u->dK, *dv = u->dV;
+        if (ku == 2) {
+            dk = u->S, dv = u->S + (size_t)BLK * hd;
+            transpose_words((const uint32_t *)u->dK, BLK, hd, BLK, (uint32_t *)dk, hd);
+            transpose_words((const uint32_t *)u->dV, BLK, hd, BLK, (uint32_t *)dv, hd);
+        }
         for (int c = 0; c < nj; c++) {
             store_grad_row(w, rt, a->dk, a->lddk, kh, b, j0 + c, dk + (size_t)c * hd, 1);
             store_grad_row(w, rt, a->dv, a->lddv, kh, b, j0 + c, dv + (size_t)c * hd, 0);
@@ -714,7 +803,10 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
 __attribute__((noinline)) TGT static tt_err bwd_avx512(const tt_attn *a)
 {
     ws_t w;
-    const int need[W_N] = {[W_Q_R] = 1, [W_Q_AT] = 1, [W_K_BT] = 1, [W_K_BI] = 1, [W_V_BT] = 1, [W_DO_R] = 1, [W_DO_AT] = 1};
+    /* fp32 reads P and dS transposed for dv and dk (prod_key_grad), with dout and q as rows; bf16 pairs
+     * must lie along the sum, so there dout and q are transposed instead (AT) */
+    const int at = ws_ku(a) == 2;
+    const int need[W_N] = {[W_Q_R] = 1, [W_Q_AT] = at, [W_K_BT] = 1, [W_K_BI] = 1, [W_V_BT] = 1, [W_DO_R] = 1, [W_DO_AT] = at};
     rope_tab rt;
     const int rr = rope_init(a, &rt);
     if (rr) return rr;
@@ -736,7 +828,7 @@ __attribute__((noinline)) TGT static tt_err bwd_avx512(const tt_attn *a)
         bwd_bufs u = {0};
         if (tb) {
             u.S = (float *)tb, u.dP = (float *)(tb + t64), u.P_i = tb + 2 * t64, u.dS_i = tb + 3 * t64;
-            u.dS_r = tb + 4 * t64, u.dKt = (float *)(tb + 5 * t64), u.dVt = (float *)(tb + 5 * t64 + th);
+            u.dS_r = tb + 4 * t64, u.dK = (float *)(tb + 5 * t64), u.dV = (float *)(tb + 5 * t64 + th);
             u.dQ = (float *)(tb + 5 * t64 + 2 * th);
         }
         if (w.amx) tt_amx_tiles_16x64();
