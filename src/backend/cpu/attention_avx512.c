@@ -1,31 +1,39 @@
 /* attention_avx512.c — flash attention for AVX-512 CPUs, forward and
  * backward, fp32 (FMA) and bf16 (vdpbf16ps, or AMX tiles where the CPU has
  * them; fp32 sums; or, where FMAs outrun vdpbf16ps, bf16 inputs widened to
- * fp32 by the pre-pass and the fp32 products).
+ * fp32 by the packing and the fp32 products).
  *
  * Work is cut into 64 x 64 tiles of (queries, keys). The forward keeps, per
  * 64-query block, the running row max and sum of an online softmax and an
  * fp32 output accumulator; the T x T scores are never held, only their
  * logsumexp is saved. The backward recomputes each tile's probabilities from
- * it. Causal tiles above the diagonal are never visited; tiles that see
+ * it. Causal tiles above the diagonal are never visited, and on the
+ * diagonal the quarter no query sees is not computed; tiles that see
  * nothing (other documents, outside the window) cost a mask scan. Gemma 2's
  * soft-cap (cap tanh(s / cap) of each score) is applied to a tile's scores
  * before its softmax, and its derivative taken in the backward.
  *
  * Every product of a tile is one routine, tile_mm: C (R x 16NV) += A B over
  * ks steps, with A read as broadcasts and B as vectors, the accumulators in
- * registers (R * NV <= 24). For it, a pre-pass copies q, k, v (and dout) once
- * per call into the layouts the products read, in the compute dtype, with
- * RoPE applied to q and k: so each element is converted, rotated and
- * transposed once, not once per tile, and GQA shares the kv heads without a
- * copy per query head. ku is 1 for fp32 values, 2 for bf16 pairs (two
+ * registers (R * NV <= 24). For it, each task first copies the q, k, v (and
+ * dout) rows it reads into the layouts the products read, in the compute
+ * dtype, with RoPE applied to q and k, in buffers of its thread: so each
+ * element is converted, rotated and transposed once per task, not once per
+ * tile, stays in the core's caches from then on, and GQA shares the kv heads
+ * without a copy per query head. A task is one (batch, kv head) with all its
+ * query heads: the backward's whole sequence, the forward's too unless there
+ * are too few such pairs to share out, when it takes a chunk of the query
+ * blocks (and packs the keys that chunk sees). ku is 1 for fp32 values, 2 for bf16 pairs (two
  * consecutive values of the summed index in one 32-bit word, the even one in
  * the low half, as vdpbf16ps reads them). Layouts of a 64-row block X (t =
  * row, d = feature):
  *   R  [t][d]             A operand summed over d   (q for S = q k^T, dout for dP = dout v^T)
  *   BT [d/ku][t][ku]      B operand summed over d   (k for S, v for dP)
  *   BI [t/ku][d][ku]      B operand summed over t   (v for O += P v, k for dq += dS k)
- *   AT [d][t/ku][ku]      A operand summed over t   (dout for dv^T += dout^T P, q for dk^T += q^T dS)
+ *   AT [d][t/ku][ku]      A operand summed over t   (bf16 pairs: dout for dv^T += dout^T P, q for dk^T += q^T dS)
+ * fp32 needs no AT: it sums dv += P^T dout and dk += dS^T q with P and dS
+ * read transposed as A (TA) and dout, q as B in their R layout, which for
+ * ku 1 is also BI.
  */
 #include <math.h>
 #include <string.h>
@@ -207,7 +215,7 @@ TGT_AMX static void tile_mm_amx(int M, int n, int ks, const void *a, long lda, c
     }
 }
 
-/* ---- the pre-pass: sources into the tile layouts --------------------------- */
+/* ---- packing: sources into the tile layouts ------------------------------- */
 
 typedef struct {
     const tt_attn *a;
@@ -216,14 +224,12 @@ typedef struct {
     size_t es, blk_elems;  /* bytes of one compute element; elements of one packed 64 x hd block */
     float scale;           /* 1 / sqrt(hd) */
     float softcap;         /* > 0: scaled scores s become softcap tanh(s / softcap) */
-    /* packed operands, [b][head][block][64 * hd] elements (NULL: not needed) */
-    void *q_r, *q_at, *k_bt, *k_bi, *v_bt, *v_bi, *do_r, *do_at;
-    float *D;              /* backward: rowsum(dout * o), (B, H, T) */
 } ws_t;
 
-static void *blk_at(const ws_t *w, void *base, int b, int head, int heads, int blk)
+/* Block blk of head i in a packed layout at base ([head][block][64 * hd] elements) */
+static void *blk_at(const ws_t *w, void *base, size_t i, int blk)
 {
-    return (char *)base + ((((size_t)b * heads + head) * w->nblk + blk) * w->blk_elems) * w->es;
+    return (char *)base + ((i * w->nblk + blk) * w->blk_elems) * w->es;
 }
 
 /* A tile product of the call: on AMX tiles where w says so, else tile_mm
@@ -338,17 +344,16 @@ TGT static void rope_row(const rope_tab *rt, int pos, int half, float *x, int di
 #define PF_ROWS 8
 
 /* Rows [t0, t0 + 64) of head hh of batch b: loaded from the strided source
- * into an fp32 tile X (64, hd), RoPE'd when rope, then written to each
- * layout that is not NULL; rows past T are zero. X is scratch, unless the
- * values stay fp32 and R or BI is wanted: then the tile is built there. */
-TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, long ld, int heads, int b, int hh,
-                           int blk, int rope, void *r_, void *bt, void *bi, void *at, float *X)
+ * into an fp32 tile X (64, hd), RoPE'd when rope, then written to each of
+ * the block layouts R, BT, BI, AT that is not NULL; rows past T are zero. X
+ * is scratch (64 x hd floats and as many bytes again), unless the values stay
+ * fp32 and R or BI is wanted: then the tile is built there. */
+TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, long ld, int b, int hh, int blk,
+                           int rope, void *R, void *BT, void *BI, void *AT, float *X)
 {
     const tt_attn *a = w->a;
     const int hd = a->hd, half = hd / 2, t0 = blk * BLK, nt = a->T - t0 < BLK ? a->T - t0 : BLK;
     const size_t esrc = tt_dtype_size(a->dt);
-    void *R = r_ ? blk_at(w, r_, b, hh, heads, blk) : NULL, *BT = bt ? blk_at(w, bt, b, hh, heads, blk) : NULL;
-    void *BI = bi ? blk_at(w, bi, b, hh, heads, blk) : NULL, *AT = at ? blk_at(w, at, b, hh, heads, blk) : NULL;
     if (w->ku == 1 && (R || BI)) X = R ? R : BI; /* fp32: R and BI are the tile itself, so fill one in place */
     for (int tl = 0; tl < BLK; tl++) {
         float *x = X + (size_t)tl * hd;
@@ -438,13 +443,25 @@ TGT static inline __mmask64 vis_mask(const unsigned char row[BLK])
 
 /* ---- forward ------------------------------------------------------------------ */
 
+/* Per-thread buffers of the forward. */
+typedef struct {
+    float *O, *S; /* (64, hd) output accumulator, (64, 64) scores */
+    void *P;      /* (64, 64) bf16 probabilities, pairs along the keys */
+    void *Q;      /* the query block, R layout */
+    void *k_bt, *v_bi; /* the kv head's keys and values: [block] */
+    float *X;     /* pack_block's scratch */
+} fwd_bufs;
+
 /* One 64-query block of one head: online softmax over the key blocks it sees. */
-TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S, void *P)
+TGT static void fwd_task(const ws_t *w, const rope_tab *rt, int b, int h, int ib, const fwd_bufs *u)
 {
     const tt_attn *a = w->a;
-    const int hd = a->hd, ku = w->ku, kh = h / w->group, i0 = ib * BLK, nq = a->T - i0 < BLK ? a->T - i0 : BLK;
+    const int hd = a->hd, ku = w->ku, i0 = ib * BLK, nq = a->T - i0 < BLK ? a->T - i0 : BLK;
     const float sc = w->scale;
-    const void *Q = blk_at(w, w->q_r, b, h, a->H, ib);
+    float *O = u->O, *S = u->S;
+    void *P = u->P;
+    const void *Q = u->Q;
+    pack_block(w, rt, a->q, a->ldq, b, h, ib, 1, u->Q, NULL, NULL, NULL, u->X);
     float m[BLK];
     __m512 l[BLK]; /* each row's running sum, as 16 partial sums: reduced once, at the end */
     unsigned char vis[BLK][BLK];
@@ -458,7 +475,7 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
         if (see == SEE_NONE) continue;
         const int diag = j0 == i0;
         /* S (64, 64) = Q K^T */
-        prod_scores(w, diag, hd / ku, Q, hd / ku, blk_at(w, w->k_bt, b, kh, a->Hk, jb), S);
+        prod_scores(w, diag, hd / ku, Q, hd / ku, blk_at(w, u->k_bt, 0, jb), S);
         if (w->softcap > 0) { /* soft-capped, kept in the unscaled units the rest multiplies by sc */
             const float cs = w->softcap / sc, inv = sc / w->softcap;
             #pragma omp simd
@@ -502,7 +519,7 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
             }
         }
         /* O (64, hd) += P V */
-        prod_over_keys(w, diag, hd, ku == 2 ? P : S, blk_at(w, w->v_bi, b, kh, a->Hk, jb), O, hd);
+        prod_over_keys(w, diag, hd, ku == 2 ? P : S, blk_at(w, u->v_bi, 0, jb), O, hd);
     }
     for (int r = 0; r < nq; r++) {
         const size_t n = (size_t)b * a->T + i0 + r;
@@ -516,20 +533,33 @@ TGT static void fwd_task(const ws_t *w, int b, int h, int ib, float *O, float *S
     }
 }
 
+/* Query blocks [lo, hi) of every query head of kv head kh: their keys and
+ * values are packed first, into this thread's buffers, so that every operand
+ * the products read stays in this core's caches. */
+TGT static void fwd_chunk(const ws_t *w, const rope_tab *rt, int b, int kh, int lo, int hi, const fwd_bufs *u)
+{
+    const tt_attn *a = w->a;
+    const int i0 = lo * BLK, jlo = a->window > 0 && i0 - a->window + 1 > 0 ? i0 - a->window + 1 : 0;
+    for (int jb = jlo / BLK; jb < hi; jb++) { /* the key blocks the chunk's queries may see */
+        pack_block(w, rt, a->k, a->ldk, b, kh, jb, 1, NULL, blk_at(w, u->k_bt, 0, jb), NULL, NULL, u->X);
+        pack_block(w, rt, a->v, a->ldv, b, kh, jb, 0, NULL, NULL, blk_at(w, u->v_bi, 0, jb), NULL, u->X);
+    }
+    for (int g = 0; g < w->group; g++)
+        for (int ib = lo; ib < hi; ib++) fwd_task(w, rt, b, kh * w->group + g, ib, u);
+}
+
 /* ---- workspace ----------------------------------------------------------------- */
 
-enum { W_Q_R, W_Q_AT, W_K_BT, W_K_BI, W_V_BT, W_V_BI, W_DO_R, W_DO_AT, W_N };
-
 /* 2 when the products take bf16 pairs: for vdpbf16ps or AMX tiles. Else 1:
- * fp32, or bf16 widened to fp32 by the pre-pass where FMAs outrun vdpbf16ps
+ * fp32, or bf16 widened to fp32 by the packing where FMAs outrun vdpbf16ps
  * (tt_bf16_dot_preferred). */
 static int ws_ku(const tt_attn *a)
 {
     return a->dt == TT_BF16 && (tt_amx_usable() || tt_bf16_dot_preferred()) ? 2 : 1;
 }
 
-/* Lays out the packed operands the pass needs (need[i]) in one scratch buffer. */
-static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
+/* The call's shapes and choices. */
+static void ws_init(ws_t *w, const tt_attn *a)
 {
     memset(w, 0, sizeof *w);
     w->a = a;
@@ -541,21 +571,6 @@ static int ws_init(ws_t *w, const tt_attn *a, const int need[W_N])
     w->blk_elems = (size_t)BLK * a->hd;
     w->scale = (float)(a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd));
     w->softcap = (float)a->softcap;
-    const size_t per_q = (size_t)a->B * a->H * w->nblk * w->blk_elems * w->es;
-    const size_t per_k = (size_t)a->B * a->Hk * w->nblk * w->blk_elems * w->es;
-    size_t off[W_N + 1], total = 0;
-    for (int i = 0; i < W_N; i++) {
-        off[i] = total;
-        const int is_q = i == W_Q_R || i == W_Q_AT || i == W_DO_R || i == W_DO_AT;
-        if (need[i]) total += ((is_q ? per_q : per_k) + 63) & ~(size_t)63;
-    }
-    const size_t dbytes = need[W_DO_R] ? (size_t)a->B * a->H * a->T * sizeof(float) : 0;
-    char *buf = tt_cpu_scratch(TT_SCRATCH_ATTN_WS, total + dbytes);
-    if (!buf) return -1;
-    void **slot[W_N] = {&w->q_r, &w->q_at, &w->k_bt, &w->k_bi, &w->v_bt, &w->v_bi, &w->do_r, &w->do_at};
-    for (int i = 0; i < W_N; i++) *slot[i] = need[i] ? buf + off[i] : NULL;
-    w->D = dbytes ? (float *)(buf + total) : NULL;
-    return 0;
 }
 
 /* The cos/sin table of the positions the call uses (none without RoPE).
@@ -588,68 +603,45 @@ static int rope_init(const tt_attn *a, rope_tab *rt)
     return 0;
 }
 
-/* All the blocks of q (and dout) and of k, v into their layouts, in parallel. */
-static int ws_pack(const ws_t *w, const rope_tab *rt, int bwd)
-{
-    const tt_attn *a = w->a;
-    const long nq = (long)a->B * a->H * w->nblk, nk = (long)a->B * a->Hk * w->nblk;
-    int rc = 0;
-    #pragma omp parallel
-    {
-        /* the fp32 tile and, after it, room for one bf16 layout of it */
-        float *X = tt_cpu_scratch(TT_SCRATCH_ATTN, (size_t)BLK * a->hd * (sizeof(float) + 4));
-        if (!X) {
-            #pragma omp atomic write
-            rc = -1;
-        }
-        #pragma omp for schedule(dynamic, 1)
-        for (long t = 0; t < nq + nk; t++) {
-            if (!X) continue;
-            if (t < nq) {
-                const int blk = (int)(t % w->nblk), h = (int)(t / w->nblk % a->H), b = (int)(t / ((long)w->nblk * a->H));
-                pack_block(w, rt, a->q, a->ldq, a->H, b, h, blk, 1, w->q_r, NULL, NULL, w->q_at, X);
-                if (bwd) pack_block(w, rt, a->dout, a->lddo, a->H, b, h, blk, 0, w->do_r, NULL, NULL, w->do_at, X);
-            } else {
-                const long u = t - nq;
-                const int blk = (int)(u % w->nblk), h = (int)(u / w->nblk % a->Hk), b = (int)(u / ((long)w->nblk * a->Hk));
-                pack_block(w, rt, a->k, a->ldk, a->Hk, b, h, blk, 1, NULL, w->k_bt, w->k_bi, NULL, X);
-                pack_block(w, rt, a->v, a->ldv, a->Hk, b, h, blk, 0, NULL, w->v_bt, w->v_bi, NULL, X);
-            }
-        }
-    }
-    return rc;
-}
-
 /* The entry points are compiled for any x86-64 and check the CPU before calling the AVX-512 code:
  * a function compiled for AVX-512 may use its instructions before its first line (an unoptimised or
  * sanitizer build zeroes its locals with them), so it must never run on a CPU without. */
 __attribute__((noinline)) TGT static tt_err fwd_avx512(const tt_attn *a)
 {
     ws_t w;
-    const int need[W_N] = {[W_Q_R] = 1, [W_K_BT] = 1, [W_V_BI] = 1};
     rope_tab rt;
     const int rr = rope_init(a, &rt);
     if (rr) return rr;
-    if (ws_init(&w, a, need) || ws_pack(&w, &rt, 0)) return -1;
-    const long tasks = (long)a->B * a->H * w.nblk;
+    ws_init(&w, a);
+    /* a task: a chunk of the query blocks of one (batch, kv head), all its query
+     * heads. Whole sequences where there are enough of them to share out; else
+     * chunks, each packing the keys and values it reads again */
+    const int kvs = a->B * a->Hk, want = 4 * tt_num_threads();
+    const int chunks = kvs >= want ? 1 : (want + kvs - 1) / kvs < w.nblk ? (want + kvs - 1) / kvs : w.nblk;
+    const long tasks = (long)kvs * chunks;
     tt_err rc = 0;
     #pragma omp parallel
     {
-        /* per thread: O (64, hd) fp32, S (64, 64) fp32, P (64, 64) bf16 */
+        /* per thread: O (64, hd) fp32, S (64, 64) fp32, P (64, 64) bf16, the query block, the keys and
+         * values, pack scratch */
         const size_t ob = (size_t)BLK * a->hd * sizeof(float), sb = (size_t)BLK * BLK * sizeof(float);
-        char *tb = tt_cpu_scratch(TT_SCRATCH_ATTN, ob + sb + (size_t)BLK * BLK * 2);
+        const size_t pb = (size_t)BLK * BLK * 2, qb = w.blk_elems * w.es, kb = (size_t)w.nblk * qb;
+        const size_t xb = (size_t)BLK * a->hd * (sizeof(float) + 4);
+        char *tb = tt_cpu_scratch(TT_SCRATCH_ATTN, ob + sb + pb + qb + 2 * kb + xb);
         if (!tb) {
             #pragma omp atomic write
             rc = -1;
         }
+        const fwd_bufs u = {(float *)tb, (float *)(tb + ob), tb + ob + sb, tb + ob + sb + pb, tb + ob + sb + pb + qb,
+                            tb + ob + sb + pb + qb + kb, (float *)(tb + ob + sb + pb + qb + 2 * kb)};
         if (w.amx) tt_amx_tiles_16x64();
         /* tasks are independent, so a dynamic schedule (which evens out the causal
-         * triangle) still gives the same bits on every run */
+         * triangle's chunks, the later ones first) still gives the same bits on every run */
         #pragma omp for schedule(dynamic, 1)
         for (long t = 0; t < tasks; t++) {
             if (!tb) continue;
-            const int ib = (int)(t % w.nblk), h = (int)(t / w.nblk % a->H), b = (int)(t / ((long)w.nblk * a->H));
-            fwd_task(&w, b, h, ib, (float *)tb, (float *)(tb + ob), tb + ob + sb);
+            const int c = chunks - 1 - (int)(t / kvs), kh = (int)(t % kvs % a->Hk), b = (int)(t % kvs / a->Hk);
+            fwd_chunk(&w, &rt, b, kh, (int)((long)c * w.nblk / chunks), (int)((long)(c + 1) * w.nblk / chunks), &u);
         }
         if (w.amx) tt_amx_release();
     }
@@ -658,28 +650,25 @@ __attribute__((noinline)) TGT static tt_err fwd_avx512(const tt_attn *a)
 
 /* ---- backward ------------------------------------------------------------------- */
 
-/* D[b][h][t] = dout . o for every row: the softmax backward's row term */
-TGT static void row_dots(const ws_t *w)
+/* D[t] = dout . o for every row t of head h of batch b: the softmax backward's row term */
+TGT static void row_dots(const ws_t *w, int b, int h, float *D)
 {
     const tt_attn *a = w->a;
-    const int hd = a->hd, N = a->B * a->T;
+    const int hd = a->hd;
     const size_t es = tt_dtype_size(a->dt);
-    #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const int b = n / a->T, t = n % a->T;
-        for (int h = 0; h < a->H; h++) {
-            const char *x = (const char *)a->dout + ((size_t)n * a->lddo + (size_t)h * hd) * es;
-            const char *y = (const char *)a->o + ((size_t)n * a->ldo + (size_t)h * hd) * es;
-            float s = 0;
-            if (a->dt == TT_BF16)
-                #pragma omp simd reduction(+ : s)
-                for (int d = 0; d < hd; d++)
-                    s += tt_bf16_float(((const uint16_t *)x)[d]) * tt_bf16_float(((const uint16_t *)y)[d]);
-            else
-                #pragma omp simd reduction(+ : s)
-                for (int d = 0; d < hd; d++) s += ((const float *)x)[d] * ((const float *)y)[d];
-            w->D[((size_t)b * a->H + h) * a->T + t] = s;
-        }
+    for (int t = 0; t < a->T; t++) {
+        const size_t n = (size_t)b * a->T + t;
+        const char *x = (const char *)a->dout + (n * a->lddo + (size_t)h * hd) * es;
+        const char *y = (const char *)a->o + (n * a->ldo + (size_t)h * hd) * es;
+        float s = 0;
+        if (a->dt == TT_BF16)
+            #pragma omp simd reduction(+ : s)
+            for (int d = 0; d < hd; d++)
+                s += tt_bf16_float(((const uint16_t *)x)[d]) * tt_bf16_float(((const uint16_t *)y)[d]);
+        else
+            #pragma omp simd reduction(+ : s)
+            for (int d = 0; d < hd; d++) s += ((const float *)x)[d] * ((const float *)y)[d];
+        D[t] = s;
     }
 }
 
@@ -698,8 +687,13 @@ TGT static void store_grad_row(const ws_t *w, const rope_tab *rt, void *dst, lon
         memcpy(row, x, (size_t)a->hd * sizeof(float));
 }
 
-/* Per-thread buffers of the backward. */
+/* Per-thread buffers of the backward. A task packs every operand it reads
+ * itself (no other task reads them), so they stay in this core's caches. */
 typedef struct {
+    void *q_r, *q_at, *do_r, *do_at; /* the group's query heads: [g][block], AT only for bf16 pairs */
+    void *k_bt, *k_bi, *v_bt;        /* the kv head: [block] */
+    float *D;                        /* (group, T): rowsum(dout * o) */
+    float *X;                        /* pack_block's scratch */
     float *S, *dP;        /* (64, 64): scores then P; dP then dS (S and dP are adjacent) */
     void *P_i, *dS_i, *dS_r; /* bf16 layouts of P and dS (pairs along queries, along keys) */
     float *dK, *dV;       /* the key block's dk, dv: (64, hd) rows in fp32, (hd, 64) transposed for bf16 pairs */
@@ -717,6 +711,18 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
     const int hd = a->hd, ku = w->ku, T = a->T, G = w->group, Tp = w->nblk * BLK;
     const float sc = w->scale;
     unsigned char vis[BLK][BLK];
+    for (int blk = 0; blk < w->nblk; blk++) {
+        pack_block(w, rt, a->k, a->ldk, b, kh, blk, 1, NULL, blk_at(w, u->k_bt, 0, blk), blk_at(w, u->k_bi, 0, blk), NULL, u->X);
+        pack_block(w, rt, a->v, a->ldv, b, kh, blk, 0, NULL, blk_at(w, u->v_bt, 0, blk), NULL, NULL, u->X);
+        for (int g = 0; g < G; g++) {
+            const int h = kh * G + g;
+            pack_block(w, rt, a->q, a->ldq, b, h, blk, 1, blk_at(w, u->q_r, g, blk), NULL, NULL,
+                       u->q_at ? blk_at(w, u->q_at, g, blk) : NULL, u->X);
+            pack_block(w, rt, a->dout, a->lddo, b, h, blk, 0, blk_at(w, u->do_r, g, blk), NULL, NULL,
+                       u->do_at ? blk_at(w, u->do_at, g, blk) : NULL, u->X);
+        }
+    }
+    for (int g = 0; g < G; g++) row_dots(w, b, kh * G + g, u->D + (size_t)g * T);
     memset(u->dQ, 0, (size_t)G * Tp * hd * sizeof(float));
     for (int jb = 0; jb < w->nblk; jb++) {
         const int j0 = jb * BLK, nj = T - j0 < BLK ? T - j0 : BLK;
@@ -731,11 +737,9 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                 const int i0 = ib * BLK, nq = T - i0 < BLK ? T - i0 : BLK, diag = ib == jb;
                 const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
                 if (see == SEE_NONE) continue;
-                const float *L = a->lse + ((size_t)b * a->H + h) * T + i0, *Dr = w->D + ((size_t)b * a->H + h) * T + i0;
-                prod_scores(w, diag, hd / ku, blk_at(w, w->q_r, b, h, a->H, ib), hd / ku,
-                            blk_at(w, w->k_bt, b, kh, a->Hk, jb), u->S);
-                prod_scores(w, diag, hd / ku, blk_at(w, w->do_r, b, h, a->H, ib), hd / ku,
-                            blk_at(w, w->v_bt, b, kh, a->Hk, jb), u->dP);
+                const float *L = a->lse + ((size_t)b * a->H + h) * T + i0, *Dr = u->D + (size_t)g * T + i0;
+                prod_scores(w, diag, hd / ku, blk_at(w, u->q_r, g, ib), hd / ku, blk_at(w, u->k_bt, 0, jb), u->S);
+                prod_scores(w, diag, hd / ku, blk_at(w, u->do_r, g, ib), hd / ku, blk_at(w, u->v_bt, 0, jb), u->dP);
                 for (int r = 0; r < BLK; r++) {
                     float *p = u->S + (size_t)r * BLK, *ds = u->dP + (size_t)r * BLK;
                     if (r >= nq || L[r] == -INFINITY) { /* a padding row, or one that sees no key */
@@ -779,9 +783,9 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                     P_i = u->P_i, dS_i = u->dS_i, dS_r = u->dS_r;
                 }
                 /* dV += P^T dO;  dK += dS^T Q;  dQ (64, hd) += dS K */
-                prod_key_grad(w, diag, P_i, blk_at(w, ku == 1 ? w->do_r : w->do_at, b, h, a->H, ib), u->dV);
-                prod_key_grad(w, diag, dS_i, blk_at(w, ku == 1 ? w->q_r : w->q_at, b, h, a->H, ib), u->dK);
-                prod_over_keys(w, diag, hd, dS_r, blk_at(w, w->k_bi, b, kh, a->Hk, jb), u->dQ + ((size_t)g * Tp + i0) * hd, hd);
+                prod_key_grad(w, diag, P_i, blk_at(w, ku == 1 ? u->do_r : u->do_at, g, ib), u->dV);
+                prod_key_grad(w, diag, dS_i, blk_at(w, ku == 1 ? u->q_r : u->q_at, g, ib), u->dK);
+                prod_over_keys(w, diag, hd, dS_r, blk_at(w, u->k_bi, 0, jb), u->dQ + ((size_t)g * Tp + i0) * hd, hd);
             }
         }
         /* the key block's dk and dv rows; bf16 pairs summed them transposed: back into the (spent) score tiles */
@@ -803,24 +807,25 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
 __attribute__((noinline)) TGT static tt_err bwd_avx512(const tt_attn *a)
 {
     ws_t w;
-    /* fp32 reads P and dS transposed for dv and dk (prod_key_grad), with dout and q as rows; bf16 pairs
-     * must lie along the sum, so there dout and q are transposed instead (AT) */
-    const int at = ws_ku(a) == 2;
-    const int need[W_N] = {[W_Q_R] = 1, [W_Q_AT] = at, [W_K_BT] = 1, [W_K_BI] = 1, [W_V_BT] = 1, [W_DO_R] = 1, [W_DO_AT] = at};
     rope_tab rt;
     const int rr = rope_init(a, &rt);
     if (rr) return rr;
-    if (ws_init(&w, a, need) || ws_pack(&w, &rt, 1)) return -1;
-    row_dots(&w);
-    const int tasks = a->B * a->Hk, hd = a->hd, Tp = w.nblk * BLK;
+    ws_init(&w, a);
+    const int tasks = a->B * a->Hk, hd = a->hd, Tp = w.nblk * BLK, G = w.group;
+    /* fp32 reads P and dS transposed for dv and dk (prod_key_grad), with dout and q as rows; bf16 pairs
+     * must lie along the sum, so there dout and q are transposed instead (AT) */
+    const int at = w.ku == 2;
     tt_err rc = 0;
     #pragma omp parallel
     {
         /* S and dP hold (64, 64) floats, and the dk, dv rows of a key block at the end: (64, hd) each */
         const size_t th = (size_t)hd * BLK * sizeof(float);
         const size_t t64 = th > (size_t)BLK * BLK * sizeof(float) ? th : (size_t)BLK * BLK * sizeof(float);
-        const size_t tq = (size_t)w.group * Tp * hd * sizeof(float);
-        char *tb = tt_cpu_scratch(TT_SCRATCH_ATTN, 5 * t64 + 2 * th + tq);
+        const size_t tq = (size_t)G * Tp * hd * sizeof(float);
+        const size_t lay = (size_t)w.nblk * w.blk_elems * w.es; /* one packed layout of one head: a multiple of 64 bytes */
+        const size_t nlay = 3 + (size_t)G * (at ? 4 : 2), td = ((size_t)G * a->T * sizeof(float) + 63) & ~(size_t)63;
+        const size_t tx = (size_t)BLK * hd * (sizeof(float) + 4);
+        char *tb = tt_cpu_scratch(TT_SCRATCH_ATTN, 5 * t64 + 2 * th + tq + nlay * lay + td + tx);
         if (!tb) {
             #pragma omp atomic write
             rc = -1;
@@ -829,7 +834,17 @@ __attribute__((noinline)) TGT static tt_err bwd_avx512(const tt_attn *a)
         if (tb) {
             u.S = (float *)tb, u.dP = (float *)(tb + t64), u.P_i = tb + 2 * t64, u.dS_i = tb + 3 * t64;
             u.dS_r = tb + 4 * t64, u.dK = (float *)(tb + 5 * t64), u.dV = (float *)(tb + 5 * t64 + th);
-            u.dQ = (float *)(tb + 5 * t64 + 2 * th);
+            char *p = tb + 5 * t64 + 2 * th;
+            u.dQ = (float *)p, p += tq;
+            u.k_bt = p, p += lay;
+            u.k_bi = p, p += lay;
+            u.v_bt = p, p += lay;
+            u.q_r = p, p += G * lay;
+            u.do_r = p, p += G * lay;
+            if (at) u.q_at = p, p += G * lay;
+            if (at) u.do_at = p, p += G * lay;
+            u.D = (float *)p, p += td;
+            u.X = (float *)p;
         }
         if (w.amx) tt_amx_tiles_16x64();
         #pragma omp for schedule(dynamic, 1)
