@@ -334,6 +334,50 @@ static void test_ce(void)
     CHECK(l == 0 && dh[0] == 0 && dh[5] == 0 && dW[0] == 3 && dW[8] == 3);
 }
 
+/* ---- exp16_maskz (the attention's softmax) --------------------------------- */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "backend/cpu/avx512_util.h"
+
+/* 16 lanes from xs through exp16_maskz under mask k: lanes outside k must be
+ * +0, the others within 3e-7 of libm's exp of x clamped to [-87.3, 88.7]
+ * (NaN staying NaN). Returns the lanes that fail. */
+__attribute__((target("avx512f"))) static int exp16_lanes(const float xs[16], __mmask16 k, float out[16])
+{
+    _mm512_storeu_ps(out, exp16_maskz(k, _mm512_loadu_ps(xs)));
+    int bad = 0;
+    for (int i = 0; i < 16; i++) {
+        if (!(k >> i & 1))
+            bad += out[i] != 0.0f || signbit(out[i]);
+        else if (isnan(xs[i]))
+            bad += !isnan(out[i]);
+        else {
+            const double want = exp((double)(xs[i] < -87.3f ? -87.3f : xs[i] > 88.7f ? 88.7f : xs[i]));
+            bad += !(fabs(out[i] - want) <= 3e-7 * want);
+        }
+    }
+    return bad;
+}
+
+static void test_exp16(void)
+{
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f")) return;
+    float xs[16], out[16];
+    int bad = 0, n = 0;
+    /* every 1/64 from -100 to 90 (past both ends of the clamp), with a mask that changes from call to call */
+    for (int j = -6400; j <= 90 * 64; j += 16, n++) {
+        for (int i = 0; i < 16; i++) xs[i] = (float)(j + i) / 64.0f;
+        bad += exp16_lanes(xs, (__mmask16)(0xFFFF ^ (n * 0x9E37u)), out);
+    }
+    const float special[16] = {-INFINITY, NAN, -0.0f, 0.0f, -87.3f, -87.29f, 1e-30f, -1e-30f, 88.0f, -1e30f, 88.7f, INFINITY};
+    bad += exp16_lanes(special, 0xFFFF, out);
+    CHECK_MSG(bad == 0, "exp16_maskz: %d lanes wrong", bad);
+    CHECK(out[0] > 0 && out[0] < 2e-38f && isnan(out[1]) && out[2] == 1.0f && out[3] == 1.0f);
+}
+#else
+static void test_exp16(void) {}
+#endif
 
 int main(void)
 {
@@ -341,6 +385,7 @@ int main(void)
     test_attention();
     test_attention_fd();
     test_ce();
+    test_exp16();
     fprintf(stderr, "test_cpu_kernels: %.2f s\n", tt_now() - t0);
     return th_done("test_cpu_kernels");
 }

@@ -45,11 +45,15 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void transpos
     }
 }
 
-/* exp of 16 lanes: tt_expf (vmath.h) step for step, for kernels written in
- * intrinsics. Clamped to [-87.3, 88.7] (exp(-inf) is then ~1e-38: callers
- * that need an exact 0 mask it); NaN stays NaN (max and min return their
- * second operand when either is NaN, and the clamp puts x second). */
-__attribute__((target("avx512f"))) static inline __m512 exp16(__m512 x)
+/* exp of the 16 lanes set in k, 0 in the others: tt_expf (vmath.h) step
+ * for step, for kernels written in intrinsics. Clamped to [-87.3, 88.7]
+ * (exp(-inf) is then ~1e-38: callers that need an exact 0 mask it); NaN
+ * stays NaN (max and min return their second operand when either is NaN,
+ * and the clamp puts x second). The last step, p times 2^n, is one
+ * vscalefps: exact, as tt_expf's multiply by the bits of 2^n is for every n
+ * up to 127 (x up to 88.0; above, tt_expf gives inf where this gives the
+ * finite value), and the mask comes with it. */
+__attribute__((target("avx512f"))) static inline __m512 exp16_maskz(__mmask16 k, __m512 x)
 {
     x = _mm512_min_ps(_mm512_set1_ps(88.7f), _mm512_max_ps(_mm512_set1_ps(-87.3f), x));
     const __m512 magic = _mm512_set1_ps(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
@@ -63,9 +67,7 @@ __attribute__((target("avx512f"))) static inline __m512 exp16(__m512 x)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
     p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-    /* 2^n from n's bits (NaN converts to INT_MIN: the product is NaN anyway) */
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    return _mm512_maskz_scalef_ps(k, p, n);
 }
 
 /* 16 bf16 values as fp32 (exact: bf16 is fp32's top half) */
