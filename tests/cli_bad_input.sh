@@ -22,6 +22,7 @@ expect "export: bad checkpoint.export_dtype" error "checkpoint.export_dtype.*fp8
 expect "bench gemm: bad shape" error "12x34xq.*MxNxK" "$TITAN" bench gemm 12x34xq
 expect "bench gemm: bad op" error "12x34x5:nx.*op" "$TITAN" bench gemm 12x34x5:nx
 expect "bench gemm: bad dtype" error "dtype is f32, bf16 or both" "$TITAN" bench gemm --dtype f16
+expect "bench attention: bad reps" error "reps must be a whole number in \\[1, 10000\\], got '0'" "$TITAN" bench attention --reps 0
 expect "missing data file" error "missing.bin" "$TITAN" train --job.dump_folder "$W/o1" \
   --training.dataset_path "$W/missing.bin" --training.steps 1
 

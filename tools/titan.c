@@ -153,9 +153,10 @@ static const char *command_help(const char *cmd)
                "  with its GFLOP/s and GB/s, each also as a fraction of the peak and of the memory\n"
                "  bandwidth (measured before the steps): the roofline; --trace writes a Chrome trace\n"
                "  JSON of one step.\n"
-               "titan bench attention [--config FILE] [--section.key value ...]\n"
+               "titan bench attention [--config FILE] [--reps N] [--section.key value ...]\n"
                "  Times the attention kernels (forward, backward) on the config's batch, sequence\n"
-               "  and head shapes (bf16 when training.mixed_precision_param is bfloat16).\n"
+               "  and head shapes (bf16 when training.mixed_precision_param is bfloat16): the best\n"
+               "  of N runs (5).\n"
                "titan bench gemm [--config FILE] [--dtype f32|bf16|both] [--seconds S] [MxNxK[:op] ...]\n"
                "  GFLOP/s of titan's GEMM beside OpenBLAS and oneDNN (when libdnnl is installed) on\n"
                "  square sizes and the products of the config's training step, or on the shapes\n"
@@ -256,10 +257,24 @@ static int cmd_bench_step(int argc, char **argv)
 
 static int cmd_bench_attention(int argc, char **argv)
 {
+    int reps = 5, n = 0;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
     tt_config *c = calloc(1, sizeof *c);
     int n_rest = 0, rc = 0;
-    if (!c) return fail("bench attention");
-    if (load_config(c, argc, argv, &n_rest, NULL) || tt_bench_attention(c, 5, stdout)) rc = fail("bench attention");
+    if (!rest || !c) rc = fail("bench attention");
+    for (int i = 0; !rc && i < argc; i++) {
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            char *end;
+            const long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 10000)
+                fprintf(stderr, "titan bench attention: --reps must be a whole number in [1, 10000], got '%s'\n", argv[i]), rc = 2;
+            reps = (int)v;
+        } else {
+            rest[n++] = argv[i];
+        }
+    }
+    if (!rc && (load_config(c, n, rest, &n_rest, NULL) || tt_bench_attention(c, reps, stdout))) rc = fail("bench attention");
+    free(rest);
     free(c);
     return rc;
 }
