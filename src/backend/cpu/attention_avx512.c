@@ -825,31 +825,37 @@ __attribute__((noinline)) TGT static tt_err bwd_avx512(const tt_attn *a)
         const size_t lay = (size_t)w.nblk * w.blk_elems * w.es; /* one packed layout of one head: a multiple of 64 bytes */
         const size_t nlay = 3 + (size_t)G * (at ? 4 : 2), td = ((size_t)G * a->T * sizeof(float) + 63) & ~(size_t)63;
         const size_t tx = (size_t)BLK * hd * (sizeof(float) + 4);
-        char *tb = tt_cpu_scratch(TT_SCRATCH_ATTN, 5 * t64 + 2 * th + tq + nlay * lay + td + tx);
-        if (!tb) {
-            #pragma omp atomic write
-            rc = -1;
-        }
+        /* taken at a thread's first task: a thread the tasks do not reach (fewer
+         * (batch, kv head) pairs than threads) holds none of it */
+        char *tb = NULL;
+        int bad = 0;
         bwd_bufs u = {0};
-        if (tb) {
-            u.S = (float *)tb, u.dP = (float *)(tb + t64), u.P_i = tb + 2 * t64, u.dS_i = tb + 3 * t64;
-            u.dS_r = tb + 4 * t64, u.dK = (float *)(tb + 5 * t64), u.dV = (float *)(tb + 5 * t64 + th);
-            char *p = tb + 5 * t64 + 2 * th;
-            u.dQ = (float *)p, p += tq;
-            u.k_bt = p, p += lay;
-            u.k_bi = p, p += lay;
-            u.v_bt = p, p += lay;
-            u.q_r = p, p += G * lay;
-            u.do_r = p, p += G * lay;
-            if (at) u.q_at = p, p += G * lay;
-            if (at) u.do_at = p, p += G * lay;
-            u.D = (float *)p, p += td;
-            u.X = (float *)p;
-        }
         if (w.amx) tt_amx_tiles_16x64();
         #pragma omp for schedule(dynamic, 1)
-        for (int t = 0; t < tasks; t++)
+        for (int t = 0; t < tasks; t++) {
+            if (!tb && !bad) {
+                if (!(tb = tt_cpu_scratch(TT_SCRATCH_ATTN, 5 * t64 + 2 * th + tq + nlay * lay + td + tx))) {
+                    bad = 1;
+                    #pragma omp atomic write
+                    rc = -1;
+                    continue;
+                }
+                u.S = (float *)tb, u.dP = (float *)(tb + t64), u.P_i = tb + 2 * t64, u.dS_i = tb + 3 * t64;
+                u.dS_r = tb + 4 * t64, u.dK = (float *)(tb + 5 * t64), u.dV = (float *)(tb + 5 * t64 + th);
+                char *p = tb + 5 * t64 + 2 * th;
+                u.dQ = (float *)p, p += tq;
+                u.k_bt = p, p += lay;
+                u.k_bi = p, p += lay;
+                u.v_bt = p, p += lay;
+                u.q_r = p, p += G * lay;
+                u.do_r = p, p += G * lay;
+                if (at) u.q_at = p, p += G * lay;
+                if (at) u.do_at = p, p += G * lay;
+                u.D = (float *)p, p += td;
+                u.X = (float *)p;
+            }
             if (tb) bwd_task(&w, &rt, t / a->Hk, t % a->Hk, &u);
+        }
         if (w.amx) tt_amx_release();
     }
     return rc;
