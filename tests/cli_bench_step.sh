@@ -5,7 +5,9 @@
 # --trace writes a Chrome trace through the module training's profiling uses,
 # a peak below what the step does is said to look wrong, not printed as
 # an MFU above 100%, and --profile's roofline columns (and bench peak's
-# memory bandwidth) are the figures over the peak and the bandwidth.
+# memory bandwidth) are the figures over the peak and the bandwidth, and
+# --host-check measures the peak loop and the bandwidth beside the steps
+# without caching them, with each step's time.
 set -u
 TITAN=$1
 SRC=$2
@@ -53,5 +55,22 @@ grep -q "MFU n/a of" "$W/low.txt" && grep -q "MFU not stated: the peak .* looks 
 check "it says the peak looks wrong instead of an MFU above 100%" $?
 ! grep -Eq "MFU [0-9]{3,}\.[0-9]+%" "$W/low.txt"
 check "no MFU above 100% printed" $?
+
+# --host-check: the peak loop and the memory bandwidth measured before and after the steps, each step's time,
+# and nothing cached (a check of these minutes must not become the figure later runs state MFU against)
+mkdir -p "$W/hc"
+XDG_CACHE_HOME="$W/hc" "$TITAN" bench step "${TINY[@]}" --steps 2 --metrics.peak_tflops 1 --host-check >"$W/hc.txt" 2>&1
+check "bench step --host-check runs" $?
+line=$(grep "^host  " "$W/hc.txt")
+re='^host      peak loop ([0-9.]+) GFLOP/s f32 and memory ([0-9.]+) GB/s before the steps, ([0-9.]+) and ([0-9.]+) after [(]MFU is against 1000[)]$'
+[[ $line =~ $re ]] && awk -v a="${BASH_REMATCH[1]}" -v b="${BASH_REMATCH[2]}" -v c="${BASH_REMATCH[3]}" \
+  -v d="${BASH_REMATCH[4]}" 'BEGIN { exit !(a > 0.1 && b > 0.01 && c > 0.1 && d > 0.01) }'
+check "it prints the peak loop and the bandwidth before and after the steps ($line)" $?
+grep -Eq "^each step [0-9]+\.[0-9]{2} [0-9]+\.[0-9]{2} ms$" "$W/hc.txt"
+check "and each of the 2 timed steps' time ($(grep '^each step' "$W/hc.txt"))" $?
+[ -z "$(find "$W/hc" -type f)" ]
+check "and caches no peak" $?
+! grep -Eq "^(host  |each step)" "$W/out.txt"
+check "without --host-check there are no such lines" $?
 
 cli_done cli_bench_step

@@ -147,12 +147,14 @@ static const char *command_help(const char *cmd)
                "  MFU is computed against this peak unless metrics.peak_tflops is set. It also measures\n"
                "  the memory bandwidth (a triad over 192 MiB): with the peak, the roofline.\n"
                "titan bench step [--config FILE] [--steps N] [--warmup N] [--profile] [--trace FILE]\n"
-               "                 [--section.key value ...]\n"
+               "                 [--host-check] [--section.key value ...]\n"
                "  Times the training step (forward, backward, AdamW) of a config on random tokens:\n"
                "  tokens/s, MFU, memory. --profile adds each op's and scope's share of the step\n"
                "  with its GFLOP/s and GB/s, each also as a fraction of the peak and of the memory\n"
                "  bandwidth (measured before the steps): the roofline; --trace writes a Chrome trace\n"
-               "  JSON of one step.\n"
+               "  JSON of one step. --host-check measures the peak loop and the memory bandwidth\n"
+               "  before and after the steps (caching nothing) and prints each step's time: a slow\n"
+               "  run beside slow loops is the host's.\n"
                "titan bench attention [--config FILE] [--reps N] [--section.key value ...]\n"
                "  Times the attention kernels (forward, backward) on the config's batch, sequence\n"
                "  and head shapes (bf16 when training.mixed_precision_param is bfloat16): the best\n"
@@ -233,13 +235,14 @@ static int parse_count(const char *flag, const char *v, int min, int *out)
 
 static int cmd_bench_step(int argc, char **argv)
 {
-    int steps = 10, warmup = 2, profile = 0, n = 0;
+    int steps = 10, warmup = 2, profile = 0, host_check = 0, n = 0;
     const char *trace = NULL;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     tt_config *c = calloc(1, sizeof *c);
     if (!rest || !c) return fail("bench step");
     for (int i = 0; i < argc; i++) { /* bench flags here, config keys to the config parser */
         if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--host-check")) host_check = 1;
         else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace = argv[++i], profile = 1;
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
             if (parse_count("--steps", argv[++i], 1, &steps)) return 2;
@@ -248,7 +251,7 @@ static int cmd_bench_step(int argc, char **argv)
         } else rest[n++] = argv[i];
     }
     int rc = 0, n_rest = 0;
-    if (load_config(c, n, rest, &n_rest, NULL) || tt_bench_step(c, steps, warmup, profile, trace, stdout))
+    if (load_config(c, n, rest, &n_rest, NULL) || tt_bench_step(c, steps, warmup, profile, host_check, trace, stdout))
         rc = fail("bench step");
     free(rest);
     free(c);

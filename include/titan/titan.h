@@ -74,9 +74,11 @@ tt_err tt_export(const struct tt_config *cfg, tt_export_kind kind, const char *o
 tt_err tt_bench_peak(const char *backend, double seconds, FILE *out);
 /* Time the training step of a config on random tokens: tokens/s, MFU,
  * memory; with profile, the share of each op and scope (GFLOP/s, GB/s) and,
- * when trace_path is set, a Chrome trace JSON of one step. */
-tt_err tt_bench_step(const struct tt_config *cfg, int steps, int warmup, int profile, const char *trace_path,
-                     FILE *out);
+ * when trace_path is set, a Chrome trace JSON of one step; with host_check,
+ * the device's peak measured just before and just after the steps (nothing
+ * cached), which tells a slow host from a slow step. */
+tt_err tt_bench_step(const struct tt_config *cfg, int steps, int warmup, int profile, int host_check,
+                     const char *trace_path, FILE *out);
 /* Time the attention kernels, forward and backward, on a config's shapes. */
 tt_err tt_bench_attention(const struct tt_config *cfg, int reps, FILE *out);
 /* GFLOP/s of the GEMM beside OpenBLAS and oneDNN: on the shapes given

@@ -66,7 +66,8 @@ typedef struct tt_backend {
     /* whether it has a kernel for op computing in dt (tt_node_dtype of the node) */
     int (*supports)(int op, tt_dtype dt);
     /* the peak: measure_seconds 0 = the cached figure (measured and cached the first time);
-     * > 0 = measure now for about that long and cache it */
+     * > 0 = measure now for about that long and cache it; < 0 = measure now for about -measure_seconds
+     * and cache nothing (a check of how fast the device runs in these minutes: `bench step --host-check`) */
     tt_err (*peak)(double measure_seconds, tt_backend_peak *out);
     /* the device memory's bandwidth in GB/s, measured now for about `seconds`: with the peak, the roofline
      * (`titan bench peak`, `bench step --profile`) */

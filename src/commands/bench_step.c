@@ -98,7 +98,27 @@ static void rank_path(char *buf, size_t n, const char *path, int rank, int world
     else snprintf(buf, n, "%s.rank%d", path, rank);
 }
 
-tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, const char *trace_path, FILE *out)
+/* --host-check: the device's peak (GFLOP/s in dt) and memory bandwidth (GB/s) measured now, caching nothing;
+ * 0 for a figure that could not be measured (a warning, not an error: the steps' own figures stand without it) */
+typedef struct {
+    double gflops, gbps;
+} host_speed;
+
+static host_speed host_now(const tt_backend *be, tt_dtype dt)
+{
+    host_speed h = {0, 0};
+    tt_backend_peak pk;
+    if (be->peak(-0.5, &pk)) tt_warn("bench step --host-check: measuring the peak failed: %s", tt_last_error());
+    else h.gflops = pk.gflops[dt] > 0 ? pk.gflops[dt] : pk.gflops[TT_F32];
+    if (be->bandwidth && be->bandwidth(0, &h.gbps)) {
+        tt_warn("bench step --host-check: measuring the memory bandwidth failed: %s", tt_last_error());
+        h.gbps = 0;
+    }
+    return h;
+}
+
+tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, int host_check, const char *trace_path,
+                     FILE *out)
 {
     tt_model_cfg mc;
     tt_model_ext ext;
@@ -120,7 +140,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     size_t n = (size_t)B * T;
     int32_t *ids = tt_alloc(n * 4), *tgt = tt_alloc(n * 4), *pos = tt_alloc(n * 4), *doc = tt_alloc(n * 4);
     tt_step_cfg sc = {.B = B, .T = T, .act_dtype = tt_config_act_dtype(c)};
-    double *st_[2] = {0}, *du[2] = {0}, *acc[2] = {0};
+    double *st_[2] = {0}, *du[2] = {0}, *acc[2] = {0}, *each = NULL; /* each: the timed steps' seconds */
     bucket *ops = calloc(TT_OP_COUNT, sizeof *ops), *scopes = calloc(256, sizeof *scopes);
     tt_err rc = -1;
     const int ep = tt_dist_group_size(d, TT_GROUP_EXPERT);
@@ -205,6 +225,17 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
     /* the roofline's second limit, measured before the steps so that it disturbs none */
     double gbps = 0;
     if (profile && be->bandwidth && be->bandwidth(0, &gbps)) goto done;
+    /* --host-check: the peak loop (which touches no memory and splits no work) and the memory bandwidth, before
+     * the warm-up steps (as the bandwidth above: before the arena's pages are touched, so that the check's
+     * buffers do not raise the peak RSS) and just after the timed steps, and each step's time. A shared or
+     * throttled host slows those loops with the step: a slow run beside slow loops is the host's; slow steps
+     * beside steady loops, or one slow step among fast ones, point at the step itself or at a burst between
+     * the checks. */
+    const host_speed before = host_check ? host_now(be, sc.act_dtype) : (host_speed){0, 0};
+    if (host_check && !(each = calloc((size_t)steps, sizeof *each))) {
+        tt_errorf("bench step: out of memory");
+        goto done;
+    }
     for (int s = 0; s < warmup; s++)
         if (tt_optim_set_hp(&op, c->optimizer.lr, s + 1) || tt_exec_run(tr.exec) || tt_exec_run(op.exec)) goto done;
     if (world > 1 && tt_dist_barrier(d, "bench step: the timed steps start together")) goto done;
@@ -222,12 +253,15 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
             goto done;
         double dt = tt_now() - t0;
         total += dt;
+        if (each) each[s] = dt;
         if (profile) progress += (tt_exec_take_progress_seconds(tr.exec) + tt_exec_take_progress_seconds(op.exec)) / steps;
         if (dt < best) best = dt;
         if (!profile) continue;
         for (int k = 0; k < 2; k++)
             for (int i = 0; i < (k ? nn1 : nn0); i++) acc[k][i] += du[k][i] / steps;
     }
+    const double rss = (double)tt_peak_rss_bytes(); /* before the check's buffers could raise it */
+    const host_speed after = host_check ? host_now(be, sc.act_dtype) : (host_speed){0, 0};
     double times[2] = {total, best};
     if (rank_max(d, times, 2)) goto done;
     total = times[0], best = times[1];
@@ -249,9 +283,18 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, con
                 tps * fpt / 1e12, mfu, peak, bf16 ? "bf16" : "f32", source, mfu_x, world > 1 ? ", a rank" : "");
         if (f.note[0]) fprintf(out, "          MFU not stated: %s\n", f.note);
         fprintf(out, "memory    %.1f MiB peak RSS, %.1f MiB planned arena, %.1f MiB parameters + grads + AdamW%s%s\n",
-                tt_peak_rss_bytes() / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0,
+                rss / 1048576.0, tt_exec_arena_bytes(tr.exec) / 1048576.0,
                 (16.0 * (double)st.numel + (double)tt_frozen_rank_bytes(&fb)) / 1048576.0,
                 world > 1 ? " (this rank's slices)" : "", use_lora ? " (the adapters'; the frozen base's weights)" : "");
+        if (host_check) {
+            fprintf(out, "host      peak loop %.1f GFLOP/s %s and memory %.1f GB/s before the steps, %.1f and %.1f after%s "
+                         "(MFU is against %.4g)\n",
+                    before.gflops, bf16 ? "bf16" : "f32", before.gbps, after.gflops, after.gbps,
+                    world > 1 ? ", rank 0's" : "", peak);
+            fprintf(out, "each step");
+            for (int s = 0; s < steps; s++) fprintf(out, " %.2f", 1e3 * each[s]);
+            fprintf(out, " ms%s\n", world > 1 ? " (rank 0's)" : "");
+        }
     }
     if (profile && world > 1) { /* the collectives, from the per-node timings (the slowest rank's) */
         /* starting them, blocked in their waits, advancing them between nodes; then the same two of expert
@@ -327,6 +370,7 @@ done:
     tt_sharding_free(&sh);
     if (q) be->queue_free(q);
     tt_model_free(m);
+    free(each);
     for (int k = 0; k < 2; k++) {
         free(st_[k]);
         free(du[k]);

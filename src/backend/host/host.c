@@ -352,12 +352,15 @@ tt_err tt_host_peak(double measure_seconds, tt_backend_peak *out)
 {
     tt_peak pk;
     memset(out, 0, sizeof *out);
-    if (measure_seconds > 0 ? tt_peak_measure_and_cache(&pk, measure_seconds) : tt_peak_get(&pk)) return -1;
+    if (measure_seconds > 0   ? tt_peak_measure_and_cache(&pk, measure_seconds)
+        : measure_seconds < 0 ? tt_peak_measure(&pk, -measure_seconds)
+                              : tt_peak_get(&pk))
+        return -1;
     out->gflops[TT_F32] = pk.f32_gflops;
     /* without bf16 dot products (or tiles) bf16 is computed on the fp32 path: its peak */
     out->gflops[TT_BF16] = pk.bf16_gflops > 0 ? pk.bf16_gflops : pk.f32_gflops;
     snprintf(out->device, sizeof out->device, "%.100s (%d threads)", pk.cpu, pk.threads);
     snprintf(out->path, sizeof out->path, "%s", pk.path);
-    out->source = measure_seconds > 0 || !pk.cached ? "measured" : "cached";
+    out->source = measure_seconds != 0 || !pk.cached ? "measured" : "cached";
     return 0;
 }
