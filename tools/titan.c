@@ -221,12 +221,13 @@ static int load_config(tt_config *c, int argc, char **argv, int *n_rest, char **
 
 static int load_config(tt_config *c, int argc, char **argv, int *n_rest, char **rest);
 
-static int parse_count(const char *flag, const char *v, int min, int *out)
+/* A count option of command cmd ("bench step"): a whole number in [min, max], else an error that names it */
+static int parse_count(const char *cmd, const char *flag, const char *v, int min, int max, int *out)
 {
     char *end;
     long x = strtol(v, &end, 10);
-    if (!*v || *end || x < min || x > 1000000) {
-        fprintf(stderr, "titan bench step: %s must be an integer in [%d, 1000000], got '%s'\n", flag, min, v);
+    if (!*v || *end || x < min || x > max) {
+        fprintf(stderr, "titan %s: %s must be a whole number in [%d, %d], got '%s'\n", cmd, flag, min, max, v);
         return -1;
     }
     *out = (int)x;
@@ -245,9 +246,9 @@ static int cmd_bench_step(int argc, char **argv)
         else if (!strcmp(argv[i], "--host-check")) host_check = 1;
         else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace = argv[++i], profile = 1;
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-            if (parse_count("--steps", argv[++i], 1, &steps)) return 2;
+            if (parse_count("bench step", "--steps", argv[++i], 1, 1000000, &steps)) return 2;
         } else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
-            if (parse_count("--warmup", argv[++i], 0, &warmup)) return 2;
+            if (parse_count("bench step", "--warmup", argv[++i], 0, 1000000, &warmup)) return 2;
         } else rest[n++] = argv[i];
     }
     int rc = 0, n_rest = 0;
@@ -267,11 +268,7 @@ static int cmd_bench_attention(int argc, char **argv)
     if (!rest || !c) rc = fail("bench attention");
     for (int i = 0; !rc && i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-            char *end;
-            const long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 10000)
-                fprintf(stderr, "titan bench attention: --reps must be a whole number in [1, 10000], got '%s'\n", argv[i]), rc = 2;
-            reps = (int)v;
+            if (parse_count("bench attention", "--reps", argv[++i], 1, 10000, &reps)) rc = 2;
         } else {
             rest[n++] = argv[i];
         }

@@ -400,6 +400,12 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
 
 enum { SEE_NONE, SEE_ALL, SEE_SOME };
 
+/* The first key that any query from i0 on may see: 0, or where the sliding window of query i0 starts */
+static inline int first_key(const tt_attn *a, int i0)
+{
+    return a->window > 0 && i0 - a->window + 1 > 0 ? i0 - a->window + 1 : 0;
+}
+
 /* Which keys j0.. (nj of them) the queries i0.. (nq) see: vis[r][c]. */
 TGT static int tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj, unsigned char vis[BLK][BLK])
 {
@@ -468,7 +474,7 @@ TGT static void fwd_task(const ws_t *w, const rope_tab *rt, int b, int h, int ib
     for (int r = 0; r < BLK; r++) m[r] = -INFINITY, l[r] = _mm512_setzero_ps();
     memset(O, 0, (size_t)BLK * hd * sizeof(float));
     /* keys any row of the block may see: [jlo, jhi] */
-    const int jlo = a->window > 0 && i0 - a->window + 1 > 0 ? i0 - a->window + 1 : 0, jhi = i0 + nq - 1;
+    const int jlo = first_key(a, i0), jhi = i0 + nq - 1;
     for (int jb = jlo / BLK; jb <= jhi / BLK; jb++) {
         const int j0 = jb * BLK, nj = a->T - j0 < BLK ? a->T - j0 : BLK;
         const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
@@ -539,8 +545,7 @@ TGT static void fwd_task(const ws_t *w, const rope_tab *rt, int b, int h, int ib
 TGT static void fwd_chunk(const ws_t *w, const rope_tab *rt, int b, int kh, int lo, int hi, const fwd_bufs *u)
 {
     const tt_attn *a = w->a;
-    const int i0 = lo * BLK, jlo = a->window > 0 && i0 - a->window + 1 > 0 ? i0 - a->window + 1 : 0;
-    for (int jb = jlo / BLK; jb < hi; jb++) { /* the key blocks the chunk's queries may see */
+    for (int jb = first_key(a, lo * BLK) / BLK; jb < hi; jb++) { /* the key blocks the chunk's queries may see */
         pack_block(w, rt, a->k, a->ldk, b, kh, jb, 1, NULL, blk_at(w, u->k_bt, 0, jb), NULL, NULL, u->X);
         pack_block(w, rt, a->v, a->ldv, b, kh, jb, 0, NULL, NULL, blk_at(w, u->v_bi, 0, jb), NULL, u->X);
     }
@@ -550,13 +555,15 @@ TGT static void fwd_chunk(const ws_t *w, const rope_tab *rt, int b, int kh, int 
 
 /* ---- workspace ----------------------------------------------------------------- */
 
-/* 2 when the products take bf16 pairs: for vdpbf16ps or AMX tiles. Else 1:
- * fp32, or bf16 widened to fp32 by the packing where FMAs outrun vdpbf16ps
- * (tt_bf16_dot_preferred). */
-static int ws_ku(const tt_attn *a)
+/* The next n bytes of a thread's scratch from *p on, and *p moved past them
+ * (sizes that are multiples of 64 bytes keep every buffer aligned) */
+static char *take(char **p, size_t n)
 {
-    return a->dt == TT_BF16 && (tt_amx_usable() || tt_bf16_dot_preferred()) ? 2 : 1;
+    char *r = *p;
+    *p += n;
+    return r;
 }
+
 
 /* The call's shapes and choices. */
 static void ws_init(ws_t *w, const tt_attn *a)
@@ -564,7 +571,9 @@ static void ws_init(ws_t *w, const tt_attn *a)
     memset(w, 0, sizeof *w);
     w->a = a;
     w->amx = a->dt == TT_BF16 && tt_amx_usable();
-    w->ku = ws_ku(a);
+    /* bf16 as pairs for vdpbf16ps or AMX tiles, or, where FMAs outrun
+     * vdpbf16ps (tt_bf16_dot_preferred), widened to fp32 by the packing */
+    w->ku = a->dt == TT_BF16 && (w->amx || tt_bf16_dot_preferred()) ? 2 : 1;
     w->es = w->ku == 2 ? 2 : 4;
     w->nblk = (a->T + BLK - 1) / BLK;
     w->group = a->H / a->Hk;
@@ -627,13 +636,15 @@ __attribute__((noinline)) TGT static tt_err fwd_avx512(const tt_attn *a)
         const size_t ob = (size_t)BLK * a->hd * sizeof(float), sb = (size_t)BLK * BLK * sizeof(float);
         const size_t pb = (size_t)BLK * BLK * 2, qb = w.blk_elems * w.es, kb = (size_t)w.nblk * qb;
         const size_t xb = (size_t)BLK * a->hd * (sizeof(float) + 4);
-        char *tb = tt_cpu_scratch(TT_SCRATCH_ATTN, ob + sb + pb + qb + 2 * kb + xb);
+        char *tb = tt_cpu_scratch(TT_SCRATCH_ATTN, ob + sb + pb + qb + 2 * kb + xb), *p = tb;
+        fwd_bufs u = {0};
         if (!tb) {
             #pragma omp atomic write
             rc = -1;
+        } else {
+            u.O = (float *)take(&p, ob), u.S = (float *)take(&p, sb), u.P = take(&p, pb), u.Q = take(&p, qb);
+            u.k_bt = take(&p, kb), u.v_bi = take(&p, kb), u.X = (float *)take(&p, xb);
         }
-        const fwd_bufs u = {(float *)tb, (float *)(tb + ob), tb + ob + sb, tb + ob + sb + pb, tb + ob + sb + pb + qb,
-                            tb + ob + sb + pb + qb + kb, (float *)(tb + ob + sb + pb + qb + 2 * kb)};
         if (w.amx) tt_amx_tiles_16x64();
         /* tasks are independent, so a dynamic schedule (which evens out the causal
          * triangle's chunks, the later ones first) still gives the same bits on every run */
@@ -840,19 +851,14 @@ __attribute__((noinline)) TGT static tt_err bwd_avx512(const tt_attn *a)
                     rc = -1;
                     continue;
                 }
-                u.S = (float *)tb, u.dP = (float *)(tb + t64), u.P_i = tb + 2 * t64, u.dS_i = tb + 3 * t64;
-                u.dS_r = tb + 4 * t64, u.dK = (float *)(tb + 5 * t64), u.dV = (float *)(tb + 5 * t64 + th);
-                char *p = tb + 5 * t64 + 2 * th;
-                u.dQ = (float *)p, p += tq;
-                u.k_bt = p, p += lay;
-                u.k_bi = p, p += lay;
-                u.v_bt = p, p += lay;
-                u.q_r = p, p += G * lay;
-                u.do_r = p, p += G * lay;
-                if (at) u.q_at = p, p += G * lay;
-                if (at) u.do_at = p, p += G * lay;
-                u.D = (float *)p, p += td;
-                u.X = (float *)p;
+                char *p = tb;
+                u.S = (float *)take(&p, t64), u.dP = (float *)take(&p, t64); /* adjacent, as bwd_bufs says */
+                u.P_i = take(&p, t64), u.dS_i = take(&p, t64), u.dS_r = take(&p, t64);
+                u.dK = (float *)take(&p, th), u.dV = (float *)take(&p, th), u.dQ = (float *)take(&p, tq);
+                u.k_bt = take(&p, lay), u.k_bi = take(&p, lay), u.v_bt = take(&p, lay);
+                u.q_r = take(&p, G * lay), u.do_r = take(&p, G * lay);
+                if (at) u.q_at = take(&p, G * lay), u.do_at = take(&p, G * lay);
+                u.D = (float *)take(&p, td), u.X = (float *)take(&p, tx);
             }
             if (tb) bwd_task(&w, &rt, t / a->Hk, t % a->Hk, &u);
         }
