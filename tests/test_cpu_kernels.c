@@ -334,17 +334,20 @@ static void test_ce(void)
     CHECK(l == 0 && dh[0] == 0 && dh[5] == 0 && dW[0] == 3 && dW[8] == 3);
 }
 
-/* ---- exp16_maskz (the attention's softmax) --------------------------------- */
+/* ---- exp16_maskz and exp16_bf16_maskz (the attention's softmax) ------------ */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "backend/cpu/avx512_util.h"
 
-/* 16 lanes from xs through exp16_maskz under mask k: lanes outside k must be
- * +0, the others within 3e-7 of libm's exp of x clamped to [-87.3, 88.7]
- * (NaN staying NaN). Returns the lanes that fail. */
-__attribute__((target("avx512f"))) static int exp16_lanes(const float xs[16], __mmask16 k, float out[16])
+typedef __m512 exp16_fn(__mmask16 k, __m512 x);
+
+/* 16 lanes from xs through exp under mask k: lanes outside k must be +0, the
+ * others within rel of libm's exp of x clamped to [-87.3, 88.7] (NaN staying
+ * NaN). Returns the lanes that fail. */
+__attribute__((target("avx512f"))) static int exp16_lanes(exp16_fn *exp16, double rel, const float xs[16], __mmask16 k,
+                                                           float out[16])
 {
-    _mm512_storeu_ps(out, exp16_maskz(k, _mm512_loadu_ps(xs)));
+    _mm512_storeu_ps(out, exp16(k, _mm512_loadu_ps(xs)));
     int bad = 0;
     for (int i = 0; i < 16; i++) {
         if (!(k >> i & 1))
@@ -353,8 +356,20 @@ __attribute__((target("avx512f"))) static int exp16_lanes(const float xs[16], __
             bad += !isnan(out[i]);
         else {
             const double want = exp((double)(xs[i] < -87.3f ? -87.3f : xs[i] > 88.7f ? 88.7f : xs[i]));
-            bad += !(fabs(out[i] - want) <= 3e-7 * want);
+            bad += !(fabs(out[i] - want) <= rel * want);
         }
+    }
+    return bad;
+}
+
+/* every 1/64 from -100 to hi, with a mask that changes from call to call */
+static int exp16_sweep(exp16_fn *exp16, double rel, int hi)
+{
+    float xs[16], out[16];
+    int bad = 0, n = 0;
+    for (int j = -6400; j <= hi * 64; j += 16, n++) {
+        for (int i = 0; i < 16; i++) xs[i] = (float)(j + i) / 64.0f;
+        bad += exp16_lanes(exp16, rel, xs, (__mmask16)(0xFFFF ^ (n * 0x9E37u)), out);
     }
     return bad;
 }
@@ -363,17 +378,19 @@ static void test_exp16(void)
 {
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512f")) return;
-    float xs[16], out[16];
-    int bad = 0, n = 0;
-    /* every 1/64 from -100 to 90 (past both ends of the clamp), with a mask that changes from call to call */
-    for (int j = -6400; j <= 90 * 64; j += 16, n++) {
-        for (int i = 0; i < 16; i++) xs[i] = (float)(j + i) / 64.0f;
-        bad += exp16_lanes(xs, (__mmask16)(0xFFFF ^ (n * 0x9E37u)), out);
-    }
+    float out[16];
+    /* exp16_maskz: past both ends of the clamp, to 3e-7 */
+    int bad = exp16_sweep(exp16_maskz, 3e-7, 90);
     const float special[16] = {-INFINITY, NAN, -0.0f, 0.0f, -87.3f, -87.29f, 1e-30f, -1e-30f, 88.0f, -1e30f, 88.7f, INFINITY};
-    bad += exp16_lanes(special, 0xFFFF, out);
+    bad += exp16_lanes(exp16_maskz, 3e-7, special, 0xFFFF, out);
     CHECK_MSG(bad == 0, "exp16_maskz: %d lanes wrong", bad);
     CHECK(out[0] > 0 && out[0] < 2e-38f && isnan(out[1]) && out[2] == 1.0f && out[3] == 1.0f);
+    /* exp16_bf16_maskz: x <= 0 (scores minus their maximum) to 3e-6, and finite up to 88 */
+    bad = exp16_sweep(exp16_bf16_maskz, 3e-6, 0);
+    const float special_bf16[16] = {-INFINITY, NAN, -0.0f, 0.0f, -87.3f, -87.29f, -1e-30f, -1e30f, 1e-30f, 1.0f, 88.0f};
+    bad += exp16_lanes(exp16_bf16_maskz, 3e-6, special_bf16, 0xFFFF, out);
+    CHECK_MSG(bad == 0, "exp16_bf16_maskz: %d lanes wrong", bad);
+    CHECK(out[0] > 0 && out[0] < 2e-38f && isnan(out[1]) && isfinite(out[10]));
 }
 #else
 static void test_exp16(void) {}

@@ -449,6 +449,15 @@ TGT static inline __mmask64 vis_mask(const unsigned char row[BLK])
 
 /* ---- forward ------------------------------------------------------------------ */
 
+/* exp of a softmax's scores (x <= 0), 0 where k is clear: with bf16 operands
+ * (ku 2) every P is rounded to bf16 right after, or summed into a row's
+ * total beside such values, so the cheaper exp16_bf16_maskz serves; fp32
+ * attention keeps tt_expf's accuracy. */
+TGT AI __m512 softmax_exp(int ku, __mmask16 k, __m512 x)
+{
+    return ku == 2 ? exp16_bf16_maskz(k, x) : exp16_maskz(k, x);
+}
+
 /* Per-thread buffers of the forward. */
 typedef struct {
     float *O, *S; /* (64, hd) output accumulator, (64, 64) scores */
@@ -512,7 +521,7 @@ TGT static void fwd_task(const ws_t *w, const rope_tab *rt, int b, int h, int ib
                 /* e = exp((x - m) sc), as x sc - m sc */
                 const __m512 msc = _mm512_set1_ps(m[r] * sc), scv = _mm512_set1_ps(sc);
                 for (int v = 0; v < 4; v++) {
-                    e[v] = exp16_maskz((__mmask16)(seen >> 16 * v), _mm512_fmsub_ps(x[v], scv, msc));
+                    e[v] = softmax_exp(ku, (__mmask16)(seen >> 16 * v), _mm512_fmsub_ps(x[v], scv, msc));
                     l[r] = _mm512_add_ps(l[r], e[v]);
                 }
             }
@@ -773,7 +782,7 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                     const __m512 lrv = _mm512_set1_ps(lr), drv = _mm512_set1_ps(dr), scv = _mm512_set1_ps(sc);
                     for (int v = 0; v < 4; v++) { /* masked keys weigh exactly 0, and are not read */
                         const __mmask16 m = (__mmask16)(seen >> 16 * v);
-                        const __m512 pv = exp16_maskz(m, _mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, p + 16 * v), scv, lrv));
+                        const __m512 pv = softmax_exp(ku, m, _mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, p + 16 * v), scv, lrv));
                         _mm512_storeu_ps(p + 16 * v, pv);
                         _mm512_storeu_ps(ds + 16 * v,
                                          _mm512_mul_ps(_mm512_mul_ps(pv, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, ds + 16 * v), drv)), scv));
