@@ -105,9 +105,12 @@ int main(void)
     snprintf(other.cpu, sizeof other.cpu, "Some Other CPU 9000");
     CHECK(tt_peak_save(&other) == 0);
     CHECK(tt_peak_load_cached(&got) == 0);
-    /* nor one from a host of another generation that reports the same model name (a VM moved) */
+    /* nor one from a host of another generation that reports the same model name (a VM moved): Zen 4's id,
+     * or Zen 5's where this machine is the Zen 4 host */
     other = p;
-    snprintf(other.cpu_id, sizeof other.cpu_id, "AuthenticAMD family 25 model 17 stepping 1");
+    const char *zen4 = "AuthenticAMD family 25 model 17 stepping 1", *zen5 = "AuthenticAMD family 26 model 2 stepping 0";
+    snprintf(other.cpu_id, sizeof other.cpu_id, "%s", strcmp(p.cpu_id, zen4) != 0 ? zen4 : zen5);
+    CHECK(strcmp(other.cpu_id, p.cpu_id) != 0);
     CHECK(tt_peak_save(&other) == 0);
     CHECK(tt_peak_load_cached(&got) == 0);
     /* nor one measured on another code path (TITAN_AMX=0 or TITAN_PEAK_ISA since) */
