@@ -573,7 +573,6 @@ static char *take(char **p, size_t n)
     return r;
 }
 
-
 /* The call's shapes and choices. */
 static void ws_init(ws_t *w, const tt_attn *a)
 {
