@@ -3,8 +3,10 @@
  * held whole; the loss and the softmax gradient come from that block, and dh
  * and dW from two more products with it, so each block costs exactly three
  * GEMMs. With bf16 activations the products run on bf16 panels and the
- * gradient of the logits is kept in bf16 (half the bytes for the two GEMMs
- * that read it); the logits, the softmax and every sum stay fp32. */
+ * gradient of the logits is kept in bf16, written over the first half of its
+ * own row of fp32 logits (half the bytes for the two GEMMs that read it, and
+ * no second buffer); the logits, the softmax and every sum stay fp32. */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -12,11 +14,19 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/simd.h"
 
-/* Logits per block: 32M floats (128 MB). Big blocks keep the dW product
- * (K = rows of the block) efficient; the whole [N, V] logits that PyTorch
- * materialises are several times larger. */
-#define CE_BLOCK (32u << 20)
+/* Logits per block: 64M floats (256 MB). Every block reads the whole head
+ * three times (once a product) and reads and writes the whole fp32 dW once,
+ * so fewer, bigger blocks move fewer bytes: at GPT-2's vocabulary a step's
+ * 1,024 rows are one block, not two (measured: ce_linear 4% faster on the
+ * Zen 4 host, docs/performance-changes.md). The whole [N, V] logits that
+ * PyTorch materialises are several times larger. */
+#define CE_BLOCK ((size_t)64 << 20)
 #define CE_MIN_ROWS 64
+
+/* The logits a block holds: CE_BLOCK, or what cpu_ce_set_block set (tests) */
+static size_t g_ce_block = CE_BLOCK;
+
+void cpu_ce_set_block(size_t logits) { __atomic_store_n(&g_ce_block, logits ? logits : CE_BLOCK, __ATOMIC_RELAXED); }
 
 static inline int ce_valid(int t, int V, int ignore_index) { return t != ignore_index && t >= 0 && t < V; }
 
@@ -26,12 +36,18 @@ static inline int ce_valid(int t, int V, int ignore_index) { return t != ignore_
  * over 70,000 terms drifts by ~1e-3). */
 #define CE_SUM_CHUNK 256
 
-/* One row of logits z (V): returns logsumexp - z[t]; with grads, writes
- * dlogits = scale (softmax - onehot) to g (fp32, may be z) or gb (bf16).
+/* Values per step of the in-place bf16 store (see ce_row_body) */
+#define CE_STORE_CHUNK 256
+
+/* One row of logits z (V): returns logsumexp - z[t]; with grad, writes
+ * dlogits = scale (softmax - onehot) over z: fp32, or with bf16 as V bf16
+ * values in the row's first 2V bytes. Those are written CE_STORE_CHUNK at a
+ * time through a buffer, each chunk after all of its logits are read: chunk
+ * j0's bytes hold logits below j0 / 2 + CE_STORE_CHUNK / 2, all read by then.
  * With cap > 0 the logits are soft-capped first, z -> cap tanh(z / cap)
  * (Gemma 2), and the gradient takes the cap's derivative 1 - tanh^2: z keeps
  * the capped logits then, and each exponential is taken again for it. */
-TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, float *g, uint16_t *gb, const float *next)
+TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, int grad, int bf16, const float *next)
 {
     const float inv = cap > 0 ? 1.0f / cap : 0.0f;
     if (cap > 0) {
@@ -42,7 +58,7 @@ TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, flo
     #pragma omp simd reduction(max : m)
     for (int j = 0; j < V; j++) m = z[j] > m ? z[j] : m;
     const float zt = z[t];
-    const int keep = (g || gb) && !(cap > 0); /* exp(z - m) kept in z: it becomes the gradient below */
+    const int keep = grad && !(cap > 0); /* exp(z - m) kept in z: it becomes the gradient below */
     double sum = 0;
     for (int j0 = 0; j0 < V; j0 += CE_SUM_CHUNK) {
         const int j1 = j0 + CE_SUM_CHUNK < V ? j0 + CE_SUM_CHUNK : V;
@@ -63,30 +79,48 @@ TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, flo
         }
         sum += part;
     }
+    const double lse = (double)m + log(sum);
+    if (!grad) return lse - (double)zt;
     const float a = (float)(scale / sum);
-    if (cap > 0 && (g || gb)) {
-        const float tt = zt * inv, gt = (tt_expf(zt - m) * a - scale) * (1.0f - tt * tt);
-        #pragma omp simd
-        for (int j = 0; j < V; j++) {
-            const float u = z[j] * inv, d = tt_expf(z[j] - m) * a * (1.0f - u * u);
-            if (gb) gb[j] = tt_bf16_bits(d);
-            else g[j] = d;
+    /* the target's gradient, before its logit may be overwritten */
+    const float ut = zt * inv, gt = cap > 0 ? (tt_expf(zt - m) * a - scale) * (1.0f - ut * ut) : z[t] * a - scale;
+    if (!bf16) {
+        if (cap > 0) {
+            #pragma omp simd
+            for (int j = 0; j < V; j++) {
+                const float u = z[j] * inv;
+                z[j] = tt_expf(z[j] - m) * a * (1.0f - u * u);
+            }
+        } else {
+            #pragma omp simd
+            for (int j = 0; j < V; j++) z[j] *= a;
         }
-        if (gb) gb[t] = tt_bf16_bits(gt);
-        else g[t] = gt;
-    } else if (gb) {
-        for (int j = 0; j < V; j++) gb[j] = tt_bf16_bits(z[j] * a);
-        gb[t] = tt_bf16_bits(z[t] * a - scale);
-    } else if (g) {
-        for (int j = 0; j < V; j++) g[j] = z[j] * a;
-        g[t] -= scale;
+        z[t] = gt;
+        return lse - (double)zt;
     }
-    return (double)m + log(sum) - (double)zt;
+    uint16_t buf[CE_STORE_CHUNK];
+    for (int j0 = 0; j0 < V; j0 += CE_STORE_CHUNK) {
+        const int n = V - j0 < CE_STORE_CHUNK ? V - j0 : CE_STORE_CHUNK;
+        const float *zj = z + j0;
+        if (cap > 0) {
+            #pragma omp simd
+            for (int j = 0; j < n; j++) {
+                const float u = zj[j] * inv;
+                buf[j] = tt_bf16_bits(tt_expf(zj[j] - m) * a * (1.0f - u * u));
+            }
+        } else {
+            #pragma omp simd
+            for (int j = 0; j < n; j++) buf[j] = tt_bf16_bits(zj[j] * a);
+        }
+        memcpy((char *)z + (size_t)j0 * 2, buf, (size_t)n * 2);
+    }
+    const uint16_t bt = tt_bf16_bits(gt);
+    memcpy((char *)z + (size_t)t * 2, &bt, 2);
+    return lse - (double)zt;
 }
-TT_CLONES static double ce_row(float *z, int V, int t, float scale, float cap, float *g, uint16_t *gb,
-                               const float *next)
+TT_CLONES static double ce_row(float *z, int V, int t, float scale, float cap, int grad, int bf16, const float *next)
 {
-    return ce_row_body(z, V, t, scale, cap, g, gb, next);
+    return ce_row_body(z, V, t, scale, cap, grad, bf16, next);
 }
 
 /* Rows are processed in blocks, one after the other; each block's three
@@ -115,19 +149,20 @@ tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const in
     }
     const int grads = dh || dW, bf = dt == TT_BF16;
     const tt_dtype compute = bf ? TT_BF16 : TT_F32, gdt = bf && grads ? TT_BF16 : TT_F32;
-    int R = (int)(CE_BLOCK / (size_t)V);
+    const size_t block = __atomic_load_n(&g_ce_block, __ATOMIC_RELAXED);
+    int R = block / (size_t)V > (size_t)N ? N : (int)(block / (size_t)V);
     if (R < CE_MIN_ROWS) R = CE_MIN_ROWS;
     if (R > N) R = N;
     R = (N + (N + R - 1) / R - 1) / ((N + R - 1) / R); /* even blocks: no sliver at the end */
-    /* z (R, V) fp32 logits; gz (R, V) their gradient in bf16 (else in z); rowloss (N) */
+    /* z (R, V) fp32 logits, then their gradient: fp32 in place, or bf16 rows of stride 2V over the first half of
+     * each row; rowloss (N) */
     const size_t zb = ((size_t)R * V * sizeof(float) + 63) & ~(size_t)63;
-    const size_t gb = gdt == TT_BF16 ? ((size_t)R * V * 2 + 63) & ~(size_t)63 : 0;
-    char *buf = tt_cpu_scratch(TT_SCRATCH_CE, zb + gb + (size_t)N * sizeof(double));
+    char *buf = tt_cpu_scratch(TT_SCRATCH_CE, zb + (size_t)N * sizeof(double));
     if (!buf) return tt_error_prefix("cross-entropy: %d x %d block of logits: ", R, V);
     float *z = (float *)buf;
-    uint16_t *gz16 = gb ? (uint16_t *)(buf + zb) : NULL;
-    double *rowloss = (double *)(buf + zb + gb);
-    const void *gz = gz16 ? (const void *)gz16 : (const void *)z;
+    double *rowloss = (double *)(buf + zb);
+    if (gdt == TT_BF16 && V > INT_MAX / 2) return tt_errorf("cross-entropy: a vocabulary of %d is too large", V);
+    const int ldg = gdt == TT_BF16 ? 2 * V : V; /* the gradient's row stride, in its own elements */
     const float fscale = (float)scale;
     for (int r0 = 0; r0 < N; r0 += R) {
         const int nr = N - r0 < R ? N - r0 : R;
@@ -149,20 +184,18 @@ tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const in
             const int t = targets[r0 + r];
             if (!ce_valid(t, V, ignore_index)) {
                 rowloss[r0 + r] = 0;
-                if (gz16) memset(gz16 + (size_t)r * V, 0, (size_t)V * 2);
-                else if (grads) memset(zr, 0, (size_t)V * sizeof(float));
+                if (grads) memset(zr, 0, (size_t)V * tt_dtype_size(gdt));
                 continue;
             }
-            rowloss[r0 + r] = ce_row(zr, V, t, fscale, (float)softcap, grads && !gz16 ? zr : NULL,
-                                     gz16 ? gz16 + (size_t)r * V : NULL, r + 1 < nr ? zr + V : NULL);
+            rowloss[r0 + r] = ce_row(zr, V, t, fscale, (float)softcap, grads, gdt == TT_BF16, r + 1 < nr ? zr + V : NULL);
         }
         /* dh_block (nr, D) = dlogits (nr, V) W (V, D) */
-        if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .B = W, .bdt = wdt,
+        if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = z, .adt = gdt, .lda = ldg, .B = W, .bdt = wdt,
                                           .ldb = D, .C = (char *)dh + (size_t)r0 * D * esz, .cdt = dt, .ldc = D,
                                           .M = nr, .N = D, .K = V}))
             return -1;
         /* dW (V, D) += dlogits^T (V, nr) h_block (nr, D) */
-        if (dW && tt_gemm(&(tt_gemm_args){.compute = compute, .A = gz, .adt = gdt, .lda = V, .ta = 1, .B = hb,
+        if (dW && tt_gemm(&(tt_gemm_args){.compute = compute, .A = z, .adt = gdt, .lda = ldg, .ta = 1, .B = hb,
                                           .bdt = dt, .ldb = D, .C = dW, .cdt = TT_F32, .ldc = D, .M = V, .N = D,
                                           .K = nr, .accumulate = 1}))
             return -1;

@@ -129,6 +129,10 @@ tt_err cpu_ce_linear(const void *h, const void *W, tt_dtype wdt, const int32_t *
 tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const int32_t *targets, int N, int D, int V,
                             int ignore_index, double scale, double softcap, void *dh, float *dW, tt_dtype dt,
                             double *loss);
+/* The logits a block of rows may hold (rows of the whole vocabulary, at
+ * least 64 rows); 0: back to the default, 64M. For tests, which check
+ * several blocks on small shapes. */
+void cpu_ce_set_block(size_t logits);
 double cpu_sumsq(const float *g, size_t n);
 /* AdamW on n elements in place (the reference's contract), weight decay only
  * inside the n_decay ranges [decay[2i], decay[2i+1]) (sorted, disjoint), or
