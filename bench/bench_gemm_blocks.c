@@ -2,7 +2,10 @@
  * by call on the same operands: by default the k and A blocks tuned for a
  * 1 MB L2 (Zen 4) against those the CPU's own L2 gives (tt_gemm_set_l2);
  * with --a-tile / --b-tile, also two register tiles of the AVX-512 fp32
- * kernel (tt_gemm_set_tile).
+ * kernel (tt_gemm_set_tile); with --b-bf16-weights, B reads a bf16 copy of
+ * each fp32 weight operand, made before the calls (what a bf16 weight store
+ * kept once a step would hand the GEMM), where A packs the fp32 weights into
+ * bf16 panels in each call.
  * On a shared host whose speed drifts over seconds, whole-process A/B runs
  * (titan bench gemm once with TITAN_GEMM_L2=1M, once without) differ by more
  * than the blocks do; pairs of calls a few ms apart see the same machine, so
@@ -10,10 +13,11 @@
  * alternates (A then B, B then A), so neither side always runs second.
  *
  *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [--a-tile T] [--b-tile T]
- *                     [MxNxK:op ...]
+ *                     [--b-bf16-weights] [MxNxK:op ...]
  *
  * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
- * 1024 tokens, vocab 50304, the head in blocks of 512 rows) in the dtypes the
+ * 1024 tokens, vocab 50304, the head's three products over all 1024 rows at once, as cross_entropy.c's one block of
+ * them makes them) in the dtypes the
  * step passes them (--f32: every operand fp32, as the fp32 step passes them;
  * given shapes take bf16 A, fp32 B and bf16 C, as a linear's forward and
  * input gradient do, or with op tn bf16 A and B added into an fp32 C, as its
@@ -43,8 +47,8 @@ static const shape step_shapes[] = {
     FWD(1024, 768, 768, "o"),        DX(1024, 768, 768, "o"),        DW(768, 768, 1024, "o"),
     FWD(1024, 4096, 768, "gate/up"), DX(1024, 768, 4096, "gate/up"), DW(4096, 768, 1024, "gate/up"),
     FWD(1024, 768, 2048, "down"),    DX(1024, 2048, 768, "down"),    DW(768, 2048, 1024, "down"),
-    {512, 50304, 768, 0, 1, TT_BF16, TT_F32, TT_F32, "head fwd"}, DX(512, 768, 50304, "head"),
-    DW(50304, 768, 512, "head"),
+    {1024, 50304, 768, 0, 1, TT_BF16, TT_F32, TT_F32, "head fwd"}, DX(1024, 768, 50304, "head"),
+    DW(50304, 768, 1024, "head"),
 };
 
 static int cmp_double(const void *x, const void *y)
@@ -75,10 +79,12 @@ static void *filled(size_t n, tt_dtype dt, unsigned *seed)
     return p;
 }
 
-/* one side of the comparison: an L2 size for the blocks (0: the CPU's) and a tile (NULL: the default) */
+/* one side of the comparison: an L2 size for the blocks (0: the CPU's), a tile (NULL: the default), and whether
+ * fp32 weights are read as a bf16 copy */
 typedef struct {
     long l2;
     const char *tile;
+    int bf16_weights;
 } side;
 
 static void set_side(const side *x)
@@ -96,19 +102,30 @@ static int run(const shape *s, int reps, const side *sa, const side *sb, double 
     unsigned seed = 7;
     void *A = filled((size_t)s->M * s->K, s->adt, &seed), *B = filled((size_t)s->K * s->N, s->bdt, &seed);
     void *C = filled((size_t)s->M * s->N, s->cdt, &seed);
-    const tt_gemm_args g = {.compute = s->adt == TT_BF16 || s->bdt == TT_BF16 ? TT_BF16 : TT_F32,
+    tt_gemm_args g = {.compute = s->adt == TT_BF16 || s->bdt == TT_BF16 ? TT_BF16 : TT_F32,
                             .A = A, .adt = s->adt, .lda = s->ta ? s->M : s->K, .ta = s->ta,
                             .B = B, .bdt = s->bdt, .ldb = s->tb ? s->K : s->N, .tb = s->tb,
                             .C = C, .cdt = s->cdt, .ldc = s->N, .M = s->M, .N = s->N, .K = s->K,
                             .accumulate = s->cdt == TT_F32 && s->ta};
+    /* the weights' bf16 copy: rounded as the packing rounds them, so both sides compute the same product */
+    const int copy = g.compute == TT_BF16 && s->bdt == TT_F32 && (sa->bf16_weights || sb->bf16_weights);
+    uint16_t *B16 = copy ? malloc((size_t)s->K * s->N * sizeof *B16) : NULL;
+    if (copy && !B16) return -1;
+    for (size_t i = 0; copy && i < (size_t)s->K * s->N; i++) B16[i] = tt_f32_to_bf16(((const float *)B)[i]);
     double *t = malloc(sizeof(double) * 3 * (size_t)reps);
-    if (!t) return -1;
+    if (!t) {
+        free(B16);
+        return -1;
+    }
     int rc = 0;
     /* r = -1: both once, unmeasured (scratch, caches); then A first in even pairs, B first in odd ones */
     for (int r = -1; r < reps && !rc; r++)
         for (int i = 0; i < 2 && !rc; i++) {
             const int v = (r & 1) ? !i : i;
-            set_side(v ? sb : sa);
+            const side *x = v ? sb : sa;
+            set_side(x);
+            g.B = copy && x->bf16_weights ? (const void *)B16 : B;
+            g.bdt = copy && x->bf16_weights ? TT_BF16 : s->bdt;
             const double t0 = tt_now();
             rc = tt_gemm(&g);
             if (r >= 0) t[v * reps + r] = tt_now() - t0;
@@ -122,19 +139,20 @@ static int run(const shape *s, int reps, const side *sa, const side *sb, double 
                s->tb ? "t" : "n", s->what, ga, gb, median(t + 2 * reps, reps));
     }
     free(t);
-    free(A), free(B), free(C);
+    free(A), free(B), free(C), free(B16);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
     int reps = 0, f32 = 0;
-    side sa = {1L << 20, NULL}, sb = {0, NULL};
+    side sa = {1L << 20, NULL, 0}, sb = {0, NULL, 0};
     shape given[64];
     int n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--f32")) f32 = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--b-bf16-weights")) sb.bf16_weights = 1;
         else if ((!strcmp(argv[i], "--a-l2") || !strcmp(argv[i], "--b-l2")) && i + 1 < argc) {
             char *end;
             const long v = strtol(argv[i + 1], &end, 10);
@@ -176,9 +194,9 @@ int main(int argc, char **argv)
     printf("A: the blocks for %s (scale %d), path %s", sa.l2 ? "the L2 given" : "this CPU's L2",
            tt_gemm_block_scale(cd), tt_gemm_path_name(cd));
     set_side(&sb);
-    printf("; B: for %s (scale %d), path %s; %s operands; pairs of calls alternated\n",
+    printf("; B: for %s (scale %d), path %s%s; %s operands; pairs of calls alternated\n",
            sb.l2 ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(cd), tt_gemm_path_name(cd),
-           f32 ? "fp32" : "the bf16 step's");
+           sb.bf16_weights ? ", fp32 weights read as a bf16 copy" : "", f32 ? "fp32" : "the bf16 step's");
     double ta = 0, tb = 0;
     for (int i = 0; i < n; i++) {
         const double macs = (double)list[i].M * list[i].N * list[i].K;
