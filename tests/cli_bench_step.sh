@@ -6,7 +6,7 @@
 # a peak below what the step does is said to look wrong, not printed as
 # an MFU above 100%, and --profile's roofline columns (and bench peak's
 # memory bandwidth) are the figures over the peak and the bandwidth, and
-# --host-check measures the peak loop and the bandwidth beside the steps
+# --host-check measures the peak loop, the bandwidth and two threads' round trip beside the steps
 # without caching them, with each step's time.
 set -u
 TITAN=$1
@@ -41,6 +41,8 @@ check "each op's %peak is its GFLOP/s over the 1000 GFLOP/s peak, and %bw its GB
 XDG_CACHE_HOME="$W/cache" "$TITAN" bench peak --seconds 0.2 >"$W/peak.txt" 2>&1 &&
   grep -Eq "^memory   [0-9]+\.[0-9] GB/s \(triad over 192 MiB, bytes read and written\)" "$W/peak.txt"
 check "bench peak also measures the memory bandwidth" $?
+grep -Eq "^cores    [1-9][0-9]* ns a cache line's round trip between two threads$" "$W/peak.txt"
+check "and, on two threads, how far apart they run" $?
 head -c 40 "$W/step.json" | grep -q '^{"traceEvents":\[{"name":"embedding"'
 check "--trace writes a Chrome trace, first event the embedding" $?
 grep -q '"graph":"train_step"' "$W/step.json" && grep -q '"graph":"optimizer"' "$W/step.json" &&
@@ -66,6 +68,8 @@ re='^host      peak loop ([0-9.]+) GFLOP/s f32 and memory ([0-9.]+) GB/s before 
 [[ $line =~ $re ]] && awk -v a="${BASH_REMATCH[1]}" -v b="${BASH_REMATCH[2]}" -v c="${BASH_REMATCH[3]}" \
   -v d="${BASH_REMATCH[4]}" 'BEGIN { exit !(a > 0.1 && b > 0.01 && c > 0.1 && d > 0.01) }'
 check "it prints the peak loop and the bandwidth before and after the steps ($line)" $?
+grep -Eq "^          a cache line's round trip between two threads [1-9][0-9]* ns before, [1-9][0-9]* after$" "$W/hc.txt"
+check "and the two threads' round trip before and after" $?
 grep -Eq "^each step [0-9]+\.[0-9]{2} [0-9]+\.[0-9]{2} ms$" "$W/hc.txt"
 check "and each of the 2 timed steps' time ($(grep '^each step' "$W/hc.txt"))" $?
 [ -z "$(find "$W/hc" -type f)" ]

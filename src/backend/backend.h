@@ -72,6 +72,9 @@ typedef struct tt_backend {
     /* the device memory's bandwidth in GB/s, measured now for about `seconds`: with the peak, the roofline
      * (`titan bench peak`, `bench step --profile`) */
     tt_err (*bandwidth)(double seconds, double *gbps);
+    /* how far apart two of its threads run: the round trip in ns of a cache line between them, measured now (0
+     * with one thread); NULL where it means nothing (`bench peak`, `bench step --host-check`) */
+    tt_err (*core_round_trip)(double *ns);
     /* the compute dtype a run uses when the config does not say:
      * bf16 where the device has fast bf16 products */
     tt_dtype (*default_dtype)(void);

@@ -19,5 +19,8 @@ tt_err tt_bench_peak(const char *backend, double seconds, FILE *out)
     double gbps;
     if (be->bandwidth(seconds > 0 ? seconds / 4 : 0, &gbps)) return -1;
     fprintf(out, "memory   %.1f GB/s (triad over 192 MiB, bytes read and written)\n", gbps);
+    double rt = 0;
+    if (be->core_round_trip && be->core_round_trip(&rt)) return -1;
+    if (rt > 0) fprintf(out, "cores    %.0f ns a cache line's round trip between two threads\n", rt);
     return 0;
 }

@@ -98,21 +98,26 @@ static void rank_path(char *buf, size_t n, const char *path, int rank, int world
     else snprintf(buf, n, "%s.rank%d", path, rank);
 }
 
-/* --host-check: the device's peak (GFLOP/s in dt) and memory bandwidth (GB/s) measured now, caching nothing;
- * 0 for a figure that could not be measured (a warning, not an error: the steps' own figures stand without it) */
+/* --host-check: the device's peak (GFLOP/s in dt), memory bandwidth (GB/s) and two threads' round trip (ns)
+ * measured now, caching nothing; 0 for a figure that could not be measured (a warning, not an error: the steps'
+ * own figures stand without it) */
 typedef struct {
-    double gflops, gbps;
+    double gflops, gbps, rt_ns;
 } host_speed;
 
 static host_speed host_now(const tt_backend *be, tt_dtype dt)
 {
-    host_speed h = {0, 0};
+    host_speed h = {0, 0, 0};
     tt_backend_peak pk;
     if (be->peak(-0.5, &pk)) tt_warn("bench step --host-check: measuring the peak failed: %s", tt_last_error());
     else h.gflops = pk.gflops[dt] > 0 ? pk.gflops[dt] : pk.gflops[TT_F32];
     if (be->bandwidth && be->bandwidth(0, &h.gbps)) {
         tt_warn("bench step --host-check: measuring the memory bandwidth failed: %s", tt_last_error());
         h.gbps = 0;
+    }
+    if (be->core_round_trip && be->core_round_trip(&h.rt_ns)) {
+        tt_warn("bench step --host-check: measuring the threads' round trip failed: %s", tt_last_error());
+        h.rt_ns = 0;
     }
     return h;
 }
@@ -231,7 +236,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, int
      * throttled host slows those loops with the step: a slow run beside slow loops is the host's; slow steps
      * beside steady loops, or one slow step among fast ones, point at the step itself or at a burst between
      * the checks. */
-    const host_speed before = host_check ? host_now(be, sc.act_dtype) : (host_speed){0, 0};
+    const host_speed before = host_check ? host_now(be, sc.act_dtype) : (host_speed){0, 0, 0};
     if (host_check && !(each = calloc((size_t)steps, sizeof *each))) {
         tt_errorf("bench step: out of memory");
         goto done;
@@ -261,7 +266,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, int
             for (int i = 0; i < (k ? nn1 : nn0); i++) acc[k][i] += du[k][i] / steps;
     }
     const double rss = (double)tt_peak_rss_bytes(); /* before the check's buffers could raise it */
-    const host_speed after = host_check ? host_now(be, sc.act_dtype) : (host_speed){0, 0};
+    const host_speed after = host_check ? host_now(be, sc.act_dtype) : (host_speed){0, 0, 0};
     double times[2] = {total, best};
     if (rank_max(d, times, 2)) goto done;
     total = times[0], best = times[1];
@@ -291,6 +296,9 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, int
                          "(MFU is against %.4g)\n",
                     before.gflops, bf16 ? "bf16" : "f32", before.gbps, after.gflops, after.gbps,
                     world > 1 ? ", rank 0's" : "", peak);
+            if (before.rt_ns > 0 || after.rt_ns > 0)
+                fprintf(out, "          a cache line's round trip between two threads %.0f ns before, %.0f after%s\n",
+                        before.rt_ns, after.rt_ns, world > 1 ? " (rank 0's)" : "");
             fprintf(out, "each step");
             for (int s = 0; s < steps; s++) fprintf(out, " %.2f", 1e3 * each[s]);
             fprintf(out, " ms%s\n", world > 1 ? " (rank 0's)" : "");

@@ -9,6 +9,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/simd.h"
 #include "backend/host/host.h"
+#include "backend/host/corelat.h"
 #include "backend/host/membw.h"
 #include "backend/registry.h"
 
@@ -635,6 +636,7 @@ static const tt_backend cpu_backend = {
     .supports = cpu_supports,
     .peak = tt_host_peak,
     .bandwidth = tt_mem_bandwidth,
+    .core_round_trip = tt_core_round_trip,
     .default_dtype = cpu_default_dtype,
 };
 

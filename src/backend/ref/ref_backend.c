@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend/host/host.h"
+#include "backend/host/corelat.h"
 #include "backend/host/membw.h"
 #include "backend/registry.h"
 #include "backend/ref/ref_kernels.h"
@@ -750,6 +751,7 @@ static const tt_backend ref_backend = {
     .supports = ref_supports,
     .peak = ref_peak,
     .bandwidth = tt_mem_bandwidth, /* the host's memory */
+    .core_round_trip = tt_core_round_trip,
     .default_dtype = ref_default_dtype,
 };
 
