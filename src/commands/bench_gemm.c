@@ -122,18 +122,6 @@ static void add_shape(bshape *s, int *n, int M, int N, int K, int ta, int tb, tt
     snprintf(x->what, sizeof x->what, "%s", what);
 }
 
-/* The rows of one block of the cpu backend's fused cross-entropy
- * (backend/cpu/cross_entropy.c): as many as 64M logits hold, at least 64,
- * the N rows then split into even blocks. */
-static int ce_block_rows(int N, int V)
-{
-    const long cap = (64L << 20) / (V > 0 ? V : 1);
-    int R = cap < 64 ? 64 : cap > N ? N : (int)cap;
-    if (R > N) R = N;
-    const int nb = (N + R - 1) / R;
-    return (N + nb - 1) / nb;
-}
-
 /* The products of one Llama-style step as the fused graph runs them: per
  * Linear the forward y = x W^T (nt), dx = dy W (nn) and dW = dy^T x (tn);
  * with bf16 activations and fp32 weights in the bf16 table. The head's
@@ -142,7 +130,7 @@ static int step_shapes(const tt_config *c, int bf, bshape *s)
 {
     const int N = c->training.local_batch_size * c->training.seq_len, D = c->model.dim, F = c->model.ffn_dim;
     const int q = c->model.n_heads * c->model.head_dim, kv = c->model.n_kv_heads * c->model.head_dim;
-    const int V = c->model.vocab_size, R = ce_block_rows(N, V);
+    const int V = c->model.vocab_size, R = tt_ce_block_rows(N, V, TT_CE_BLOCK_LOGITS);
     const tt_dtype a = bf ? TT_BF16 : TT_F32, w = TT_F32;
     struct { const char *n; int out, in, rows; } lin[] = {
         {"qkv", q + 2 * kv, D, N}, {"o", D, q, N}, {"gate/up", 2 * F, D, N}, {"down", D, F, N}, {"head", V, D, R},

@@ -178,6 +178,22 @@ static inline double tt_clip_coef(double sumsq, double max_norm)
     double norm = sumsq > 0 ? sqrt(sumsq) : 0;
     return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
+/* ce_linear made a block of rows at a time (the whole vocabulary's logits
+ * for each, as the cpu backend does): the rows of one block, when a block
+ * holds at most max_logits logits and at least 64 rows, and the N rows are
+ * split into even blocks (no sliver at the end). `bench gemm` names the
+ * head's products by it. */
+#define TT_CE_BLOCK_LOGITS ((size_t)64 << 20)
+static inline int tt_ce_block_rows(int N, int V, size_t max_logits)
+{
+    if (N <= 0 || V <= 0) return N > 0 ? N : 0;
+    const size_t fit = max_logits / (size_t)V;
+    int R = fit > (size_t)N ? N : (int)fit;
+    if (R < 64) R = 64;
+    if (R > N) R = N;
+    const int blocks = (N + R - 1) / R;
+    return (N + blocks - 1) / blocks;
+}
 /* The scale of attention scores: softmax_scale, or 1 / sqrt(hd) when it is 0 */
 static inline double tt_attn_softmax_scale(const tt_attn_attrs *a)
 {

@@ -13,6 +13,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/simd.h"
+#include "ops/ops.h"
 
 /* Logits per block: 64M floats (256 MB). Every block reads the whole head
  * three times (once a product) and reads and writes the whole fp32 dW once,
@@ -20,8 +21,7 @@
  * 1,024 rows are one block, not two (measured: ce_linear 5% faster on the
  * Zen 4 host, docs/performance-changes.md). The whole [N, V] logits that
  * PyTorch materialises are several times larger. */
-#define CE_BLOCK ((size_t)64 << 20)
-#define CE_MIN_ROWS 64
+#define CE_BLOCK TT_CE_BLOCK_LOGITS
 
 /* The logits a block holds: CE_BLOCK, or what cpu_ce_set_block set (tests) */
 static size_t g_ce_block = CE_BLOCK;
@@ -150,11 +150,7 @@ tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const in
     const int grads = dh || dW, bf = dt == TT_BF16;
     const tt_dtype compute = bf ? TT_BF16 : TT_F32, gdt = bf && grads ? TT_BF16 : TT_F32;
     if (gdt == TT_BF16 && V > INT_MAX / 2) return tt_errorf("cross-entropy: a vocabulary of %d is too large", V);
-    const size_t block = __atomic_load_n(&g_ce_block, __ATOMIC_RELAXED);
-    int R = block / (size_t)V > (size_t)N ? N : (int)(block / (size_t)V);
-    if (R < CE_MIN_ROWS) R = CE_MIN_ROWS;
-    if (R > N) R = N;
-    R = (N + (N + R - 1) / R - 1) / ((N + R - 1) / R); /* even blocks: no sliver at the end */
+    const int R = tt_ce_block_rows(N, V, __atomic_load_n(&g_ce_block, __ATOMIC_RELAXED));
     /* z (R, V) fp32 logits, then their gradient: fp32 in place, or bf16 rows of stride 2V over the first half of
      * each row; rowloss (N) */
     const size_t zb = ((size_t)R * V * sizeof(float) + 63) & ~(size_t)63;
