@@ -237,14 +237,16 @@ int main(void)
         /* the cache blocks for a 1 MB L2 (Zen 4) and for a 2 MB one (Intel Xeon): the AVX-512 kernels' k and
          * A blocks double in the second, which moves every k-block boundary the shapes cross; and on the
          * AVX-512 paths each fp32 register tile, 12x32, 8x48 and 6x64 (whose B panels are ragged on other
-         * edges) */
+         * edges); and each way of sharing a product between threads, shared blocks, own bands (of rows or
+         * of columns, whichever the shape takes) and the automatic choice between them */
         const int fp32_avx512 = strcmp(f32, "avx512-f32") == 0;
-        static const char *const tiles[] = {"12x32", "8x48", "6x64"};
+        static const char *const tiles[] = {"12x32", "8x48", "6x64"}, *const splits[] = {"shared", "own", "auto"};
         for (int run = 0; run < (fp32_avx512 ? 6 : 2); run++) {
             const int l2 = 1 + run % 2;
-            const char *tile = tiles[run / 2];
+            const char *tile = tiles[run / 2], *split = splits[run % 3];
             tt_gemm_set_l2((long)l2 << 20);
             CHECK(tt_gemm_set_tile(tile) == 0);
+            CHECK(tt_gemm_set_split(split) == 0);
             if (fp32_avx512) {
                 int mr, nr;
                 tt_gemm_tile(TT_F32, 100, &mr, &nr);
@@ -256,8 +258,8 @@ int main(void)
                 CHECK_MSG(tt_gemm_block_scale(d ? TT_BF16 : TT_F32) == want, "%s path, %d MB L2: %s blocks scaled %d",
                           isa_names[isa], l2, kern, tt_gemm_block_scale(d ? TT_BF16 : TT_F32));
             }
-            fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s, %d MB L2%s%s\n", isa_names[isa], f32, bf16, l2,
-                    fp32_avx512 ? ", fp32 tile " : "", fp32_avx512 ? tile : "");
+            fprintf(stderr, "test_gemm: path %s: f32 %s, bf16 %s, %d MB L2, split %s%s%s\n", isa_names[isa], f32, bf16,
+                    l2, split, fp32_avx512 ? ", fp32 tile " : "", fp32_avx512 ? tile : "");
             for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) check_shape(shapes[s], &rng, isa_names[isa]);
             for (int t = 0; t < 4; t++) { /* few rows (skinny for fp32) and many (packed) */
                 check_strides(&rng, isa_names[isa], 23, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
@@ -276,6 +278,8 @@ int main(void)
     }
     CHECK(paths >= 1);
     CHECK(tt_gemm_set_tile(NULL) == 0);
+    CHECK(tt_gemm_set_split(NULL) == 0);
+    CHECK(tt_gemm_set_split("halves") != 0 && strstr(tt_last_error(), "halves"));
 
     /* the fp32 tile: auto takes on Intel the widest of 6x64 and 8x48 whose width divides N, else 12x32, and
      * 12x32 elsewhere; TITAN_GEMM_TILE names the mode, and anything else is ignored for auto. Columns: the

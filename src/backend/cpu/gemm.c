@@ -102,6 +102,56 @@ tt_err tt_gemm_set_isa(tt_gemm_isa isa)
     return TT_OK;
 }
 
+/* ---- modes chosen by name ------------------------------------------------- */
+
+/* A mode chosen by name, as the fp32 tile and the split between threads
+ * are: names[0] is "auto"; the environment variable `var` names one (read
+ * on first use), or the setter does. */
+typedef struct {
+    const char *var, *what, *choices;
+    const char *const *names;
+    int n;
+    int value; /* the index in names; -1 = not decided yet */
+} gemm_mode;
+
+static int mode_index(const gemm_mode *m, const char *name)
+{
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(name, m->names[i]) == 0) return i;
+    return -1;
+}
+
+/* the mode m->var names; 0 (auto) when it is unset or names none, with a warning */
+static int mode_from_env(const gemm_mode *m)
+{
+    const char *env = getenv(m->var);
+    if (env && *env) {
+        const int i = mode_index(m, env);
+        if (i >= 0) return i;
+        tt_warn("%s=%s is not one of %s: ignored", m->var, env, m->choices);
+    }
+    return 0;
+}
+
+static int mode_get(gemm_mode *m)
+{
+    int i = __atomic_load_n(&m->value, __ATOMIC_ACQUIRE);
+    if (i < 0) {
+        i = mode_from_env(m);
+        __atomic_store_n(&m->value, i, __ATOMIC_RELEASE);
+    }
+    return i;
+}
+
+/* the mode `name` names (NULL: the variable's, or auto), or an error naming the setter */
+static tt_err mode_set(gemm_mode *m, const char *name, const char *setter)
+{
+    const int i = name ? mode_index(m, name) : mode_from_env(m);
+    if (i < 0) return tt_errorf("%s: unknown %s %s (%s)", setter, m->what, name, m->choices);
+    __atomic_store_n(&m->value, i, __ATOMIC_RELEASE);
+    return TT_OK;
+}
+
 /* ---- the AVX-512 fp32 tile ------------------------------------------------- */
 
 /* Three register tiles feed the fp32 FMAs the same 24 accumulators: 12x32
@@ -112,35 +162,9 @@ tt_err tt_gemm_set_isa(tt_gemm_isa isa)
  * columns), so "auto" takes the widest that divides N there on Intel;
  * elsewhere 12x32 stays. */
 static const char *const tile_names[] = {"auto", "12x32", "8x48", "6x64"};
+static gemm_mode g_tile = {"TITAN_GEMM_TILE", "tile", "auto, 12x32, 8x48, 6x64", tile_names, 4, -1};
 
-/* the index in tile_names of the mode; -1 = not decided yet */
-static int g_tile = -1;
-
-static int tile_index(const char *name)
-{
-    for (int i = 0; i < (int)(sizeof tile_names / sizeof *tile_names); i++)
-        if (strcmp(name, tile_names[i]) == 0) return i;
-    return -1;
-}
-
-static int detect_tile(void)
-{
-    const char *env = getenv("TITAN_GEMM_TILE");
-    if (env && *env) {
-        const int i = tile_index(env);
-        if (i >= 0) return i;
-        tt_warn("TITAN_GEMM_TILE=%s is not one of auto, 12x32, 8x48, 6x64: ignored", env);
-    }
-    return 0;
-}
-
-tt_err tt_gemm_set_tile(const char *name)
-{
-    const int i = name ? tile_index(name) : detect_tile();
-    if (i < 0) return tt_errorf("tt_gemm_set_tile: unknown tile %s (auto, 12x32, 8x48, 6x64)", name);
-    __atomic_store_n(&g_tile, i, __ATOMIC_RELEASE);
-    return TT_OK;
-}
+tt_err tt_gemm_set_tile(const char *name) { return mode_set(&g_tile, name, "tt_gemm_set_tile"); }
 
 static int cpu_is_intel(void)
 {
@@ -154,11 +178,7 @@ static int cpu_is_intel(void)
 /* The AVX-512 fp32 implementation for a product with N columns of C */
 static const tt_gemm_impl *avx512_f32(int N)
 {
-    int t = __atomic_load_n(&g_tile, __ATOMIC_ACQUIRE);
-    if (t < 0) {
-        t = detect_tile();
-        __atomic_store_n(&g_tile, t, __ATOMIC_RELEASE);
-    }
+    int t = mode_get(&g_tile);
     if (t == 0 && cpu_is_intel()) t = N % 64 == 0 ? 3 : N % 48 == 0 ? 2 : 1;
     return t == 3 ? tt_gemm_impl_avx512_f32_6x64() : t == 2 ? tt_gemm_impl_avx512_f32_8x48() : tt_gemm_impl_avx512_f32();
 }
@@ -205,6 +225,19 @@ const char *tt_gemm_path_name(tt_dtype compute)
     int round;
     return pick_impl(compute == TT_BF16 ? TT_BF16 : TT_F32, 0, &round)->name;
 }
+
+/* ---- how the threads share a product ----------------------------------------- */
+
+/* "own": each thread computes its own band of C, packing what it reads
+ * itself; "shared": the threads pack each block together and share it; "auto"
+ * takes own bands where they cost no more than they save (own_split). */
+static const char *const split_names[] = {"auto", "shared", "own"};
+enum { SPLIT_AUTO, SPLIT_SHARED, SPLIT_OWN };
+static gemm_mode g_split = {"TITAN_GEMM_SPLIT", "split", "auto, shared, own", split_names, 3, -1};
+
+tt_err tt_gemm_set_split(const char *name) { return mode_set(&g_split, name, "tt_gemm_set_split"); }
+
+static int current_split(void) { return mode_get(&g_split); }
 
 /* ---- cache blocks from the L2 ---------------------------------------------- */
 
@@ -276,9 +309,12 @@ typedef struct {
     tt_dtype cdt;
     float *part; /* bf16 C over several k blocks: the fp32 partial sums, (M, N) */
     int M, N, K, accumulate;
-    int a_rows;  /* A is read in place by kern_rows (see gemm_run), not packed */
-    int a_band;  /* each thread packs the A blocks of its own band of rows (see gemm_run) */
+    int a_rows;  /* A is read in place by kern_rows (see gemm_plan_for), not packed */
+    int own;     /* OWN_ROWS, OWN_COLS: each thread computes its own band of C alone (see gemm_thread_own) */
 } gemm_job;
+
+/* How the threads share a product (gemm_job.own) */
+enum { OWN_NONE, OWN_ROWS, OWN_COLS };
 
 static inline int cdiv(int a, int b) { return (a + b - 1) / b; }
 static inline int round_up(int a, int b) { return cdiv(a, b) * b; }
@@ -296,21 +332,37 @@ static int balanced_block(int n, int cap, int unit)
     return round_up(cdiv(n, cdiv(n, cap)), unit);
 }
 
-/* How the threads share one GEMM (one parallel region, static partition):
- * every block of B (kc x nc) and of A (mc x kc) is packed by all threads
- * together, each packing whole panels, and the MR x NR tiles of each (mc, nc)
- * block are dealt out in equal contiguous runs, B panel major. A thread's run
- * then mostly uses the B panels it packed itself, still in its own L2.
- * (Giving each thread its own band of rows with a private A block and the
- * whole shared B block was measured slower on Zen 4, by up to 30% when M is
- * small: half of B then comes from the other core's L2.) */
+/* How the threads share one GEMM (one parallel region, static partition).
+ *
+ * Own bands (where own_split takes them): thread t
+ * computes its band of C's rows (OWN_ROWS) or of its columns (OWN_COLS)
+ * alone, packing every block it reads into its own buffers, with no barrier
+ * until the end. The operand the other thread also needs (all of B for a
+ * band of rows, all of A for a band of columns) is packed by both: the band
+ * is cut along the dimension that makes that copy the smaller, and an A read
+ * in place costs nothing to share.
+ *
+ * Shared blocks (elsewhere): every block of B (kc x nc)
+ * and of A (mc x kc) is packed by all threads together, each packing whole
+ * panels, and the MR x NR tiles of each (mc, nc) block are dealt out in equal
+ * contiguous runs, B panel major. A thread's run then mostly uses the B
+ * panels it packed itself, but every A panel, half of them packed by the
+ * other thread.
+ *
+ * Why own bands: on the Zen 4 host the two vCPUs sit either on one chiplet
+ * or on two (`titan bench peak` prints a cache line's round trip between
+ * them: about 55 ns or 330 ns, flipping between runs), and a panel packed by
+ * a thread on the other chiplet is read across the fabric. The weight
+ * gradients (tn, A packed) lost up to 15% to that with shared blocks on two
+ * chiplets, and 2-3% to the waits on one; the copy costs less where the
+ * operand copied is small beside the work (OWN_MIN_SPAN). */
 typedef struct {
     int T;
     int kcb, ncb, mcb; /* block sizes */
-    char *bbuf;        /* packed B: ncb x kcb */
-    char *abuf;        /* packed A: mcb x kcb; with A in place, T row buffers of mr x kcb for ragged edges;
-                          in bands, T blocks of abytes */
-    size_t abytes;     /* bytes of one thread's A block, in bands */
+    char *bbuf;        /* packed B: ncb x kcb; in own bands, T of them, bbytes apart */
+    char *abuf;        /* packed A: mcb x kcb, in own bands T of them, abytes apart; with A in place, T
+                          row buffers of mr x kcb for ragged edges */
+    size_t abytes, bbytes; /* bytes of one packed A block and one B block */
     size_t a_total, b_total, p_total; /* scratch for A, B and a bf16 C's partial sums */
 } gemm_plan;
 
@@ -483,7 +535,7 @@ static const char *a_rows(const gemm_job *j, const gemm_plan *pl, int t, int row
     const char *src = j->A + ((size_t)row * j->lda + pc) * es;
     *alda = j->lda / im->kunit;
     if (mm == im->mr) return src;
-    char *buf = pl->abuf + (size_t)t * im->mr * pl->kcb * es;
+    char *buf = pl->abuf + (size_t)t * pl->abytes;
     for (int i = 0; i < im->mr; i++) {
         if (i < mm) memcpy(buf + (size_t)i * kc * es, src + (size_t)i * j->lda * es, (size_t)kc * es);
         else memset(buf + (size_t)i * kc * es, 0, (size_t)kc * es);
@@ -492,65 +544,99 @@ static const char *a_rows(const gemm_job *j, const gemm_plan *pl, int t, int row
     return buf;
 }
 
-/* Thread t of T: the BLIS loop nest. For each nc block of columns and kc
- * block of k, pack B (kc x nc); then for each mc block of rows pack A (mc x
- * kc, it stays in L2) and sweep the microkernel over the block's tiles, B
- * micro-panel outer so each is reused by all the A micro-panels in turn.
- * With A read in place there is nothing to pack per mc block, so the only
- * waits are for the B block. */
-static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
+/* The tiles of one (mc, nc) block at (ic, jc), or thread t's run [x0, x1)
+ * of them, B panel major: each B micro-panel is reused by the block's A
+ * micro-panels in turn. ap0: the packed A block (unused with A in place). */
+static void block_tiles(const gemm_job *j, const gemm_plan *pl, int t, int ic, int mc, int jc, int nc, int pc,
+                        int kc, const char *ap0, const char *bp0, int x0, int x1)
 {
     const tt_gemm_impl *im = j->im;
-    const int mr = im->mr, nr = im->nr, ku = im->kunit, K = j->K, T = pl->T;
-    if (im->begin) im->begin();
+    const int mr = im->mr, nr = im->nr, ks = kpad_of(im, kc) / im->kunit, npi = cdiv(mc, mr);
+    const int last = pc + kc >= j->K;
+    const size_t bpanel = (size_t)ks * nr * im->kunit * im->esize, apanel = (size_t)ks * mr * im->kunit * im->esize;
+    /* from one A panel to the next: packed, or mr rows on in place */
+    const size_t astride = j->a_rows ? (size_t)mr * j->lda * (j->adt == TT_BF16 ? 2 : 4) : apanel;
+    for (int x = x0, g; x < x1; x += g) {
+        const int jr = x / npi, ir = x % npi, mm = imin(mr, mc - ir * mr), nn = imin(nr, nc - jr * nr);
+        long alda = 0;
+        const char *ap = j->a_rows ? a_rows(j, pl, t, ic + ir * mr, mm, pc, kc, &alda) : ap0 + ir * apanel;
+        g = run_len(im, x, x1, npi, mc, nn);
+        tiles(j, ks, g, ap, alda, astride, bp0 + jr * bpanel, ic + ir * mr, jc + jr * nr, mm, nn, pc > 0, last);
+    }
+}
+
+/* Thread t of T on shared blocks: the BLIS loop nest. For each nc block of
+ * columns and kc block of k, pack B (kc x nc) together; then for each mc
+ * block of rows pack A (mc x kc, it stays in L2) together and sweep this
+ * thread's run of the block's tiles. With A read in place there is nothing
+ * to pack per mc block, so the only waits are for the B block. */
+static void gemm_thread_shared(const gemm_job *j, const gemm_plan *pl, int t)
+{
+    const tt_gemm_impl *im = j->im;
+    const int T = pl->T;
     for (int jc = 0; jc < j->N; jc += pl->ncb) {
-        const int nc = imin(pl->ncb, j->N - jc), npj = cdiv(nc, nr);
-        for (int pc = 0; pc < K; pc += pl->kcb) {
-            const int kc = imin(pl->kcb, K - pc), ks = kpad_of(im, kc) / ku, last = pc + kc >= K;
-            const size_t bpanel = (size_t)ks * nr * ku * im->esize, apanel = (size_t)ks * mr * ku * im->esize;
-            /* from one A panel to the next: packed, or mr rows on in place */
-            const size_t astride = j->a_rows ? (size_t)mr * j->lda * (j->adt == TT_BF16 ? 2 : 4) : apanel;
+        const int nc = imin(pl->ncb, j->N - jc), npj = cdiv(nc, im->nr);
+        for (int pc = 0; pc < j->K; pc += pl->kcb) {
+            const int kc = imin(pl->kcb, j->K - pc);
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
-            if (j->a_rows || j->a_band) barrier(T); /* the B block is whole */
-            if (j->a_band) { /* this thread's rows, A packed privately: no waits but for B */
-                const int tm = cdiv(j->M, mr), m0 = (int)((long)tm * t / T) * mr;
-                const int m1 = imin((int)((long)tm * (t + 1) / T) * mr, j->M);
-                char *abuf = pl->abuf + (size_t)t * pl->abytes;
-                for (int ic = m0; ic < m1; ic += pl->mcb) {
-                    const int mc = imin(pl->mcb, m1 - ic), npi = cdiv(mc, mr);
-                    pack_rows(j, 1, ic, mc, pc, kc, abuf);
-                    for (int x = 0, g; x < npj * npi; x += g) {
-                        const int jr = x / npi, ir = x % npi, nn = imin(nr, nc - jr * nr);
-                        g = run_len(im, x, npj * npi, npi, mc, nn);
-                        tiles(j, ks, g, abuf + ir * apanel, 0, astride, pl->bbuf + jr * bpanel, ic + ir * mr,
-                              jc + jr * nr, imin(mr, mc - ir * mr), nn, pc > 0, last);
-                    }
-                }
-                barrier(T); /* everyone is done with the B block */
-                continue;
-            }
+            if (j->a_rows) barrier(T); /* the B block is whole */
             for (int ic = 0; ic < j->M; ic += pl->mcb) {
-                const int mc = imin(pl->mcb, j->M - ic), npi = cdiv(mc, mr);
+                const int mc = imin(pl->mcb, j->M - ic), ntile = npj * cdiv(mc, im->mr);
                 if (!j->a_rows) {
                     pack_share(j, 1, ic, mc, pc, kc, pl->abuf, t, T);
                     barrier(T); /* the A block (and, the first time, the B block) is whole */
                 }
-                const int ntile = npj * npi;
-                const int x0 = (int)((long)ntile * t / T), x1 = (int)((long)ntile * (t + 1) / T);
-                for (int x = x0, g; x < x1; x += g) {
-                    const int jr = x / npi, ir = x % npi, mm = imin(mr, mc - ir * mr), nn = imin(nr, nc - jr * nr);
-                    long alda = 0;
-                    const char *ap = j->a_rows ? a_rows(j, pl, t, ic + ir * mr, mm, pc, kc, &alda) : pl->abuf + ir * apanel;
-                    g = run_len(im, x, x1, npi, mc, nn);
-                    tiles(j, ks, g, ap, alda, astride, pl->bbuf + jr * bpanel, ic + ir * mr, jc + jr * nr, mm, nn,
-                          pc > 0, last);
-                }
+                block_tiles(j, pl, t, ic, mc, jc, nc, pc, kc, pl->abuf, pl->bbuf, (int)((long)ntile * t / T),
+                            (int)((long)ntile * (t + 1) / T));
                 if (!j->a_rows) barrier(T); /* everyone is done with the A block (and the B block, after the last) */
             }
             if (j->a_rows) barrier(T); /* everyone is done with the B block */
         }
     }
-    if (im->end) im->end();
+}
+
+/* [*lo, *hi): thread t of T's band of n values, cut in whole units */
+static void band_of(int n, int unit, int t, int T, int *lo, int *hi)
+{
+    const int units = cdiv(n, unit);
+    *lo = (int)((long)units * t / T) * unit;
+    *hi = imin((int)((long)units * (t + 1) / T) * unit, n);
+}
+
+/* Thread t of T on its own band of C (OWN_ROWS or OWN_COLS): the same loop
+ * nest over the band, every block packed into this thread's buffers, no
+ * waits. */
+static void gemm_thread_own(const gemm_job *j, const gemm_plan *pl, int t)
+{
+    const tt_gemm_impl *im = j->im;
+    int m0 = 0, m1 = j->M, n0 = 0, n1 = j->N;
+    if (j->own == OWN_ROWS) band_of(j->M, im->mr, t, pl->T, &m0, &m1);
+    else band_of(j->N, im->nr, t, pl->T, &n0, &n1);
+    char *abuf = pl->abuf + (size_t)t * pl->abytes, *bbuf = pl->bbuf + (size_t)t * pl->bbytes;
+    for (int jc = n0; jc < n1; jc += pl->ncb) {
+        const int nc = imin(pl->ncb, n1 - jc), npj = cdiv(nc, im->nr);
+        for (int pc = 0; pc < j->K; pc += pl->kcb) {
+            const int kc = imin(pl->kcb, j->K - pc);
+            pack_rows(j, 0, jc, nc, pc, kc, bbuf);
+            for (int ic = m0; ic < m1; ic += pl->mcb) {
+                const int mc = imin(pl->mcb, m1 - ic);
+                if (!j->a_rows) pack_rows(j, 1, ic, mc, pc, kc, abuf);
+                block_tiles(j, pl, t, ic, mc, jc, nc, pc, kc, abuf, bbuf, 0, npj * cdiv(mc, im->mr));
+            }
+        }
+    }
+}
+
+static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
+{
+    if (j->im->begin) j->im->begin();
+    if (j->own) {
+        gemm_thread_own(j, pl, t);
+        barrier(pl->T); /* a grouped GEMM's next product may reuse the scratch (and read this C) */
+    } else {
+        gemm_thread_shared(j, pl, t);
+    }
+    if (j->im->end) j->im->end();
 }
 
 /* below this many multiply-adds one thread is faster than waking the team */
@@ -636,29 +722,65 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
     return TT_OK;
 }
 
-/* a_band's limits: at most this many B panels, at least this many A panels a thread */
-#define TT_GEMM_BAND_NPANELS 12
-#define TT_GEMM_BAND_MPANELS 8
-
 /* the most bytes of packed A in one block (of L2's 1 MB on Zen 4; times
  * block_scale) */
 #define A_BLOCK_BYTES (384 * 1024)
 
-/* The blocking of job j on nt threads, how A is read (in place, in bands or
- * packed together), and the scratch bytes it needs (returned). */
+/* Own bands (see gemm_plan) are cut in whole panels, so they come out
+ * uneven when the panels do not divide among the threads: a cut is taken
+ * when no thread gets more than 1/64 above the mean (27 panels on 2 threads
+ * leave one idle 4% of the time, which measured slower than shared blocks,
+ * whose runs of tiles come out even). */
+static int even_cut(int panels, int nt) { return panels >= nt && (long)cdiv(panels, nt) * nt * 64 <= (long)panels * 65; }
+
+/* Each thread of an own band packs the operand every band needs, so
+ * against shared blocks it packs (nt - 1) / nt of that operand more: for a
+ * band of rows all of B, N x K, against its M / nt x N x K multiply-adds.
+ * Measured on Zen 4 with bench_gemm_blocks (performance-changes.md), where
+ * shared blocks wait and read the other thread's A panels (A packed): own
+ * bands won 2-15% from 2,048 values across the cut (the weight gradients
+ * 2304 x 768 x 1024, 4096 x 768 x 1024, 50304 x 768 x 1024 by rows, 768 x
+ * 2048 x 1024 by columns), and lost 1-5% at 768 (an expert's 288 x 768 x
+ * 512 by columns, 768 x 288 x 512 by rows). Where A is read in place shared
+ * blocks share nothing but B, and a band of rows (512 x 288 x 768, fp32 B)
+ * lost 8%. So own bands copy only where the dimension across the cut has at
+ * least this many values a thread beyond one, */
+#define OWN_MIN_SPAN 1024
+/* or, for bands of rows, where B is narrow: at most this many panels, and A
+ * at least this many panels a thread. There shared blocks wait about as
+ * long as they compute between barriers: llama_288's weight gradients (tn,
+ * N = 288, K = 2048) ran 6-26% faster in own bands, while the expert's
+ * above, with K = 512, ran 0-3% slower (moe_288's step the same speed). */
+#define OWN_NARROW_B_PANELS 12
+#define OWN_NARROW_A_PANELS 8
+
+/* The own band job j takes on nt threads (OWN_ROWS, OWN_COLS), or OWN_NONE
+ * for shared blocks. */
+static int own_split(const gemm_job *j, int nt)
+{
+    const int mode = current_split();
+    if (nt < 2 || mode == SPLIT_SHARED) return OWN_NONE;
+    const int forced = mode == SPLIT_OWN;
+    const int rows_even = even_cut(cdiv(j->M, j->im->mr), nt), cols_even = even_cut(cdiv(j->N, j->im->nr), nt);
+    /* A read in place: a band of columns copies nothing (each thread reads all of A where it lies) */
+    if (j->a_rows && (cols_even || forced)) return OWN_COLS;
+    /* otherwise the cut whose copy is the smaller: all of B (N x K) for rows, all of A (M x K) for columns */
+    const int narrow_b = cdiv(j->N, j->im->nr) <= OWN_NARROW_B_PANELS &&
+                         cdiv(j->M, j->im->mr) >= OWN_NARROW_A_PANELS * nt;
+    const int rows_ok = forced || (rows_even && !j->a_rows && (j->M >= OWN_MIN_SPAN * (nt - 1) || narrow_b));
+    const int cols_ok = forced || (cols_even && j->N >= OWN_MIN_SPAN * (nt - 1));
+    if (rows_ok && (!cols_ok || j->N < j->M)) return OWN_ROWS;
+    return cols_ok ? OWN_COLS : OWN_NONE;
+}
+
+/* The blocking of job j on nt threads, how A is read (in place or packed)
+ * and how the threads share it (own bands or shared blocks), and the scratch
+ * bytes it needs (returned). */
 static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
 {
     const tt_gemm_impl *im = j->im;
     const int scale = block_scale(im);
-    *pl = (gemm_plan){
-        .kcb = balanced_block(j->K, im->kc * scale, kgran_of(im)),
-        .ncb = balanced_block(j->N, im->nc, im->nr),
-    };
-    /* A short k block leaves room for more rows of A in L2: fewer, larger A
-     * blocks mean fewer barriers and packing calls. */
-    int mcap = (int)((size_t)A_BLOCK_BYTES * scale / ((size_t)pl->kcb * im->esize)) / im->mr * im->mr;
-    if (mcap < im->mc) mcap = im->mc;
-    pl->mcb = balanced_block(j->M, mcap, im->mr);
+    *pl = (gemm_plan){.kcb = balanced_block(j->K, im->kc * scale, kgran_of(im))};
     /* A is read in place when it is stored k-contiguous in exactly the packed
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
      * bf16 ones, and whole k granules: no k block then needs padding), so
@@ -668,16 +790,21 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
                 (im->kunit == 1 ? j->adt == TT_F32
                                 : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&
                                       ((uintptr_t)j->A & 3) == 0);
-    /* With few B panels (a small N: the weight gradients of a narrow model),
-     * the waits on the shared A blocks cost more than they save, and made the
-     * time of such products swing from 65% to 88% of peak between runs (tn,
-     * N = 288, bf16): each thread then packs the A blocks of its own band of
-     * rows, when the bands are wide enough to come out even. */
-    j->a_band = !j->a_rows && nt > 1 && cdiv(j->N, im->nr) <= TT_GEMM_BAND_NPANELS &&
-                cdiv(j->M, im->mr) >= TT_GEMM_BAND_MPANELS * nt;
-    pl->abytes = round64((size_t)pl->mcb * pl->kcb * im->esize);
-    pl->a_total = j->a_rows ? round64((size_t)nt * im->mr * pl->kcb * aes) : j->a_band ? (size_t)nt * pl->abytes : pl->abytes;
-    pl->b_total = round64((size_t)pl->ncb * pl->kcb * im->esize);
+    j->own = own_split(j, nt);
+    /* the blocks are cut from a thread's band in own bands, from all of C otherwise */
+    const int rows = j->own == OWN_ROWS ? cdiv(cdiv(j->M, im->mr), nt) * im->mr : j->M;
+    const int cols = j->own == OWN_COLS ? cdiv(cdiv(j->N, im->nr), nt) * im->nr : j->N;
+    pl->ncb = balanced_block(cols, im->nc, im->nr);
+    /* A short k block leaves room for more rows of A in L2: fewer, larger A
+     * blocks mean fewer barriers and packing calls. */
+    int mcap = (int)((size_t)A_BLOCK_BYTES * scale / ((size_t)pl->kcb * im->esize)) / im->mr * im->mr;
+    if (mcap < im->mc) mcap = im->mc;
+    pl->mcb = balanced_block(rows, mcap, im->mr);
+    /* with A in place, a thread's A buffer is its row buffer for ragged edges */
+    pl->abytes = j->a_rows ? round64((size_t)im->mr * pl->kcb * aes) : round64((size_t)pl->mcb * pl->kcb * im->esize);
+    pl->bbytes = round64((size_t)pl->ncb * pl->kcb * im->esize);
+    pl->a_total = (j->own || j->a_rows ? (size_t)nt : 1) * pl->abytes;
+    pl->b_total = (j->own ? (size_t)nt : 1) * pl->bbytes;
     /* a bf16 C summed over several k blocks keeps its partial sums in fp32 */
     pl->p_total = j->cdt == TT_BF16 && j->K > pl->kcb ? (size_t)j->M * j->N * sizeof(float) : 0;
     return pl->a_total + pl->b_total + pl->p_total;

@@ -117,6 +117,14 @@ int tt_gemm_block_scale(tt_dtype compute);
  * the first call), or tt_gemm_set_tile does (NULL: back to the variable's or
  * auto; not while another thread is inside a GEMM). */
 tt_err tt_gemm_set_tile(const char *name);
+/* How the threads share a product: "own" (each computes its own band of C,
+ * packing for itself what it reads), "shared" (they pack each block together
+ * and deal out its tiles), or "auto" (own bands where the panels divide
+ * evenly among the threads and the copy is small beside the work, else
+ * shared). TITAN_GEMM_SPLIT names the mode (read on the
+ * first call), or tt_gemm_set_split does (NULL: back to the variable's or
+ * auto; not while another thread is inside a GEMM). */
+tt_err tt_gemm_set_split(const char *name);
 /* The register tile (rows x columns of C) a product of N columns computed
  * in `compute` takes next. */
 void tt_gemm_tile(tt_dtype compute, int N, int *mr, int *nr);
