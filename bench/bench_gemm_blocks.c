@@ -2,7 +2,8 @@
  * by call on the same operands: by default the k and A blocks tuned for a
  * 1 MB L2 (Zen 4) against those the CPU's own L2 gives (tt_gemm_set_l2);
  * with --a-tile / --b-tile, also two register tiles of the AVX-512 fp32
- * kernel (tt_gemm_set_tile); with --b-bf16-weights, B reads a bf16 copy of
+ * kernel (tt_gemm_set_tile); with --a-split / --b-split, also two ways of
+ * sharing a product between the threads (tt_gemm_set_split); with --b-bf16-weights, B reads a bf16 copy of
  * each fp32 weight operand, made before the calls (what a bf16 weight store
  * kept once a step would hand the GEMM), where A packs the fp32 weights into
  * bf16 panels in each call.
@@ -13,7 +14,7 @@
  * alternates (A then B, B then A), so neither side always runs second.
  *
  *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [--a-tile T] [--b-tile T]
- *                     [--b-bf16-weights] [MxNxK:op ...]
+ *                     [--a-split S] [--b-split S] [--b-bf16-weights] [--cold] [MxNxK:op ...]
  *
  * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
  * 1024 tokens, vocab 50304, the head's three products over all 1024 rows at once, as cross_entropy.c's one block of
@@ -23,7 +24,9 @@
  * input gradient do, or with op tn bf16 A and B added into an fp32 C, as its
  * weight gradient does; fp32 all through with --f32). A = --a-l2 (default 1 MB), B = --b-l2 (default: the
  * CPU's; 0 is the CPU's for either); --a-tile and --b-tile (auto, 12x32, 8x48 or 6x64) default to TITAN_GEMM_TILE's, or
- * the default tile. So `--a-l2 0 --a-tile 12x32 --b-tile auto` compares the tiles. Each line: median GFLOP/s of A and of B, and the median of the
+ * the default tile, and --a-split and --b-split (auto, shared, own) to TITAN_GEMM_SPLIT's. So `--a-l2 0 --a-tile 12x32
+ * --b-tile auto` compares the tiles, and `--a-l2 0 --a-split shared --b-split own` the splits. --cold writes 256 MiB
+ * before each call, so that its operands come from memory. Each line: median GFLOP/s of A and of B, and the median of the
  * per-pair speed ratios B/A; the last line weights the products by A's time. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,24 +82,34 @@ static void *filled(size_t n, tt_dtype dt, unsigned *seed)
     return p;
 }
 
-/* one side of the comparison: an L2 size for the blocks (0: the CPU's), a tile (NULL: the default), and whether
- * fp32 weights are read as a bf16 copy */
+/* one side of the comparison: an L2 size for the blocks (0: the CPU's), a tile and a split (NULL: the default),
+ * and whether fp32 weights are read as a bf16 copy */
 typedef struct {
     long l2;
-    const char *tile;
+    const char *tile, *split;
     int bf16_weights;
 } side;
 
 static void set_side(const side *x)
 {
     tt_gemm_set_l2(x->l2);
-    if (tt_gemm_set_tile(x->tile)) {
+    if (tt_gemm_set_tile(x->tile) || tt_gemm_set_split(x->split)) {
         fprintf(stderr, "bench_gemm_blocks: %s\n", tt_last_error());
         exit(2);
     }
 }
 
 /* one product, A and B alternated reps times; adds A's time to *ta, B's to *tb */
+/* --cold: a buffer larger than the L3 written before each timed call, so the call finds its operands in memory as
+ * the step does (each product's operands last touched many products ago), not in the caches the last call filled */
+static char *g_flush;
+static size_t g_flush_bytes;
+
+static void flush_caches(void)
+{
+    for (size_t i = 0; g_flush && i < g_flush_bytes; i += 64) g_flush[i] = (char)(g_flush[i] + 1);
+}
+
 static int run(const shape *s, int reps, const side *sa, const side *sb, double *ta_sum, double *tb_sum)
 {
     unsigned seed = 7;
@@ -126,6 +139,7 @@ static int run(const shape *s, int reps, const side *sa, const side *sb, double 
             set_side(x);
             g.B = copy && x->bf16_weights ? (const void *)B16 : B;
             g.bdt = copy && x->bf16_weights ? TT_BF16 : s->bdt;
+            flush_caches();
             const double t0 = tt_now();
             rc = tt_gemm(&g);
             if (r >= 0) t[v * reps + r] = tt_now() - t0;
@@ -146,13 +160,14 @@ static int run(const shape *s, int reps, const side *sa, const side *sb, double 
 int main(int argc, char **argv)
 {
     int reps = 0, f32 = 0;
-    side sa = {1L << 20, NULL, 0}, sb = {0, NULL, 0};
+    side sa = {1L << 20, NULL, NULL, 0}, sb = {0, NULL, NULL, 0};
     shape given[64];
     int n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--f32")) f32 = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--b-bf16-weights")) sb.bf16_weights = 1;
+        else if (!strcmp(argv[i], "--cold")) g_flush_bytes = 256u << 20;
         else if ((!strcmp(argv[i], "--a-l2") || !strcmp(argv[i], "--b-l2")) && i + 1 < argc) {
             char *end;
             const long v = strtol(argv[i + 1], &end, 10);
@@ -164,6 +179,9 @@ int main(int argc, char **argv)
             i++;
         } else if ((!strcmp(argv[i], "--a-tile") || !strcmp(argv[i], "--b-tile")) && i + 1 < argc) {
             (argv[i][2] == 'a' ? &sa : &sb)->tile = argv[i + 1];
+            i++;
+        } else if ((!strcmp(argv[i], "--a-split") || !strcmp(argv[i], "--b-split")) && i + 1 < argc) {
+            (argv[i][2] == 'a' ? &sa : &sb)->split = argv[i + 1];
             i++;
         }
         else if (n < 64) {
@@ -188,15 +206,20 @@ int main(int argc, char **argv)
     }
     if (f32)
         for (int i = 0; i < n; i++) given[i].adt = given[i].bdt = given[i].cdt = TT_F32;
+    if (g_flush_bytes && !(g_flush = calloc(g_flush_bytes, 1))) {
+        fprintf(stderr, "bench_gemm_blocks: out of memory for the %zu MiB --cold buffer\n", g_flush_bytes >> 20);
+        return 1;
+    }
     const shape *list = given;
     const tt_dtype cd = f32 ? TT_F32 : TT_BF16;
     set_side(&sa);
-    printf("A: the blocks for %s (scale %d), path %s", sa.l2 ? "the L2 given" : "this CPU's L2",
-           tt_gemm_block_scale(cd), tt_gemm_path_name(cd));
+    printf("A: the blocks for %s (scale %d), path %s, split %s", sa.l2 ? "the L2 given" : "this CPU's L2",
+           tt_gemm_block_scale(cd), tt_gemm_path_name(cd), sa.split ? sa.split : "default");
     set_side(&sb);
-    printf("; B: for %s (scale %d), path %s%s; %s operands; pairs of calls alternated\n",
+    printf("; B: for %s (scale %d), path %s, split %s%s; %s operands%s; pairs of calls alternated\n",
            sb.l2 ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(cd), tt_gemm_path_name(cd),
-           sb.bf16_weights ? ", fp32 weights read as a bf16 copy" : "", f32 ? "fp32" : "the bf16 step's");
+           sb.split ? sb.split : "default", sb.bf16_weights ? ", fp32 weights read as a bf16 copy" : "",
+           f32 ? "fp32" : "the bf16 step's", g_flush_bytes ? ", caches flushed before each call" : "");
     double ta = 0, tb = 0;
     for (int i = 0; i < n; i++) {
         const double macs = (double)list[i].M * list[i].N * list[i].K;
