@@ -738,19 +738,20 @@ static int even_cut(int panels, int nt) { return panels >= nt && (long)cdiv(pane
  * band of rows all of B, N x K, against its M / nt x N x K multiply-adds.
  * Measured on Zen 4 with bench_gemm_blocks (performance-changes.md), where
  * shared blocks wait and read the other thread's A panels (A packed): own
- * bands won 2-15% from 2,048 values across the cut (the weight gradients
- * 2304 x 768 x 1024, 4096 x 768 x 1024, 50304 x 768 x 1024 by rows, 768 x
- * 2048 x 1024 by columns), and lost 1-5% at 768 (an expert's 288 x 768 x
- * 512 by columns, 768 x 288 x 512 by rows). Where A is read in place shared
- * blocks share nothing but B, and a band of rows (512 x 288 x 768, fp32 B)
- * lost 8%. So own bands copy only where the dimension across the cut has at
- * least this many values a thread beyond one, */
+ * bands of rows won up to 16% with the vCPUs on two chiplets and 1-4% on one
+ * (the weight gradients 2304 x 768 x 1024, 4096 x 768 x 1024, 50304 x 768 x
+ * 1024), and with 768 values a thread across the cut lost 2-5% (an
+ * expert's 288 x 768 x 512 by columns). Where A is read in place shared
+ * blocks share nothing but B, and bands of rows (512 x 288 x 768, fp32 B)
+ * lost 1-4%. So own bands copy only where the dimension across the cut has
+ * at least this many values a thread beyond one, */
 #define OWN_MIN_SPAN 1024
 /* or, for bands of rows, where B is narrow: at most this many panels, and A
  * at least this many panels a thread. There shared blocks wait about as
  * long as they compute between barriers: llama_288's weight gradients (tn,
- * N = 288, K = 2048) ran 6-26% faster in own bands, while the expert's
- * above, with K = 512, ran 0-3% slower (moe_288's step the same speed). */
+ * N = 288, K = 2048) ran up to 26% faster in own bands (2% slower to 6%
+ * faster on one chiplet), an expert's with K = 512 (768 x 288 x 512) 3%
+ * slower to 2% faster. */
 #define OWN_NARROW_B_PANELS 12
 #define OWN_NARROW_A_PANELS 8
 
