@@ -340,7 +340,7 @@ static int balanced_block(int n, int cap, int unit)
  * until the end. The operand the other thread also needs (all of B for a
  * band of rows, all of A for a band of columns) is packed by both: the band
  * is cut along the dimension that makes that copy the smaller, and an A read
- * in place costs nothing to share.
+ * in place is not worth a band (own_split).
  *
  * Shared blocks (elsewhere): every block of B (kc x nc)
  * and of A (mc x kc) is packed by all threads together, each packing whole
@@ -741,9 +741,7 @@ static int even_cut(int panels, int nt) { return panels >= nt && (long)cdiv(pane
  * bands of rows won up to 16% with the vCPUs on two chiplets and 1-4% on one
  * (the weight gradients 2304 x 768 x 1024, 4096 x 768 x 1024, 50304 x 768 x
  * 1024), and with 768 values a thread across the cut lost 2-5% (an
- * expert's 288 x 768 x 512 by columns). Where A is read in place shared
- * blocks share nothing but B, and bands of rows (512 x 288 x 768, fp32 B)
- * lost 1-4%. So own bands copy only where the dimension across the cut has
+ * expert's 288 x 768 x 512 by columns). So own bands copy only where the dimension across the cut has
  * at least this many values a thread beyond one, */
 #define OWN_MIN_SPAN 1024
 /* or, for bands of rows, where B is narrow: at most this many panels, and A
@@ -755,6 +753,9 @@ static int even_cut(int panels, int nt) { return panels >= nt && (long)cdiv(pane
 #define OWN_NARROW_B_PANELS 12
 #define OWN_NARROW_A_PANELS 8
 
+/* the most bytes of an A read in place that bands of columns stream once a thread */
+#define OWN_A_IN_PLACE_BYTES (4L << 20)
+
 /* The own band job j takes on nt threads (OWN_ROWS, OWN_COLS), or OWN_NONE
  * for shared blocks. */
 static int own_split(const gemm_job *j, int nt)
@@ -763,12 +764,20 @@ static int own_split(const gemm_job *j, int nt)
     if (nt < 2 || mode == SPLIT_SHARED) return OWN_NONE;
     const int forced = mode == SPLIT_OWN;
     const int rows_even = even_cut(cdiv(j->M, j->im->mr), nt), cols_even = even_cut(cdiv(j->N, j->im->nr), nt);
-    /* A read in place: a band of columns copies nothing (each thread reads all of A where it lies) */
-    if (j->a_rows && (cols_even || forced)) return OWN_COLS;
+    /* A read in place: a band of columns packs nothing twice, but each
+     * thread streams all of A, where shared blocks read each row for both
+     * threads at once. Where A is small the caches hold it for the second
+     * reader (an expert's products: moe_288's step 2% faster in bands);
+     * where it is large it comes from memory twice (4096 x 4096 x 4096 ran
+     * 5% slower). A band of rows would copy B. */
+    if (j->a_rows)
+        return forced || (cols_even && (double)j->M * j->K * (j->adt == TT_BF16 ? 2 : 4) <= OWN_A_IN_PLACE_BYTES)
+                   ? OWN_COLS
+                   : OWN_NONE;
     /* otherwise the cut whose copy is the smaller: all of B (N x K) for rows, all of A (M x K) for columns */
     const int narrow_b = cdiv(j->N, j->im->nr) <= OWN_NARROW_B_PANELS &&
                          cdiv(j->M, j->im->mr) >= OWN_NARROW_A_PANELS * nt;
-    const int rows_ok = forced || (rows_even && !j->a_rows && (j->M >= OWN_MIN_SPAN * (nt - 1) || narrow_b));
+    const int rows_ok = forced || (rows_even && (j->M >= OWN_MIN_SPAN * (nt - 1) || narrow_b));
     const int cols_ok = forced || (cols_even && j->N >= OWN_MIN_SPAN * (nt - 1));
     if (rows_ok && (!cols_ok || j->N < j->M)) return OWN_ROWS;
     return cols_ok ? OWN_COLS : OWN_NONE;
