@@ -386,25 +386,34 @@ static void pack_rows(const gemm_job *j, int is_a, int row0, int rn, int pc, int
     if (rn <= 0) return;
     tt_gemm_pack_args pa = {.kn = kc, .kpad = kpad_of(im, kc), .round_bf16 = j->round};
     if (is_a) { /* A element (row, k) is A[k*lda + row] when ta, else A[row*lda + k] */
-        const size_t esz = j->adt == TT_BF16 ? 2 : 4;
+        const size_t esz = tt_dtype_size(j->adt);
         pa.src = j->A + esz * (j->ta ? (size_t)pc * j->lda + row0 : (size_t)row0 * j->lda + pc);
         pa.sdt = j->adt, pa.ld = j->lda, pa.kcontig = !j->ta, pa.rn = rn, pa.W = im->mr;
     } else { /* B element (k, col) is B[col*ldb + k] when tb, else B[k*ldb + col] */
-        const size_t esz = j->bdt == TT_BF16 ? 2 : 4;
+        const size_t esz = tt_dtype_size(j->bdt);
         pa.src = j->B + esz * (j->tb ? (size_t)row0 * j->ldb + pc : (size_t)pc * j->ldb + row0);
         pa.sdt = j->bdt, pa.ld = j->ldb, pa.kcontig = j->tb, pa.rn = rn, pa.W = im->nr;
     }
     (is_a && im->pack_a ? im->pack_a : im->pack)(dst, &pa);
 }
 
+/* [*lo, *hi): thread t of T's band of n values, cut in whole units */
+static void band_of(int n, int unit, int t, int T, int *lo, int *hi)
+{
+    const int units = cdiv(n, unit);
+    *lo = (int)((long)units * t / T) * unit;
+    *hi = imin((int)((long)units * (t + 1) / T) * unit, n);
+}
+
 /* Thread t's share of rows [row0, row0 + n) cut in panels of W: whole panels,
  * packed into their place in the shared buffer. */
 static void pack_share(const gemm_job *j, int is_a, int row0, int n, int pc, int kc, char *buf, int t, int T)
 {
-    const int W = is_a ? j->im->mr : j->im->nr, np = cdiv(n, W);
-    const int p0 = (int)((long)np * t / T), p1 = (int)((long)np * (t + 1) / T);
+    const int W = is_a ? j->im->mr : j->im->nr;
+    int lo, hi;
+    band_of(n, W, t, T, &lo, &hi);
     const size_t panel = (size_t)kpad_of(j->im, kc) * W * j->im->esize;
-    pack_rows(j, is_a, row0 + p0 * W, imin(p1 * W, n) - p0 * W, pc, kc, buf + p0 * panel);
+    pack_rows(j, is_a, row0 + lo, hi - lo, pc, kc, buf + (size_t)(lo / W) * panel);
 }
 
 /* c (mm, nn) = bf16(t (+ part) (+ c when acc)): the one rounding of a bf16 C */
@@ -531,7 +540,7 @@ static int run_len(const tt_gemm_impl *im, int x, int x1, int npi, int mc, int n
 static const char *a_rows(const gemm_job *j, const gemm_plan *pl, int t, int row, int mm, int pc, int kc, long *alda)
 {
     const tt_gemm_impl *im = j->im;
-    const size_t es = j->adt == TT_BF16 ? 2 : 4;
+    const size_t es = tt_dtype_size(j->adt);
     const char *src = j->A + ((size_t)row * j->lda + pc) * es;
     *alda = j->lda / im->kunit;
     if (mm == im->mr) return src;
@@ -555,7 +564,7 @@ static void block_tiles(const gemm_job *j, const gemm_plan *pl, int t, int ic, i
     const int last = pc + kc >= j->K;
     const size_t bpanel = (size_t)ks * nr * im->kunit * im->esize, apanel = (size_t)ks * mr * im->kunit * im->esize;
     /* from one A panel to the next: packed, or mr rows on in place */
-    const size_t astride = j->a_rows ? (size_t)mr * j->lda * (j->adt == TT_BF16 ? 2 : 4) : apanel;
+    const size_t astride = j->a_rows ? (size_t)mr * j->lda * tt_dtype_size(j->adt) : apanel;
     for (int x = x0, g; x < x1; x += g) {
         const int jr = x / npi, ir = x % npi, mm = imin(mr, mc - ir * mr), nn = imin(nr, nc - jr * nr);
         long alda = 0;
@@ -593,14 +602,6 @@ static void gemm_thread_shared(const gemm_job *j, const gemm_plan *pl, int t)
             if (j->a_rows) barrier(T); /* everyone is done with the B block */
         }
     }
-}
-
-/* [*lo, *hi): thread t of T's band of n values, cut in whole units */
-static void band_of(int n, int unit, int t, int T, int *lo, int *hi)
-{
-    const int units = cdiv(n, unit);
-    *lo = (int)((long)units * t / T) * unit;
-    *hi = imin((int)((long)units * (t + 1) / T) * unit, n);
 }
 
 /* Thread t of T on its own band of C (OWN_ROWS or OWN_COLS): the same loop
@@ -703,7 +704,6 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
         .M = M, .K = K, .accumulate = j->cdt == TT_F32 && j->accumulate,
     };
     const int nt = team_size(j), unit = 64; /* whole 64-column blocks per thread */
-    const int nb = cdiv(N, unit);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
@@ -712,7 +712,8 @@ static tt_err gemm_skinny(const gemm_job *j, tt_dtype compute)
 #ifdef _OPENMP
         t = omp_get_thread_num(), T = omp_get_num_threads();
 #endif
-        const int n0 = (int)((long)nb * t / T) * unit, n1 = imin((int)((long)nb * (t + 1) / T) * unit, N);
+        int n0, n1;
+        band_of(N, unit, t, T, &n0, &n1);
         if (n0 < n1) {
             j->im->skinny(&sa, n0, n1);
             if (j->cdt == TT_BF16)
@@ -771,7 +772,7 @@ static int own_split(const gemm_job *j, int nt)
      * where it is large it comes from memory twice (4096 x 4096 x 4096 ran
      * 5% slower). A band of rows would copy B. */
     if (j->a_rows)
-        return forced || (cols_even && (double)j->M * j->K * (j->adt == TT_BF16 ? 2 : 4) <= OWN_A_IN_PLACE_BYTES)
+        return forced || (cols_even && (double)j->M * j->K * tt_dtype_size(j->adt) <= OWN_A_IN_PLACE_BYTES)
                    ? OWN_COLS
                    : OWN_NONE;
     /* otherwise the cut whose copy is the smaller: all of B (N x K) for rows, all of A (M x K) for columns */
@@ -795,7 +796,7 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
      * bf16 ones, and whole k granules: no k block then needs padding), so
      * packing it would only copy it. */
-    const size_t aes = j->adt == TT_BF16 ? 2 : 4;
+    const size_t aes = tt_dtype_size(j->adt);
     j->a_rows = im->kern_rows && !j->ta && !j->round &&
                 (im->kunit == 1 ? j->adt == TT_F32
                                 : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&
