@@ -56,6 +56,8 @@
  * BF16 instruction, and the entry points check the CPU before running any. */
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define AI static inline __attribute__((always_inline))
+/* and with PREFETCHW, which every AVX-512 CPU has */
+#define TGT_PFW __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,prfchw")))
 
 #define BLK 64 /* queries per tile, keys per tile: a row of a tile is four vectors of 16 */
 
@@ -222,6 +224,7 @@ typedef struct {
     int ku, nblk, group;   /* nblk: 64-row blocks per sequence */
     int amx;               /* bf16 products on AMX tiles (tile_mm_amx) */
     size_t es, blk_elems;  /* bytes of one compute element; elements of one packed 64 x hd block */
+    size_t esrc;           /* bytes of one element of the call's tensors (a->dt) */
     float scale;           /* 1 / sqrt(hd) */
     float softcap;         /* > 0: scaled scores s become softcap tanh(s / softcap) */
 } ws_t;
@@ -353,7 +356,7 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
 {
     const tt_attn *a = w->a;
     const int hd = a->hd, half = hd / 2, t0 = blk * BLK, nt = a->T - t0 < BLK ? a->T - t0 : BLK;
-    const size_t esrc = tt_dtype_size(a->dt);
+    const size_t esrc = w->esrc;
     if (w->ku == 1 && (R || BI)) X = R ? R : BI; /* fp32: R and BI are the tile itself, so fill one in place */
     for (int tl = 0; tl < BLK; tl++) {
         float *x = X + (size_t)tl * hd;
@@ -363,7 +366,9 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
         }
         const size_t n = (size_t)b * a->T + t0 + tl;
         const char *row = (const char *)src + (n * (size_t)ld + (size_t)hh * hd) * esrc;
-        if (tl + PF_ROWS < nt) /* rows lie a whole row of heads apart: ask for the one PF_ROWS ahead */
+        /* rows lie a whole row of heads apart: ask for the one PF_ROWS ahead, into
+         * the next block too (the packing goes on there) */
+        if (t0 + tl + PF_ROWS < a->T)
             for (size_t o = 0; o < (size_t)hd * esrc; o += 64) _mm_prefetch(row + PF_ROWS * ld * esrc + o, _MM_HINT_T0);
         if (a->dt == TT_BF16)
             for (int d = 0; d < hd; d += 16)
@@ -543,7 +548,7 @@ TGT static void fwd_task(const ws_t *w, const rope_tab *rt, int b, int h, int ib
         const float inv = lr > 0 ? 1.0f / lr : 0.0f; /* a row that saw no key gets o = 0 */
         for (int d = 0; d < hd; d++) orow[d] *= inv;
         *lse = lr > 0 ? m[r] * sc + logf(lr) : -INFINITY;
-        tt_cpu_from_f32((char *)a->o + (n * (size_t)a->ldo + (size_t)h * hd) * tt_dtype_size(a->dt), a->dt, orow,
+        tt_cpu_from_f32((char *)a->o + (n * (size_t)a->ldo + (size_t)h * hd) * w->esrc, a->dt, orow,
                         (size_t)hd);
     }
 }
@@ -583,6 +588,7 @@ static void ws_init(ws_t *w, const tt_attn *a)
      * vdpbf16ps (tt_bf16_dot_preferred), widened to fp32 by the packing */
     w->ku = a->dt == TT_BF16 && (w->amx || tt_bf16_dot_preferred()) ? 2 : 1;
     w->es = w->ku == 2 ? 2 : 4;
+    w->esrc = tt_dtype_size(a->dt);
     w->nblk = (a->T + BLK - 1) / BLK;
     w->group = a->H / a->Hk;
     w->blk_elems = (size_t)BLK * a->hd;
@@ -669,37 +675,48 @@ __attribute__((noinline)) TGT static tt_err fwd_avx512(const tt_attn *a)
 
 /* ---- backward ------------------------------------------------------------------- */
 
-/* D[t] = dout . o for every row t of head h of batch b: the softmax backward's row term */
+/* D[t] = dout . o for every row t of head h of batch b: the softmax backward's
+ * row term. o's rows are read here first, a whole row of heads apart: the one
+ * PF_ROWS ahead is asked for, as pack_block does. */
 TGT static void row_dots(const ws_t *w, int b, int h, float *D)
 {
     const tt_attn *a = w->a;
-    const int hd = a->hd;
-    const size_t es = tt_dtype_size(a->dt);
+    const int hd = a->hd, bf = a->dt == TT_BF16; /* hd: a multiple of 16 */
+    const size_t es = bf ? 2 : 4;
     for (int t = 0; t < a->T; t++) {
         const size_t n = (size_t)b * a->T + t;
         const char *x = (const char *)a->dout + (n * a->lddo + (size_t)h * hd) * es;
         const char *y = (const char *)a->o + (n * a->ldo + (size_t)h * hd) * es;
-        float s = 0;
-        if (a->dt == TT_BF16)
-            #pragma omp simd reduction(+ : s)
-            for (int d = 0; d < hd; d++)
-                s += tt_bf16_float(((const uint16_t *)x)[d]) * tt_bf16_float(((const uint16_t *)y)[d]);
-        else
-            #pragma omp simd reduction(+ : s)
-            for (int d = 0; d < hd; d++) s += ((const float *)x)[d] * ((const float *)y)[d];
-        D[t] = s;
+        if (t + PF_ROWS < a->T)
+            for (size_t o = 0; o < (size_t)hd * es; o += 64) {
+                _mm_prefetch(y + PF_ROWS * a->ldo * es + o, _MM_HINT_T0);
+                _mm_prefetch(x + PF_ROWS * a->lddo * es + o, _MM_HINT_T0);
+            }
+        __m512 s = _mm512_setzero_ps();
+        for (int d = 0; d < hd; d += 16) {
+            const __m512 xv = bf ? bf16_widen(_mm256_loadu_si256((const __m256i *)((const uint16_t *)x + d)))
+                                 : _mm512_loadu_ps((const float *)x + d);
+            const __m512 yv = bf ? bf16_widen(_mm256_loadu_si256((const __m256i *)((const uint16_t *)y + d)))
+                                 : _mm512_loadu_ps((const float *)y + d);
+            s = _mm512_fmadd_ps(xv, yv, s);
+        }
+        D[t] = _mm512_reduce_add_ps(s);
     }
 }
 
 /* Row t of a gradient of head hh: fp32 x (hd) to the strided destination,
- * rotated back (the transpose of RoPE) when rope. */
-TGT static void store_grad_row(const ws_t *w, const rope_tab *rt, void *dst, long ld, int hh, int b, int t, float *x,
-                               int rope)
+ * rotated back (the transpose of RoPE) when rope. The rows are stored a whole
+ * row of heads apart, in order: the one PF_ROWS ahead is fetched for writing
+ * meanwhile, so the store does not wait for its line. */
+TGT_PFW static void store_grad_row(const ws_t *w, const rope_tab *rt, void *dst, long ld, int hh, int b, int t, float *x,
+                                   int rope)
 {
     const tt_attn *a = w->a;
-    const size_t n = (size_t)b * a->T + t;
+    const size_t n = (size_t)b * a->T + t, es = w->esrc;
     if (rope && a->pos) rope_row(rt, a->pos[n], a->hd / 2, x, -1);
-    char *row = (char *)dst + (n * (size_t)ld + (size_t)hh * a->hd) * tt_dtype_size(a->dt);
+    char *row = (char *)dst + (n * (size_t)ld + (size_t)hh * a->hd) * es;
+    if (t + PF_ROWS < a->T)
+        for (size_t o = 0; o < (size_t)a->hd * es; o += 64) _m_prefetchw(row + PF_ROWS * ld * es + o);
     if (a->dt == TT_BF16)
         for (int d = 0; d < a->hd; d += 16) _mm256_storeu_si256((__m256i *)((uint16_t *)row + d), bf16x16(_mm512_loadu_ps(x + d)));
     else
@@ -719,6 +736,95 @@ typedef struct {
     float *dQ;            /* (group, T rounded to 64, hd) */
 } bwd_bufs;
 
+/* A tile's P = exp(S sc - L) and dS = P (dP - D) sc (under a soft-cap, P of
+ * the capped scores, and dS times the cap's derivative 1 - tanh^2 too), in
+ * place of S and dP in fp32; with bf16 pairs (ku 2) then also as the layouts
+ * the products read: P and dS as pairs along the queries (rows 2r2 and
+ * 2r2 + 1 in one word), dS along the keys. L and Dr: the tile's rows' lse and
+ * rowsum(dout o). */
+TGT static void bwd_probs_f32(const ws_t *w, int see, unsigned char vis[BLK][BLK], int nq, const float *L,
+                              const float *Dr, const bwd_bufs *u)
+{
+    const float sc = w->scale;
+    for (int r = 0; r < BLK; r++) {
+        float *p = u->S + (size_t)r * BLK, *ds = u->dP + (size_t)r * BLK;
+        if (r >= nq || L[r] == -INFINITY) { /* a padding row, or one that sees no key */
+            for (int c = 0; c < BLK; c++) p[c] = ds[c] = 0;
+            continue;
+        }
+        const float lr = L[r], dr = Dr[r];
+        if (w->softcap > 0) {
+            const float cap = w->softcap, inv = sc / cap;
+            #pragma omp simd
+            for (int c = 0; c < BLK; c++) {
+                const int seen = see == SEE_ALL || vis[r][c]; /* unseen entries may never have been computed */
+                const float t = seen ? tt_tanhf(p[c] * inv) : 0.0f;
+                p[c] = seen ? tt_expf(cap * t - lr) : 0.0f;
+                ds[c] = seen ? p[c] * (ds[c] - dr) * sc * (1.0f - t * t) : 0.0f;
+            }
+            continue;
+        }
+        const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
+        const __m512 lrv = _mm512_set1_ps(lr), drv = _mm512_set1_ps(dr), scv = _mm512_set1_ps(sc);
+        for (int v = 0; v < 4; v++) { /* masked keys weigh exactly 0, and are not read */
+            const __mmask16 m = (__mmask16)(seen >> 16 * v);
+            const __m512 pv = softmax_exp(w->ku, m, _mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, p + 16 * v), scv, lrv));
+            _mm512_storeu_ps(p + 16 * v, pv);
+            _mm512_storeu_ps(ds + 16 * v,
+                             _mm512_mul_ps(_mm512_mul_ps(pv, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, ds + 16 * v), drv)), scv));
+        }
+    }
+    if (w->ku == 1) return;
+    uint32_t *pi = u->P_i, *si = u->dS_i;
+    uint16_t *sr = u->dS_r;
+    for (int r2 = 0; r2 < BLK / 2; r2++)
+        for (int c = 0; c < BLK; c += 16) {
+            const float *p0 = u->S + (size_t)2 * r2 * BLK + c, *d0 = u->dP + (size_t)2 * r2 * BLK + c;
+            _mm512_storeu_si512(pi + (size_t)r2 * BLK + c, bf16_pairs(_mm512_loadu_ps(p0), _mm512_loadu_ps(p0 + BLK)));
+            _mm512_storeu_si512(si + (size_t)r2 * BLK + c, bf16_pairs(_mm512_loadu_ps(d0), _mm512_loadu_ps(d0 + BLK)));
+        }
+    for (int e = 0; e < BLK * BLK; e += 32)
+        _mm512_storeu_si512(sr + e, bf16x32(_mm512_loadu_ps(u->dP + e), _mm512_loadu_ps(u->dP + e + 16)));
+}
+
+/* The same for bf16 pairs without a soft-cap, two rows at a time from
+ * registers straight into the three bf16 layouts: no fp32 P or dS is
+ * written back and read again. The bits are bwd_probs_f32's. */
+TGT static void bwd_probs_bf16(const ws_t *w, int see, unsigned char vis[BLK][BLK], int nq, const float *L,
+                               const float *Dr, const bwd_bufs *u)
+{
+    const __m512 scv = _mm512_set1_ps(w->scale);
+    uint32_t *pi = u->P_i, *si = u->dS_i;
+    uint16_t *sr = u->dS_r;
+    for (int r2 = 0; r2 < BLK / 2; r2++) {
+        __m512 p[2][4], ds[2][4];
+        for (int k = 0; k < 2; k++) {
+            const int r = 2 * r2 + k;
+            const float *s = u->S + (size_t)r * BLK, *dp = u->dP + (size_t)r * BLK;
+            if (r >= nq || L[r] == -INFINITY) { /* a padding row, or one that sees no key */
+                for (int v = 0; v < 4; v++) p[k][v] = ds[k][v] = _mm512_setzero_ps();
+                continue;
+            }
+            const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
+            const __m512 lrv = _mm512_set1_ps(L[r]), drv = _mm512_set1_ps(Dr[r]);
+            for (int v = 0; v < 4; v++) { /* masked keys weigh exactly 0, and are not read */
+                const __mmask16 m = (__mmask16)(seen >> 16 * v);
+                p[k][v] = softmax_exp(2, m, _mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, s + 16 * v), scv, lrv));
+                ds[k][v] = _mm512_mul_ps(_mm512_mul_ps(p[k][v], _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp + 16 * v), drv)), scv);
+            }
+        }
+        for (int v = 0; v < 4; v++) {
+            _mm512_storeu_si512(pi + (size_t)r2 * BLK + 16 * v, bf16_pairs(p[0][v], p[1][v]));
+            _mm512_storeu_si512(si + (size_t)r2 * BLK + 16 * v, bf16_pairs(ds[0][v], ds[1][v]));
+        }
+        for (int k = 0; k < 2; k++) {
+            uint16_t *row = sr + (size_t)(2 * r2 + k) * BLK;
+            _mm512_storeu_si512(row, bf16x32(ds[k][0], ds[k][1]));
+            _mm512_storeu_si512(row + 32, bf16x32(ds[k][2], ds[k][3]));
+        }
+    }
+}
+
 /* One (batch, kv head): dk, dv of its keys, and dq of the query heads that
  * share it, so no other task writes what it writes. Key blocks are the outer
  * loop, so their dk/dv accumulators stay in cache while the query blocks
@@ -728,7 +834,6 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
 {
     const tt_attn *a = w->a;
     const int hd = a->hd, ku = w->ku, T = a->T, G = w->group, Tp = w->nblk * BLK;
-    const float sc = w->scale;
     unsigned char vis[BLK][BLK];
     for (int blk = 0; blk < w->nblk; blk++) {
         pack_block(w, rt, a->k, a->ldk, b, kh, blk, 1, NULL, blk_at(w, u->k_bt, 0, blk), blk_at(w, u->k_bi, 0, blk), NULL, u->X);
@@ -759,48 +864,10 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
                 const float *L = a->lse + ((size_t)b * a->H + h) * T + i0, *Dr = u->D + (size_t)g * T + i0;
                 prod_scores(w, diag, hd / ku, blk_at(w, u->q_r, g, ib), hd / ku, blk_at(w, u->k_bt, 0, jb), u->S);
                 prod_scores(w, diag, hd / ku, blk_at(w, u->do_r, g, ib), hd / ku, blk_at(w, u->v_bt, 0, jb), u->dP);
-                for (int r = 0; r < BLK; r++) {
-                    float *p = u->S + (size_t)r * BLK, *ds = u->dP + (size_t)r * BLK;
-                    if (r >= nq || L[r] == -INFINITY) { /* a padding row, or one that sees no key */
-                        for (int c = 0; c < BLK; c++) p[c] = ds[c] = 0;
-                        continue;
-                    }
-                    const float lr = L[r], dr = Dr[r];
-                    if (w->softcap > 0) { /* P of the capped scores; dS takes the cap's derivative 1 - tanh^2 too */
-                        const float cap = w->softcap, inv = sc / cap;
-                        #pragma omp simd
-                        for (int c = 0; c < BLK; c++) {
-                            const int seen = see == SEE_ALL || vis[r][c]; /* unseen entries may never have been computed */
-                            const float t = seen ? tt_tanhf(p[c] * inv) : 0.0f;
-                            p[c] = seen ? tt_expf(cap * t - lr) : 0.0f;
-                            ds[c] = seen ? p[c] * (ds[c] - dr) * sc * (1.0f - t * t) : 0.0f;
-                        }
-                        continue;
-                    }
-                    const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
-                    const __m512 lrv = _mm512_set1_ps(lr), drv = _mm512_set1_ps(dr), scv = _mm512_set1_ps(sc);
-                    for (int v = 0; v < 4; v++) { /* masked keys weigh exactly 0, and are not read */
-                        const __mmask16 m = (__mmask16)(seen >> 16 * v);
-                        const __m512 pv = softmax_exp(ku, m, _mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, p + 16 * v), scv, lrv));
-                        _mm512_storeu_ps(p + 16 * v, pv);
-                        _mm512_storeu_ps(ds + 16 * v,
-                                         _mm512_mul_ps(_mm512_mul_ps(pv, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, ds + 16 * v), drv)), scv));
-                    }
-                }
                 const void *P_i = u->S, *dS_i = u->dP, *dS_r = u->dP; /* fp32: row-major serves all three */
-                if (ku == 2) { /* P and dS as pairs along the queries (rows 2r2, 2r2 + 1), dS also along the keys */
-                    uint32_t *pi = u->P_i, *si = u->dS_i;
-                    uint16_t *sr = u->dS_r;
-                    for (int r2 = 0; r2 < BLK / 2; r2++)
-                        for (int c = 0; c < BLK; c += 16) {
-                            const float *p0 = u->S + (size_t)2 * r2 * BLK + c, *d0 = u->dP + (size_t)2 * r2 * BLK + c;
-                            _mm512_storeu_si512(pi + (size_t)r2 * BLK + c, bf16_pairs(_mm512_loadu_ps(p0), _mm512_loadu_ps(p0 + BLK)));
-                            _mm512_storeu_si512(si + (size_t)r2 * BLK + c, bf16_pairs(_mm512_loadu_ps(d0), _mm512_loadu_ps(d0 + BLK)));
-                        }
-                    for (int e = 0; e < BLK * BLK; e += 32)
-                        _mm512_storeu_si512(sr + e, bf16x32(_mm512_loadu_ps(u->dP + e), _mm512_loadu_ps(u->dP + e + 16)));
-                    P_i = u->P_i, dS_i = u->dS_i, dS_r = u->dS_r;
-                }
+                if (ku == 2 && !(w->softcap > 0)) bwd_probs_bf16(w, see, vis, nq, L, Dr, u);
+                else bwd_probs_f32(w, see, vis, nq, L, Dr, u);
+                if (ku == 2) P_i = u->P_i, dS_i = u->dS_i, dS_r = u->dS_r;
                 /* dV += P^T dO;  dK += dS^T Q;  dQ (64, hd) += dS K */
                 prod_key_grad(w, diag, P_i, blk_at(w, ku == 1 ? u->do_r : u->do_at, g, ib), u->dV);
                 prod_key_grad(w, diag, dS_i, blk_at(w, ku == 1 ? u->q_r : u->q_at, g, ib), u->dK);
