@@ -716,7 +716,7 @@ TGT_PFW static void store_grad_row(const ws_t *w, const rope_tab *rt, void *dst,
     if (rope && a->pos) rope_row(rt, a->pos[n], a->hd / 2, x, -1);
     char *row = (char *)dst + (n * (size_t)ld + (size_t)hh * a->hd) * es;
     if (t + PF_ROWS < a->T)
-        for (size_t o = 0; o < (size_t)a->hd * es; o += 64) _m_prefetchw(row + PF_ROWS * ld * es + o);
+        for (size_t o = 0; o < (size_t)a->hd * es; o += 64) __builtin_prefetch(row + PF_ROWS * ld * es + o, 1, 3);
     if (a->dt == TT_BF16)
         for (int d = 0; d < a->hd; d += 16) _mm256_storeu_si256((__m256i *)((uint16_t *)row + d), bf16x16(_mm512_loadu_ps(x + d)));
     else
