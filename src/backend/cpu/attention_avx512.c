@@ -346,6 +346,12 @@ TGT static void rope_row(const rope_tab *rt, int pos, int half, float *x, int di
 
 #define PF_ROWS 8
 
+/* Asks for the bytes [p, p + n) to be read soon: one row of a strided view */
+TGT AI void prefetch_row(const char *p, size_t n)
+{
+    for (size_t o = 0; o < n; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+}
+
 /* Rows [t0, t0 + 64) of head hh of batch b: loaded from the strided source
  * into an fp32 tile X (64, hd), RoPE'd when rope, then written to each of
  * the block layouts R, BT, BI, AT that is not NULL; rows past T are zero. X
@@ -369,7 +375,7 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
         /* rows lie a whole row of heads apart: ask for the one PF_ROWS ahead, into
          * the next block too (the packing goes on there) */
         if (t0 + tl + PF_ROWS < a->T)
-            for (size_t o = 0; o < (size_t)hd * esrc; o += 64) _mm_prefetch(row + PF_ROWS * ld * esrc + o, _MM_HINT_T0);
+            prefetch_row(row + PF_ROWS * ld * esrc, (size_t)hd * esrc);
         if (a->dt == TT_BF16)
             for (int d = 0; d < hd; d += 16)
                 _mm512_storeu_ps(x + d, bf16_widen(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + d))));
@@ -682,16 +688,15 @@ TGT static void row_dots(const ws_t *w, int b, int h, float *D)
 {
     const tt_attn *a = w->a;
     const int hd = a->hd, bf = a->dt == TT_BF16; /* hd: a multiple of 16 */
-    const size_t es = bf ? 2 : 4;
+    const size_t es = w->esrc;
     for (int t = 0; t < a->T; t++) {
         const size_t n = (size_t)b * a->T + t;
         const char *x = (const char *)a->dout + (n * a->lddo + (size_t)h * hd) * es;
         const char *y = (const char *)a->o + (n * a->ldo + (size_t)h * hd) * es;
-        if (t + PF_ROWS < a->T)
-            for (size_t o = 0; o < (size_t)hd * es; o += 64) {
-                _mm_prefetch(y + PF_ROWS * a->ldo * es + o, _MM_HINT_T0);
-                _mm_prefetch(x + PF_ROWS * a->lddo * es + o, _MM_HINT_T0);
-            }
+        if (t + PF_ROWS < a->T) {
+            prefetch_row(y + PF_ROWS * a->ldo * es, (size_t)hd * es);
+            prefetch_row(x + PF_ROWS * a->lddo * es, (size_t)hd * es);
+        }
         __m512 s = _mm512_setzero_ps();
         for (int d = 0; d < hd; d += 16) {
             const __m512 xv = bf ? bf16_widen(_mm256_loadu_si256((const __m256i *)((const uint16_t *)x + d)))
@@ -736,6 +741,16 @@ typedef struct {
     float *dQ;            /* (group, T rounded to 64, hd) */
 } bwd_bufs;
 
+/* One vector of 16 keys of a tile row: P = exp(s sc - lr) and dS = P (dp - dr) sc
+ * (lrv, drv, scv: lr, dr and sc in every lane). Keys clear in m weigh exactly
+ * 0 and are not read: on the diagonal some were never computed. */
+TGT AI void probs16(int ku, __mmask16 m, const float *s, const float *dp, __m512 lrv, __m512 drv, __m512 scv, __m512 *p,
+                    __m512 *ds)
+{
+    *p = softmax_exp(ku, m, _mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, s), scv, lrv));
+    *ds = _mm512_mul_ps(_mm512_mul_ps(*p, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp), drv)), scv);
+}
+
 /* A tile's P = exp(S sc - L) and dS = P (dP - D) sc (under a soft-cap, P of
  * the capped scores, and dS times the cap's derivative 1 - tanh^2 too), in
  * place of S and dP in fp32; with bf16 pairs (ku 2) then also as the layouts
@@ -766,12 +781,11 @@ TGT static void bwd_probs_f32(const ws_t *w, int see, unsigned char vis[BLK][BLK
         }
         const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
         const __m512 lrv = _mm512_set1_ps(lr), drv = _mm512_set1_ps(dr), scv = _mm512_set1_ps(sc);
-        for (int v = 0; v < 4; v++) { /* masked keys weigh exactly 0, and are not read */
-            const __mmask16 m = (__mmask16)(seen >> 16 * v);
-            const __m512 pv = softmax_exp(w->ku, m, _mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, p + 16 * v), scv, lrv));
+        for (int v = 0; v < 4; v++) {
+            __m512 pv, dsv;
+            probs16(w->ku, (__mmask16)(seen >> 16 * v), p + 16 * v, ds + 16 * v, lrv, drv, scv, &pv, &dsv);
             _mm512_storeu_ps(p + 16 * v, pv);
-            _mm512_storeu_ps(ds + 16 * v,
-                             _mm512_mul_ps(_mm512_mul_ps(pv, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, ds + 16 * v), drv)), scv));
+            _mm512_storeu_ps(ds + 16 * v, dsv);
         }
     }
     if (w->ku == 1) return;
@@ -807,11 +821,8 @@ TGT static void bwd_probs_bf16(const ws_t *w, int see, unsigned char vis[BLK][BL
             }
             const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
             const __m512 lrv = _mm512_set1_ps(L[r]), drv = _mm512_set1_ps(Dr[r]);
-            for (int v = 0; v < 4; v++) { /* masked keys weigh exactly 0, and are not read */
-                const __mmask16 m = (__mmask16)(seen >> 16 * v);
-                p[k][v] = softmax_exp(2, m, _mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, s + 16 * v), scv, lrv));
-                ds[k][v] = _mm512_mul_ps(_mm512_mul_ps(p[k][v], _mm512_sub_ps(_mm512_maskz_loadu_ps(m, dp + 16 * v), drv)), scv);
-            }
+            for (int v = 0; v < 4; v++)
+                probs16(2, (__mmask16)(seen >> 16 * v), s + 16 * v, dp + 16 * v, lrv, drv, scv, &p[k][v], &ds[k][v]);
         }
         for (int v = 0; v < 4; v++) {
             _mm512_storeu_si512(pi + (size_t)r2 * BLK + 16 * v, bf16_pairs(p[0][v], p[1][v]));
