@@ -10,6 +10,10 @@
 #include "backend/host/bf16_dot.h"
 #include "harness.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 typedef struct { int M, N, K; } shape;
 
 /* Shapes: tiny, odd (not multiples of any tile), K = 1, few rows (the
@@ -220,6 +224,57 @@ static void check_strides(tt_rng *rng, const char *isa, int M, tt_dtype compute,
     free(A), free(B), free(C), free(C0);
 }
 
+/* Own bands claimed across threads: with one thread idle until the others
+ * have claimed all of its band (tt_gemm_test_idle), every panel of that band
+ * is stolen, and C has the same bits as when each thread computes its own,
+ * for bands of rows (a weight gradient's tn) and of columns (a linear's
+ * forward, A in place), an fp32 and a bf16 C, over several k blocks. */
+static void check_stealing(tt_rng *rng, const char *isa)
+{
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(2); /* two threads even on one core: the test is of the claims, not the speed */
+#endif
+    static const shape sh[] = {{600, 70, 1100}, {70, 600, 1100}, {300, 200, 130}, {500, 200, 2100}};
+    for (int split = 0; split < 2; split++) {
+    CHECK(tt_gemm_set_split(split ? "shared" : "own") == 0);
+    for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int cd = 0; cd < 2; cd++) {
+                const int M = sh[s].M, N = sh[s].N, K = sh[s].K;
+                const size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+                uint16_t *a = malloc(na * 2), *b = malloc(nb * 2);
+                float *c[2] = {malloc(nc * 4), malloc(nc * 4)}, *c0 = malloc(nc * 4);
+                for (size_t x = 0; x < na; x++) a[x] = tt_f32_to_bf16(rnd(rng));
+                for (size_t x = 0; x < nb; x++) b[x] = tt_f32_to_bf16(rnd(rng));
+                for (size_t x = 0; x < nc; x++) c0[x] = rnd(rng);
+                for (int idle = -1; idle < 2; idle++) {
+                    const long before = tt_gemm_units_stolen();
+                    float *out = c[idle >= 0];
+                    memcpy(out, c0, nc * 4);
+                    tt_gemm_test_idle(idle);
+                    CHECK(tt_gemm(&(tt_gemm_args){.compute = TT_BF16, .A = a, .adt = TT_BF16, .lda = ta ? M : K,
+                                                  .ta = ta, .B = b, .bdt = TT_BF16, .ldb = K, .tb = 1, .C = out,
+                                                  .cdt = cd ? TT_BF16 : TT_F32, .ldc = N, .M = M, .N = N, .K = K,
+                                                  .accumulate = ta}) == 0);
+                    tt_gemm_test_idle(-1);
+                    if (idle < 0) continue;
+                    CHECK_MSG(tt_gemm_units_stolen() > before, "%s %s %dx%dx%d ta=%d: thread %d idle, nothing stolen",
+                              isa, split ? "shared" : "own", M, N, K, ta, idle);
+                    /* a bf16 C holds nc / 2 floats' bytes: compare those */
+                    CHECK_MSG(memcmp(c[0], c[1], cd ? nc * 2 : nc * 4) == 0,
+                              "%s %dx%dx%d ta=%d %s C: thread %d idle, other bits than without", isa, M, N, K, ta,
+                              cd ? "bf16" : "fp32", idle);
+                }
+                free(a), free(b), free(c[0]), free(c[1]), free(c0);
+            }
+    }
+    CHECK(tt_gemm_set_split(NULL) == 0);
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+}
+
 int main(void)
 {
     tt_rng rng = {1234, 0};
@@ -274,6 +329,7 @@ int main(void)
                 check_bf16_out(&rng, isa_names[isa], 70, 64, 2100, t ? TT_BF16 : TT_F32);
             }
         }
+        check_stealing(&rng, isa_names[isa]);
         paths++;
     }
     CHECK(paths >= 1);

@@ -319,6 +319,7 @@ enum { OWN_NONE, OWN_ROWS, OWN_COLS };
 static inline int cdiv(int a, int b) { return (a + b - 1) / b; }
 static inline int round_up(int a, int b) { return cdiv(a, b) * b; }
 static inline int imin(int a, int b) { return a < b ? a : b; }
+static inline int imax(int a, int b) { return a > b ? a : b; }
 
 /* k blocks and panels hold whole granules of k values (zero-padded) */
 static inline int kgran_of(const tt_gemm_impl *im) { return im->kgran ? im->kgran : im->kunit; }
@@ -344,10 +345,11 @@ static int balanced_block(int n, int cap, int unit)
  *
  * Shared blocks (elsewhere): every block of B (kc x nc)
  * and of A (mc x kc) is packed by all threads together, each packing whole
- * panels, and the MR x NR tiles of each (mc, nc) block are dealt out in equal
- * contiguous runs, B panel major. A thread's run then mostly uses the B
- * panels it packed itself, but every A panel, half of them packed by the
- * other thread.
+ * panels, and the MR x NR tiles of each (mc, nc) block are cut in equal
+ * contiguous runs, B panel major, one a thread, claimed as they are done
+ * (see "claims" below). A thread's run then mostly uses the B panels it
+ * packed itself, but every A panel, half of them packed by the other
+ * thread.
  *
  * Why own bands: on the Zen 4 host the two vCPUs sit either on one chiplet
  * or on two (`titan bench peak` prints a cache line's round trip between
@@ -362,8 +364,9 @@ typedef struct {
     char *bbuf;        /* packed B: ncb x kcb; in own bands, T of them, bbytes apart */
     char *abuf;        /* packed A: mcb x kcb, in own bands T of them, abytes apart; with A in place, T
                           row buffers of mr x kcb for ragged edges */
+    int *claims;       /* each band's next unclaimed unit, a set of T per block, one cache line apart (see claim) */
     size_t abytes, bbytes; /* bytes of one packed A block and one B block */
-    size_t a_total, b_total, p_total; /* scratch for A, B and a bf16 C's partial sums */
+    size_t a_total, b_total, p_total, c_total; /* scratch for A, B, a bf16 C's partial sums and the claims */
 } gemm_plan;
 
 static size_t round64(size_t x) { return (x + 63) / 64 * 64; }
@@ -397,12 +400,15 @@ static void pack_rows(const gemm_job *j, int is_a, int row0, int rn, int pc, int
     (is_a && im->pack_a ? im->pack_a : im->pack)(dst, &pa);
 }
 
+/* the first of thread t of T's band of `units` (a static split's) */
+static int band_lo(int units, int t, int T) { return (int)((long)units * t / T); }
+
 /* [*lo, *hi): thread t of T's band of n values, cut in whole units */
 static void band_of(int n, int unit, int t, int T, int *lo, int *hi)
 {
     const int units = cdiv(n, unit);
-    *lo = (int)((long)units * t / T) * unit;
-    *hi = imin((int)((long)units * (t + 1) / T) * unit, n);
+    *lo = band_lo(units, t, T) * unit;
+    *hi = imin(band_lo(units, t + 1, T) * unit, n);
 }
 
 /* Thread t's share of rows [row0, row0 + n) cut in panels of W: whole panels,
@@ -574,6 +580,80 @@ static void block_tiles(const gemm_job *j, const gemm_plan *pl, int t, int ic, i
     }
 }
 
+/* ---- claims: work dealt out as it is done ---------------------------------
+ *
+ * The threads' work is not dealt once but claimed. A stretch of `units`
+ * (tiles of a shared block, panels of an own band) is cut in T bands as a
+ * static split would cut it, band b [units * b / T, units * (b + 1) / T),
+ * each with a counter saying how far it has been claimed. Each thread claims
+ * its own band first and then what the others have left, so a thread the host
+ * slows (the hypervisor runs the VM's vCPUs beside other guests; a laptop
+ * runs other programs) hands the rest of its band over instead of holding
+ * the others at the next barrier. Who computes a tile changes nothing in its
+ * sums. A claim takes all but the band's last eighth at once, then `tail`
+ * units at a time (tail 0: the band whole). */
+
+#define CLAIM_STRIDE (64 / (int)sizeof(int)) /* one counter a cache line */
+
+/* testing hooks (tt_gemm_test_idle): the thread that takes no work of its own, and the units stolen so far */
+static int g_idle_thread = -1;
+static long g_units_stolen;
+
+/* band b's counter in counter set `set` (a block's, or a stage's ic block's) */
+static int *claim_counter(const gemm_plan *pl, int set, int b) { return pl->claims + ((size_t)set * pl->T + b) * CLAIM_STRIDE; }
+
+/* Thread t sets its band's counter in `set` to the band's start; the others
+ * may claim from it once a barrier has passed. */
+static void claims_open(const gemm_plan *pl, int set, int t, int units)
+{
+    __atomic_store_n(claim_counter(pl, set, t), band_lo(units, t, pl->T), __ATOMIC_RELAXED);
+}
+
+/* a spinning thread's pause, which leaves the core to its sibling */
+static inline void spin_pause(void)
+{
+#ifdef TT_GEMM_X86
+    __builtin_ia32_pause();
+#endif
+}
+
+/* The testing hook: thread t waits until the others have claimed all of its band of `units` in `set` */
+static void idle_if_asked(const gemm_plan *pl, int set, int t, int units)
+{
+    if (pl->T < 2 || __atomic_load_n(&g_idle_thread, __ATOMIC_RELAXED) != t) return;
+    while (__atomic_load_n(claim_counter(pl, set, t), __ATOMIC_RELAXED) < band_lo(units, t + 1, pl->T)) spin_pause();
+}
+
+/* Units [*at, *at + n) claimed by thread t from band b of `units` in `set`,
+ * or 0 when none are left */
+static int claim(const gemm_plan *pl, int set, int t, int b, int units, int tail, int *at)
+{
+    int *pos = claim_counter(pl, set, b);
+    const int lo = band_lo(units, b, pl->T), hi = band_lo(units, b + 1, pl->T);
+    int p = __atomic_load_n(pos, __ATOMIC_RELAXED);
+    while (p < hi) {
+        const int head = tail ? hi - lo - imax(tail, (hi - lo) / 8) : hi - lo;
+        const int n = imin(p == lo && head > 0 ? head : imax(tail, 1), hi - p);
+        if (__atomic_compare_exchange_n(pos, &p, p + n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            if (b != t) __atomic_fetch_add(&g_units_stolen, n, __ATOMIC_RELAXED);
+            *at = p;
+            return n;
+        }
+    }
+    return 0;
+}
+
+/* The tiles of block (ic, mc) x (jc, nc) at pc, claimed in set `set` from
+ * band b (packed A at ap0, B at bp0) */
+static void claim_tiles(const gemm_job *j, const gemm_plan *pl, int set, int t, int b, int ic, int mc, int jc,
+                        int nc, int pc, int kc)
+{
+    const int npi = cdiv(mc, j->im->mr), ntile = cdiv(nc, j->im->nr) * npi;
+    int at, got;
+    while ((got = claim(pl, set, t, b, ntile, npi, &at)))
+        block_tiles(j, pl, t, ic, mc, jc, nc, pc, kc, pl->abuf, pl->bbuf, at, at + got);
+}
+
 /* Thread t of T on shared blocks: the BLIS loop nest. For each nc block of
  * columns and kc block of k, pack B (kc x nc) together; then for each mc
  * block of rows pack A (mc x kc, it stays in L2) together and sweep this
@@ -588,31 +668,37 @@ static void gemm_thread_shared(const gemm_job *j, const gemm_plan *pl, int t)
         for (int pc = 0; pc < j->K; pc += pl->kcb) {
             const int kc = imin(pl->kcb, j->K - pc);
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
-            if (j->a_rows) barrier(T); /* the B block is whole */
+            if (j->a_rows) {
+                /* no wait between the A blocks: each has its own counters */
+                for (int ic = 0, set = 0; ic < j->M; ic += pl->mcb, set++)
+                    claims_open(pl, set, t, npj * cdiv(imin(pl->mcb, j->M - ic), im->mr));
+                barrier(T); /* the B block is whole, the counters set */
+                for (int ic = 0, set = 0; ic < j->M; ic += pl->mcb, set++)
+                    idle_if_asked(pl, set, t, npj * cdiv(imin(pl->mcb, j->M - ic), im->mr));
+                for (int r = 0; r < T; r++) /* this thread's bands in every A block, then the others' */
+                    for (int ic = 0, set = 0; ic < j->M; ic += pl->mcb, set++)
+                        claim_tiles(j, pl, set, t, (t + r) % T, ic, imin(pl->mcb, j->M - ic), jc, nc, pc, kc);
+                barrier(T); /* everyone is done with the B block */
+                continue;
+            }
             for (int ic = 0; ic < j->M; ic += pl->mcb) {
                 const int mc = imin(pl->mcb, j->M - ic), ntile = npj * cdiv(mc, im->mr);
-                if (!j->a_rows) {
-                    pack_share(j, 1, ic, mc, pc, kc, pl->abuf, t, T);
-                    barrier(T); /* the A block (and, the first time, the B block) is whole */
-                }
-                block_tiles(j, pl, t, ic, mc, jc, nc, pc, kc, pl->abuf, pl->bbuf, (int)((long)ntile * t / T),
-                            (int)((long)ntile * (t + 1) / T));
-                if (!j->a_rows) barrier(T); /* everyone is done with the A block (and the B block, after the last) */
+                pack_share(j, 1, ic, mc, pc, kc, pl->abuf, t, T);
+                claims_open(pl, 0, t, ntile);
+                barrier(T); /* the A block (and, the first time, the B block) is whole */
+                idle_if_asked(pl, 0, t, ntile);
+                for (int r = 0; r < T; r++) claim_tiles(j, pl, 0, t, (t + r) % T, ic, mc, jc, nc, pc, kc);
+                barrier(T); /* everyone is done with the A block (and the B block, after the last) */
             }
-            if (j->a_rows) barrier(T); /* everyone is done with the B block */
         }
     }
 }
 
-/* Thread t of T on its own band of C (OWN_ROWS or OWN_COLS): the same loop
- * nest over the band, every block packed into this thread's buffers, no
- * waits. */
-static void gemm_thread_own(const gemm_job *j, const gemm_plan *pl, int t)
+/* Thread t on rows [m0, m1) and columns [n0, n1) of C alone: the same loop
+ * nest, every block packed into this thread's buffers, no waits. */
+static void own_range(const gemm_job *j, const gemm_plan *pl, int t, int m0, int m1, int n0, int n1)
 {
     const tt_gemm_impl *im = j->im;
-    int m0 = 0, m1 = j->M, n0 = 0, n1 = j->N;
-    if (j->own == OWN_ROWS) band_of(j->M, im->mr, t, pl->T, &m0, &m1);
-    else band_of(j->N, im->nr, t, pl->T, &n0, &n1);
     char *abuf = pl->abuf + (size_t)t * pl->abytes, *bbuf = pl->bbuf + (size_t)t * pl->bbytes;
     for (int jc = n0; jc < n1; jc += pl->ncb) {
         const int nc = imin(pl->ncb, n1 - jc), npj = cdiv(nc, im->nr);
@@ -627,6 +713,39 @@ static void gemm_thread_own(const gemm_job *j, const gemm_plan *pl, int t)
         }
     }
 }
+
+/* The fewest columns a claim of an own band takes once its head is gone */
+#define OWN_TAIL_CLAIM 128
+
+/* Thread t of T on the own bands (OWN_ROWS or OWN_COLS), their panels
+ * claimed. A claim costs its own pass over the operand every band reads, so
+ * where that one is packed (all of B for bands of rows, all of A for bands of
+ * columns unless A is read in place) a band is claimed whole: measured on
+ * Zen 4 (bench_gemm_blocks), packing it a few times more cost the weight
+ * gradients 2-12% of their time, more than the threads' spread on a quiet
+ * host. Where the bands copy nothing (columns, A in place) the tail goes
+ * OWN_TAIL_CLAIM columns at a time. */
+static void gemm_thread_own(const gemm_job *j, const gemm_plan *pl, int t)
+{
+    const tt_gemm_impl *im = j->im;
+    const int rows = j->own == OWN_ROWS, unit = rows ? im->mr : im->nr, n = rows ? j->M : j->N;
+    const int units = cdiv(n, unit), tail = !rows && j->a_rows ? cdiv(OWN_TAIL_CLAIM, unit) : 0;
+    claims_open(pl, 0, t, units);
+    barrier(pl->T); /* every band's counter is set */
+    idle_if_asked(pl, 0, t, units);
+    for (int r = 0; r < pl->T; r++) {
+        int at, got;
+        while ((got = claim(pl, 0, t, (t + r) % pl->T, units, tail, &at))) {
+            const int v0 = at * unit, v1 = imin((at + got) * unit, n);
+            if (rows) own_range(j, pl, t, v0, v1, 0, j->N);
+            else own_range(j, pl, t, 0, j->M, v0, v1);
+        }
+    }
+}
+
+void tt_gemm_test_idle(int thread) { __atomic_store_n(&g_idle_thread, thread, __ATOMIC_RELAXED); }
+
+long tt_gemm_units_stolen(void) { return __atomic_load_n(&g_units_stolen, __ATOMIC_RELAXED); }
 
 static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
 {
@@ -817,8 +936,11 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
     pl->a_total = (j->own || j->a_rows ? (size_t)nt : 1) * pl->abytes;
     pl->b_total = (j->own ? (size_t)nt : 1) * pl->bbytes;
     /* a bf16 C summed over several k blocks keeps its partial sums in fp32 */
-    pl->p_total = j->cdt == TT_BF16 && j->K > pl->kcb ? (size_t)j->M * j->N * sizeof(float) : 0;
-    return pl->a_total + pl->b_total + pl->p_total;
+    pl->p_total = j->cdt == TT_BF16 && j->K > pl->kcb ? round64((size_t)j->M * j->N * sizeof(float)) : 0;
+    /* claim counters: a set per block, or with A in place in shared blocks, per A block of a stage */
+    const size_t sets = !j->own && j->a_rows ? (size_t)cdiv(j->M, pl->mcb) : 1;
+    pl->c_total = sets * nt * CLAIM_STRIDE * sizeof(int);
+    return pl->a_total + pl->b_total + pl->p_total + pl->c_total;
 }
 
 /* The job's blocks in scratch buffer buf */
@@ -826,6 +948,7 @@ static void gemm_bind(gemm_job *j, gemm_plan *pl, char *buf)
 {
     pl->bbuf = buf, pl->abuf = buf + pl->b_total;
     j->part = pl->p_total ? (float *)(buf + pl->a_total + pl->b_total) : NULL;
+    pl->claims = pl->c_total ? (int *)(buf + pl->a_total + pl->b_total + pl->p_total) : NULL;
 }
 
 static tt_err gemm_run(gemm_job *j)

@@ -125,6 +125,17 @@ tt_err tt_gemm_set_tile(const char *name);
  * first call), or tt_gemm_set_split does (NULL: back to the variable's or
  * auto; not while another thread is inside a GEMM). */
 tt_err tt_gemm_set_split(const char *name);
+/* Either way each thread's share (its band of C, or its run of a block's
+ * tiles) is claimed as it goes, and a thread done with its own claims what
+ * the others have left, so one the host slows hands its work over (own bands
+ * whose claims would pack the operand both bands read once more are claimed
+ * whole). Testing: tt_gemm_test_idle(t) has thread t of the next products
+ * wait, before each share it would take, until the others have claimed all
+ * of it (-1: none; not while another thread is inside a GEMM);
+ * tt_gemm_units_stolen counts the units (tiles, or panels of an own band)
+ * claimed from another thread's share since the program started. */
+void tt_gemm_test_idle(int thread);
+long tt_gemm_units_stolen(void);
 /* The register tile (rows x columns of C) a product of N columns computed
  * in `compute` takes next. */
 void tt_gemm_tile(tt_dtype compute, int N, int *mr, int *nr);
