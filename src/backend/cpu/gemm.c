@@ -623,6 +623,15 @@ static int own_split(const gemm_job *j, int nt)
     return cols_ok ? OWN_COLS : OWN_NONE;
 }
 
+/* From this many columns of C a thread, A is packed even where it could be
+ * read in place: the kernel reads a packed panel as one stream, where in
+ * place it reads mr rows a row stride apart, and the copy is spread over
+ * that many columns. Measured on Zen 4 (bench_gemm_blocks, pairs of calls),
+ * the llama_768 step's products with N of 2,048 to 50,304 on two threads
+ * ran 1.6-3.7% faster packed in bf16 and 1.4-2.6% in fp32; packing A in
+ * every product cost those with N 768 up to 4.4%. */
+#define A_PACK_MIN_COLS 1024
+
 /* The blocking of job j on nt threads, how A is read (in place or packed)
  * and how the threads share it (own bands or shared blocks), and the scratch
  * bytes it needs (returned). */
@@ -634,12 +643,14 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
     /* A is read in place when it is stored k-contiguous in exactly the packed
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
      * bf16 ones, and whole k granules: no k block then needs padding), so
-     * packing it would only copy it. */
+     * packing it would only copy it, and when the threads' columns are few
+     * enough (A_PACK_MIN_COLS) that the copy would cost more than it saves. */
     const size_t aes = tt_dtype_size(j->adt);
     j->a_rows = im->kern_rows && !j->ta && !j->round &&
                 (im->kunit == 1 ? j->adt == TT_F32
                                 : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&
-                                      ((uintptr_t)j->A & 3) == 0);
+                                      ((uintptr_t)j->A & 3) == 0) &&
+                j->N < A_PACK_MIN_COLS * nt;
     j->own = own_split(j, nt);
     /* the blocks are cut from a thread's band in own bands, from all of C otherwise */
     const int rows = j->own == OWN_ROWS ? cdiv(cdiv(j->M, im->mr), nt) * im->mr : j->M;
