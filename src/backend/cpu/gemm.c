@@ -632,6 +632,15 @@ static int own_split(const gemm_job *j, int nt)
  * every product cost those with N 768 up to 4.4%. */
 #define A_PACK_MIN_COLS 1024
 
+/* Addresses this many bytes apart fall in the same L1 set (32 KB of 8 ways
+ * on Zen 4; 48 KB of 12 on Zen 5 and recent Intel cores). An A read in place
+ * with a row stride that is a multiple of it has the kernel's mr rows
+ * (12) in one set, more than its ways: on Zen 4 the llama_768 step's down
+ * projection forward (K 2048, rows 4 KB apart) and gate/up input gradient
+ * (K 4096) ran 2.4-23% faster with A packed, the same shapes with K 2064 and
+ * 4112 4% slower (bench_gemm_blocks, performance-changes.md). */
+#define L1_SET_STRIDE 4096
+
 /* The blocking of job j on nt threads, how A is read (in place or packed)
  * and how the threads share it (own bands or shared blocks), and the scratch
  * bytes it needs (returned). */
@@ -643,14 +652,15 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
     /* A is read in place when it is stored k-contiguous in exactly the packed
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
      * bf16 ones, and whole k granules: no k block then needs padding), so
-     * packing it would only copy it, and when the threads' columns are few
-     * enough (A_PACK_MIN_COLS) that the copy would cost more than it saves. */
+     * packing it would only copy it, when the threads' columns are few
+     * enough (A_PACK_MIN_COLS) that the copy would cost more than it saves,
+     * and when its rows do not all fall in one L1 set (L1_SET_STRIDE). */
     const size_t aes = tt_dtype_size(j->adt);
     j->a_rows = im->kern_rows && !j->ta && !j->round &&
                 (im->kunit == 1 ? j->adt == TT_F32
                                 : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&
                                       ((uintptr_t)j->A & 3) == 0) &&
-                j->N < A_PACK_MIN_COLS * nt;
+                j->N < A_PACK_MIN_COLS * nt && ((size_t)j->lda * aes) % L1_SET_STRIDE != 0;
     j->own = own_split(j, nt);
     /* the blocks are cut from a thread's band in own bands, from all of C otherwise */
     const int rows = j->own == OWN_ROWS ? cdiv(cdiv(j->M, im->mr), nt) * im->mr : j->M;
