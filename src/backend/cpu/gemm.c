@@ -363,14 +363,16 @@ static int claim(const gemm_plan *pl, int set, int t, int b, int units, int tail
     return 0;
 }
 
+/* the MR x NR tiles of an mc x nc block of C */
+static int block_ntile(const tt_gemm_impl *im, int mc, int nc) { return cdiv(mc, im->mr) * cdiv(nc, im->nr); }
+
 /* The tiles of block (ic, mc) x (jc, nc) at pc, claimed in set `set` from
  * band b (packed A at ap0, B at bp0) */
 static void claim_tiles(const gemm_job *j, const gemm_plan *pl, int set, int t, int b, int ic, int mc, int jc,
                         int nc, int pc, int kc)
 {
-    const int npi = cdiv(mc, j->im->mr), ntile = cdiv(nc, j->im->nr) * npi;
-    int at, got;
-    while ((got = claim(pl, set, t, b, ntile, npi, &at)))
+    int at, got; /* after the head, a B panel's tiles a claim */
+    while ((got = claim(pl, set, t, b, block_ntile(j->im, mc, nc), cdiv(mc, j->im->mr), &at)))
         block_tiles(j, pl, t, ic, mc, jc, nc, pc, kc, pl->abuf, pl->bbuf, at, at + got);
 }
 
@@ -384,17 +386,17 @@ static void gemm_thread_shared(const gemm_job *j, const gemm_plan *pl, int t)
     const tt_gemm_impl *im = j->im;
     const int T = pl->T;
     for (int jc = 0; jc < j->N; jc += pl->ncb) {
-        const int nc = imin(pl->ncb, j->N - jc), npj = cdiv(nc, im->nr);
+        const int nc = imin(pl->ncb, j->N - jc);
         for (int pc = 0; pc < j->K; pc += pl->kcb) {
             const int kc = imin(pl->kcb, j->K - pc);
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
             if (j->a_rows) {
                 /* no wait between the A blocks: each has its own counters */
                 for (int ic = 0, set = 0; ic < j->M; ic += pl->mcb, set++)
-                    claims_open(pl, set, t, npj * cdiv(imin(pl->mcb, j->M - ic), im->mr));
+                    claims_open(pl, set, t, block_ntile(im, imin(pl->mcb, j->M - ic), nc));
                 barrier(T); /* the B block is whole, the counters set */
                 for (int ic = 0, set = 0; ic < j->M; ic += pl->mcb, set++)
-                    idle_if_asked(pl, set, t, npj * cdiv(imin(pl->mcb, j->M - ic), im->mr));
+                    idle_if_asked(pl, set, t, block_ntile(im, imin(pl->mcb, j->M - ic), nc));
                 for (int r = 0; r < T; r++) /* this thread's bands in every A block, then the others' */
                     for (int ic = 0, set = 0; ic < j->M; ic += pl->mcb, set++)
                         claim_tiles(j, pl, set, t, (t + r) % T, ic, imin(pl->mcb, j->M - ic), jc, nc, pc, kc);
@@ -402,7 +404,7 @@ static void gemm_thread_shared(const gemm_job *j, const gemm_plan *pl, int t)
                 continue;
             }
             for (int ic = 0; ic < j->M; ic += pl->mcb) {
-                const int mc = imin(pl->mcb, j->M - ic), ntile = npj * cdiv(mc, im->mr);
+                const int mc = imin(pl->mcb, j->M - ic), ntile = block_ntile(im, mc, nc);
                 pack_share(j, 1, ic, mc, pc, kc, pl->abuf, t, T);
                 claims_open(pl, 0, t, ntile);
                 barrier(T); /* the A block (and, the first time, the B block) is whole */
@@ -421,14 +423,14 @@ static void own_range(const gemm_job *j, const gemm_plan *pl, int t, int m0, int
     const tt_gemm_impl *im = j->im;
     char *abuf = pl->abuf + (size_t)t * pl->abytes, *bbuf = pl->bbuf + (size_t)t * pl->bbytes;
     for (int jc = n0; jc < n1; jc += pl->ncb) {
-        const int nc = imin(pl->ncb, n1 - jc), npj = cdiv(nc, im->nr);
+        const int nc = imin(pl->ncb, n1 - jc);
         for (int pc = 0; pc < j->K; pc += pl->kcb) {
             const int kc = imin(pl->kcb, j->K - pc);
             pack_rows(j, 0, jc, nc, pc, kc, bbuf);
             for (int ic = m0; ic < m1; ic += pl->mcb) {
                 const int mc = imin(pl->mcb, m1 - ic);
                 if (!j->a_rows) pack_rows(j, 1, ic, mc, pc, kc, abuf);
-                block_tiles(j, pl, t, ic, mc, jc, nc, pc, kc, abuf, bbuf, 0, npj * cdiv(mc, im->mr));
+                block_tiles(j, pl, t, ic, mc, jc, nc, pc, kc, abuf, bbuf, 0, block_ntile(im, mc, nc));
             }
         }
     }

@@ -158,7 +158,7 @@ tt_err tt_gemm_set_tile(const char *name) { return mode_set(&g_tile, name, "tt_g
 
 static int cpu_is_intel(void)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef TT_GEMM_X86
     return __builtin_cpu_is("intel");
 #else
     return 0;
