@@ -6,7 +6,9 @@
  * sharing a product between the threads (tt_gemm_set_split); with --b-bf16-weights, B reads a bf16 copy of
  * each fp32 weight operand, made before the calls (what a bf16 weight store
  * kept once a step would hand the GEMM), where A packs the fp32 weights into
- * bf16 panels in each call.
+ * bf16 panels in each call. With --a-scratch-out, A sums a bf16 C's tiles in
+ * scratch and rounds them after (tt_gemm_set_out16(0)), where B's kernel
+ * rounds its whole tiles into C.
  * On a shared host whose speed drifts over seconds, whole-process A/B runs
  * (titan bench gemm once with TITAN_GEMM_L2=1M, once without) differ by more
  * than the blocks do; pairs of calls a few ms apart see the same machine, so
@@ -14,7 +16,7 @@
  * alternates (A then B, B then A), so neither side always runs second.
  *
  *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [--a-tile T] [--b-tile T]
- *                     [--a-split S] [--b-split S] [--b-bf16-weights] [--cold] [MxNxK:op ...]
+ *                     [--a-split S] [--b-split S] [--b-bf16-weights] [--a-scratch-out] [--cold] [MxNxK:op ...]
  *
  * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
  * 1024 tokens, vocab 50304, the head's three products over all 1024 rows at once, as cross_entropy.c's one block of
@@ -83,16 +85,17 @@ static void *filled(size_t n, tt_dtype dt, unsigned *seed)
 }
 
 /* one side of the comparison: an L2 size for the blocks (0: the CPU's), a tile and a split (NULL: the default),
- * and whether fp32 weights are read as a bf16 copy */
+ * whether fp32 weights are read as a bf16 copy, and whether a bf16 C is rounded after, from scratch */
 typedef struct {
     long l2;
     const char *tile, *split;
-    int bf16_weights;
+    int bf16_weights, scratch_out;
 } side;
 
 static void set_side(const side *x)
 {
     tt_gemm_set_l2(x->l2);
+    tt_gemm_set_out16(!x->scratch_out);
     if (tt_gemm_set_tile(x->tile) || tt_gemm_set_split(x->split)) {
         fprintf(stderr, "bench_gemm_blocks: %s\n", tt_last_error());
         exit(2);
@@ -160,13 +163,14 @@ static int run(const shape *s, int reps, const side *sa, const side *sb, double 
 int main(int argc, char **argv)
 {
     int reps = 0, f32 = 0;
-    side sa = {1L << 20, NULL, NULL, 0}, sb = {0, NULL, NULL, 0};
+    side sa = {1L << 20, NULL, NULL, 0, 0}, sb = {0, NULL, NULL, 0, 0};
     shape given[64];
     int n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--f32")) f32 = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--b-bf16-weights")) sb.bf16_weights = 1;
+        else if (!strcmp(argv[i], "--a-scratch-out")) sa.scratch_out = 1;
         else if (!strcmp(argv[i], "--cold")) g_flush_bytes = 256u << 20;
         else if ((!strcmp(argv[i], "--a-l2") || !strcmp(argv[i], "--b-l2")) && i + 1 < argc) {
             char *end;
@@ -213,8 +217,9 @@ int main(int argc, char **argv)
     const shape *list = given;
     const tt_dtype cd = f32 ? TT_F32 : TT_BF16;
     set_side(&sa);
-    printf("A: the blocks for %s (scale %d), path %s, split %s", sa.l2 ? "the L2 given" : "this CPU's L2",
-           tt_gemm_block_scale(cd), tt_gemm_path_name(cd), sa.split ? sa.split : "default");
+    printf("A: the blocks for %s (scale %d), path %s, split %s%s", sa.l2 ? "the L2 given" : "this CPU's L2",
+           tt_gemm_block_scale(cd), tt_gemm_path_name(cd), sa.split ? sa.split : "default",
+           sa.scratch_out ? ", a bf16 C rounded from scratch" : "");
     set_side(&sb);
     printf("; B: for %s (scale %d), path %s, split %s%s; %s operands%s; pairs of calls alternated\n",
            sb.l2 ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(cd), tt_gemm_path_name(cd),

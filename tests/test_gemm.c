@@ -97,7 +97,7 @@ static void check_bf16_out(tt_rng *rng, const char *isa, int M, int N, int K, tt
 {
     const size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
     float *a = malloc(na * 4), *b = malloc(nb * 4), *cf = malloc(nc * 4);
-    uint16_t *c = malloc(nc * 2), *c0 = malloc(nc * 2);
+    uint16_t *c = malloc(nc * 2), *c0 = malloc(nc * 2), *c2 = malloc(nc * 2);
     for (size_t x = 0; x < na; x++) a[x] = rnd(rng);
     for (size_t x = 0; x < nb; x++) b[x] = rnd(rng);
     for (size_t x = 0; x < nc; x++) c0[x] = tt_f32_to_bf16(rnd(rng));
@@ -108,6 +108,16 @@ static void check_bf16_out(tt_rng *rng, const char *isa, int M, int N, int K, tt
         CHECK(tt_gemm(&(tt_gemm_args){.compute = compute, .A = a, .adt = TT_F32, .lda = K, .B = b, .bdt = TT_F32,
                                       .ldb = N, .C = c, .cdt = TT_BF16, .ldc = N, .M = M, .N = N, .K = K,
                                       .accumulate = acc}) == 0);
+        /* the kernel's own rounding into C (where the path has it) and the sums in scratch rounded after: the
+         * same bits */
+        memcpy(c2, c0, nc * 2);
+        tt_gemm_set_out16(0);
+        CHECK(tt_gemm(&(tt_gemm_args){.compute = compute, .A = a, .adt = TT_F32, .lda = K, .B = b, .bdt = TT_F32,
+                                      .ldb = N, .C = c2, .cdt = TT_BF16, .ldc = N, .M = M, .N = N, .K = K,
+                                      .accumulate = acc}) == 0);
+        tt_gemm_set_out16(1);
+        CHECK_MSG(memcmp(c, c2, nc * 2) == 0, "%s %s -> bf16 C %dx%dx%d acc=%d: rounded in the kernel and after differ",
+                  isa, tt_dtype_name(compute), M, N, K, acc);
         size_t off = 0, far = 0;
         for (size_t x = 0; x < nc; x++) {
             const float want = tt_bf16_to_f32(tt_f32_to_bf16(cf[x])), got = tt_bf16_to_f32(c[x]);
@@ -122,7 +132,59 @@ static void check_bf16_out(tt_rng *rng, const char *isa, int M, int N, int K, tt
         CHECK_MSG(far == 0 && off <= 2 + nc / 1000, "%s %s -> bf16 C %dx%dx%d acc=%d: %zu of %zu differ, %zu by more than an ulp",
                   isa, tt_dtype_name(compute), M, N, K, acc, off, nc, far);
     }
-    free(a), free(b), free(cf), free(c), free(c0);
+    free(a), free(b), free(cf), free(c), free(c0), free(c2);
+}
+
+/* Adding a zero product into a bf16 C keeps its bits, denormals included:
+ * the one rounding is tt_f32_to_bf16's, which keeps them (the hardware's
+ * vcvtneps2bf16 flushes them to zero), on whole tiles and ragged ones, in
+ * one k block and after several. */
+static void check_bf16_keeps(tt_rng *rng, const char *isa, int M, int N, int K, tt_dtype compute)
+{
+    const size_t nc = (size_t)M * N;
+    float *a = calloc((size_t)M * K, 4), *b = malloc((size_t)K * N * 4);
+    uint16_t *c = malloc(nc * 2), *c0 = malloc(nc * 2);
+    for (size_t x = 0; x < (size_t)K * N; x++) b[x] = rnd(rng);
+    for (size_t x = 0; x < nc; x++) /* denormals (exponent 0, mantissa 1..127), either sign, and normal values */
+        c0[x] = x % 3 ? (uint16_t)((x % 2) << 15 | (1 + x % 127)) : tt_f32_to_bf16(1.0f + rnd(rng));
+    memcpy(c, c0, nc * 2);
+    CHECK(tt_gemm(&(tt_gemm_args){.compute = compute, .A = a, .adt = TT_F32, .lda = K, .B = b, .bdt = TT_F32,
+                                  .ldb = N, .C = c, .cdt = TT_BF16, .ldc = N, .M = M, .N = N, .K = K,
+                                  .accumulate = 1}) == 0);
+    size_t off = 0;
+    for (size_t x = 0; x < nc; x++) off += c[x] != c0[x];
+    CHECK_MSG(off == 0, "%s %s -> bf16 C %dx%dx%d plus a zero product: %zu of %zu values changed", isa,
+              tt_dtype_name(compute), M, N, K, off, nc);
+    free(a), free(b), free(c), free(c0);
+}
+
+/* The order of a bf16 C's one rounding, on a product made to tell orders
+ * apart: the first k block sums 2^24 (64 products of 2^18), the last 0.75,
+ * and C holds -2^24. Summed in the order store_bf16 (gemm.c) and the
+ * kernels keep, (0.75 + 2^24) + -2^24, fp32's rounding at 2^24 (a step of 2)
+ * leaves 0; adding C first, (0.75 + -2^24) + 2^24, would leave 1. */
+static void check_bf16_order(const char *isa, int M, int N, int K, tt_dtype compute)
+{
+    const size_t nc = (size_t)M * N;
+    float *a = calloc((size_t)M * K, 4), *b = calloc((size_t)K * N, 4);
+    uint16_t *c = malloc(nc * 2);
+    for (int i = 0; i < M; i++) {
+        for (int k = 0; k < 64; k++) a[(size_t)i * K + k] = 1;
+        a[(size_t)i * K + K - 1] = 1;
+    }
+    for (int col = 0; col < N; col++) {
+        for (int k = 0; k < 64; k++) b[(size_t)k * N + col] = 262144.0f;
+        b[(size_t)(K - 1) * N + col] = 0.75f;
+    }
+    for (size_t x = 0; x < nc; x++) c[x] = tt_f32_to_bf16(-16777216.0f);
+    CHECK(tt_gemm(&(tt_gemm_args){.compute = compute, .A = a, .adt = TT_F32, .lda = K, .B = b, .bdt = TT_F32,
+                                  .ldb = N, .C = c, .cdt = TT_BF16, .ldc = N, .M = M, .N = N, .K = K,
+                                  .accumulate = 1}) == 0);
+    size_t off = 0;
+    for (size_t x = 0; x < nc; x++) off += c[x] != 0;
+    CHECK_MSG(off == 0, "%s %s -> bf16 C %dx%dx%d: %zu of %zu sums not rounded in store_bf16's order", isa,
+              tt_dtype_name(compute), M, N, K, off, nc);
+    free(a), free(b), free(c);
 }
 
 /* One shape on the current path: fp32, bf16 and mixed, 4 transposes, acc 0/1. */
@@ -327,6 +389,9 @@ int main(void)
                 check_bf16_out(&rng, isa_names[isa], 3, 130, 90, t ? TT_BF16 : TT_F32);
                 /* whole tiles down a B panel in runs (AMX's kern_col) over three k blocks */
                 check_bf16_out(&rng, isa_names[isa], 70, 64, 2100, t ? TT_BF16 : TT_F32);
+                check_bf16_keeps(&rng, isa_names[isa], 37, 70, 50, t ? TT_BF16 : TT_F32);
+                check_bf16_keeps(&rng, isa_names[isa], 40, 96, 2500, t ? TT_BF16 : TT_F32);
+                check_bf16_order(isa_names[isa], 30, 70, 4200, t ? TT_BF16 : TT_F32);
             }
         }
         check_stealing(&rng, isa_names[isa]);

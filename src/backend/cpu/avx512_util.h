@@ -98,16 +98,29 @@ __attribute__((target("avx512f"))) static inline __m512 bf16_widen(__m256i h)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* 16 fp32 values rounded to bf16 and back (round to nearest even, NaN kept
- * quiet, denormals kept): tt_gemm_round_bf16 in integers, AVX-512F only */
-__attribute__((target("avx512f"))) static inline __m512 round_bf16_ps(__m512 v)
+/* 16 fp32 values rounded to bf16 (round to nearest even, NaN kept quiet,
+ * denormals kept: tt_gemm_round_bf16 in integers, AVX-512F only), each word's
+ * top half the bf16 value and its low half what rounding left there */
+__attribute__((target("avx512f"))) static inline __m512i bf16_round_words(__m512 v)
 {
     const __m512i x = _mm512_castps_si512(v);
     const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+    const __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, x, _mm512_set1_epi32(0x00400000));
-    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+    return _mm512_mask_or_epi32(r, nan, x, _mm512_set1_epi32(0x00400000));
+}
+
+/* the same rounded to bf16 and back to fp32 */
+__attribute__((target("avx512f"))) static inline __m512 round_bf16_ps(__m512 v)
+{
+    return _mm512_castsi512_ps(_mm512_and_si512(bf16_round_words(v), _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+/* the same as 16 bf16 values, bit for bit tt_bf16_bits (vcvtneps2bf16 would
+ * flush denormals to zero) */
+__attribute__((target("avx512f"))) static inline __m256i bf16x16_exact(__m512 v)
+{
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_round_words(v), 16));
 }
 
 /* 16 pairs of bf16 as 32-bit words: lo's value in the low half of each */

@@ -31,6 +31,7 @@ typedef struct {
     int M, N, K, accumulate;
     int a_rows;  /* A is read in place by kern_rows (see gemm_plan_for), not packed */
     int own;     /* OWN_ROWS, OWN_COLS: each thread computes its own band of C alone (see gemm_thread_own) */
+    int out16;   /* a bf16 C's whole tiles rounded into C by im->kern_out16 in the last k block */
 } gemm_job;
 
 /* How the threads share a product (gemm_job.own) */
@@ -213,9 +214,16 @@ static inline void tile(const gemm_job *j, int ks, const char *ap, long alda, co
     long lds;
     int beta;
     float *sum = sums_at(j, row, col, kbeta, last, &lds, &beta);
-    if (sum && mm == im->mr && nn == im->nr) {
-        kern(im, ks, ap, alda, bp, sum, lds, beta);
-        return;
+    if (mm == im->mr && nn == im->nr) {
+        if (sum) {
+            kern(im, ks, ap, alda, bp, sum, lds, beta);
+            return;
+        }
+        if (j->out16) { /* the rounding into C in the kernel, as round_out's */
+            im->kern_out16(ks, ap, alda, bp, (uint16_t *)j->C + (size_t)row * j->ldc + col, j->ldc,
+                           kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, j->accumulate);
+            return;
+        }
     }
     kern(im, ks, ap, alda, bp, tmp, im->nr, 0); /* a ragged edge, or a bf16 C's last k block */
     if (sum) put_tile(sum, lds, tmp, im->nr, mm, nn, beta);
@@ -466,6 +474,11 @@ static void gemm_thread_own(const gemm_job *j, const gemm_plan *pl, int t)
 }
 
 void tt_gemm_test_idle(int thread) { __atomic_store_n(&g_idle_thread, thread, __ATOMIC_RELAXED); }
+
+/* tt_gemm_set_out16's switch: off, a bf16 C's last k block goes through scratch on every path */
+static int g_out16 = 1;
+
+void tt_gemm_set_out16(int on) { __atomic_store_n(&g_out16, on != 0, __ATOMIC_RELAXED); }
 
 long tt_gemm_units_stolen(void) { return __atomic_load_n(&g_units_stolen, __ATOMIC_RELAXED); }
 
@@ -755,6 +768,7 @@ static gemm_job job_of(const tt_gemm_args *g)
         .accumulate = g->accumulate != 0,
     };
     j.im = tt_gemm_pick_impl(g->compute, g->N, &j.round);
+    j.out16 = j.cdt == TT_BF16 && j.im->kern_out16 && __atomic_load_n(&g_out16, __ATOMIC_RELAXED);
     return j;
 }
 

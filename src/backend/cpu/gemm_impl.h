@@ -40,6 +40,13 @@ typedef void (*tt_gemm_kern_rows_fn)(int ksteps, const void *a, long lda, const 
  * else rows in place with stride lda words), its C at c + i * mr * ldc. */
 typedef void (*tt_gemm_kern_col_fn)(int ksteps, int g, const void *a, long lda, size_t astride, const void *b,
                                     float *c, long ldc, int accumulate);
+/* The kernel's full tile of a bf16 C in its last k block: the sums, plus
+ * part's fp32 partial sums of earlier k blocks (row stride ldp; NULL: none),
+ * plus c's old values when `accumulate`, rounded once to bf16 into c (row
+ * stride ldc) as tt_bf16_bits rounds. A packed when lda is 0, else rows in
+ * place with stride lda words. */
+typedef void (*tt_gemm_kern_out16_fn)(int ksteps, const void *a, long lda, const void *b, uint16_t *c, long ldc,
+                                      const float *part, long ldp, int accumulate);
 /* Packs p->rn rows into ceil(rn / W) panels at dst, each kpad * W values. */
 typedef void (*tt_gemm_pack_fn)(void *dst, const tt_gemm_pack_args *p);
 
@@ -72,6 +79,7 @@ typedef struct {
     tt_gemm_kern_fn kern;
     tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed */
     tt_gemm_kern_col_fn kern_col;   /* NULL: tile by tile */
+    tt_gemm_kern_out16_fn kern_out16; /* NULL: a bf16 C's last k block summed in scratch, rounded after */
     int gmax;                       /* the most tiles kern_col takes */
     tt_gemm_pack_fn pack;
     tt_gemm_pack_fn pack_a; /* NULL: A panels as B's, by pack (with W = mr) */
