@@ -41,13 +41,46 @@
 #define ACC_PREFETCH(i, v, n) _mm_prefetch((const char *)(c + (long)(i) * ldc + 16 * (n)), _MM_HINT_T0);
 #define ACC_ADD(i, v, n) c##i##v = _mm512_add_ps(c##i##v, _mm512_loadu_ps(ci + 16 * (n)));
 #define ACC_PUT(i, v, n) _mm512_storeu_ps(ci + 16 * (n), c##i##v);
-#define DECL(i, V) V(ACC_ZERO, i) V(ACC_PREFETCH, i)
 #define STORE(i, V)                      \
     {                                    \
         float *ci = c + (long)(i) * ldc; \
         if (accumulate) { V(ACC_ADD, i) } \
         V(ACC_PUT, i)                    \
     }
+
+/* With out16 (a constant in each instance) C is bf16, at h (row stride ldc):
+ * the tile's sums, plus part's fp32 partial sums (row stride ldp) when part
+ * is not NULL, plus h's old values when accumulate, are rounded once into h,
+ * in the order store_bf16 (gemm.c) adds them, so the bits are the same as
+ * storing the sums and rounding them there. That second pass over the tile
+ * cost 2.6-3.6% of a linear's forward and input-gradient products. */
+#define OUT_PREFETCH(i, v, n)                                                                        \
+    _mm_prefetch((const char *)(h + (long)(i) * ldc + 16 * (n)), _MM_HINT_T0);                       \
+    if (part) _mm_prefetch((const char *)(part + (long)(i) * ldp + 16 * (n)), _MM_HINT_T0);
+#define OUT_PUT(i, v, n)                                                                        \
+    {                                                                                           \
+        uint16_t *hi = h + (long)(i) * ldc + 16 * (n);                                          \
+        __m512 x = c##i##v;                                                                     \
+        if (part) x = _mm512_add_ps(x, _mm512_loadu_ps(part + (long)(i) * ldp + 16 * (n)));     \
+        if (accumulate) x = _mm512_add_ps(x, bf16_widen(_mm256_loadu_si256((const __m256i *)hi))); \
+        _mm256_storeu_si256((__m256i *)hi, bf16x16_exact(x));                                   \
+    }
+#define ZERO(i, V) V(ACC_ZERO, i)
+#define ASK(i, V)                 \
+    if (out16) {                  \
+        V(OUT_PREFETCH, i)        \
+    } else {                      \
+        V(ACC_PREFETCH, i)        \
+    }
+#define PUT(i, V)        \
+    if (out16) {         \
+        V(OUT_PUT, i)    \
+    } else {             \
+        STORE(i, V)      \
+    }
+/* the parameters every tile takes after its B: fp32 C, or bf16 C with partial sums */
+#define TILE_OUT_PARAMS float *c, long ldc, int accumulate, const int rows, const int out16, uint16_t *h, \
+                        const float *part, long ldp
 
 /* The fp32 tile of `mr` rows and 16 x (the vectors V) columns: a: [ksteps][mr]
  * floats (a packed panel), or with rows = 1 row i of the tile at a + i*lda, k
@@ -64,17 +97,17 @@
     }
 #define TILE_F32(name, ROWS, V, mr_, nr_)                                                                           \
     TT_AVX512F static inline __attribute__((always_inline)) void name(int ksteps, const float *a, long lda,          \
-                                                                      const float *b, float *c, long ldc,           \
-                                                                      int accumulate, const int rows)               \
+                                                                      const float *b, TILE_OUT_PARAMS)              \
     {                                                                                                               \
         enum { mr = mr_ };                                                                                          \
-        ROWS(DECL, V)                                                                                               \
+        ROWS(ZERO, V)                                                                                               \
+        ROWS(ASK, V)                                                                                                \
         for (int s = 0; s < ksteps; s++) {                                                                          \
             V(B_LOAD, 0)                                                                                            \
             ROWS(FMA_ROW, V)                                                                                        \
             b += nr_;                                                                                               \
         }                                                                                                           \
-        ROWS(STORE, V)                                                                                              \
+        ROWS(PUT, V)                                                                                                \
     }
 TILE_F32(tile_f32, ROWS12, VECS2, MR, NR)
 TILE_F32(tile_f32_8x48, ROWS8, VECS3, 8, 48)
@@ -85,95 +118,57 @@ TILE_F32(tile_f32_6x64, ROWS6, VECS4, 6, 64)
 #undef TILE_F32
 
 /* The bf16 tile, laid out as tile_f32's with bf16 pairs (32-bit words) for
- * values: each vdpbf16ps adds a[k]b[k] + a[k+1]b[k+1] to 16 fp32 lanes.
- * With out16 (a constant in each instance) C is bf16, at h (row stride ldc):
- * the tile's sums, plus part's fp32 partial sums (row stride ldp) when part
- * is not NULL, plus h's old values when accumulate, are rounded once into h,
- * in the order store_bf16 (gemm.c) adds them, so the bits are the same as
- * storing the sums and rounding them there. That second pass over the tile
- * cost 2.6-3.6% of a linear's forward and input-gradient products. */
+ * values: each vdpbf16ps adds a[k]b[k] + a[k+1]b[k+1] to 16 fp32 lanes. */
 #define ACC_DOT(i, v, n) c##i##v = _mm512_dpbf16_ps(c##i##v, ai, b##n);
 #define DOT_ROW(i, V)                                                                                     \
     {                                                                                                     \
         const __m512bh ai = (__m512bh)_mm512_set1_epi32(rows ? a[(long)(i) * lda + s] : a[s * MR + (i)]); \
         V(ACC_DOT, i)                                                                                     \
     }
-#define ZERO(i, V) V(ACC_ZERO, i)
-#define PREFETCH(i, V) V(ACC_PREFETCH, i)
-#define OUT_PUT(i, v, n)                                                                        \
-    {                                                                                           \
-        uint16_t *hi = h + (long)(i) * ldc + 16 * (n);                                          \
-        __m512 x = c##i##v;                                                                     \
-        if (part) x = _mm512_add_ps(x, _mm512_loadu_ps(part + (long)(i) * ldp + 16 * (n)));     \
-        if (accumulate) x = _mm512_add_ps(x, bf16_widen(_mm256_loadu_si256((const __m256i *)hi))); \
-        _mm256_storeu_si256((__m256i *)hi, bf16x16_exact(x));                                   \
-    }
-#define OUT(i, V) V(OUT_PUT, i)
 TT_AVX512BF16 static inline __attribute__((always_inline)) void tile_bf16(int ksteps, const int32_t *a, long lda,
-                                                                           const __m512i *b, float *c, long ldc,
-                                                                           int accumulate, const int rows,
-                                                                           const int out16, uint16_t *h,
-                                                                           const float *part, long ldp)
+                                                                           const __m512i *b, TILE_OUT_PARAMS)
 {
     ROWS12(ZERO, VECS2)
-    if (out16) {
-        for (int i = 0; i < MR; i++) {
-            _mm_prefetch((const char *)(h + (long)i * ldc), _MM_HINT_T0);
-            if (part) _mm_prefetch((const char *)(part + (long)i * ldp), _MM_HINT_T0);
-            if (part) _mm_prefetch((const char *)(part + (long)i * ldp + 16), _MM_HINT_T0);
-        }
-    } else {
-        ROWS12(PREFETCH, VECS2)
-    }
+    ROWS12(ASK, VECS2)
     for (int s = 0; s < ksteps; s++) {
         const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 1);
         ROWS12(DOT_ROW, VECS2)
         b += 2;
     }
-    if (out16) {
-        ROWS12(OUT, VECS2)
-    } else {
-        ROWS12(STORE, VECS2)
-    }
+    ROWS12(PUT, VECS2)
 }
 #undef ACC_DOT
 #undef DOT_ROW
-#undef ZERO
-#undef PREFETCH
-#undef OUT_PUT
-#undef OUT
 
-/* each fp32 tile's two kernels: A packed, and A's rows read in place */
-#define KERNELS_F32(tile)                                                                                          \
-    TT_AVX512F static void kern_##tile(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate) \
+/* each tile's three kernels: A packed, A's rows read in place, and either
+ * into a bf16 C (kern_out16) */
+#define KERNELS(tile, TT_TARGET)                                                                                   \
+    TT_TARGET static void kern_##tile(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)  \
     {                                                                                                               \
-        tile(ksteps, a, 0, b, c, ldc, accumulate, 0);                                                               \
+        tile(ksteps, a, 0, b, c, ldc, accumulate, 0, 0, NULL, NULL, 0);                                             \
     }                                                                                                               \
-    TT_AVX512F static void kern_##tile##_rows(int ksteps, const void *a, long lda, const void *b, float *c, long ldc, \
-                                              int accumulate)                                                       \
+    TT_TARGET static void kern_##tile##_rows(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,  \
+                                             int accumulate)                                                        \
     {                                                                                                               \
-        tile(ksteps, a, lda, b, c, ldc, accumulate, 1);                                                             \
+        tile(ksteps, a, lda, b, c, ldc, accumulate, 1, 0, NULL, NULL, 0);                                           \
+    }                                                                                                               \
+    TT_TARGET static void kern_##tile##_out(int ksteps, const void *a, long lda, const void *b, uint16_t *h,          \
+                                            long ldc, const float *part, long ldp, int accumulate)                  \
+    {                                                                                                               \
+        if (lda) tile(ksteps, a, lda, b, NULL, ldc, accumulate, 1, 1, h, part, ldp);                                \
+        else tile(ksteps, a, 0, b, NULL, ldc, accumulate, 0, 1, h, part, ldp);                                      \
     }
-KERNELS_F32(tile_f32)
-KERNELS_F32(tile_f32_8x48)
-KERNELS_F32(tile_f32_6x64)
-#undef KERNELS_F32
-TT_AVX512BF16 static void kern_bf16(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
-{
-    tile_bf16(ksteps, a, 0, b, c, ldc, accumulate, 0, 0, NULL, NULL, 0);
-}
-TT_AVX512BF16 static void kern_bf16_rows(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
-                                         int accumulate)
-{
-    tile_bf16(ksteps, a, lda, b, c, ldc, accumulate, 1, 0, NULL, NULL, 0);
-}
-TT_AVX512BF16 static void kern_bf16_out(int ksteps, const void *a, long lda, const void *b, uint16_t *h, long ldc,
-                                        const float *part, long ldp, int accumulate)
-{
-    if (lda) tile_bf16(ksteps, a, lda, b, NULL, ldc, accumulate, 1, 1, h, part, ldp);
-    else tile_bf16(ksteps, a, 0, b, NULL, ldc, accumulate, 0, 1, h, part, ldp);
-}
-#undef DECL
+KERNELS(tile_f32, TT_AVX512F)
+KERNELS(tile_f32_8x48, TT_AVX512F)
+KERNELS(tile_f32_6x64, TT_AVX512F)
+KERNELS(tile_bf16, TT_AVX512BF16)
+#undef KERNELS
+#undef TILE_OUT_PARAMS
+#undef OUT_PREFETCH
+#undef OUT_PUT
+#undef ZERO
+#undef ASK
+#undef PUT
 #undef STORE
 #undef ACC_ZERO
 #undef ACC_PREFETCH
@@ -574,22 +569,25 @@ TT_AVX512F void tt_gemm_skinny_avx512(const tt_gemm_skinny_args *s, int n0, int 
 static const tt_gemm_impl avx512_f32 = {
     .name = "avx512-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32, .kern_rows = kern_tile_f32_rows,
+    .kern_out16 = kern_tile_f32_out,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_f32_8x48 = {
     .name = "avx512-f32", .mr = 8, .nr = 48, .kunit = 1, .esize = 4,
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32_8x48, .kern_rows = kern_tile_f32_8x48_rows,
+    .kern_out16 = kern_tile_f32_8x48_out,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_f32_6x64 = {
     .name = "avx512-f32", .mr = 6, .nr = 64, .kunit = 1, .esize = 4,
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32_6x64, .kern_rows = kern_tile_f32_6x64_rows,
+    .kern_out16 = kern_tile_f32_6x64_out,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_bf16 = {
     .name = "avx512-bf16", .mr = MR, .nr = NR, .kunit = 2, .esize = 2,
-    .mc = 144, .kc = 1024, .nc = 3072, .l2_kb = 1024, .kern = kern_bf16, .kern_rows = kern_bf16_rows,
-    .kern_out16 = kern_bf16_out, .pack = pack_bf16, .skinny = tt_gemm_skinny_avx512,
+    .mc = 144, .kc = 1024, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_bf16, .kern_rows = kern_tile_bf16_rows,
+    .kern_out16 = kern_tile_bf16_out, .pack = pack_bf16, .skinny = tt_gemm_skinny_avx512,
 };
 
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }
