@@ -15,10 +15,41 @@
 #define NR 16
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
-TT_AVX2 static void kern_f32(int ksteps, const void *ap, const void *bp, float *c, long ldc,
-                             int accumulate)
+/* tt_gemm_round_bf16 on 8 lanes (to nearest even, NaN kept quiet, denormals
+ * kept): each word's top half the bf16 value, its low half what rounding
+ * left there */
+TT_AVX2 static inline __m256i bf16_round_words8(__m256 v)
 {
-    const float *a = ap, *b = bp;
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    return _mm256_blendv_epi8(r, _mm256_or_si256(x, _mm256_set1_epi32(0x00400000)), nan);
+}
+
+/* the same rounded to bf16 and back to fp32 */
+TT_AVX2 static inline __m256 round_bf16_8(__m256 v)
+{
+    return _mm256_castsi256_ps(_mm256_and_si256(bf16_round_words8(v), _mm256_set1_epi32((int)0xffff0000u)));
+}
+
+/* the same as 8 bf16 values, bit for bit tt_bf16_bits */
+TT_AVX2 static inline __m128i bf16x8_exact(__m256 v)
+{
+    const __m256i h = _mm256_srli_epi32(bf16_round_words8(v), 16);
+    /* packus works per 128-bit lane: words 0-3 in qword 0, 4-7 in qword 2 */
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08));
+}
+
+/* The tile: C (row stride ldc) = the sums (+ C when accumulate). With out16
+ * (a constant in each instance) C is bf16, at h: the sums, plus part's fp32
+ * partial sums (row stride ldp) when part is not NULL, plus h's old values
+ * when accumulate, rounded once, in the order store_bf16 (gemm.c) adds them:
+ * the same bits as the scratch path, without its second pass. */
+TT_AVX2 static inline __attribute__((always_inline)) void tile(int ksteps, const float *a, const float *b, float *c,
+                                                               long ldc, int accumulate, const int out16, uint16_t *h,
+                                                               const float *part, long ldp)
+{
 #define DECL(i) __m256 c##i##a = _mm256_setzero_ps(), c##i##b = _mm256_setzero_ps();
     ROWS(DECL)
 #undef DECL
@@ -45,8 +76,42 @@ TT_AVX2 static void kern_f32(int ksteps, const void *ap, const void *bp, float *
         _mm256_storeu_ps(ci, c##i##a);                                  \
         _mm256_storeu_ps(ci + 8, c##i##b);                              \
     }
-    ROWS(STORE)
+#define WIDEN(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define OUT(i)                                                                 \
+    {                                                                          \
+        uint16_t *hi = h + (long)(i) * ldc;                                    \
+        if (part) {                                                            \
+            c##i##a = _mm256_add_ps(c##i##a, _mm256_loadu_ps(part + (long)(i) * ldp));     \
+            c##i##b = _mm256_add_ps(c##i##b, _mm256_loadu_ps(part + (long)(i) * ldp + 8)); \
+        }                                                                      \
+        if (accumulate) {                                                      \
+            c##i##a = _mm256_add_ps(c##i##a, WIDEN(hi));                       \
+            c##i##b = _mm256_add_ps(c##i##b, WIDEN(hi + 8));                   \
+        }                                                                      \
+        _mm_storeu_si128((__m128i *)hi, bf16x8_exact(c##i##a));                \
+        _mm_storeu_si128((__m128i *)(hi + 8), bf16x8_exact(c##i##b));          \
+    }
+    if (out16) {
+        ROWS(OUT)
+    } else {
+        ROWS(STORE)
+    }
 #undef STORE
+#undef WIDEN
+#undef OUT
+}
+
+TT_AVX2 static void kern_f32(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
+{
+    tile(ksteps, a, b, c, ldc, accumulate, 0, NULL, NULL, 0);
+}
+
+/* this path reads A packed only (no kern_rows), so lda is always 0 */
+TT_AVX2 static void kern_f32_out(int ksteps, const void *a, long lda, const void *b, uint16_t *h, long ldc,
+                                 const float *part, long ldp, int accumulate)
+{
+    (void)lda;
+    tile(ksteps, a, b, NULL, ldc, accumulate, 1, h, part, ldp);
 }
 
 /* ---- packing ----------------------------------------------------------------
@@ -61,17 +126,6 @@ TT_AVX2 static inline __m256i lanes8(int n)
 {
     const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n < 0 ? 0 : n > 8 ? 8 : n), idx);
-}
-
-/* tt_gemm_round_bf16 on 8 lanes: to nearest even, NaN kept quiet, denormals kept */
-TT_AVX2 static inline __m256 round_bf16_8(__m256 v)
-{
-    const __m256i x = _mm256_castps_si256(v);
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
-    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    r = _mm256_blendv_epi8(r, _mm256_or_si256(x, _mm256_set1_epi32(0x00400000)), nan);
-    return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u)));
 }
 
 /* n (at most 8; zero beyond) consecutive source values from element offset off, as the panel holds them */
@@ -154,7 +208,7 @@ TT_AVX2 static void pack_f32(void *dst, const tt_gemm_pack_args *p)
 
 static const tt_gemm_impl avx2_f32 = {
     .name = "avx2-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
-    .mc = 144, .kc = 256, .nc = 2048, .kern = kern_f32, .pack = pack_f32,
+    .mc = 144, .kc = 256, .nc = 2048, .kern = kern_f32, .kern_out16 = kern_f32_out, .pack = pack_f32,
     .skinny = tt_gemm_skinny_generic,
 };
 
