@@ -195,12 +195,19 @@ static float *sums_at(const gemm_job *j, int row, int col, int kbeta, int last, 
     return last ? NULL : j->part + (size_t)row * j->N + col;
 }
 
+/* A bf16 C at (row, col), and the partial sums earlier k blocks left there
+ * (row stride N; NULL when kbeta says there were none) */
+static uint16_t *c16_at(const gemm_job *j, int row, int col) { return (uint16_t *)j->C + (size_t)row * j->ldc + col; }
+static const float *part_at(const gemm_job *j, int row, int col, int kbeta)
+{
+    return kbeta ? j->part + (size_t)row * j->N + col : NULL;
+}
+
 /* The last k block of a bf16 C: rows x nn sums in t (row stride nr), plus
  * the partial sums of earlier k blocks, rounded once into C */
 static void round_out(const gemm_job *j, const float *t, int row, int col, int rows, int nn, int kbeta)
 {
-    store_bf16((uint16_t *)j->C + (size_t)row * j->ldc + col, j->ldc, t, j->im->nr,
-               kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, rows, nn, j->accumulate);
+    store_bf16(c16_at(j, row, col), j->ldc, t, j->im->nr, part_at(j, row, col, kbeta), j->N, rows, nn, j->accumulate);
 }
 
 /* One MR x NR tile of C: A panel ap (or A rows, alda != 0), B panel bp, mm x
@@ -220,12 +227,12 @@ static inline void tile(const gemm_job *j, int ks, const char *ap, long alda, co
             return;
         }
         if (j->out16) { /* the rounding into C in the kernel, as round_out's */
-            im->kern_out16(ks, ap, alda, bp, (uint16_t *)j->C + (size_t)row * j->ldc + col, j->ldc,
-                           kbeta ? j->part + (size_t)row * j->N + col : NULL, j->N, j->accumulate);
+            im->kern_out16(ks, ap, alda, bp, c16_at(j, row, col), j->ldc, part_at(j, row, col, kbeta), j->N,
+                           j->accumulate);
             return;
         }
     }
-    kern(im, ks, ap, alda, bp, tmp, im->nr, 0); /* a ragged edge, or a bf16 C's last k block */
+    kern(im, ks, ap, alda, bp, tmp, im->nr, 0); /* a ragged edge, or a bf16 C's last k block without kern_out16 */
     if (sum) put_tile(sum, lds, tmp, im->nr, mm, nn, beta);
     else round_out(j, tmp, row, col, mm, nn, kbeta);
 }
@@ -475,12 +482,12 @@ static void gemm_thread_own(const gemm_job *j, const gemm_plan *pl, int t)
 
 void tt_gemm_test_idle(int thread) { __atomic_store_n(&g_idle_thread, thread, __ATOMIC_RELAXED); }
 
+long tt_gemm_units_stolen(void) { return __atomic_load_n(&g_units_stolen, __ATOMIC_RELAXED); }
+
 /* tt_gemm_set_out16's switch: off, a bf16 C's last k block goes through scratch on every path */
 static int g_out16 = 1;
 
 void tt_gemm_set_out16(int on) { __atomic_store_n(&g_out16, on != 0, __ATOMIC_RELAXED); }
-
-long tt_gemm_units_stolen(void) { return __atomic_load_n(&g_units_stolen, __ATOMIC_RELAXED); }
 
 static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
 {

@@ -137,8 +137,8 @@ tt_err tt_gemm_set_split(const char *name);
 void tt_gemm_test_idle(int thread);
 long tt_gemm_units_stolen(void);
 /* A bf16 C is summed in fp32 and rounded once. Where the path's kernel can
- * (AVX-512 bf16), a whole tile's last k block is rounded into C by the
- * kernel; tt_gemm_set_out16(0) sums every tile into scratch first and rounds
+ * (the AVX-512 and AVX2 paths), a whole tile's last k block is rounded into
+ * C by the kernel; tt_gemm_set_out16(0) sums every tile into scratch first and rounds
  * it after, as the other paths do (the same bits: for tests and benchmarks;
  * not while another thread is inside a GEMM). */
 void tt_gemm_set_out16(int on);

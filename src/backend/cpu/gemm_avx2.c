@@ -15,6 +15,12 @@
 #define NR 16
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
+/* 8 bf16 values as fp32 (exact: bf16 is fp32's top half) */
+TT_AVX2 static inline __m256 bf16_widen8(__m128i h)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
 /* tt_gemm_round_bf16 on 8 lanes (to nearest even, NaN kept quiet, denormals
  * kept): each word's top half the bf16 value, its low half what rounding
  * left there */
@@ -76,7 +82,7 @@ TT_AVX2 static inline __attribute__((always_inline)) void tile(int ksteps, const
         _mm256_storeu_ps(ci, c##i##a);                                  \
         _mm256_storeu_ps(ci + 8, c##i##b);                              \
     }
-#define WIDEN(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define WIDEN(p) bf16_widen8(_mm_loadu_si128((const __m128i *)(p)))
 #define OUT(i)                                                                 \
     {                                                                          \
         uint16_t *hi = h + (long)(i) * ldc;                                    \
@@ -140,7 +146,7 @@ TT_AVX2 static inline __m256 load8(const tt_gemm_pack_args *p, size_t off, int n
             for (int i = 0; i < n; i++) t[i] = ((const uint16_t *)p->src)[off + (size_t)i];
             h = _mm_loadu_si128((const __m128i *)t);
         }
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        return bf16_widen8(h);
     }
     const float *s = (const float *)p->src + off;
     const __m256 v = n >= 8 ? _mm256_loadu_ps(s) : _mm256_maskload_ps(s, lanes8(n));
