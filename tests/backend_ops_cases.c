@@ -381,7 +381,7 @@ static void case_adamw(hc *h, const void *p)
     tt_value *hp = input(h, "hp", TT_F64, 1, (int64_t[]){2}, (fill){F_F64, 0, 0, 0, 0, adamw_hp});
     tt_value *decay = c->variant ? input(h, "decay", TT_I64, 2, (int64_t[]){2, 2}, (fill){I_FIXED, 0, 0, 0, 0, adamw_decay})
                                  : NULL;
-    tt_adamw(h->g, pp, g, m, v, clip, hp, decay, 0.9, 0.95, 1e-8, 0.1);
+    tt_adamw(h->g, pp, g, m, v, clip, hp, decay, NULL, 0.9, 0.95, 1e-8, 0.1);
     forward_and_backward(h, last(h), 0);
 }
 

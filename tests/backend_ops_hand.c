@@ -20,18 +20,22 @@ void test_adamw_hand(void)
         for (int i = 0; i < 4; i++) v[i] = tt_graph_input(g, "x", TT_F32, 1, &one);
         v[4] = tt_graph_input(g, "clip", TT_F32, 1, &one);
         v[5] = tt_graph_input(g, "hp", TT_F64, 1, &two);
-        tt_adamw(g, v[0], v[1], v[2], v[3], v[4], v[5], NULL, 0.9, 0.95, 1e-8, 0.1);
+        tt_value *p16 = tt_value_new(g, TT_ROLE_STATE, TT_BF16, 1, &one); /* the weights' bf16 copy */
+        tt_adamw(g, v[0], v[1], v[2], v[3], v[4], v[5], NULL, p16, 0.9, 0.95, 1e-8, 0.1);
         tt_exec *e = tt_exec_new(g, be, NULL, TT_EXEC_GRAPH);
         const float pgmvc[5] = {0.5f, 0.2f, 0.1f, 0.01f, 0.5f};
         const double hp[2] = {1e-2, 3};
         int rc = !e;
         for (int i = 0; i < 5 && !rc; i++) rc = tt_exec_write(e, v[i], &pgmvc[i], sizeof(float));
         float p = 0, gr = 1;
+        uint16_t h = 0;
         if (!rc) rc = tt_exec_write(e, v[5], hp, sizeof hp) || tt_exec_run(e) || tt_exec_read(e, v[0], &p, sizeof p) ||
-                      tt_exec_read(e, v[1], &gr, sizeof gr);
+                      tt_exec_read(e, v[1], &gr, sizeof gr) || tt_exec_read(e, p16, &h, sizeof h);
         CHECK_MSG(rc == 0, "adamw on %s: %s", be->name, tt_last_error());
         CHECK_MSG(fabs(p - 0.48556430856999505) < 1e-6, "adamw step 3 on %s: p = %.9g", be->name, p);
         CHECK_MSG(gr == 0, "adamw on %s: the gradient is not zeroed (%g)", be->name, gr);
+        CHECK_MSG(h == tt_f32_to_bf16(p), "adamw on %s: the bf16 copy is %#x, the weight %.9g rounds to %#x", be->name,
+                  h, p, tt_f32_to_bf16(p));
         tt_exec_free(e);
         tt_graph_free(g);
     }

@@ -283,6 +283,10 @@ static void test_plan(void)
     CHECK(p1.replicas * p1.shards == 1 && p1.rank_state_bytes == 0);
     CHECK(tt_config_set(c, "parallelism.data_parallel_shard_degree", "4", "test") == 0 && tt_config_finalize(c) == 0);
     CHECK_MSG(tt_model_plan_build(c, &p4) == 0, "%s", tt_last_error());
+    /* one process in bf16 keeps a bf16 copy of its weights (2 bytes a parameter more); a shard of a mesh none */
+    CHECK_MSG(p1.w16_bytes == (p1.dtype == TT_BF16 ? 2.0 * (double)p1.params : 0.0) && p4.w16_bytes == 0,
+              "the bf16 weight copy: %.0f bytes in one process (%s), %.0f a rank of 4", p1.w16_bytes,
+              tt_dtype_name(p1.dtype), p4.w16_bytes);
     const double whole = p1.param_bytes + p1.grad_bytes + p1.optim_bytes;
     CHECK_MSG(p4.shards == 4 && p4.rank_state_bytes * 4 >= whole && p4.rank_state_bytes * 4 <= whole * 1.01,
               "a rank of 4 holds %.0f bytes of %.0f", p4.rank_state_bytes, whole);

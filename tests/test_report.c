@@ -292,6 +292,9 @@ static int real_run(const char *dir)
                           "plan.json %s arena", modes[k]);
             cJSON *mem = cJSON_GetObjectItem(p, "memory_bytes");
             CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(mem, "params")) == 4.0 * (double)want.params);
+            /* a bf16 run keeps its weights' bf16 copy too */
+            CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(mem, "params_bf16")) == want.w16_bytes &&
+                  want.w16_bytes == (want.dtype == TT_BF16 ? 2.0 * (double)want.params : 0.0));
             CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(mem, "optimizer")) == 8.0 * (double)want.params);
             CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(mem, "activations")) ==
                   (double)want.modes[TT_AC_SELECTIVE].arena);

@@ -172,6 +172,7 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, int
     }
     tt_param_store weights = tt_state_store(&st, TT_STATE_PARAM);
     if (tt_model_init_weights(trained, (uint64_t)c->training.seed, &weights)) goto done;
+    if (tt_step_use_weights16(&sc, &st)) goto done; /* the bf16 weight copy a run keeps, where it keeps one */
     /* random tokens over the whole vocabulary, one document per row: the cost of a step does not depend on the
      * text (bench/side_by_side.py's PyTorch side draws the same way: torch.randint(0, V)); each rank its own */
     tt_rng r = {(uint64_t)c->training.seed + (uint64_t)rank, 0};

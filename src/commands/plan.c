@@ -59,12 +59,14 @@ tt_err tt_plan(const tt_config *c, FILE *out)
     } else {
         fprintf(out, "memory (fp32 master weights, AdamW):\n");
         fprintf(out, "  params      %10.3f GiB\n", gib(p.param_bytes));
+        if (p.w16_bytes > 0)
+            fprintf(out, "  bf16 copy   %10.3f GiB (the weights rounded for the bf16 products)\n", gib(p.w16_bytes));
     }
     fprintf(out, "  grads       %10.3f GiB\n", gib(p.grad_bytes));
     fprintf(out, "  optimizer   %10.3f GiB (exp_avg, exp_avg_sq)\n", gib(p.optim_bytes));
     fprintf(out, "  activations %10.3f GiB planned arena (%.3f GiB without reuse), activation_checkpoint.mode %s\n",
             gib((double)cur->arena), gib((double)cur->naive), tt_ac_mode_name(p.ac));
-    fprintf(out, "  total       %10.3f GiB\n", gib(p.param_bytes + p.grad_bytes + p.optim_bytes + (double)cur->arena));
+    fprintf(out, "  total       %10.3f GiB\n", gib(p.param_bytes + p.w16_bytes + p.grad_bytes + p.optim_bytes + (double)cur->arena));
     if (p.replicas * p.shards > 1) {
         const double rank_total = p.rank_state_bytes + (double)cur->arena,
                      sent = p.accum * (p.gather_bytes + p.exchange_bytes) + p.reduce_bytes;
@@ -78,8 +80,9 @@ tt_err tt_plan(const tt_config *c, FILE *out)
                     gib(p.rank_state_bytes), gib(p.rank_frozen_bytes),
                     p.full_grad_bytes > 0 ? ", and the full gradients it accumulates" : "");
         else
-            fprintf(out, "  state       %10.3f GiB (its slices of weights, gradients and moments%s)\n",
-                    gib(p.rank_state_bytes), p.full_grad_bytes > 0 ? ", and the full gradients it accumulates" : "");
+            fprintf(out, "  state       %10.3f GiB (its slices of weights, gradients and moments%s%s)\n",
+                    gib(p.rank_state_bytes), p.full_grad_bytes > 0 ? ", and the full gradients it accumulates" : "",
+                    p.w16_bytes > 0 ? ", and the weights' bf16 copy" : "");
         fprintf(out, "  activations %10.3f GiB planned arena of the FSDP step graph (gathered weights included)\n",
                 gib((double)cur->arena));
         fprintf(out, "  total       %10.3f GiB\n", gib(rank_total));

@@ -762,6 +762,7 @@ static void page_plan(FILE *o, report_run *runs, int n)
         {"gradient accumulation steps", "accumulation_steps", 0},
         {"peak (GFLOP/s)", "peak.gflops", 0},
         {"memory: parameters (fp32)", "memory_bytes.params", 1},
+        {"memory: the parameters' bf16 copy", "memory_bytes.params_bf16", 1},
         {"memory: gradients", "memory_bytes.grads", 1},
         {"memory: AdamW moments", "memory_bytes.optimizer", 1},
         {"memory: activations, checkpointing none", "activation_checkpoint.none.activation_bytes", 1},

@@ -363,8 +363,11 @@ tt_value *tt_comm_wait(tt_graph *g, tt_value *started);
 /* The clipping factor of a squared global gradient norm (1 when max_norm <= 0) */
 tt_value *tt_clip_coef_of(tt_graph *g, tt_value *sumsq, double max_norm);
 /* clip: (1) f32 factor the gradient is multiplied by; hp: (2) f64 [lr, step];
- * decay: NULL (decay everything) or (S, 2) i64 ranges of p's elements that decay */
+ * decay: NULL (decay everything) or (S, 2) i64 ranges of p's elements that decay;
+ * p16: NULL, or a persistent bf16 value of p's shape the op writes the new p into, rounded (the bf16 products'
+ * copy of the weights, tt_state_alloc_w16): the op's output, which it writes in the same pass */
 void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *clip,
-              tt_value *hp, tt_value *decay, double beta1, double beta2, double eps, double weight_decay);
+              tt_value *hp, tt_value *decay, tt_value *p16, double beta1, double beta2, double eps,
+              double weight_decay);
 
 #endif

@@ -30,7 +30,7 @@ tt_value *tt_clip_coef_of(tt_graph *g, tt_value *sumsq, double max_norm)
 }
 
 void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v, tt_value *clip, tt_value *hp,
-              tt_value *decay, double beta1, double beta2, double eps, double weight_decay)
+              tt_value *decay, tt_value *p16, double beta1, double beta2, double eps, double weight_decay)
 {
     if (g->failed) return;
     if (!p || !grad || !m || !v || !clip || !hp || !same_shape(p, grad) || !same_shape(p, m) || !same_shape(p, v) ||
@@ -42,9 +42,17 @@ void tt_adamw(tt_graph *g, tt_value *p, tt_value *grad, tt_value *m, tt_value *v
         tt_graph_fail(g, "adamw: the decay ranges of '%s' must be (S, 2) i64", p->name);
         return;
     }
+    /* the copy is an output, not an input written in place: it is bf16 where p is fp32, so the reference
+     * backend widens it and rounds it back as it does every bf16 output */
+    if (p16 && (p16->dtype != TT_BF16 || p->dtype != TT_F32 || tt_value_numel(p16) != tt_value_numel(p) ||
+                p16->role == TT_ROLE_ACT)) {
+        tt_graph_fail(g, "adamw: the bf16 copy of '%s' must be a persistent bf16 value of its fp32 weights' size",
+                      p->name);
+        return;
+    }
     tt_adamw_attrs at = {beta1, beta2, eps, weight_decay};
     tt_value *in[] = {p, grad, m, v, clip, hp, decay};
-    tt_op_node(g, TT_OP_ADAMW, decay ? 7 : 6, in, 0, NULL, &at);
+    tt_op_node(g, TT_OP_ADAMW, decay ? 7 : 6, in, p16 ? 1 : 0, p16 ? &p16 : NULL, &at);
 }
 
 static double fl_adamw(const tt_node *n) { return 12.0 * numel(n->in[0]); }

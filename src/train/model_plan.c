@@ -52,6 +52,7 @@ static tt_err plan_mode(tt_model_plan *p, const tt_model *m, const tt_sharding *
         tt_parallel_step_cfg(c, sh, &sc);
         sc.accumulates = p->accum > 1;
     }
+    sc.weights16 = p->w16_bytes > 0;
     tt_step_graph sg;
     tt_memplan plan;
     tt_err rc = tt_build_micro_graph(&sg, m, &sc, 1, ac);
@@ -117,9 +118,13 @@ tt_err tt_model_plan_build(const tt_config *c, tt_model_plan *p)
         p->grad_bytes = 4.0 * (double)p->adapter_params;
         p->optim_bytes = 2 * p->grad_bytes;
     }
+    if (!rc && tt_step_weights16_fits(p->dtype, p->lora, p->shards, p->ep)) {
+        p->w16_bytes = 2.0 * (double)p->params; /* the weights' bf16 copy for the bf16 products */
+    }
     if (!rc && world > 1) {
         p->n_buckets = sh.n_buckets;
-        p->rank_state_bytes = 16.0 * (double)sh.numel; /* fp32 weights, gradients, two moments: each its slices */
+        p->rank_state_bytes = 16.0 * (double)sh.numel + p->w16_bytes; /* fp32 weights, gradients, two moments: each
+                                                                            its slices; a whole state's bf16 copy */
         if (p->accum > 1 && p->shards > 1)
             for (int b = 0; b < sh.n_buckets; b++) p->full_grad_bytes += 4.0 * (double)sh.buckets[b].padded;
         p->rank_state_bytes += p->full_grad_bytes;
@@ -188,6 +193,7 @@ cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
     cJSON_AddStringToObject(o, "compute_dtype", tt_dtype_name(p->dtype));
     cJSON *mem = cJSON_AddObjectToObject(o, "memory_bytes");
     cJSON_AddNumberToObject(mem, "params", p->param_bytes);
+    cJSON_AddNumberToObject(mem, "params_bf16", p->w16_bytes);
     cJSON_AddNumberToObject(mem, "grads", p->grad_bytes);
     cJSON_AddNumberToObject(mem, "optimizer", p->optim_bytes);
     if (p->lora) {
@@ -199,7 +205,7 @@ cJSON *tt_model_plan_json(const tt_model_plan *p, const tt_config *c)
         cJSON_AddStringToObject(l, "base_dtype", tt_dtype_name(p->lora_base_dtype));
     }
     cJSON_AddNumberToObject(mem, "activations", (double)p->modes[p->ac].arena);
-    const double state = p->param_bytes + p->grad_bytes + p->optim_bytes;
+    const double state = p->param_bytes + p->w16_bytes + p->grad_bytes + p->optim_bytes;
     cJSON_AddNumberToObject(mem, "total", state + (double)p->modes[p->ac].arena);
     cJSON *ac = cJSON_AddObjectToObject(o, "activation_checkpoint");
     cJSON_AddStringToObject(ac, "mode", tt_ac_mode_name(p->ac));

@@ -26,6 +26,7 @@ typedef struct {
     tt_fuse_stats fused;           /* what the fusion pass merged */
     int folded;                    /* gradient accumulations folded into their matmuls */
     double param_bytes, grad_bytes, optim_bytes; /* fp32 master weights, gradients, AdamW's two moments */
+    double w16_bytes; /* the weights' bf16 copy for the bf16 products, where a run keeps one (else 0) */
     /* LoRA: the weights are the frozen base (frozen_bytes, its linear weights in lora_base_dtype) and the adapters'
      * fp32 weights; gradients and moments are the adapters' only */
     int lora, lora_targets;

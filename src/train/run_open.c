@@ -281,6 +281,7 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
          * last reduces them once (its own graph; both run in one arena) */
         r->step_cfg.accumulates = r->world > 1 && r->accum_steps > 1;
         if (r->step_cfg.accumulates && tt_state_is_sharded(&r->state) && tt_state_alloc_grad_full(&r->state)) goto fail;
+        if (tt_step_use_weights16(&r->step_cfg, &r->state)) goto fail;
         /* what the state holds, measured, on the rank that holds the most */
         int64_t held = (int64_t)(r->be->bytes_in_use() - mem0);
         if (r->world > 1 &&
@@ -371,8 +372,9 @@ tt_err tt_run_open(tt_run *r, const tt_config *cfg, tt_run_purpose purpose)
         char experts[64] = "";
         if (r->sh.ep > 1)
             snprintf(experts, sizeof experts, ", experts over %d (%d a rank)", r->sh.ep, mc.moe.n_experts / r->sh.ep);
-        const char *held = r->has_lora ? "the frozen base, the adapters' weights, gradients and AdamW moments"
-                                       : "weights, gradients and AdamW moments";
+        const char *held = r->has_lora      ? "the frozen base, the adapters' weights, gradients and AdamW moments"
+                           : r->state.w16 ? "weights, their bf16 copy for the bf16 products, gradients and AdamW moments"
+                                          : "weights, gradients and AdamW moments";
         if (r->world > 1)
             tt_log("%d ranks: %d replicas x %d shards%s (%d buckets) | train state %.2f MiB a rank (%s%s, measured) | "
                    "%d threads a rank",

@@ -69,8 +69,65 @@ tt_mem tt_state_grad_full_mem(const tt_train_state *s, int b)
     return (tt_mem){s->grad_full, (size_t)full_offset(s->sh, b) * sizeof(float)};
 }
 
+/* Weights [at, at + n) of the state's buffer, from src, rounded to bf16 into the copy; a chunk at a time. */
+static tt_err write_w16(tt_train_state *s, int64_t at, const float *src, int64_t n)
+{
+    const int64_t chunk = n < (1 << 20) ? n : (1 << 20);
+    uint16_t *h = malloc((size_t)(chunk ? chunk : 1) * sizeof *h);
+    tt_err rc = h ? 0 : tt_errorf("out of memory rounding the weights to bf16");
+    for (int64_t a = 0; a < n && !rc; a += chunk) {
+        const int64_t k = n - a < chunk ? n - a : chunk;
+        for (int64_t i = 0; i < k; i++) h[i] = tt_f32_to_bf16(src[a + i]);
+        rc = tt_backend_write(s->be, s->q, (tt_mem){s->w16, (size_t)(at + a) * sizeof *h}, h, (size_t)k * sizeof *h);
+    }
+    free(h);
+    return rc;
+}
+
+/* Elements [at, at + n) of a kind's buffer from src; the weights' bf16 copy with them. */
+static tt_err write_at(tt_train_state *s, tt_state_kind kind, int64_t at, const float *src, int64_t n)
+{
+    tt_err rc = tt_backend_write(s->be, s->q, (tt_mem){s->buf[kind], (size_t)at * sizeof(float)}, src,
+                                 (size_t)n * sizeof(float));
+    return rc || kind != TT_STATE_PARAM || !s->w16 ? rc : write_w16(s, at, src, n);
+}
+
+tt_err tt_state_alloc_w16(tt_train_state *s)
+{
+    if (tt_state_is_sharded(s))
+        return tt_errorf("a bf16 copy of the weights is kept by a whole state, not by this rank's shard of one");
+    if (s->w16) return 0;
+    const size_t bytes = (s->numel ? (size_t)s->numel : 1) * sizeof(uint16_t);
+    if (tt_mem_check(bytes, "the weights rounded to bf16 for the bf16 products (%lld parameters)", (long long)s->numel))
+        return -1;
+    if (!(s->w16 = s->be->alloc(bytes))) return tt_error_prefix("the weights' bf16 copy (%zu bytes): ", bytes);
+    /* from the weights there are now, through the host a chunk at a time */
+    const int64_t chunk = s->numel < (1 << 20) ? s->numel : (1 << 20);
+    float *f = malloc((size_t)(chunk ? chunk : 1) * sizeof *f);
+    tt_err rc = f ? 0 : tt_errorf("out of memory rounding the weights to bf16");
+    for (int64_t a = 0; a < s->numel && !rc; a += chunk) {
+        const int64_t k = s->numel - a < chunk ? s->numel - a : chunk;
+        if (!(rc = tt_backend_read(s->be, s->q, f, (tt_mem){s->buf[TT_STATE_PARAM], (size_t)a * sizeof *f},
+                                   (size_t)k * sizeof *f)))
+            rc = write_w16(s, a, f, k);
+    }
+    free(f);
+    if (rc) {
+        s->be->free(s->w16);
+        s->w16 = NULL;
+    }
+    return rc;
+}
+
+tt_mem tt_state_w16_mem(const tt_train_state *s) { return (tt_mem){s->w16, 0}; }
+tt_mem tt_state_w16_unit_mem(const tt_train_state *s, int unit)
+{
+    return (tt_mem){s->w16, (size_t)s->model->units[unit].offset * sizeof(uint16_t)};
+}
+
 void tt_state_free(tt_train_state *s)
 {
+    if (s->w16) s->be->free(s->w16);
     if (s->grad_full) s->be->free(s->grad_full);
     for (int k = 0; k < TT_STATE_KINDS; k++)
         if (s->buf[k]) s->be->free(s->buf[k]);
@@ -131,15 +188,12 @@ static tt_err store_read(void *ctx, const tt_model *m, int i, float *dst)
 static tt_err write_piece(void *ctx, int64_t flat, int64_t at, int64_t n)
 {
     const piece *w = ctx;
-    return tt_backend_write(w->s->be, w->s->q, (tt_mem){w->s->buf[w->kind], (size_t)at * sizeof(float)},
-                            w->src + (flat - w->first), (size_t)n * sizeof(float));
+    return write_at(w->s, w->kind, at, w->src + (flat - w->first), n);
 }
 
 tt_err tt_state_write_range(tt_train_state *s, tt_state_kind kind, int64_t first, int64_t n, const float *src)
 {
-    if (!s->sh) /* the model's own layout */
-        return tt_backend_write(s->be, s->q, (tt_mem){s->buf[kind], (size_t)first * sizeof(float)}, src,
-                                (size_t)n * sizeof(float));
+    if (!s->sh) return write_at(s, kind, first, src, n); /* the model's own layout */
     piece w = {s, kind, NULL, src, first};
     return tt_sharding_pieces(s->sh, s->sh->shard_rank, first, first + n, write_piece, &w);
 }
@@ -161,7 +215,7 @@ tt_err tt_state_download(tt_train_state *s, tt_state_kind kind, float *dst)
 }
 tt_err tt_state_upload(tt_train_state *s, tt_state_kind kind, const float *src)
 {
-    return tt_backend_write(s->be, s->q, tt_state_mem(s, kind), src, (size_t)s->numel * sizeof(float));
+    return write_at(s, kind, 0, src, s->numel);
 }
 
 /* Shard rank r's slice of a bucket (at `from`) into its places in the flat layout. */

@@ -24,6 +24,7 @@ struct tt_train_state {
     int64_t numel;               /* floats in each buffer: the model's, or this rank's shard buffer */
     tt_buf *buf[TT_STATE_KINDS]; /* only params without the optimizer */
     tt_buf *grad_full;           /* sharded, accumulating micro-steps: every bucket's full gradients */
+    tt_buf *w16;                 /* the weights rounded to bf16 for the bf16 products (tt_state_alloc_w16), or NULL */
     tt_state_store_ctx store[TT_STATE_KINDS];
 };
 
@@ -47,6 +48,14 @@ tt_mem tt_state_bucket_mem(const tt_train_state *s, tt_state_kind kind, int b);
  * by the run that accumulates. And where bucket b's are. */
 tt_err tt_state_alloc_grad_full(tt_train_state *s);
 tt_mem tt_state_grad_full_mem(const tt_train_state *s, int b);
+/* A copy of the weights rounded to bf16 (numel bf16 values in the same layout), made now from the weights and
+ * kept equal to them from then on: every write of weights through this module writes their rounding too, and
+ * the optimizer graph's AdamW writes it beside the weights (tt_build_optim_step). The bf16 products of the
+ * micro-steps read it, so that they round no weight themselves (tt_step_cfg.weights16). A whole state only:
+ * this rank's slices of a sharded one are gathered in bf16 anyway. And where it, and unit k's part of it, are. */
+tt_err tt_state_alloc_w16(tt_train_state *s);
+tt_mem tt_state_w16_mem(const tt_train_state *s);
+tt_mem tt_state_w16_unit_mem(const tt_train_state *s, int unit);
 /* A store over one kind (parameters for Hugging Face loading and export and
  * the balancing bias, moments for checkpoints). Writing a parameter to a
  * sharded state keeps the rank's slices of it; reading one is collective

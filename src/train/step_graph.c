@@ -9,6 +9,7 @@
 #include "graph/passes/ep.h"
 #include "graph/passes/fsdp.h"
 #include "graph/passes/lora.h"
+#include "graph/passes/weights16.h"
 #include "train/step_graph.h"
 
 static tt_value *input(tt_graph *g, const char *name, tt_dtype dt, int64_t n)
@@ -61,6 +62,24 @@ static tt_err accumulate_grads(tt_step_graph *sg, const tt_model *m)
 const tt_model *tt_step_trained_model(const tt_model *m, const tt_step_cfg *c)
 {
     return c->lora ? c->lora->adapters : m;
+}
+
+int tt_step_weights16_fits(tt_dtype act_dtype, int lora, int shards, int ep)
+{
+    return act_dtype == TT_BF16 && !lora && shards <= 1 && ep <= 1;
+}
+
+static int weights16_fits(const tt_step_cfg *c)
+{
+    return tt_step_weights16_fits(c->act_dtype, c->lora != NULL, c->sh ? c->sh->shards : 1, c->sh ? c->sh->ep : 1);
+}
+
+tt_err tt_step_use_weights16(tt_step_cfg *c, tt_train_state *s)
+{
+    if (!weights16_fits(c)) return 0;
+    if (tt_state_alloc_w16(s)) return -1;
+    c->weights16 = 1;
+    return 0;
 }
 
 /* LoRA: every target's base weight by (unit, bytes) with its adapter's values, for the pass; a target of several
@@ -146,7 +165,9 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
     sg->units = calloc((size_t)m->n_units + 1, sizeof *sg->units);
     sg->grad_units = calloc((size_t)m->n_units + 1, sizeof *sg->grad_units);
     if (c->lora) sg->adapter_units = calloc((size_t)m->n_units + 1, sizeof *sg->adapter_units);
-    if (!g || !vals || !sg->units || !sg->grad_units || (c->lora && (!avals || !sg->adapter_units))) {
+    if (c->weights16) sg->units16 = calloc((size_t)m->n_units + 1, sizeof *sg->units16);
+    if (!g || !vals || !sg->units || !sg->grad_units || (c->lora && (!avals || !sg->adapter_units)) ||
+        (c->weights16 && !sg->units16)) {
         free(vals);
         free(avals);
         tt_step_graph_free(sg);
@@ -154,6 +175,13 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
     }
     const int64_t n = (int64_t)c->B * c->T;
     g->act_dtype = c->act_dtype;
+    if (c->weights16 && !weights16_fits(c)) {
+        free(vals);
+        free(avals);
+        tt_step_graph_free(sg);
+        return tt_errorf("the step graph: a bf16 copy of the weights is read in mixed precision, by a run that "
+                         "trains the model's weights whole on each rank");
+    }
     tt_err rc = c->lora ? tt_lora_bind(g, m, &c->frozen->layout, c->lora, vals, sg->units, avals, sg->adapter_units)
                         : tt_model_bind(g, m, vals, sg->units);
     sg->ids = input(g, "ids", TT_I32, n);
@@ -196,6 +224,8 @@ tt_err tt_build_micro_graph(tt_step_graph *sg, const tt_model *m, const tt_step_
             if (sg->ac != TT_AC_NONE) rc = tt_remat(g, n_fwd, sg->ac, &sg->remat);
         }
     }
+    /* after remat: its recomputed products read weights too */
+    if (!rc && c->weights16) rc = tt_weights16(g, sg->units, sg->units16, sg->n_units, &sg->weights16_read);
     if (!rc && c->sh && c->sh->shards * c->sh->replicas > 1) rc = distribute(sg, c, n_fwd, with_grad);
     if (rc) tt_step_graph_free(sg);
     return rc;
@@ -214,6 +244,7 @@ static void bind_state(tt_step_graph *sg, const tt_step_cfg *c, tt_train_state *
     if (tt_state_is_sharded(s)) return;
     for (int k = 0; k < sg->n_units; k++) {
         if (units[k]) tt_value_bind(units[k], tt_state_unit_mem(s, TT_STATE_PARAM, k));
+        if (sg->units16 && sg->units16[k]) tt_value_bind(sg->units16[k], tt_state_w16_unit_mem(s, k));
         /* (across ranks the pass moved the gradients onto its buckets') */
         if (!sg->distributed && sg->grad_units[k])
             tt_value_bind(sg->grad_units[k], tt_state_unit_mem(s, TT_STATE_GRAD, k));
@@ -236,6 +267,8 @@ static void bind_frozen(tt_step_graph *sg, const tt_frozen_base *f)
 tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_train_state *s, const tt_step_cfg *c,
                            int with_grad, tt_exec_mode mode, tt_ac_mode ac, tt_exec *share)
 {
+    if (c->weights16 && !s->w16)
+        return tt_errorf("the step graph reads the weights' bf16 copy, and the state keeps none (tt_step_use_weights16)");
     if (tt_build_micro_graph(sg, m, c, with_grad, ac)) return -1;
     bind_state(sg, c, s);
     if (c->lora) bind_frozen(sg, c->frozen);
@@ -248,15 +281,19 @@ tt_err tt_build_micro_step(tt_step_graph *sg, const tt_model *m, tt_train_state 
 
 /* One value over a whole buffer of the state (the model's flat layout, or
  * this rank's shard buffer). */
-static tt_value *flat(tt_graph *g, tt_role role, const char *name, tt_train_state *s, tt_state_kind kind)
+static tt_value *flat_at(tt_graph *g, tt_role role, tt_dtype dt, const char *name, tt_train_state *s, tt_mem mem)
 {
     const int64_t n = s->numel;
-    tt_value *v = tt_value_new(g, role, TT_F32, 1, &n);
+    tt_value *v = tt_value_new(g, role, dt, 1, &n);
     if (v) {
         snprintf(v->name, sizeof v->name, "%s", name);
-        tt_value_bind(v, tt_state_mem(s, kind));
+        tt_value_bind(v, mem);
     }
     return v;
+}
+static tt_value *flat(tt_graph *g, tt_role role, const char *name, tt_train_state *s, tt_state_kind kind)
+{
+    return flat_at(g, role, TT_F32, name, s, tt_state_mem(s, kind));
 }
 
 /* The element ranges of the state's buffers that decay, adjacent ones merged. */
@@ -328,11 +365,14 @@ tt_err tt_build_optim_step(tt_step_graph *sg, const tt_model *m, tt_train_state 
     tt_value *clip = tt_clip_coef_of(g, sg->sumsq, cfg->max_norm);
     sg->hp = input(g, "optimizer_hparams", TT_F64, 2);
     tt_graph_set_scope(g, "optimizer.adamw");
-    /* no parameter decays: weight decay 0 everywhere (the op decays everything without ranges) */
+    /* no parameter decays: weight decay 0 everywhere (the op decays everything without ranges); the weights'
+     * bf16 copy, where the state keeps one, written in the same pass */
+    tt_value *p16 = s->w16 ? flat_at(g, TT_ROLE_STATE, TT_BF16, "params.bf16", s, tt_state_w16_mem(s)) : NULL;
+    if (s->w16 && !p16) g->failed = 1;
     tt_adamw(g, flat(g, TT_ROLE_PARAM, "params", s, TT_STATE_PARAM), grad,
              flat(g, TT_ROLE_STATE, "optim.exp_avg", s, TT_STATE_EXP_AVG),
-             flat(g, TT_ROLE_STATE, "optim.exp_avg_sq", s, TT_STATE_EXP_AVG_SQ), clip, sg->hp, decay, cfg->beta1,
-             cfg->beta2, cfg->eps, nr ? cfg->weight_decay : 0.0);
+             flat(g, TT_ROLE_STATE, "optim.exp_avg_sq", s, TT_STATE_EXP_AVG_SQ), clip, sg->hp, decay, p16,
+             cfg->beta1, cfg->beta2, cfg->eps, nr ? cfg->weight_decay : 0.0);
     if (g->failed || !(sg->exec = tt_exec_new(g, s->be, s->q, mode))) {
         tt_step_graph_free(sg);
         return -1;
@@ -401,6 +441,7 @@ void tt_step_graph_free(tt_step_graph *sg)
     free(sg->units);
     free(sg->grad_units);
     free(sg->adapter_units);
+    free(sg->units16);
     free(sg->moe_offsets);
     memset(sg, 0, sizeof *sg);
 }

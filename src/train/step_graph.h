@@ -32,6 +32,9 @@ typedef struct {
      * is lora->adapters */
     const tt_lora *lora;
     const tt_frozen_base *frozen;
+    /* 1: the bf16 products read the state's bf16 copy of the weights (tt_state_alloc_w16) through the weights16
+     * pass, not the fp32 weights they would round (tt_step_use_weights16 sets it where it applies) */
+    int weights16;
 } tt_step_cfg;
 
 /* the language-model loss, then up to two auxiliary losses an MoE layer */
@@ -56,6 +59,9 @@ typedef struct {
     tt_value **adapter_units;       /* LoRA: per unit, the adapters' root (NULL where a unit has none); units are
                                        then the frozen base's roots and grad_units the adapters' gradients' */
     int lora_applied;               /* LoRA: the matmuls that got adapters */
+    tt_value **units16;             /* weights16: per unit, the root of its weights' bf16 copy (NULL where no product
+                                       reads one) */
+    int weights16_read;             /* weights16: the products' operands that read the copy */
     int n_units;
     tt_fsdp_result fsdp;    /* per bucket: the shard roots the FSDP pass made (when c->sh spans ranks) */
     tt_fsdp_result frozen_fsdp; /* LoRA, a sharded base: per bucket of c->frozen->sh, its shard roots */
@@ -74,6 +80,13 @@ typedef struct {
 
 /* The model whose parameters a state for c trains: the model, or LoRA's adapters */
 const tt_model *tt_step_trained_model(const tt_model *m, const tt_step_cfg *c);
+/* Whether a run keeps a bf16 copy of its weights for its bf16 products (tt_step_cfg.weights16): in mixed
+ * precision, training the model's own weights (not LoRA's adapters, whose base is kept in bf16 already), whole on
+ * every rank (FSDP's shards gather their weights in bf16, and expert parallelism moves the experts' weights). */
+int tt_step_weights16_fits(tt_dtype act_dtype, int lora, int shards, int ep);
+/* Where it fits c (c->sh says the mesh, NULL for one process), the copy in s, made now and kept from then on
+ * (tt_state_alloc_w16), and c->weights16 set: the graphs built for c then read it. */
+tt_err tt_step_use_weights16(tt_step_cfg *c, tt_train_state *s);
 /* The micro-step graph with its passes applied and no memory behind it
  * (titan plan measures its memory plan): with_grad: forward + backward +
  * accumulation into the gradient buffers; else forward and loss only.

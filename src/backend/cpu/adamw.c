@@ -56,9 +56,11 @@ typedef struct {
 } adamw_k;
 
 /* n elements with weight decay wd; the gradient is read once and zeroed for
- * the next step's accumulation */
-TT_CLONES static void adamw_run(float *restrict p, float *restrict g, float *restrict m, float *restrict v, size_t n,
-                                const adamw_k *k, float wd)
+ * the next step's accumulation. With p16 the new weights also go there,
+ * rounded to bf16 as the GEMM's packers round them: the bf16 products read
+ * that copy, so a product on it equals one on the fp32 weights bit for bit. */
+TT_INLINE void adamw_body(float *restrict p, float *restrict g, float *restrict m, float *restrict v,
+                          uint16_t *restrict p16, size_t n, const adamw_k *k, float wd, int copy)
 {
     const adamw_k c = *k;
     for (size_t i = 0; i < n; i++) {
@@ -67,16 +69,36 @@ TT_CLONES static void adamw_run(float *restrict p, float *restrict g, float *res
         const float vi = c.b2 * v[i] + c.a2 * gi * gi;
         m[i] = mi;
         v[i] = vi;
-        p[i] -= c.lr * (mi * c.ibc1 / (sqrtf(vi) * c.isbc2 + c.eps) + wd * p[i]);
+        const float pi = p[i] - c.lr * (mi * c.ibc1 / (sqrtf(vi) * c.isbc2 + c.eps) + wd * p[i]);
+        p[i] = pi;
+        if (copy) p16[i] = tt_bf16_bits(pi);
         g[i] = 0;
     }
+}
+TT_CLONES static void adamw_run(float *restrict p, float *restrict g, float *restrict m, float *restrict v, size_t n,
+                                const adamw_k *k, float wd)
+{
+    adamw_body(p, g, m, v, NULL, n, k, wd, 0);
+}
+TT_CLONES static void adamw_run16(float *restrict p, float *restrict g, float *restrict m, float *restrict v,
+                                  uint16_t *restrict p16, size_t n, const adamw_k *k, float wd)
+{
+    adamw_body(p, g, m, v, p16, n, k, wd, 1);
+}
+
+/* [a, e) of every buffer, with weight decay wd */
+static void adamw_range(float *p, float *g, float *m, float *v, uint16_t *p16, size_t a, size_t e, const adamw_k *k,
+                        float wd)
+{
+    if (p16) adamw_run16(p + a, g + a, m + a, v + a, p16 + a, e - a, k, wd);
+    else adamw_run(p + a, g + a, m + a, v + a, e - a, k, wd);
 }
 
 /* Elements per task: big enough to stream, small enough to spread evenly. */
 #define ADAMW_CHUNK 32768
 
-void cpu_adamw(float *p, float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double eps,
-               double wd, double clip, long step, const int64_t *decay, int n_decay)
+void cpu_adamw(float *p, float *g, float *m, float *v, uint16_t *p16, size_t n, double lr, double b1, double b2,
+               double eps, double wd, double clip, long step, const int64_t *decay, int n_decay)
 {
     const double bc1 = 1.0 - pow(b1, (double)step), bc2 = 1.0 - pow(b2, (double)step);
     const adamw_k k = {(float)b1, (float)b2, (float)(1.0 - b1), (float)(1.0 - b2), (float)clip, (float)(1.0 / bc1),
@@ -87,7 +109,7 @@ void cpu_adamw(float *p, float *g, float *m, float *v, size_t n, double lr, doub
         size_t a = (size_t)c * ADAMW_CHUNK;
         const size_t e = a + ADAMW_CHUNK < n ? a + ADAMW_CHUNK : n;
         if (!decay) {
-            adamw_run(p + a, g + a, m + a, v + a, e - a, &k, (float)wd);
+            adamw_range(p, g, m, v, p16, a, e, &k, (float)wd);
             continue;
         }
         /* the chunk in runs of constant decay: the first range ending after a, by bisection */
@@ -100,9 +122,9 @@ void cpu_adamw(float *p, float *g, float *m, float *v, size_t n, double lr, doub
         for (int r = lo; a < e; r++) {
             const size_t r0 = r < n_decay ? (size_t)decay[2 * r] : e, r1 = r < n_decay ? (size_t)decay[2 * r + 1] : e;
             const size_t gap = r0 < e ? r0 : e; /* [a, gap): no decay */
-            if (a < gap) adamw_run(p + a, g + a, m + a, v + a, gap - a, &k, 0.0f), a = gap;
+            if (a < gap) adamw_range(p, g, m, v, p16, a, gap, &k, 0.0f), a = gap;
             const size_t end = r1 < e ? r1 : e; /* [a, end): decay */
-            if (a < end) adamw_run(p + a, g + a, m + a, v + a, end - a, &k, (float)wd), a = end;
+            if (a < end) adamw_range(p, g, m, v, p16, a, end, &k, (float)wd), a = end;
         }
     }
 }

@@ -393,12 +393,12 @@ static tt_err k_clip_coef(const tt_node *n, void *const *in, void *const *out)
 
 static tt_err k_adamw(const tt_node *n, void *const *in, void *const *out)
 {
-    (void)out;
     const tt_adamw_attrs *a = TT_ATTRS(n, tt_adamw_attrs);
     const double *hp = in[5]; /* lr, step */
     const int64_t *dr = n->n_in > 6 ? in[6] : NULL;
-    cpu_adamw(in[0], in[1], in[2], in[3], numel0(n), hp[0], a->beta1, a->beta2, a->eps, a->weight_decay,
-              *(const float *)in[4], (long)hp[1], dr, dr ? (int)n->in[6]->shape[0] : 0); /* also zeroes the gradient */
+    cpu_adamw(in[0], in[1], in[2], in[3], n->n_out ? out[0] : NULL, numel0(n), hp[0], a->beta1, a->beta2, a->eps,
+              a->weight_decay, *(const float *)in[4], (long)hp[1], dr, dr ? (int)n->in[6]->shape[0] : 0);
+    /* (it also zeroes the gradient, and writes the weights' bf16 copy when the node has it as its output) */
     return 0;
 }
 

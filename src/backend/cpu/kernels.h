@@ -136,9 +136,10 @@ void cpu_ce_set_block(size_t logits);
 double cpu_sumsq(const float *g, size_t n);
 /* AdamW on n elements in place (the reference's contract), weight decay only
  * inside the n_decay ranges [decay[2i], decay[2i+1]) (sorted, disjoint), or
- * everywhere when decay is NULL; g is zeroed for the next accumulation. */
-void cpu_adamw(float *p, float *g, float *m, float *v, size_t n, double lr, double b1, double b2, double eps,
-               double wd, double clip, long step, const int64_t *decay, int n_decay);
+ * everywhere when decay is NULL; g is zeroed for the next accumulation. p16:
+ * NULL, or n bf16 values that get the new p rounded (tt_bf16_bits). */
+void cpu_adamw(float *p, float *g, float *m, float *v, uint16_t *p16, size_t n, double lr, double b1, double b2,
+               double eps, double wd, double clip, long step, const int64_t *decay, int n_decay);
 
 /* ---- per-head columns (heads.c; TT_OP_HEAD_* in ops/ops.h) ------------------------
  * x (N, H*w); part (N, H*cw), or (N, cw) with sum_heads. place = 0: part = x's columns [c0, c0+cw) of every

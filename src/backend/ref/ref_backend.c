@@ -396,7 +396,6 @@ static tt_err k_clip_coef(const tt_node *n, void *const *in, void *const *out)
 /* AdamW one run of constant weight decay at a time, then the gradient zeroed */
 static tt_err k_adamw(const tt_node *n, void *const *in, void *const *out)
 {
-    (void)out;
     const tt_adamw_attrs *at = TT_ATTRS(n, tt_adamw_attrs);
     const double *hp = in[5], clip = *(const float *)in[4]; /* lr, step */
     const size_t cnt = numel0(n);
@@ -414,6 +413,7 @@ static tt_err k_adamw(const tt_node *n, void *const *in, void *const *out)
         if (dr && decayed) r++;
     }
     memset(in[1], 0, cnt * es); /* the accumulator starts the next step at zero */
+    if (n->n_out) memcpy(out[0], in[0], cnt * es); /* the bf16 copy (fp32 weights): widened here, rounded after */
     return 0;
 }
 
