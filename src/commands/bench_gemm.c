@@ -124,14 +124,16 @@ static void add_shape(bshape *s, int *n, int M, int N, int K, int ta, int tb, tt
 
 /* The products of one Llama-style step as the fused graph runs them: per
  * Linear the forward y = x W^T (nt), dx = dy W (nn) and dW = dy^T x (tn);
- * with bf16 activations and fp32 weights in the bf16 table. The head's
- * products are those of one block of rows of the fused cross-entropy. */
+ * in the bf16 table with bf16 activations and the bf16 copy of the weights
+ * that a bf16 run keeps (tt_step_cfg.weights16; FSDP's gathers are bf16
+ * too). The head's products are those of one block of rows of the fused
+ * cross-entropy. */
 static int step_shapes(const tt_config *c, int bf, bshape *s)
 {
     const int N = c->training.local_batch_size * c->training.seq_len, D = c->model.dim, F = c->model.ffn_dim;
     const int q = c->model.n_heads * c->model.head_dim, kv = c->model.n_kv_heads * c->model.head_dim;
     const int V = c->model.vocab_size, R = tt_ce_block_rows(N, V, TT_CE_BLOCK_LOGITS);
-    const tt_dtype a = bf ? TT_BF16 : TT_F32, w = TT_F32;
+    const tt_dtype a = bf ? TT_BF16 : TT_F32, w = a;
     struct { const char *n; int out, in, rows; } lin[] = {
         {"qkv", q + 2 * kv, D, N}, {"o", D, q, N}, {"gate/up", 2 * F, D, N}, {"down", D, F, N}, {"head", V, D, R},
     };
@@ -340,8 +342,8 @@ tt_err tt_bench_gemm(const tt_config *c, const char *const *shapes, int n_shapes
             pk.gflops[TT_F32], pk.gflops[TT_BF16]);
     fprintf(out, "titan: the matmul op on backend %s; OpenBLAS %s; oneDNN %s\n", be->name, openblas_get_config(),
             have_dnnl ? "loaded" : "not available (its products are left out; Debian: libdnnl-dev)");
-    fprintf(out, "best of the repetitions filling %.2f s per figure; bf16 rows: titan reads the operands in the dtypes "
-                 "the step passes (bf16 activations, fp32 weights), oneDNN bf16 copies of both\n",
+    fprintf(out, "best of the repetitions filling %.2f s per figure; bf16 rows: titan and oneDNN read bf16 "
+                 "activations and weights (the bf16 copy of the weights a bf16 run keeps)\n",
             seconds);
     bshape *list = calloc((size_t)n_shapes + 64, sizeof *list);
     if (!list) return tt_errorf("out of memory");
@@ -366,9 +368,9 @@ tt_err tt_bench_gemm(const tt_config *c, const char *const *shapes, int n_shapes
     free(list);
     if (!rc && !n_shapes) rc = tt_bench_grouped_gemm(c, dtypes, seconds, pk.gflops[TT_F32], pk.gflops[TT_BF16], out);
     if (!rc)
-        fprintf(out, "\nthe training step runs titan's GEMM for every product above: it reads fp32 weights and bf16 "
-                     "activations as they are, packing them into bf16 panels once per call, writes bf16 outputs and "
-                     "adds weight gradients into the fp32 accumulators in place; the libraries would need those "
-                     "conversions and copies around each call\n");
+        fprintf(out, "\nthe training step runs titan's GEMM for every product above: it reads the bf16 activations "
+                     "and the weights' bf16 copy as they are, writes bf16 outputs and adds weight gradients into the "
+                     "fp32 accumulators in place; the libraries' calls here write fp32, and in a step would need "
+                     "conversions and copies around them\n");
     return rc;
 }

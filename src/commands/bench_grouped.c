@@ -27,7 +27,8 @@ static double best_time(tt_exec *e, double seconds)
 }
 
 /* One grouped product of E groups of m rows: y (E*m, N) = x (E*m, K) w[e]^T, or (wgrad) dw (E, N, K) from
- * (E*m, N) and (E*m, K) rows; its GFLOP/s, or -1 */
+ * (E*m, N) and (E*m, K) rows; its GFLOP/s, or -1. The weights in dt, as a bf16 step reads its weights' bf16
+ * copy (tt_step_cfg.weights16) */
 static double one(const tt_backend *be, tt_dtype dt, int E, int m, int N, int K, int wgrad, double seconds)
 {
     tt_graph *g = tt_graph_new();
@@ -39,7 +40,7 @@ static double one(const tt_backend *be, tt_dtype dt, int E, int m, int N, int K,
     for (int e = 0; off && e <= E; e++) ((int32_t *)offs)[e] = e * m;
     tt_value *a = tt_graph_input(g, "a", dt, 2, (int64_t[]){M, wgrad ? N : K});
     tt_value *y = wgrad ? tt_grouped_matmul_wgrad(g, a, tt_graph_input(g, "b", dt, 2, (int64_t[]){M, K}), off, E, TT_F32)
-                        : tt_grouped_matmul(g, a, tt_graph_input(g, "w", TT_F32, 3, (int64_t[]){E, N, K}), off, 1);
+                        : tt_grouped_matmul(g, a, tt_graph_input(g, "w", dt, 3, (int64_t[]){E, N, K}), off, 1);
     if (y) tt_graph_mark_output(g, y);
     tt_exec *e = g->failed ? NULL : tt_exec_new(g, be, NULL, TT_EXEC_GRAPH);
     double gf = -1;
