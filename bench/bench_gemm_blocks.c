@@ -3,10 +3,12 @@
  * 1 MB L2 (Zen 4) against those the CPU's own L2 gives (tt_gemm_set_l2);
  * with --a-tile / --b-tile, also two register tiles of the AVX-512 fp32
  * kernel (tt_gemm_set_tile); with --a-split / --b-split, also two ways of
- * sharing a product between the threads (tt_gemm_set_split); with --b-bf16-weights, B reads a bf16 copy of
- * each fp32 weight operand, made before the calls (what a bf16 weight store
- * kept once a step would hand the GEMM), where A packs the fp32 weights into
- * bf16 panels in each call. With --a-scratch-out, A sums a bf16 C's tiles in
+ * sharing a product between the threads (tt_gemm_set_split). A weight operand
+ * of a bf16 product is read as a bf16 copy of the fp32 weights, made before
+ * the calls, as the step reads the copy its state keeps (tt_state_alloc_w16);
+ * with --a-f32-weights A reads the fp32 weights and packs them into bf16
+ * panels in each call, as the step did before that copy. With
+ * --a-scratch-out, A sums a bf16 C's tiles in
  * scratch and rounds them after (tt_gemm_set_out16(0)), where B's kernel
  * rounds its whole tiles into C.
  * On a shared host whose speed drifts over seconds, whole-process A/B runs
@@ -16,13 +18,13 @@
  * alternates (A then B, B then A), so neither side always runs second.
  *
  *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [--a-tile T] [--b-tile T]
- *                     [--a-split S] [--b-split S] [--b-bf16-weights] [--a-scratch-out] [--cold] [MxNxK:op ...]
+ *                     [--a-split S] [--b-split S] [--a-f32-weights] [--a-scratch-out] [--cold] [MxNxK:op ...]
  *
  * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
  * 1024 tokens, vocab 50304, the head's three products over all 1024 rows at once, as cross_entropy.c's one block of
  * them makes them) in the dtypes the
  * step passes them (--f32: every operand fp32, as the fp32 step passes them;
- * given shapes take bf16 A, fp32 B and bf16 C, as a linear's forward and
+ * given shapes take bf16 A, B (a weight, read as its bf16 copy) and bf16 C, as a linear's forward and
  * input gradient do, or with op tn bf16 A and B added into an fp32 C, as its
  * weight gradient does; fp32 all through with --f32). A = --a-l2 (default 1 MB), B = --b-l2 (default: the
  * CPU's; 0 is the CPU's for either); --a-tile and --b-tile (auto, 12x32, 8x48 or 6x64) default to TITAN_GEMM_TILE's, or
@@ -43,7 +45,7 @@ typedef struct {
     const char *what;
 } shape;
 
-/* llama_768, bf16: activations bf16, weights fp32, weight gradients fp32 (accumulated) */
+/* llama_768, bf16: activations bf16, weights fp32 (read as their bf16 copy), weight gradients fp32 (accumulated) */
 #define FWD(m, n, k, w) {m, n, k, 0, 1, TT_BF16, TT_F32, TT_BF16, w " fwd"}
 #define DX(m, n, k, w) {m, n, k, 0, 0, TT_BF16, TT_F32, TT_BF16, w " dx"}
 #define DW(m, n, k, w) {m, n, k, 1, 0, TT_BF16, TT_BF16, TT_F32, w " dW"}
@@ -85,11 +87,12 @@ static void *filled(size_t n, tt_dtype dt, unsigned *seed)
 }
 
 /* one side of the comparison: an L2 size for the blocks (0: the CPU's), a tile and a split (NULL: the default),
- * whether fp32 weights are read as a bf16 copy, and whether a bf16 C is rounded after, from scratch */
+ * whether a bf16 product reads the fp32 weights (not their bf16 copy), and whether a bf16 C is rounded after, from
+ * scratch */
 typedef struct {
     long l2;
     const char *tile, *split;
-    int bf16_weights, scratch_out;
+    int f32_weights, scratch_out;
 } side;
 
 static void set_side(const side *x)
@@ -124,7 +127,7 @@ static int run(const shape *s, int reps, const side *sa, const side *sb, double 
                             .C = C, .cdt = s->cdt, .ldc = s->N, .M = s->M, .N = s->N, .K = s->K,
                             .accumulate = s->cdt == TT_F32 && s->ta};
     /* the weights' bf16 copy: rounded as the packing rounds them, so both sides compute the same product */
-    const int copy = g.compute == TT_BF16 && s->bdt == TT_F32 && (sa->bf16_weights || sb->bf16_weights);
+    const int copy = g.compute == TT_BF16 && s->bdt == TT_F32;
     uint16_t *B16 = copy ? malloc((size_t)s->K * s->N * sizeof *B16) : NULL;
     if (copy && !B16) return -1;
     for (size_t i = 0; copy && i < (size_t)s->K * s->N; i++) B16[i] = tt_f32_to_bf16(((const float *)B)[i]);
@@ -140,8 +143,8 @@ static int run(const shape *s, int reps, const side *sa, const side *sb, double 
             const int v = (r & 1) ? !i : i;
             const side *x = v ? sb : sa;
             set_side(x);
-            g.B = copy && x->bf16_weights ? (const void *)B16 : B;
-            g.bdt = copy && x->bf16_weights ? TT_BF16 : s->bdt;
+            g.B = copy && !x->f32_weights ? (const void *)B16 : B;
+            g.bdt = copy && !x->f32_weights ? TT_BF16 : s->bdt;
             flush_caches();
             const double t0 = tt_now();
             rc = tt_gemm(&g);
@@ -169,7 +172,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--f32")) f32 = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--b-bf16-weights")) sb.bf16_weights = 1;
+        else if (!strcmp(argv[i], "--a-f32-weights")) sa.f32_weights = 1;
         else if (!strcmp(argv[i], "--a-scratch-out")) sa.scratch_out = 1;
         else if (!strcmp(argv[i], "--cold")) g_flush_bytes = 256u << 20;
         else if ((!strcmp(argv[i], "--a-l2") || !strcmp(argv[i], "--b-l2")) && i + 1 < argc) {
@@ -217,14 +220,14 @@ int main(int argc, char **argv)
     const shape *list = given;
     const tt_dtype cd = f32 ? TT_F32 : TT_BF16;
     set_side(&sa);
-    printf("A: the blocks for %s (scale %d), path %s, split %s%s", sa.l2 ? "the L2 given" : "this CPU's L2",
+    printf("A: the blocks for %s (scale %d), path %s, split %s%s%s", sa.l2 ? "the L2 given" : "this CPU's L2",
            tt_gemm_block_scale(cd), tt_gemm_path_name(cd), sa.split ? sa.split : "default",
-           sa.scratch_out ? ", a bf16 C rounded from scratch" : "");
+           sa.scratch_out ? ", a bf16 C rounded from scratch" : "", sa.f32_weights ? ", the fp32 weights packed instead" : "");
     set_side(&sb);
-    printf("; B: for %s (scale %d), path %s, split %s%s; %s operands%s; pairs of calls alternated\n",
+    printf("; B: for %s (scale %d), path %s, split %s; %s operands%s; pairs of calls alternated\n",
            sb.l2 ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(cd), tt_gemm_path_name(cd),
-           sb.split ? sb.split : "default", sb.bf16_weights ? ", fp32 weights read as a bf16 copy" : "",
-           f32 ? "fp32" : "the bf16 step's", g_flush_bytes ? ", caches flushed before each call" : "");
+           sb.split ? sb.split : "default", f32 ? "fp32" : "the bf16 step's (weights read as their bf16 copy)",
+           g_flush_bytes ? ", caches flushed before each call" : "");
     double ta = 0, tb = 0;
     for (int i = 0; i < n; i++) {
         const double macs = (double)list[i].M * list[i].N * list[i].K;
