@@ -187,39 +187,67 @@ static void compare(variant va)
     tt_model_free(m);
 }
 
+/* A llama's train state on the cpu backend; 0 when it could not be made (the checks say why). */
+typedef struct {
+    tt_model *m;
+    const tt_backend *be;
+    tt_queue *q;
+    tt_train_state st;
+} fixture;
+
+static int fixture_open(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->m = make_model(LLAMA);
+    f->be = tt_backend_get("cpu");
+    f->q = f->be ? f->be->queue_new() : NULL;
+    const int ok = f->m && f->q && tt_state_init(&f->st, f->m, f->be, f->q, 1) == 0;
+    CHECK_MSG(ok, "%s", tt_last_error());
+    if (!ok) {
+        if (f->q) f->be->queue_free(f->q);
+        tt_model_free(f->m);
+    }
+    return ok;
+}
+
+static void fixture_close(fixture *f)
+{
+    tt_state_free(&f->st);
+    f->be->queue_free(f->q);
+    tt_model_free(f->m);
+}
+
 /* Writes from the host (a Hugging Face load, a checkpoint, the balancing bias) round into the copy too. */
 static void test_host_writes(void)
 {
-    tt_model *m = make_model(LLAMA);
-    const tt_backend *be = tt_backend_get("cpu");
-    tt_queue *q = be->queue_new();
-    tt_train_state st;
-    CHECK(m && q && tt_state_init(&st, m, be, q, 1) == 0);
-    if (!m || !q) return;
-    CHECK_MSG(tt_state_alloc_w16(&st) == 0, "%s", tt_last_error());
+    fixture f;
+    if (!fixture_open(&f)) return;
+    tt_model *m = f.m;
+    const tt_backend *be = f.be;
+    tt_queue *q = f.q;
+    tt_train_state *st = &f.st;
+    CHECK_MSG(tt_state_alloc_w16(st) == 0, "%s", tt_last_error());
     size_t at = 0;
-    CHECK_MSG(copy_is_rounding(&st, &at), "the copy of zero weights differs at %zu", at);
+    CHECK_MSG(copy_is_rounding(st, &at), "the copy of zero weights differs at %zu", at);
     float *w = th_alloc(m->numel, sizeof *w);
     tt_rng r = {3, 0};
     for (size_t i = 0; i < m->numel; i++) w[i] = (float)tt_rng_normal(&r) * 0.7f;
-    CHECK(tt_state_upload(&st, TT_STATE_PARAM, w) == 0);
-    CHECK_MSG(copy_is_rounding(&st, &at), "after an upload the copy differs at %zu", at);
+    CHECK(tt_state_upload(st, TT_STATE_PARAM, w) == 0);
+    CHECK_MSG(copy_is_rounding(st, &at), "after an upload the copy differs at %zu", at);
     for (size_t i = 0; i < m->numel; i++) w[i] = -w[i] * 1.5f;
-    tt_param_store store = tt_state_store(&st, TT_STATE_PARAM);
+    tt_param_store store = tt_state_store(st, TT_STATE_PARAM);
     const int p = m->n_params / 2;
     CHECK(store.write(store.ctx, m, p, w + m->params[p].offset) == 0);
-    CHECK(tt_state_write_range(&st, TT_STATE_PARAM, 5, 100, w + 5) == 0);
-    CHECK_MSG(copy_is_rounding(&st, &at), "after writes of a parameter and a range the copy differs at %zu", at);
+    CHECK(tt_state_write_range(st, TT_STATE_PARAM, 5, 100, w + 5) == 0);
+    CHECK_MSG(copy_is_rounding(st, &at), "after writes of a parameter and a range the copy differs at %zu", at);
     /* the moments are not weights: their writes leave the copy alone */
     uint16_t before, after;
-    CHECK(tt_backend_read(be, q, &before, tt_state_w16_mem(&st), sizeof before) == 0);
-    CHECK(tt_state_write_range(&st, TT_STATE_EXP_AVG, 0, 1, (const float[]){1e6f}) == 0);
-    CHECK(tt_backend_read(be, q, &after, tt_state_w16_mem(&st), sizeof after) == 0);
+    CHECK(tt_backend_read(be, q, &before, tt_state_w16_mem(st), sizeof before) == 0);
+    CHECK(tt_state_write_range(st, TT_STATE_EXP_AVG, 0, 1, (const float[]){1e6f}) == 0);
+    CHECK(tt_backend_read(be, q, &after, tt_state_w16_mem(st), sizeof after) == 0);
     CHECK(before == after);
     free(w);
-    tt_state_free(&st);
-    be->queue_free(q);
-    tt_model_free(m);
+    fixture_close(&f);
 }
 
 /* Where the copy applies, and a graph that wants one on a state without it. */
@@ -230,24 +258,20 @@ static void test_where(void)
     CHECK(!tt_step_weights16_fits(TT_BF16, 1, 1, 1));
     CHECK(!tt_step_weights16_fits(TT_BF16, 0, 2, 1));
     CHECK(!tt_step_weights16_fits(TT_BF16, 0, 1, 2));
-    tt_model *m = make_model(LLAMA);
-    const tt_backend *be = tt_backend_get("cpu");
-    tt_queue *q = be->queue_new();
-    tt_train_state st;
-    CHECK(m && q && tt_state_init(&st, m, be, q, 1) == 0);
-    if (!m || !q) return;
+    fixture f;
+    if (!fixture_open(&f)) return;
+    tt_model *m = f.m;
+    tt_train_state *st = &f.st;
     tt_step_cfg f32 = {.B = B, .T = T, .act_dtype = TT_F32};
-    CHECK(tt_step_use_weights16(&f32, &st) == 0 && !f32.weights16 && !st.w16);
+    CHECK(tt_step_use_weights16(&f32, st) == 0 && !f32.weights16 && !st->w16);
     tt_step_cfg want = {.B = B, .T = T, .act_dtype = TT_BF16, .weights16 = 1};
     tt_step_graph sg;
-    CHECK(tt_build_micro_step(&sg, m, &st, &want, 1, TT_EXEC_GRAPH, TT_AC_NONE, NULL) != 0);
+    CHECK(tt_build_micro_step(&sg, m, st, &want, 1, TT_EXEC_GRAPH, TT_AC_NONE, NULL) != 0);
     CHECK_MSG(strstr(tt_last_error(), "bf16 copy"), "error: %s", tt_last_error());
     want.act_dtype = TT_F32;
     CHECK(tt_build_micro_graph(&sg, m, &want, 1, TT_AC_NONE) != 0);
     CHECK_MSG(strstr(tt_last_error(), "mixed precision"), "error: %s", tt_last_error());
-    tt_state_free(&st);
-    be->queue_free(q);
-    tt_model_free(m);
+    fixture_close(&f);
 }
 
 int main(void)
