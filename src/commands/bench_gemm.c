@@ -81,11 +81,13 @@ static void dnnl_load(void)
     dn.ok = 1;
 }
 
-/* A bf16 x bf16 -> fp32 matmul primitive for one shape, with plain (strided)
- * layouts, so that it pays for its own packing as titan does. */
+/* A bf16 x bf16 matmul primitive for one shape, with plain (strided)
+ * layouts, so that it pays for its own packing as titan does, writing C in
+ * the shape's dtype as titan does (bf16 for a forward or input gradient,
+ * fp32 otherwise). */
 typedef struct { dnnl_primitive_t prim; dnnl_memory_t a, b, c; } dnnl_mm;
 
-static int dnnl_mm_make(dnnl_mm *m, const bshape *s, const void *A, const void *B, float *C)
+static int dnnl_mm_make(dnnl_mm *m, const bshape *s, const void *A, const void *B, void *C)
 {
     dnnl_memory_desc_t amd, bmd, cmd;
     dnnl_dims_t ad = {s->M, s->K}, bd = {s->K, s->N}, cd = {s->M, s->N};
@@ -93,7 +95,8 @@ static int dnnl_mm_make(dnnl_mm *m, const bshape *s, const void *A, const void *
     dnnl_matmul_desc_t d;
     dnnl_primitive_desc_t pd;
     if (dn.md_init(&amd, 2, ad, dnnl_bf16, as) || dn.md_init(&bmd, 2, bd, dnnl_bf16, bs) ||
-        dn.md_init(&cmd, 2, cd, dnnl_f32, cs) || dn.matmul_init(&d, &amd, &bmd, NULL, &cmd) ||
+        dn.md_init(&cmd, 2, cd, s->cdt == TT_BF16 ? dnnl_bf16 : dnnl_f32, cs) ||
+        dn.matmul_init(&d, &amd, &bmd, NULL, &cmd) ||
         dn.pd_create(&pd, &d, NULL, dn.eng, NULL))
         return -1;
     int bad = dn.prim_create(&m->prim, pd) != dnnl_success;
@@ -270,10 +273,10 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
         const bshape *s = &list[si];
         const size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
         float *A = malloc(na * 4), *B = malloc(nb * 4), *C32 = malloc(nc * 4);
-        uint16_t *A16 = malloc(na * 2), *B16 = malloc(nb * 2);
+        uint16_t *A16 = malloc(na * 2), *B16 = malloc(nb * 2), *C16 = malloc(nc * 2); /* C16: oneDNN's bf16 C */
         void *C = malloc(nc * 4);
-        if (!A || !B || !C32 || !A16 || !B16 || !C) {
-            free(A), free(B), free(C32), free(A16), free(B16), free(C);
+        if (!A || !B || !C32 || !A16 || !B16 || !C16 || !C) {
+            free(A), free(B), free(C32), free(A16), free(B16), free(C16), free(C);
             return tt_errorf("bench gemm: out of memory for %dx%dx%d", s->M, s->N, s->K);
         }
         tt_rng rng = {42, 0};
@@ -285,7 +288,7 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
         tt_value *cv = NULL;
         if (!(c.exec = titan_matmul(be, s, &c, &g, &cv))) {
             tt_graph_free(g);
-            free(A), free(B), free(C32), free(A16), free(B16), free(C);
+            free(A), free(B), free(C32), free(A16), free(B16), free(C16), free(C);
             return tt_error_prefix("bench gemm %dx%dx%d: ", s->M, s->N, s->K);
         }
         gf[0] = time_gflops(&c, seconds);
@@ -295,10 +298,12 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
         if (!bf) c.impl = 1, gf[1] = time_gflops(&c, seconds);
 #ifdef HAVE_DNNL
         dnnl_mm mm = {0};
-        const int mm_ok = bf && have_dnnl && dnnl_mm_make(&mm, s, A16, B16, C32) == 0;
+        const int c16 = s->cdt == TT_BF16;
+        const int mm_ok = bf && have_dnnl && dnnl_mm_make(&mm, s, A16, B16, c16 ? (void *)C16 : C32) == 0;
         c.mm = &mm;
         if (have_dnnl && (!bf || mm_ok)) c.impl = 2, gf[2] = time_gflops(&c, seconds);
         if (mm_ok) dnnl_mm_free(&mm);
+        for (size_t x = 0; mm_ok && c16 && x < nc; x++) C32[x] = tt_bf16_to_f32(C16[x]); /* for the check below */
 #endif
         /* the libraries' C checks titan's */
         const double diff = gf[0] > 0 && (gf[1] > 0 || gf[2] > 0) ? max_rel_diff(C, s->cdt, C32, nc) : 0;
@@ -318,7 +323,7 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
         if (diff > (bf ? 2e-2 : 1e-4)) fprintf(out, "  (MISMATCH: max rel diff %.2g)", diff);
         fprintf(out, "\n");
         fflush(out);
-        free(A), free(B), free(C32), free(A16), free(B16), free(C);
+        free(A), free(B), free(C32), free(A16), free(B16), free(C16), free(C);
     }
     fprintf(out, "%s fastest: titan %d, openblas %d, onednn %d of %d shapes", bf ? "bf16" : "f32", wins[0], wins[1],
             wins[2], n);
@@ -343,7 +348,8 @@ tt_err tt_bench_gemm(const tt_config *c, const char *const *shapes, int n_shapes
     fprintf(out, "titan: the matmul op on backend %s; OpenBLAS %s; oneDNN %s\n", be->name, openblas_get_config(),
             have_dnnl ? "loaded" : "not available (its products are left out; Debian: libdnnl-dev)");
     fprintf(out, "best of the repetitions filling %.2f s per figure; bf16 rows: titan and oneDNN read bf16 "
-                 "activations and weights (the bf16 copy of the weights a bf16 run keeps)\n",
+                 "activations and weights (the bf16 copy of the weights a bf16 run keeps) and write C in the dtype "
+                 "the step wants\n",
             seconds);
     bshape *list = calloc((size_t)n_shapes + 64, sizeof *list);
     if (!list) return tt_errorf("out of memory");
@@ -370,7 +376,6 @@ tt_err tt_bench_gemm(const tt_config *c, const char *const *shapes, int n_shapes
     if (!rc)
         fprintf(out, "\nthe training step runs titan's GEMM for every product above: it reads the bf16 activations "
                      "and the weights' bf16 copy as they are, writes bf16 outputs and adds weight gradients into the "
-                     "fp32 accumulators in place; the libraries' calls here write fp32, and in a step would need "
-                     "conversions and copies around them\n");
+                     "fp32 accumulators in place, where a library's call would need an extra pass to accumulate\n");
     return rc;
 }
