@@ -260,6 +260,18 @@ tt_err tt_bench_gemm_shape_parse(const char *arg, int *M, int *N, int *K, int *t
 
 static const char *const impl_names[3] = {"titan", "openblas", "onednn"};
 
+/* One shape's host buffers: the operands in fp32 and bf16, a library's C (fp32, or oneDNN's bf16) and titan's */
+typedef struct {
+    float *A, *B, *C32;
+    uint16_t *A16, *B16, *C16;
+    void *C;
+} shape_bufs;
+
+static void shape_bufs_free(shape_bufs *b)
+{
+    free(b->A), free(b->B), free(b->C32), free(b->A16), free(b->B16), free(b->C16), free(b->C);
+}
+
 /* One table (fp32 or bf16) over the shapes. */
 static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list, int n, double seconds, double peak,
                     int have_dnnl)
@@ -272,11 +284,13 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
     for (int si = 0; si < n; si++) {
         const bshape *s = &list[si];
         const size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
-        float *A = malloc(na * 4), *B = malloc(nb * 4), *C32 = malloc(nc * 4);
-        uint16_t *A16 = malloc(na * 2), *B16 = malloc(nb * 2), *C16 = malloc(nc * 2); /* C16: oneDNN's bf16 C */
-        void *C = malloc(nc * 4);
+        shape_bufs bu = {malloc(na * 4), malloc(nb * 4), malloc(nc * 4), malloc(na * 2), malloc(nb * 2), malloc(nc * 2),
+                         malloc(nc * 4)};
+        float *A = bu.A, *B = bu.B, *C32 = bu.C32;
+        uint16_t *A16 = bu.A16, *B16 = bu.B16, *C16 = bu.C16;
+        void *C = bu.C;
         if (!A || !B || !C32 || !A16 || !B16 || !C16 || !C) {
-            free(A), free(B), free(C32), free(A16), free(B16), free(C16), free(C);
+            shape_bufs_free(&bu);
             return tt_errorf("bench gemm: out of memory for %dx%dx%d", s->M, s->N, s->K);
         }
         tt_rng rng = {42, 0};
@@ -288,7 +302,7 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
         tt_value *cv = NULL;
         if (!(c.exec = titan_matmul(be, s, &c, &g, &cv))) {
             tt_graph_free(g);
-            free(A), free(B), free(C32), free(A16), free(B16), free(C16), free(C);
+            shape_bufs_free(&bu);
             return tt_error_prefix("bench gemm %dx%dx%d: ", s->M, s->N, s->K);
         }
         gf[0] = time_gflops(&c, seconds);
@@ -323,7 +337,7 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
         if (diff > (bf ? 2e-2 : 1e-4)) fprintf(out, "  (MISMATCH: max rel diff %.2g)", diff);
         fprintf(out, "\n");
         fflush(out);
-        free(A), free(B), free(C32), free(A16), free(B16), free(C16), free(C);
+        shape_bufs_free(&bu);
     }
     fprintf(out, "%s fastest: titan %d, openblas %d, onednn %d of %d shapes", bf ? "bf16" : "f32", wins[0], wins[1],
             wins[2], n);
