@@ -10,7 +10,9 @@
  * panels in each call, as the step did before that copy. With
  * --a-scratch-out, A sums a bf16 C's tiles in
  * scratch and rounds them after (tt_gemm_set_out16(0)), where B's kernel
- * rounds its whole tiles into C.
+ * rounds its whole tiles into C. With --a-pack-cols N, A reads an A stored
+ * as the kernel reads it in place below N columns of C a thread and packs it
+ * from there (tt_gemm_set_a_pack_cols), where B follows its path's figure.
  * On a shared host whose speed drifts over seconds, whole-process A/B runs
  * (titan bench gemm once with TITAN_GEMM_L2=1M, once without) differ by more
  * than the blocks do; pairs of calls a few ms apart see the same machine, so
@@ -18,7 +20,8 @@
  * alternates (A then B, B then A), so neither side always runs second.
  *
  *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [--a-tile T] [--b-tile T]
- *                     [--a-split S] [--b-split S] [--a-f32-weights] [--a-scratch-out] [--cold] [MxNxK:op ...]
+ *                     [--a-split S] [--b-split S] [--a-f32-weights] [--a-scratch-out] [--a-pack-cols N] [--cold]
+ *                     [MxNxK:op ...]
  *
  * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
  * 1024 tokens, vocab 50304, the head's three products over all 1024 rows at once, as cross_entropy.c's one block of
@@ -87,18 +90,19 @@ static void *filled(size_t n, tt_dtype dt, unsigned *seed)
 }
 
 /* one side of the comparison: an L2 size for the blocks (0: the CPU's), a tile and a split (NULL: the default),
- * whether a bf16 product reads the fp32 weights (not their bf16 copy), and whether a bf16 C is rounded after, from
- * scratch */
+ * whether a bf16 product reads the fp32 weights (not their bf16 copy), whether a bf16 C is rounded after, from
+ * scratch, and from how many columns a thread A is packed where it could be read in place (0: the path's own) */
 typedef struct {
     long l2;
     const char *tile, *split;
-    int f32_weights, scratch_out;
+    int f32_weights, scratch_out, a_pack_cols;
 } side;
 
 static void set_side(const side *x)
 {
     tt_gemm_set_l2(x->l2);
     tt_gemm_set_out16(!x->scratch_out);
+    tt_gemm_set_a_pack_cols(x->a_pack_cols);
     if (tt_gemm_set_tile(x->tile) || tt_gemm_set_split(x->split)) {
         fprintf(stderr, "bench_gemm_blocks: %s\n", tt_last_error());
         exit(2);
@@ -166,7 +170,7 @@ static int run(const shape *s, int reps, const side *sa, const side *sb, double 
 int main(int argc, char **argv)
 {
     int reps = 0, f32 = 0;
-    side sa = {1L << 20, NULL, NULL, 0, 0}, sb = {0, NULL, NULL, 0, 0};
+    side sa = {1L << 20, NULL, NULL, 0, 0, 0}, sb = {0, NULL, NULL, 0, 0, 0};
     shape given[64];
     int n = 0;
     for (int i = 1; i < argc; i++) {
@@ -175,6 +179,17 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--a-f32-weights")) sa.f32_weights = 1;
         else if (!strcmp(argv[i], "--a-scratch-out")) sa.scratch_out = 1;
         else if (!strcmp(argv[i], "--cold")) g_flush_bytes = 256u << 20;
+        else if (!strcmp(argv[i], "--a-pack-cols") && i + 1 < argc) {
+            char *end;
+            const long v = strtol(argv[i + 1], &end, 10);
+            if (*end || v <= 0 || v > 1 << 20) {
+                fprintf(stderr, "bench_gemm_blocks: --a-pack-cols %s: want a count of columns, 1 to 1048576\n",
+                        argv[i + 1]);
+                return 2;
+            }
+            sa.a_pack_cols = (int)v;
+            i++;
+        }
         else if ((!strcmp(argv[i], "--a-l2") || !strcmp(argv[i], "--b-l2")) && i + 1 < argc) {
             char *end;
             const long v = strtol(argv[i + 1], &end, 10);
@@ -223,6 +238,7 @@ int main(int argc, char **argv)
     printf("A: the blocks for %s (scale %d), path %s, split %s%s%s", sa.l2 ? "the L2 given" : "this CPU's L2",
            tt_gemm_block_scale(cd), tt_gemm_path_name(cd), sa.split ? sa.split : "default",
            sa.scratch_out ? ", a bf16 C rounded from scratch" : "", sa.f32_weights ? ", the fp32 weights packed instead" : "");
+    if (sa.a_pack_cols) printf(", A packed from %d columns a thread", sa.a_pack_cols);
     set_side(&sb);
     printf("; B: for %s (scale %d), path %s, split %s; %s operands%s; pairs of calls alternated\n",
            sb.l2 ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(cd), tt_gemm_path_name(cd),

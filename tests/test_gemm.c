@@ -292,6 +292,64 @@ static void check_strides(tt_rng *rng, const char *isa, int M, tt_dtype compute,
  * is stolen, and C has the same bits as when each thread computes its own,
  * for bands of rows (a weight gradient's tn) and of columns (a linear's
  * forward, A in place), an fp32 and a bf16 C, over several k blocks. */
+/* A stored as the kernel reads it (k-contiguous, in the packed dtype: fp32
+ * for fp32 kernels, bf16 in whole k granules for bf16 ones) is read in place
+ * where the threads have few columns of C each, and packed from the path's
+ * figure on: 64 columns a thread on AMX (packed, its tile loads stream from
+ * one panel), 1024 on the others. tt_gemm_set_a_pack_cols moves the figure;
+ * either way the product has the same bits. */
+static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
+{
+    const char *kern = tt_gemm_path_name(compute);
+    if (strcmp(kern, "amx-bf16") != 0 && strncmp(kern, "avx512-", 7) != 0) return; /* no kernel reads A in place */
+    int nt = 1;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+#endif
+    /* bf16 products on an fp32 kernel pack A widened to fp32, however few the columns */
+    const int widened = compute == TT_BF16 && strcmp(kern, "amx-bf16") != 0 && strcmp(kern, "avx512-bf16") != 0;
+    const int cols = strcmp(kern, "amx-bf16") == 0 ? 64 : 1024;
+    const int M = 96, K = 1056, Nmax = cols * nt + 64; /* rows 4224 bytes apart in fp32: not in one L1 set */
+    const tt_dtype adt = compute == TT_BF16 ? TT_BF16 : TT_F32;
+    float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * Nmax * 4);
+    float *c0 = malloc((size_t)M * Nmax * 4), *c1 = malloc((size_t)M * Nmax * 4);
+    uint16_t *a16 = malloc((size_t)M * K * 2);
+    for (size_t x = 0; x < (size_t)M * K; x++) a16[x] = tt_f32_to_bf16(a[x] = rnd(rng));
+    for (size_t x = 0; x < (size_t)K * Nmax; x++) b[x] = rnd(rng);
+    const void *A = adt == TT_BF16 ? (const void *)a16 : (const void *)a;
+    const int ns[] = {cols * nt - 32, cols * nt}; /* the last tile of columns below the figure, and the figure */
+    for (int i = 0; i < 2; i++) {
+        const int N = ns[i];
+        tt_gemm_args g = {.compute = compute, .A = A, .adt = adt, .lda = K, .B = b, .bdt = TT_F32, .ldb = N,
+                          .C = c0, .cdt = TT_F32, .ldc = N, .M = M, .N = N, .K = K};
+        CHECK_MSG(tt_gemm_reads_a_in_place(&g) == (i == 0 && !widened), "%s %s, %d threads: A %s at N %d", isa,
+                  kern, nt, i == 0 && !widened ? "packed" : "read in place", N);
+        CHECK(tt_gemm(&g) == 0);
+        tt_gemm_set_a_pack_cols(1 << 20); /* in place at every N here */
+        CHECK_MSG(tt_gemm_reads_a_in_place(&g) == !widened, "%s %s: A %s at N %d below the figure set", isa, kern,
+                  widened ? "in place" : "packed", N);
+        g.C = c1;
+        CHECK(tt_gemm(&g) == 0);
+        tt_gemm_set_a_pack_cols(1); /* packed at every N */
+        CHECK_MSG(tt_gemm_reads_a_in_place(&g) == 0, "%s %s: A in place at N %d above the figure set", isa, kern, N);
+        tt_gemm_set_a_pack_cols(0);
+        CHECK_MSG(memcmp(c0, c1, (size_t)M * N * 4) == 0, "%s %s %dx%dx%d: A in place and packed differ", isa, kern,
+                  M, N, K);
+    }
+    /* a k-strided A (transposed) and a bf16 A in a part of a k granule are always packed */
+    tt_gemm_args g = {.compute = compute, .A = A, .adt = adt, .lda = M, .ta = 1, .B = b, .bdt = TT_F32, .ldb = 32,
+                      .C = c0, .cdt = TT_F32, .ldc = 32, .M = M, .N = 32, .K = M};
+    CHECK(tt_gemm_reads_a_in_place(&g) == 0);
+    if (adt == TT_BF16) {
+        g = (tt_gemm_args){.compute = compute, .A = A, .adt = adt, .lda = K, .B = b, .bdt = TT_F32, .ldb = 32,
+                           .C = c0, .cdt = TT_F32, .ldc = 32, .M = M, .N = 32, .K = K - 1};
+        CHECK(tt_gemm_reads_a_in_place(&g) == 0);
+    }
+    g.lda = -1;
+    CHECK(tt_gemm_reads_a_in_place(&g) == -1);
+    free(a), free(b), free(c0), free(c1), free(a16);
+}
+
 static void check_stealing(tt_rng *rng, const char *isa)
 {
 #ifdef _OPENMP
@@ -395,6 +453,8 @@ int main(void)
                 check_bf16_order(isa_names[isa], 40, 70, 4200, t ? TT_BF16 : TT_F32);
             }
         }
+        check_a_in_place(&rng, isa_names[isa], TT_F32);
+        check_a_in_place(&rng, isa_names[isa], TT_BF16);
         check_stealing(&rng, isa_names[isa]);
         paths++;
     }

@@ -489,6 +489,11 @@ static int g_out16 = 1;
 
 void tt_gemm_set_out16(int on) { __atomic_store_n(&g_out16, on != 0, __ATOMIC_RELAXED); }
 
+/* tt_gemm_set_a_pack_cols's figure (0: the impl's) */
+static int g_a_pack_cols;
+
+void tt_gemm_set_a_pack_cols(int cols) { __atomic_store_n(&g_a_pack_cols, cols > 0 ? cols : 0, __ATOMIC_RELAXED); }
+
 static void gemm_thread(const gemm_job *j, const gemm_plan *pl, int t)
 {
     if (j->im->begin) j->im->begin();
@@ -675,14 +680,18 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
      * bf16 ones, and whole k granules: no k block then needs padding), so
      * packing it would only copy it, when the threads' columns are few
-     * enough (A_PACK_MIN_COLS) that the copy would cost more than it saves,
+     * enough (the impl's a_pack_cols, or A_PACK_MIN_COLS) that the copy
+     * would cost more than it saves,
      * and when its rows do not all fall in one L1 set (L1_SET_STRIDE). */
     const size_t aes = tt_dtype_size(j->adt);
+    const int set_cols = __atomic_load_n(&g_a_pack_cols, __ATOMIC_RELAXED);
+    const int pack_cols = set_cols ? set_cols : im->a_pack_cols ? im->a_pack_cols : A_PACK_MIN_COLS;
     j->a_rows = im->kern_rows && !j->ta && !j->round &&
                 (im->kunit == 1 ? j->adt == TT_F32
                                 : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&
                                       ((uintptr_t)j->A & 3) == 0) &&
-                j->N < A_PACK_MIN_COLS * nt && ((size_t)j->lda * aes) % L1_SET_STRIDE != 0;
+                j->N < pack_cols * nt &&
+                ((size_t)j->lda * aes) % L1_SET_STRIDE != 0;
     j->own = own_split(j, nt);
     /* the blocks are cut from a thread's band in own bands, from all of C otherwise */
     const int rows = j->own == OWN_ROWS ? cdiv(cdiv(j->M, im->mr), nt) * im->mr : j->M;
@@ -779,14 +788,30 @@ static gemm_job job_of(const tt_gemm_args *g)
     return j;
 }
 
+/* Few enough rows for the path's skinny kernels */
+static int takes_skinny(const gemm_job *j)
+{
+    return j->im->skinny && j->M <= (j->im->kunit == 2 ? TT_GEMM_SKINNY_M_BF16 : TT_GEMM_SKINNY_M_F32);
+}
+
 tt_err tt_gemm(const tt_gemm_args *g)
 {
     const int c = gemm_check(g);
     if (c) return c < 0 ? -1 : TT_OK;
     gemm_job j = job_of(g);
-    if (j.im->skinny && j.M <= (j.im->kunit == 2 ? TT_GEMM_SKINNY_M_BF16 : TT_GEMM_SKINNY_M_F32))
-        return gemm_skinny(&j, g->compute);
+    if (takes_skinny(&j)) return gemm_skinny(&j, g->compute);
     return gemm_run(&j);
+}
+
+int tt_gemm_reads_a_in_place(const tt_gemm_args *g)
+{
+    const int c = gemm_check(g);
+    if (c) return c < 0 ? -1 : 0;
+    gemm_job j = job_of(g);
+    if (takes_skinny(&j)) return 0;
+    gemm_plan pl;
+    gemm_plan_for(&j, team_size(&j), &pl);
+    return j.a_rows;
 }
 
 /* All the products in one parallel region: each runs the loop nest above on

@@ -142,6 +142,16 @@ long tt_gemm_units_stolen(void);
  * it after, as the other paths do (the same bits: for tests and benchmarks;
  * not while another thread is inside a GEMM). */
 void tt_gemm_set_out16(int on);
+/* A stored as the kernel reads it is read in place, not packed, where the
+ * threads have few columns of C each: fewer than the path's own figure (the
+ * impl's a_pack_cols), or than `cols` after tt_gemm_set_a_pack_cols(cols)
+ * (0: the path's again; for benchmarks; not while another thread is inside a
+ * GEMM). */
+void tt_gemm_set_a_pack_cols(int cols);
+/* Whether tt_gemm(g) would read A in place rather than pack it, on the
+ * current path with the threads it would take: 1 or 0, -1 on a bad argument
+ * (for tests). */
+int tt_gemm_reads_a_in_place(const tt_gemm_args *g);
 /* The register tile (rows x columns of C) a product of N columns computed
  * in `compute` takes next. */
 void tt_gemm_tile(tt_dtype compute, int N, int *mr, int *nr);

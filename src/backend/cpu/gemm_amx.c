@@ -246,6 +246,20 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
     }
 }
 
+/* From this many columns of C a thread, A is packed even where it could be
+ * read in place (gemm.c's A_PACK_MIN_COLS, 1,024 for the AVX-512 kernels,
+ * where a row of A is a broadcast). A tile load in place reads 16 rows a row
+ * stride apart, 32 rows a k block: more streams than the prefetchers follow;
+ * a packed k block is 2 KB in one run. On the Intel Xeon host, calls
+ * alternated in pairs (bench_gemm_blocks --a-pack-cols 1024, which packs
+ * from 1,024 columns a thread as before), packing from here made the llama_768
+ * step's products that had read A in place 1.28-1.41x as fast (qkv and o
+ * input gradients, o forward, the head's input gradient), 1.08x all 15
+ * time-weighted, and MoE experts' 512 x 288-1536 products 1.11-1.33x; below
+ * it (a LoRA rank's 16 or 32 columns), in place stays ahead: a copy for one
+ * or two B panels. */
+#define A_PACK_COLS 64
+
 /* Cache blocks. A 32 x 32 tile of products takes 64 cycles and 4 KB of A and
  * B, more than L2 feeds a core in that time, so the kernel runs well below
  * the tile peak whatever the blocking; what the blocks still decide is
@@ -257,7 +271,7 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
 static const tt_gemm_impl amx_bf16 = {
     .name = "amx-bf16", .mr = MR, .nr = NR, .kunit = 2, .kgran = KB, .esize = 2,
     .mc = 256, .kc = 1024, .nc = 3072,
-    .kern = kern_amx, .kern_rows = kern_amx_rows, .kern_col = kern_col_amx, .gmax = COL_G,
+    .kern = kern_amx, .kern_rows = kern_amx_rows, .a_pack_cols = A_PACK_COLS, .kern_col = kern_col_amx, .gmax = COL_G,
     .pack = pack_b_amx, .pack_a = pack_a_amx,
     .skinny = tt_gemm_skinny_avx512, .begin = tt_amx_tiles_16x64, .end = tt_amx_release,
 };

@@ -78,6 +78,8 @@ typedef struct {
                        least twice as much both double (tt_gemm_block_scale). 0: they stay */
     tt_gemm_kern_fn kern;
     tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed */
+    int a_pack_cols;                /* from this many columns of C a thread, A is packed even where kern_rows
+                                       could read it in place (0: gemm.c's A_PACK_MIN_COLS) */
     tt_gemm_kern_col_fn kern_col;   /* NULL: tile by tile */
     tt_gemm_kern_out16_fn kern_out16; /* NULL: a bf16 C's last k block summed in scratch, rounded after */
     int gmax;                       /* the most tiles kern_col takes */
