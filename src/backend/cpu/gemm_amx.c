@@ -252,13 +252,13 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
  * stride apart, 32 rows a k block: more streams than the prefetchers follow;
  * a packed k block is 2 KB in one run. On the Intel Xeon host, calls
  * alternated in pairs (bench_gemm_blocks --a-pack-cols 1024, which packs
- * from 1,024 columns a thread as before), packing from here made the llama_768
- * step's products that had read A in place 1.28-1.41x as fast (qkv and o
- * input gradients, o forward, the head's input gradient), 1.08x all 15
- * time-weighted, and MoE experts' 512 x 288-1536 products 1.11-1.33x; below
- * it (a LoRA rank's 16 or 32 columns), in place stays ahead: a copy for one
- * or two B panels. */
-#define A_PACK_COLS 64
+ * from 1,024 columns a thread as before), packing made the llama_768 step's
+ * products that had read A in place 1.30-1.40x as fast (qkv and o input
+ * gradients, o forward, the head's input gradient), llama_288's and an MoE
+ * expert's (K or N 288) 1.13-1.47x; on two threads, with 96 or 112 columns
+ * packed A was 13-15% ahead, with 48 in place 0-9% (--a-pack-cols 1,
+ * performance-changes.md). */
+#define A_PACK_COLS 32
 
 /* Cache blocks. A 32 x 32 tile of products takes 64 cycles and 4 KB of A and
  * B, more than L2 feeds a core in that time, so the kernel runs well below
