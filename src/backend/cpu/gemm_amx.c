@@ -254,8 +254,9 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
  * alternated in pairs (bench_gemm_blocks --a-pack-cols 1024, which packs
  * from 1,024 columns a thread as before), packing made the llama_768 step's
  * products that had read A in place 1.30-1.40x as fast (qkv and o input
- * gradients, o forward, the head's input gradient), llama_288's and an MoE
- * expert's (K or N 288) 1.13-1.47x; on two threads, with 96 or 112 columns
+ * gradients, o forward, the head's input gradient; 1.02-1.40x with the
+ * caches flushed), llama_288's 0.97-1.47x (1.42x time-weighted) and an MoE
+ * expert's (K or N 288) 1.13-1.29x; on two threads, with 96 or 112 columns
  * packed A was 13-15% ahead, with 48 in place 0-9% (--a-pack-cols 1,
  * performance-changes.md). */
 #define A_PACK_COLS 32
