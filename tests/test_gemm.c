@@ -287,11 +287,6 @@ static void check_strides(tt_rng *rng, const char *isa, int M, tt_dtype compute,
     free(A), free(B), free(C), free(C0);
 }
 
-/* Own bands claimed across threads: with one thread idle until the others
- * have claimed all of its band (tt_gemm_test_idle), every panel of that band
- * is stolen, and C has the same bits as when each thread computes its own,
- * for bands of rows (a weight gradient's tn) and of columns (a linear's
- * forward, A in place), an fp32 and a bf16 C, over several k blocks. */
 /* A stored as the kernel reads it (k-contiguous, in the packed dtype: fp32
  * for fp32 kernels, bf16 in whole k granules for bf16 ones) is read in place
  * where the threads have few columns of C each, and packed from the path's
@@ -350,6 +345,11 @@ static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
     free(a), free(b), free(c0), free(c1), free(a16);
 }
 
+/* Own bands claimed across threads: with one thread idle until the others
+ * have claimed all of its band (tt_gemm_test_idle), every panel of that band
+ * is stolen, and C has the same bits as when each thread computes its own,
+ * for bands of rows (a weight gradient's tn) and of columns (a linear's
+ * forward, A in place), an fp32 and a bf16 C, over several k blocks. */
 static void check_stealing(tt_rng *rng, const char *isa)
 {
 #ifdef _OPENMP

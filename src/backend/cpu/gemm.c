@@ -651,7 +651,8 @@ static int own_split(const gemm_job *j, int nt)
 }
 
 /* From this many columns of C a thread, A is packed even where it could be
- * read in place: the kernel reads a packed panel as one stream, where in
+ * read in place, on a path whose impl sets no a_pack_cols of its own (AMX
+ * does): the kernel reads a packed panel as one stream, where in
  * place it reads mr rows a row stride apart, and the copy is spread over
  * that many columns. Measured on Zen 4 (bench_gemm_blocks, pairs of calls),
  * the llama_768 step's products with N of 2,048 to 50,304 on two threads
@@ -681,8 +682,8 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
      * bf16 ones, and whole k granules: no k block then needs padding), so
      * packing it would only copy it, when the threads' columns are few
      * enough (the impl's a_pack_cols, or A_PACK_MIN_COLS) that the copy
-     * would cost more than it saves,
-     * and when its rows do not all fall in one L1 set (L1_SET_STRIDE). */
+     * would cost more than it saves, and when its rows do not all fall in
+     * one L1 set (L1_SET_STRIDE). */
     const size_t aes = tt_dtype_size(j->adt);
     const int set_cols = __atomic_load_n(&g_a_pack_cols, __ATOMIC_RELAXED);
     const int pack_cols = set_cols ? set_cols : im->a_pack_cols ? im->a_pack_cols : A_PACK_MIN_COLS;
