@@ -103,12 +103,18 @@ static void barrier(int T)
 #endif
 }
 
+/* tt_gemm_set_pack_prefetch's switch */
+static int g_pack_prefetch = 1;
+
+void tt_gemm_set_pack_prefetch(int on) { __atomic_store_n(&g_pack_prefetch, on != 0, __ATOMIC_RELAXED); }
+
 /* rows [r0, r0 + rn) of the operand block (pc.., row0..) packed to dst */
 static void pack_rows(const gemm_job *j, int is_a, int row0, int rn, int pc, int kc, char *dst)
 {
     const tt_gemm_impl *im = j->im;
     if (rn <= 0) return;
-    tt_gemm_pack_args pa = {.kn = kc, .kpad = kpad_of(im, kc), .round_bf16 = j->round};
+    tt_gemm_pack_args pa = {.kn = kc, .kpad = kpad_of(im, kc), .round_bf16 = j->round,
+                            .prefetch = im->pack_prefetch && __atomic_load_n(&g_pack_prefetch, __ATOMIC_RELAXED)};
     if (is_a) { /* A element (row, k) is A[k*lda + row] when ta, else A[row*lda + k] */
         const size_t esz = tt_dtype_size(j->adt);
         pa.src = j->A + esz * (j->ta ? (size_t)pc * j->lda + row0 : (size_t)row0 * j->lda + pc);

@@ -148,6 +148,10 @@ void tt_gemm_set_out16(int on);
  * (0: the path's again; for benchmarks; not while another thread is inside a
  * GEMM). */
 void tt_gemm_set_a_pack_cols(int cols);
+/* On the paths whose packers prefetch a row-contiguous source's next rows
+ * (AMX), tt_gemm_set_pack_prefetch(0) turns that off (the same bits: for
+ * benchmarks; not while another thread is inside a GEMM). */
+void tt_gemm_set_pack_prefetch(int on);
 /* Whether tt_gemm(g) would read A in place rather than pack it, on the
  * current path with the threads it would take: 1 or 0, -1 on a bad argument
  * (for tests). */

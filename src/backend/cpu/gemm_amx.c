@@ -273,7 +273,7 @@ static const tt_gemm_impl amx_bf16 = {
     .name = "amx-bf16", .mr = MR, .nr = NR, .kunit = 2, .kgran = KB, .esize = 2,
     .mc = 256, .kc = 1024, .nc = 3072,
     .kern = kern_amx, .kern_rows = kern_amx_rows, .a_pack_cols = A_PACK_COLS, .kern_col = kern_col_amx, .gmax = COL_G,
-    .pack = pack_b_amx, .pack_a = pack_a_amx,
+    .pack = pack_b_amx, .pack_a = pack_a_amx, .pack_prefetch = 1,
     .skinny = tt_gemm_skinny_avx512, .begin = tt_amx_tiles_16x64, .end = tt_amx_release,
 };
 

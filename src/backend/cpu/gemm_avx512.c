@@ -334,6 +334,18 @@ TT_AVX512BF16 static inline void pairs_step(const tt_gemm_pack_args *p, int32_t 
     }
 }
 
+/* Rows ahead that the pair packer prefetches a row-contiguous source
+ * (p->prefetch). It reads two source rows at a time across the block's
+ * width, then the next two: each pair is a fresh pair of streams for the
+ * hardware prefetcher to find. Only the AMX path asks for it, the host it
+ * was measured on (the Zen hosts are not): there, with the operands from
+ * memory, the llama_768 step's input gradients (B the weights' bf16 copy)
+ * ran 1.01-1.06x as fast and its weight gradients (B the activations)
+ * 1.00-1.04x, where the forward products, which it does not touch, read
+ * 0.98-1.02x; in cache all 0.99-1.02x (bench_gemm_blocks
+ * --a-no-pack-prefetch, performance-changes.md). */
+#define PAIR_PF_ROWS 8
+
 /* bf16 pair panels ([ks][W] 32-bit words, ks = ceil(kn / 2)) */
 TT_AVX512BF16 static void pack_bf16(void *dst, const tt_gemm_pack_args *p)
 {
@@ -345,7 +357,17 @@ TT_AVX512BF16 static void pack_bf16(void *dst, const tt_gemm_pack_args *p)
                 for (int s = 0; s < ks; s++) pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
         } else {
             for (int s = 0; s < ks; s++)
-                for (int pi = 0; pi < np; pi++) pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
+                for (int pi = 0; pi < np; pi++) {
+                    if (p->prefetch && 2 * s + PAIR_PF_ROWS + 1 < kn) { /* this panel's part of both rows ahead */
+                        const char *ahead = (const char *)p->src + ((size_t)(2 * s + PAIR_PF_ROWS) * (size_t)p->ld +
+                                                                   (size_t)pi * W) * esz;
+                        for (size_t o = 0; o < (size_t)W * esz; o += 64) {
+                            _mm_prefetch(ahead + o, _MM_HINT_T0);
+                            _mm_prefetch(ahead + (size_t)p->ld * esz + o, _MM_HINT_T0);
+                        }
+                    }
+                    pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
+                }
         }
         return;
     }

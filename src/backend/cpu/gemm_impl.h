@@ -25,6 +25,8 @@ typedef struct {
     int kpad;         /* k values a panel holds: kn rounded up to the impl's kgran, zero past kn */
     int W;            /* panel width */
     int round_bf16;   /* kunit 1 only: round fp32 values to bf16 first (bf16 compute without bf16 hardware) */
+    int prefetch;     /* the bf16-pair packer prefetches a row-contiguous source's next rows (the
+                         impl's pack_prefetch, unless tt_gemm_set_pack_prefetch(0)) */
 } tt_gemm_pack_args;
 
 /* Computes the MR x NR tile sum over `ksteps` steps of a[s][i] * b[s][j] and
@@ -85,6 +87,7 @@ typedef struct {
     int gmax;                       /* the most tiles kern_col takes */
     tt_gemm_pack_fn pack;
     tt_gemm_pack_fn pack_a; /* NULL: A panels as B's, by pack (with W = mr) */
+    int pack_prefetch;      /* the packers prefetch ahead (tt_gemm_pack_args' prefetch) */
     tt_gemm_skinny_fn skinny;
     /* NULL, or called on each thread before its first and after its last
      * microkernel of a GEMM (AMX: configure the tiles, release them) */
