@@ -340,9 +340,9 @@ TT_AVX512BF16 static inline void pairs_step(const tt_gemm_pack_args *p, int32_t 
  * hardware prefetcher to find. Only the AMX path asks for it, the host it
  * was measured on (the Zen hosts are not): there, with the operands from
  * memory, the llama_768 step's input gradients (B the weights' bf16 copy)
- * ran 1.01-1.06x as fast and its weight gradients (B the activations)
- * 1.00-1.04x, where the forward products, which it does not touch, read
- * 0.98-1.02x; in cache all 0.99-1.02x (bench_gemm_blocks
+ * ran 1.00-1.07x as fast and its weight gradients (B the activations)
+ * 1.00-1.05x, where the forward products, which it does not touch, read
+ * 0.98-1.03x; in cache all 0.99-1.02x (bench_gemm_blocks
  * --a-no-pack-prefetch, performance-changes.md). */
 #define PAIR_PF_ROWS 8
 
