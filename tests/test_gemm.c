@@ -474,7 +474,7 @@ int main(void)
                 check_bf16_out(&rng, isa_names[isa], 37, 70, 50, t ? TT_BF16 : TT_F32);
                 check_bf16_out(&rng, isa_names[isa], 40, 45, 2500, t ? TT_BF16 : TT_F32);
                 check_bf16_out(&rng, isa_names[isa], 3, 130, 90, t ? TT_BF16 : TT_F32);
-                /* whole tiles down a B panel in runs (AMX's kern_col) over three k blocks */
+                /* whole tiles over three k blocks */
                 check_bf16_out(&rng, isa_names[isa], 70, 64, 2100, t ? TT_BF16 : TT_F32);
                 check_bf16_keeps(&rng, isa_names[isa], 37, 70, 50, t ? TT_BF16 : TT_F32);
                 check_bf16_keeps(&rng, isa_names[isa], 40, 96, 2500, t ? TT_BF16 : TT_F32);

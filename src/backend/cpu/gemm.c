@@ -243,43 +243,6 @@ static inline void tile(const gemm_job *j, int ks, const char *ap, long alda, co
     else round_out(j, tmp, row, col, mm, nn, kbeta);
 }
 
-/* The most floats of C a run of tiles (kern_col) holds in scratch */
-#define RUN_FLOATS 4096
-
-/* g tiles down B panel bp, as g calls of tile() (g > 1: all full; tile i's
- * A at ap + i * astride bytes, its C rows from row + i * mr) */
-static void tiles(const gemm_job *j, int ks, int g, const char *ap, long alda, size_t astride, const char *bp,
-                  int row, int col, int mm, int nn, int kbeta, int last)
-{
-    const tt_gemm_impl *im = j->im;
-    if (g == 1) {
-        tile(j, ks, ap, alda, bp, row, col, mm, nn, kbeta, last);
-        return;
-    }
-    long lds;
-    int beta;
-    float *sum = sums_at(j, row, col, kbeta, last, &lds, &beta);
-    if (sum) {
-        im->kern_col(ks, g, ap, alda, astride, bp, sum, lds, beta);
-        return;
-    }
-    float tmp[RUN_FLOATS] __attribute__((aligned(64)));
-    im->kern_col(ks, g, ap, alda, astride, bp, tmp, im->nr, 0);
-    round_out(j, tmp, row, col, g * im->mr, nn, kbeta);
-}
-
-/* How many tiles from x (of an (mc, nc) block's run ending at x1, B panel
- * major, npi A panels a B panel) go to kern_col together: full tiles of one
- * B panel, at most gmax; 1 without kern_col. */
-static int run_len(const tt_gemm_impl *im, int x, int x1, int npi, int mc, int nn)
-{
-    if (!im->kern_col || nn < im->nr) return 1;
-    const int ir = x % npi, gmax = imin(im->gmax, RUN_FLOATS / (im->mr * im->nr));
-    int g = 0;
-    while (g < gmax && x + g < x1 && ir + g < npi && (ir + g + 1) * im->mr <= mc) g++;
-    return g > 1 ? g : 1;
-}
-
 /* A rows [row, row + mm) of the k block at pc, read in place: the address of
  * the first and the row stride in words. A ragged last panel (mm < mr) is
  * copied into the thread's row buffer first, padded with zero rows, so the
@@ -310,14 +273,11 @@ static void block_tiles(const gemm_job *j, const gemm_plan *pl, int t, int ic, i
     const int mr = im->mr, nr = im->nr, ks = kpad_of(im, kc) / im->kunit, npi = cdiv(mc, mr);
     const int last = pc + kc >= j->K;
     const size_t bpanel = (size_t)ks * nr * im->kunit * im->esize, apanel = (size_t)ks * mr * im->kunit * im->esize;
-    /* from one A panel to the next: packed, or mr rows on in place */
-    const size_t astride = j->a_rows ? (size_t)mr * j->lda * tt_dtype_size(j->adt) : apanel;
-    for (int x = x0, g; x < x1; x += g) {
+    for (int x = x0; x < x1; x++) {
         const int jr = x / npi, ir = x % npi, mm = imin(mr, mc - ir * mr), nn = imin(nr, nc - jr * nr);
         long alda = 0;
         const char *ap = j->a_rows ? a_rows(j, pl, t, ic + ir * mr, mm, pc, kc, &alda) : ap0 + ir * apanel;
-        g = run_len(im, x, x1, npi, mc, nn);
-        tiles(j, ks, g, ap, alda, astride, bp0 + jr * bpanel, ic + ir * mr, jc + jr * nr, mm, nn, pc > 0, last);
+        tile(j, ks, ap, alda, bp0 + jr * bpanel, ic + ir * mr, jc + jr * nr, mm, nn, pc > 0, last);
     }
 }
 

@@ -89,23 +89,16 @@ TT_AMX static inline __attribute__((always_inline)) void tile_out(float *c, long
     }
 }
 
-/* tmm0-3 to (from) a 32 x 32 fp32 partial sum in the caller's scratch */
-TT_AMX static inline __attribute__((always_inline)) void tile_save(float *t)
-{
-    _tile_stored(0, t, NR * 4);
-    _tile_stored(1, t + 16, NR * 4);
-    _tile_stored(2, t + 16 * NR, NR * 4);
-    _tile_stored(3, t + 16 * NR + 16, NR * 4);
-}
-TT_AMX static inline __attribute__((always_inline)) void tile_restore(const float *t)
-{
-    _tile_loadd(0, t, NR * 4);
-    _tile_loadd(1, t + 16, NR * 4);
-    _tile_loadd(2, t + 16 * NR, NR * 4);
-    _tile_loadd(3, t + 16 * NR + 16, NR * 4);
-}
-
-/* One tile over `ksteps` pairs of k (a multiple of 16). */
+/* One tile over `ksteps` pairs of k (a multiple of 16): its whole k block
+ * at once, the sums in the four tiles until the end. 2b25b8c took up to four
+ * tiles down a B panel through k in chunks of 128 pairs instead, their sums
+ * parked in L1 between chunks so that each 16 KB chunk of B came from L2
+ * once for all four (measured across binaries on an AMX host of model
+ * 167). On this host (model 207), alternated call by call in one binary,
+ * the whole k block at once ran llama_768's step products 0.98-1.06x as
+ * fast, 1.01-1.03x taken together (K 768 and 1,024 had taken three and
+ * four chunks), and llama_288's and an MoE expert's 1.00-1.16x (K 288: a
+ * chunk of 128 pairs and one of 16); performance-changes.md. */
 TT_AMX static inline __attribute__((always_inline)) void tile_amx(int ksteps, const char *ap, long lda,
                                                                   const char *bp, float *c, long ldc,
                                                                   int accumulate)
@@ -127,41 +120,6 @@ TT_AMX static void kern_amx_rows(int ksteps, const void *a, long lda, const void
                                  int accumulate)
 {
     tile_amx(ksteps, a, lda, b, c, ldc, accumulate);
-}
-
-/* A column of g tiles down one B panel (tile i: A at a + i * astride bytes,
- * C at c + 32 i rows). A tile's 64 cycles of products need 4 KB of panels,
- * more than L2 feeds a core in that time; so the column goes through k in
- * chunks of COL_K pairs, each tile of it in turn, its sums parked in L1
- * between chunks: the B chunk (16 KB) is then read from L2 once for all g
- * tiles and from L1 after, and only A streams from L2. */
-#define COL_K 128 /* pairs of k: 8 k blocks */
-#define COL_G 4
-
-TT_AMX static void kern_col_amx(int ksteps, int g, const void *a, long lda, size_t astride, const void *b, float *c,
-                                long ldc, int accumulate)
-{
-    float part[COL_G][MR * NR] __attribute__((aligned(64)));
-    for (int k0 = 0; k0 < ksteps; k0 += COL_K) {
-        const int kn = ksteps - k0 < COL_K ? ksteps - k0 : COL_K, first = k0 == 0, last = k0 + kn >= ksteps;
-        const char *bp = (const char *)b + (size_t)k0 * NR * 4;
-        for (int i = 0; i < g; i++) {
-            const char *ap = (const char *)a + i * astride + (size_t)(k0 / (KB / 2)) * a_step(lda);
-            float *ci = c + (size_t)i * MR * ldc;
-            if (last) prefetch_c(ci, ldc);
-            if (first) {
-                _tile_zero(0);
-                _tile_zero(1);
-                _tile_zero(2);
-                _tile_zero(3);
-            } else {
-                tile_restore(part[i]);
-            }
-            tile_products(kn / (KB / 2), ap, lda, bp);
-            if (last) tile_out(ci, ldc, accumulate);
-            else tile_save(part[i]);
-        }
-    }
 }
 
 /* ---- packing ---------------------------------------------------------------- */
@@ -272,7 +230,7 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
 static const tt_gemm_impl amx_bf16 = {
     .name = "amx-bf16", .mr = MR, .nr = NR, .kunit = 2, .kgran = KB, .esize = 2,
     .mc = 256, .kc = 1024, .nc = 3072,
-    .kern = kern_amx, .kern_rows = kern_amx_rows, .a_pack_cols = A_PACK_COLS, .kern_col = kern_col_amx, .gmax = COL_G,
+    .kern = kern_amx, .kern_rows = kern_amx_rows, .a_pack_cols = A_PACK_COLS,
     .pack = pack_b_amx, .pack_a = pack_a_amx, .pack_prefetch = 1,
     .skinny = tt_gemm_skinny_avx512, .begin = tt_amx_tiles_16x64, .end = tt_amx_release,
 };

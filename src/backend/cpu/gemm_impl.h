@@ -37,11 +37,6 @@ typedef void (*tt_gemm_kern_fn)(int ksteps, const void *a, const void *b, float 
  * the packed type (fp32 values, or bf16 pairs as 32-bit words). */
 typedef void (*tt_gemm_kern_rows_fn)(int ksteps, const void *a, long lda, const void *b, float *c, long ldc,
                                      int accumulate);
-/* g full tiles down one B panel, as g calls of the kernel would compute
- * them: tile i's A at a + i * astride bytes (a packed panel when lda is 0,
- * else rows in place with stride lda words), its C at c + i * mr * ldc. */
-typedef void (*tt_gemm_kern_col_fn)(int ksteps, int g, const void *a, long lda, size_t astride, const void *b,
-                                    float *c, long ldc, int accumulate);
 /* The kernel's full tile of a bf16 C in its last k block: the sums, plus
  * part's fp32 partial sums of earlier k blocks (row stride ldp; NULL: none),
  * plus c's old values when `accumulate`, rounded once to bf16 into c (row
@@ -82,9 +77,7 @@ typedef struct {
     tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed */
     int a_pack_cols;                /* from this many columns of C a thread, A is packed even where kern_rows
                                        could read it in place (0: gemm.c's A_PACK_MIN_COLS) */
-    tt_gemm_kern_col_fn kern_col;   /* NULL: tile by tile */
     tt_gemm_kern_out16_fn kern_out16; /* NULL: a bf16 C's last k block summed in scratch, rounded after */
-    int gmax;                       /* the most tiles kern_col takes */
     tt_gemm_pack_fn pack;
     tt_gemm_pack_fn pack_a; /* NULL: A panels as B's, by pack (with W = mr) */
     int pack_prefetch;      /* the packers prefetch ahead (tt_gemm_pack_args' prefetch) */
