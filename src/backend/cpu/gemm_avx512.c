@@ -346,6 +346,15 @@ TT_AVX512BF16 static inline void pairs_step(const tt_gemm_pack_args *p, int32_t 
  * --a-no-pack-prefetch, performance-changes.md). */
 #define PAIR_PF_ROWS 8
 
+/* bytes at a and at a + row, a cache line at a time */
+TT_AVX512F static inline void prefetch_two_rows(const char *a, size_t row, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64) {
+        _mm_prefetch(a + o, _MM_HINT_T0);
+        _mm_prefetch(a + row + o, _MM_HINT_T0);
+    }
+}
+
 /* bf16 pair panels ([ks][W] 32-bit words, ks = ceil(kn / 2)) */
 TT_AVX512BF16 static void pack_bf16(void *dst, const tt_gemm_pack_args *p)
 {
@@ -356,18 +365,17 @@ TT_AVX512BF16 static void pack_bf16(void *dst, const tt_gemm_pack_args *p)
             for (int pi = 0; pi < np; pi++)
                 for (int s = 0; s < ks; s++) pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
         } else {
-            for (int s = 0; s < ks; s++)
+            const size_t row = (size_t)p->ld * esz, wbytes = (size_t)W * esz; /* source bytes: a row, a panel's part */
+            for (int s = 0; s < ks; s++) {
+                /* the two rows PAIR_PF_ROWS ahead, where both lie in the block (NULL: no prefetch) */
+                const char *ahead = p->prefetch && 2 * s + PAIR_PF_ROWS + 1 < kn
+                                        ? (const char *)p->src + (size_t)(2 * s + PAIR_PF_ROWS) * row
+                                        : NULL;
                 for (int pi = 0; pi < np; pi++) {
-                    if (p->prefetch && 2 * s + PAIR_PF_ROWS + 1 < kn) { /* this panel's part of both rows ahead */
-                        const char *ahead = (const char *)p->src + ((size_t)(2 * s + PAIR_PF_ROWS) * (size_t)p->ld +
-                                                                   (size_t)pi * W) * esz;
-                        for (size_t o = 0; o < (size_t)W * esz; o += 64) {
-                            _mm_prefetch(ahead + o, _MM_HINT_T0);
-                            _mm_prefetch(ahead + (size_t)p->ld * esz + o, _MM_HINT_T0);
-                        }
-                    }
+                    if (ahead) prefetch_two_rows(ahead + (size_t)pi * wbytes, row, wbytes);
                     pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
                 }
+            }
         }
         return;
     }

@@ -80,7 +80,7 @@ typedef struct {
     tt_gemm_kern_out16_fn kern_out16; /* NULL: a bf16 C's last k block summed in scratch, rounded after */
     tt_gemm_pack_fn pack;
     tt_gemm_pack_fn pack_a; /* NULL: A panels as B's, by pack (with W = mr) */
-    int pack_prefetch;      /* the packers prefetch ahead (tt_gemm_pack_args' prefetch) */
+    int pack_prefetch;      /* the pair packer prefetches a row-contiguous source ahead (tt_gemm_pack_args' prefetch) */
     tt_gemm_skinny_fn skinny;
     /* NULL, or called on each thread before its first and after its last
      * microkernel of a GEMM (AMX: configure the tiles, release them) */
