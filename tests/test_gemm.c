@@ -289,10 +289,10 @@ static void check_strides(tt_rng *rng, const char *isa, int M, tt_dtype compute,
 
 /* A stored as the kernel reads it (k-contiguous, in the packed dtype: fp32
  * for fp32 kernels, bf16 in whole k granules for bf16 ones) is read in place
- * where the threads have few columns of C each, and packed from the path's
- * figure on: 32 columns a thread on AMX (packed, its tile loads stream from
- * one panel), 1024 on the others. tt_gemm_set_a_pack_cols moves the figure;
- * either way the product has the same bits. */
+ * where the threads have few columns of C each, and packed from 1024 columns
+ * a thread on, on every path that reads A in place (AMX and AVX-512).
+ * tt_gemm_set_a_pack_cols moves the figure; either way the product has the
+ * same bits. */
 static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
 {
     const char *kern = tt_gemm_path_name(compute);
@@ -303,7 +303,7 @@ static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
 #endif
     /* bf16 products on an fp32 kernel pack A widened to fp32, however few the columns */
     const int widened = compute == TT_BF16 && strcmp(kern, "amx-bf16") != 0 && strcmp(kern, "avx512-bf16") != 0;
-    const int cols = strcmp(kern, "amx-bf16") == 0 ? 32 : 1024;
+    const int cols = 1024;
     const int M = 96, K = 1056, Nmax = cols * nt + 64; /* rows 4224 bytes apart in fp32: not in one L1 set */
     const tt_dtype adt = compute == TT_BF16 ? TT_BF16 : TT_F32;
     float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * Nmax * 4);

@@ -617,13 +617,18 @@ static int own_split(const gemm_job *j, int nt)
 }
 
 /* From this many columns of C a thread, A is packed even where it could be
- * read in place, on a path whose impl sets no a_pack_cols of its own (AMX
- * does): the kernel reads a packed panel as one stream, where in
+ * read in place: the kernel reads a packed panel as one stream, where in
  * place it reads mr rows a row stride apart, and the copy is spread over
  * that many columns. Measured on Zen 4 (bench_gemm_blocks, pairs of calls),
  * the llama_768 step's products with N of 2,048 to 50,304 on two threads
  * ran 1.6-3.7% faster packed in bf16 and 1.4-2.6% in fp32; packing A in
- * every product cost those with N 768 up to 4.4%. */
+ * every product cost those with N 768 up to 4.4%. AMX, whose tile load
+ * reads 16 rows a stride apart, takes the same figure: on the Intel Xeon
+ * host, with the operands on huge pages as the step's are, in place against
+ * packing from 32 columns a thread ran llama_768's products with N 768
+ * 0.99-1.56x as fast (1.12x time-weighted over all 15), llama_288's
+ * 0.98-1.83x and an MoE expert's 1.01-1.50x, while with 1,152 columns a
+ * thread and more packing stayed 5-10% ahead (performance-changes.md). */
 #define A_PACK_MIN_COLS 1024
 
 /* Addresses this many bytes apart fall in the same L1 set (32 KB of 8 ways
@@ -647,12 +652,12 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
      * bf16 ones, and whole k granules: no k block then needs padding), so
      * packing it would only copy it, when the threads' columns are few
-     * enough (the impl's a_pack_cols, or A_PACK_MIN_COLS) that the copy
+     * enough (A_PACK_MIN_COLS, or what tt_gemm_set_a_pack_cols set) that the copy
      * would cost more than it saves, and when its rows do not all fall in
      * one L1 set (L1_SET_STRIDE). */
     const size_t aes = tt_dtype_size(j->adt);
     const int set_cols = __atomic_load_n(&g_a_pack_cols, __ATOMIC_RELAXED);
-    const int pack_cols = set_cols ? set_cols : im->a_pack_cols ? im->a_pack_cols : A_PACK_MIN_COLS;
+    const int pack_cols = set_cols ? set_cols : A_PACK_MIN_COLS;
     j->a_rows = im->kern_rows && !j->ta && !j->round &&
                 (im->kunit == 1 ? j->adt == TT_F32
                                 : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&

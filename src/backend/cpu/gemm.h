@@ -143,10 +143,9 @@ long tt_gemm_units_stolen(void);
  * not while another thread is inside a GEMM). */
 void tt_gemm_set_out16(int on);
 /* A stored as the kernel reads it is read in place, not packed, where the
- * threads have few columns of C each: fewer than the path's own figure (the
- * impl's a_pack_cols), or than `cols` after tt_gemm_set_a_pack_cols(cols)
- * (0: the path's again; for benchmarks; not while another thread is inside a
- * GEMM). */
+ * threads have few columns of C each: fewer than 1,024 (gemm.c's
+ * A_PACK_MIN_COLS), or than `cols` after tt_gemm_set_a_pack_cols(cols) (0:
+ * 1,024 again; for benchmarks; not while another thread is inside a GEMM). */
 void tt_gemm_set_a_pack_cols(int cols);
 /* On the paths whose packers prefetch a row-contiguous source's next rows
  * (AMX), tt_gemm_set_pack_prefetch(0) turns that off (the same bits: for

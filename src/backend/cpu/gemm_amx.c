@@ -204,21 +204,6 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
     }
 }
 
-/* From this many columns of C a thread, A is packed even where it could be
- * read in place (gemm.c's A_PACK_MIN_COLS, 1,024 for the AVX-512 kernels,
- * where a row of A is a broadcast). A tile load in place reads 16 rows a row
- * stride apart, 32 rows a k block: more streams than the prefetchers follow;
- * a packed k block is 2 KB in one run. On the Intel Xeon host, calls
- * alternated in pairs (bench_gemm_blocks --a-pack-cols 1024, which packs
- * from 1,024 columns a thread as before), packing made the llama_768 step's
- * products that had read A in place 1.30-1.40x as fast (qkv and o input
- * gradients, o forward, the head's input gradient; 1.02-1.40x with the
- * caches flushed), llama_288's 0.97-1.47x (1.42x time-weighted) and an MoE
- * expert's (K or N 288) 1.13-1.29x; on two threads, with 96 or 112 columns
- * packed A was 13-15% ahead, with 48 in place 0-9% (--a-pack-cols 1,
- * performance-changes.md). */
-#define A_PACK_COLS 32
-
 /* Cache blocks. A 32 x 32 tile of products takes 64 cycles and 4 KB of A and
  * B, more than L2 feeds a core in that time, so the kernel runs well below
  * the tile peak whatever the blocking; what the blocks still decide is
@@ -230,7 +215,7 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
 static const tt_gemm_impl amx_bf16 = {
     .name = "amx-bf16", .mr = MR, .nr = NR, .kunit = 2, .kgran = KB, .esize = 2,
     .mc = 256, .kc = 1024, .nc = 3072,
-    .kern = kern_amx, .kern_rows = kern_amx_rows, .a_pack_cols = A_PACK_COLS,
+    .kern = kern_amx, .kern_rows = kern_amx_rows,
     .pack = pack_b_amx, .pack_a = pack_a_amx, .pack_prefetch = 1,
     .skinny = tt_gemm_skinny_avx512, .begin = tt_amx_tiles_16x64, .end = tt_amx_release,
 };

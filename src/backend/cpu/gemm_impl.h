@@ -74,9 +74,8 @@ typedef struct {
     int l2_kb;      /* the per-core L2 (KB) kc and the A block were tuned for; on a CPU with at
                        least twice as much both double (tt_gemm_block_scale). 0: they stay */
     tt_gemm_kern_fn kern;
-    tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed */
-    int a_pack_cols;                /* from this many columns of C a thread, A is packed even where kern_rows
-                                       could read it in place (0: gemm.c's A_PACK_MIN_COLS) */
+    tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed; else A is read in place below gemm.c's
+                                       A_PACK_MIN_COLS columns of C a thread */
     tt_gemm_kern_out16_fn kern_out16; /* NULL: a bf16 C's last k block summed in scratch, rounded after */
     tt_gemm_pack_fn pack;
     tt_gemm_pack_fn pack_a; /* NULL: A panels as B's, by pack (with W = mr) */
