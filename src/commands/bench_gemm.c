@@ -6,8 +6,12 @@
  * training step runs. titan's figure is a one-node graph (matmul) run through
  * the executor on the config's backend, as the step runs it.
  *
- * Each figure is the best of the repetitions that fill the time budget: on a
- * shared machine the best run is the one nobody disturbed. oneDNN is loaded
+ * A shape's calls (titan's and each library's) run in rounds, one call of
+ * each a round, so that on a shared machine whose speed moves from second
+ * to second they all meet the same moments: each figure is its best round,
+ * and which is fastest goes by the median over the rounds of the ratio of
+ * their times. Figures timed one library after the other (as before) gave
+ * counts that moved by a third between runs on such a host. oneDNN is loaded
  * at run time (dlopen), so titan builds and runs without it; its header only
  * has to be present at build time for its types. */
 #include <dlfcn.h>
@@ -213,18 +217,58 @@ static int run_once(const call *c)
     }
 }
 
-/* best GFLOP/s over repetitions filling `seconds` (at least 3, after a warm-up) */
-static double time_gflops(const call *c, double seconds)
+/* Rounds a shape's calls take: at least MIN_ROUNDS, then until the time budget
+ * is spent, at most MAX_ROUNDS */
+#define MIN_ROUNDS 5
+#define MAX_ROUNDS 4096
+
+static int cmp_double(const void *x, const void *y)
 {
-    if (run_once(c)) return -1;
-    double best = 1e30, t0 = tt_now();
-    for (int r = 0; r < 3 || tt_now() - t0 < seconds; r++) {
-        double t = tt_now();
-        run_once(c);
-        t = tt_now() - t;
-        if (t < best) best = t;
+    const double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The n calls of one shape (calls[0] titan's) timed in rounds, each round
+ * one call of each in turn, the order rotating from round to round, until
+ * `seconds` a call have passed: on a shared machine whose speed moves from
+ * second to second, every library then meets the same moments as titan.
+ * gf[i]: call i's best GFLOP/s (-1 when its warm-up call failed); vs[i]: the
+ * median over the rounds of titan's time over call i's in that round (above
+ * 1: call i was the faster). */
+static tt_err time_rounds(const call *calls, int n, double seconds, double *gf, double *vs)
+{
+    double *t = malloc(sizeof(double) * (size_t)n * MAX_ROUNDS), *ratio = malloc(sizeof(double) * MAX_ROUNDS);
+    if (!t || !ratio) {
+        free(t), free(ratio);
+        return tt_errorf("bench gemm: out of memory for the timings");
     }
-    return 2.0 * c->s->M * c->s->N * c->s->K / best * 1e-9;
+    int ok[3] = {0};
+    for (int i = 0; i < n; i++) ok[i] = run_once(&calls[i]) == 0; /* the warm-up */
+    int rounds = 0;
+    for (const double t0 = tt_now(); rounds < MAX_ROUNDS && (rounds < MIN_ROUNDS || tt_now() - t0 < seconds * n);
+         rounds++)
+        for (int k = 0; k < n; k++) {
+            const int i = (rounds + k) % n;
+            if (!ok[i]) continue;
+            const double a = tt_now();
+            run_once(&calls[i]);
+            t[(size_t)i * MAX_ROUNDS + rounds] = tt_now() - a;
+        }
+    const bshape *s = calls[0].s;
+    for (int i = 0; i < n; i++) {
+        gf[i] = vs[i] = -1;
+        if (!ok[i]) continue;
+        const double *ti = t + (size_t)i * MAX_ROUNDS;
+        double best = ti[0];
+        for (int r = 1; r < rounds; r++) best = ti[r] < best ? ti[r] : best;
+        gf[i] = 2.0 * s->M * s->N * s->K / best * 1e-9;
+        if (!ok[0]) continue;
+        for (int r = 0; r < rounds; r++) ratio[r] = t[r] / ti[r];
+        qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
+        vs[i] = rounds % 2 ? ratio[rounds / 2] : 0.5 * (ratio[rounds / 2 - 1] + ratio[rounds / 2]);
+    }
+    free(t), free(ratio);
+    return 0;
 }
 
 /* the largest difference between titan's C (its dtype) and a library's fp32 C, relative to the largest |C| */
@@ -298,7 +342,7 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
         tt_rng rng = {42, 0};
         for (size_t x = 0; x < na; x++) A[x] = (float)tt_rng_uniform(&rng) - 0.5f, A16[x] = tt_f32_to_bf16(A[x]);
         for (size_t x = 0; x < nb; x++) B[x] = (float)tt_rng_uniform(&rng) - 0.5f, B16[x] = tt_f32_to_bf16(B[x]);
-        double gf[3] = {-1, -1, -1};
+        double gf[3] = {-1, -1, -1}, vs[3] = {-1, -1, -1};
         call c = {.bf16 = bf, .s = s, .A32 = A, .B32 = B, .A16 = A16, .B16 = B16, .C32 = C32};
         tt_graph *g = NULL;
         tt_value *cv = NULL;
@@ -307,35 +351,51 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
             shape_bufs_free(&bu);
             return tt_error_prefix("bench gemm %dx%dx%d: ", s->M, s->N, s->K);
         }
-        gf[0] = time_gflops(&c, seconds);
-        if (gf[0] > 0 && tt_exec_read(c.exec, cv, C, tt_value_bytes(cv))) gf[0] = -1;
-        tt_exec_free(c.exec);
-        tt_graph_free(g);
-        if (!bf) c.impl = 1, gf[1] = time_gflops(&c, seconds);
+        /* the calls timed side by side: titan's, then the libraries' this row has */
+        call calls[3];
+        int impl_of[3], n_calls = 0;
+        calls[n_calls] = c, impl_of[n_calls++] = 0;
+        if (!bf) calls[n_calls] = c, calls[n_calls].impl = 1, impl_of[n_calls++] = 1;
 #ifdef HAVE_DNNL
         dnnl_mm mm = {0};
         const int c16 = s->cdt == TT_BF16;
         const int mm_ok = bf && have_dnnl && dnnl_mm_make(&mm, s, A16, B16, c16 ? (void *)C16 : C32) == 0;
-        c.mm = &mm;
-        if (have_dnnl && (!bf || mm_ok)) c.impl = 2, gf[2] = time_gflops(&c, seconds);
+        if (have_dnnl && (!bf || mm_ok)) calls[n_calls] = c, calls[n_calls].impl = 2, calls[n_calls].mm = &mm,
+                                         impl_of[n_calls++] = 2;
+#endif
+        double cgf[3], cvs[3];
+        tt_err trc = time_rounds(calls, n_calls, seconds, cgf, cvs);
+        for (int k = 0; k < n_calls && !trc; k++) gf[impl_of[k]] = cgf[k], vs[impl_of[k]] = cvs[k];
+        if (gf[0] > 0 && tt_exec_read(c.exec, cv, C, tt_value_bytes(cv))) gf[0] = -1;
+        tt_exec_free(c.exec);
+        tt_graph_free(g);
+#ifdef HAVE_DNNL
         if (mm_ok) dnnl_mm_free(&mm);
         for (size_t x = 0; mm_ok && c16 && x < nc; x++) C32[x] = tt_bf16_to_f32(C16[x]); /* for the check below */
 #endif
+        if (trc) {
+            shape_bufs_free(&bu);
+            return -1;
+        }
         /* the libraries' C checks titan's */
         const double diff = gf[0] > 0 && (gf[1] > 0 || gf[2] > 0) ? max_rel_diff(C, s->cdt, C32, nc) : 0;
         char op[3] = {s->ta ? 't' : 'n', s->tb ? 't' : 'n', 0}, dims[32], dts[16];
         snprintf(dims, sizeof dims, "%dx%dx%d", s->M, s->N, s->K);
         snprintf(dts, sizeof dts, "%s.%s->%s", tt_dtype_name(s->adt), tt_dtype_name(s->bdt), tt_dtype_name(s->cdt));
         fprintf(out, "%-5s %-16s %-3s %-14s %-11s", "", dims, op, s->what, dts);
-        int best = -1;
+        /* the fastest by the rounds' ratios: titan unless a library's median round beat it */
+        int best = gf[0] > 0 ? 0 : -1;
+        double best_vs = 1;
         for (int i = 0; i < 3; i++) {
             if (gf[i] > 0) fprintf(out, " | %7.1f %5.1f%%", gf[i], 100 * gf[i] / peak);
             else fprintf(out, " | %14s", "-");
-            if (gf[i] > 0 && (best < 0 || gf[i] > gf[best])) best = i;
-            if (i && gf[i] > 0 && gf[0] > 0 && gf[i] / gf[0] - 1 > worst_gap[i]) worst_gap[i] = gf[i] / gf[0] - 1;
+            if (i && vs[i] > best_vs) best = i, best_vs = vs[i];
+            if (i && vs[i] > 0 && vs[i] - 1 > worst_gap[i]) worst_gap[i] = vs[i] - 1;
         }
         if (best >= 0) wins[best]++;
-        fprintf(out, " | %s", best >= 0 ? impl_names[best] : "-");
+        fprintf(out, " | %-8s", best >= 0 ? impl_names[best] : "-");
+        for (int i = 1; i < 3; i++)
+            if (vs[i] > 0) fprintf(out, " %s/titan %.3f", impl_names[i], vs[i]);
         if (diff > (bf ? 2e-2 : 1e-4)) fprintf(out, "  (MISMATCH: max rel diff %.2g)", diff);
         fprintf(out, "\n");
         fflush(out);
@@ -363,9 +423,11 @@ tt_err tt_bench_gemm(const tt_config *c, const char *const *shapes, int n_shapes
             pk.gflops[TT_F32], pk.gflops[TT_BF16]);
     fprintf(out, "titan: the matmul op on backend %s; OpenBLAS %s; oneDNN %s\n", be->name, openblas_get_config(),
             have_dnnl ? "loaded" : "not available (its products are left out; Debian: libdnnl-dev)");
-    fprintf(out, "best of the repetitions filling %.2f s per figure; bf16 rows: titan and oneDNN read bf16 "
-                 "activations and weights (the bf16 copy of the weights a bf16 run keeps) and write C in the dtype "
-                 "the step wants\n",
+    fprintf(out, "each shape's calls alternated in rounds (one call of each a round, the order rotating) for "
+                 "%.2f s a library; GF: the best round's; fastest, and LIB/titan: the median over the rounds of "
+                 "titan's time over the library's (above 1: the library was faster); bf16 rows: titan and oneDNN "
+                 "read bf16 activations and weights (the bf16 copy of the weights a bf16 run keeps) and write C in "
+                 "the dtype the step wants\n",
             seconds);
     bshape *list = calloc((size_t)n_shapes + 64, sizeof *list);
     if (!list) return tt_errorf("out of memory");
