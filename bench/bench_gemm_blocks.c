@@ -15,7 +15,9 @@
  * from there (tt_gemm_set_a_pack_cols), where B follows its path's figure.
  * With --a-no-pack-prefetch, A's pair packer reads a row-contiguous operand
  * without prefetching rows ahead (tt_gemm_set_pack_prefetch(0); only the
- * paths that prefetch, AMX, differ).
+ * paths that prefetch, AMX, differ). With --a-kc-blocks, A cuts every K in
+ * kc blocks (tt_gemm_set_kc_whole(0)), where B takes a K up to its path's
+ * kc_whole in one block (only AMX has one).
  * On a shared host whose speed drifts over seconds, whole-process A/B runs
  * (titan bench gemm once with TITAN_GEMM_L2=1M, once without) differ by more
  * than the blocks do; pairs of calls a few ms apart see the same machine, so
@@ -24,7 +26,7 @@
  *
  *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [--a-tile T] [--b-tile T]
  *                     [--a-split S] [--b-split S] [--a-f32-weights] [--a-scratch-out] [--a-pack-cols N]
- *                     [--a-no-pack-prefetch] [--cold]
+ *                     [--a-no-pack-prefetch] [--a-kc-blocks] [--cold]
  *                     [MxNxK:op ...]
  *
  * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
@@ -102,7 +104,7 @@ static void *filled(size_t n, tt_dtype dt, unsigned *seed)
 typedef struct {
     long l2;
     const char *tile, *split;
-    int f32_weights, scratch_out, a_pack_cols, no_pack_prefetch;
+    int f32_weights, scratch_out, a_pack_cols, no_pack_prefetch, kc_blocks;
 } side;
 
 static void set_side(const side *x)
@@ -111,6 +113,7 @@ static void set_side(const side *x)
     tt_gemm_set_out16(!x->scratch_out);
     tt_gemm_set_a_pack_cols(x->a_pack_cols);
     tt_gemm_set_pack_prefetch(!x->no_pack_prefetch);
+    tt_gemm_set_kc_whole(!x->kc_blocks);
     if (tt_gemm_set_tile(x->tile) || tt_gemm_set_split(x->split)) {
         fprintf(stderr, "bench_gemm_blocks: %s\n", tt_last_error());
         exit(2);
@@ -178,7 +181,7 @@ static int run(const shape *s, int reps, const side *sa, const side *sb, double 
 int main(int argc, char **argv)
 {
     int reps = 0, f32 = 0;
-    side sa = {1L << 20, NULL, NULL, 0, 0, 0, 0}, sb = {0, NULL, NULL, 0, 0, 0, 0};
+    side sa = {.l2 = 1L << 20}, sb = {.l2 = 0};
     shape given[64];
     int n = 0;
     for (int i = 1; i < argc; i++) {
@@ -187,6 +190,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--a-f32-weights")) sa.f32_weights = 1;
         else if (!strcmp(argv[i], "--a-scratch-out")) sa.scratch_out = 1;
         else if (!strcmp(argv[i], "--a-no-pack-prefetch")) sa.no_pack_prefetch = 1;
+        else if (!strcmp(argv[i], "--a-kc-blocks")) sa.kc_blocks = 1;
         else if (!strcmp(argv[i], "--cold")) g_flush_bytes = 256u << 20;
         else if (!strcmp(argv[i], "--a-pack-cols") && i + 1 < argc) {
             char *end;
@@ -249,6 +253,7 @@ int main(int argc, char **argv)
            sa.scratch_out ? ", a bf16 C rounded from scratch" : "", sa.f32_weights ? ", the fp32 weights packed instead" : "");
     if (sa.a_pack_cols) printf(", A packed from %d columns a thread", sa.a_pack_cols);
     if (sa.no_pack_prefetch) printf(", the packers without prefetches");
+    if (sa.kc_blocks) printf(", every K in kc blocks");
     set_side(&sb);
     printf("; B: for %s (scale %d), path %s, split %s; %s operands%s; pairs of calls alternated\n",
            sb.l2 ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(cd), tt_gemm_path_name(cd),

@@ -25,6 +25,7 @@ static const shape shapes[] = {
     {32, 50, 40}, {33, 40, 20}, {2, 700, 400}, {300, 70, 600}, {37, 1000, 45}, {20, 40, 1100},
     {40, 3200, 40}, /* past AMX's nc */
     {70, 90, 64}, {100, 40, 1088}, /* k in whole AMX granules: a bf16 A read in place */
+    {24, 40, 2700}, /* past AMX's kc_whole: an A not transposed over several k blocks there too */
 };
 
 static float rnd(tt_rng *r) { return (float)(2.0 * tt_rng_uniform(r) - 1.0); }
@@ -384,7 +385,7 @@ static void check_stealing(tt_rng *rng, const char *isa)
     const int threads = omp_get_max_threads();
     omp_set_num_threads(2); /* two threads even on one core: the test is of the claims, not the speed */
 #endif
-    static const shape sh[] = {{600, 70, 1100}, {70, 600, 1100}, {300, 200, 130}, {500, 200, 2100}};
+    static const shape sh[] = {{600, 70, 1100}, {70, 600, 1100}, {300, 200, 130}, {500, 200, 2700}};
     for (int split = 0; split < 2; split++) {
     CHECK(tt_gemm_set_split(split ? "shared" : "own") == 0);
     for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++)
@@ -469,15 +470,21 @@ int main(void)
                 check_strides(&rng, isa_names[isa], 23, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
                 check_strides(&rng, isa_names[isa], 45, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
             }
-            /* bf16 C: one k block, several (the partial sums), and few rows (skinny) */
+            /* bf16 C: one k block, several (the partial sums; past AMX's kc_whole), and few rows (skinny) */
             for (int t = 0; t < 2; t++) {
                 check_bf16_out(&rng, isa_names[isa], 37, 70, 50, t ? TT_BF16 : TT_F32);
-                check_bf16_out(&rng, isa_names[isa], 40, 45, 2500, t ? TT_BF16 : TT_F32);
+                check_bf16_out(&rng, isa_names[isa], 40, 45, 2700, t ? TT_BF16 : TT_F32);
                 check_bf16_out(&rng, isa_names[isa], 3, 130, 90, t ? TT_BF16 : TT_F32);
-                /* whole tiles over three k blocks */
-                check_bf16_out(&rng, isa_names[isa], 70, 64, 2100, t ? TT_BF16 : TT_F32);
+                /* whole tiles over three k blocks or more */
+                check_bf16_out(&rng, isa_names[isa], 70, 64, 3100, t ? TT_BF16 : TT_F32);
+                /* AMX's one k block up to kc_whole, and the kc blocks it takes instead after tt_gemm_set_kc_whole(0) */
+                check_bf16_out(&rng, isa_names[isa], 40, 64, 2100, t ? TT_BF16 : TT_F32);
+                tt_gemm_set_kc_whole(0);
+                check_bf16_out(&rng, isa_names[isa], 40, 64, 2100, t ? TT_BF16 : TT_F32);
+                check_shape((shape){20, 40, 1100}, &rng, isa_names[isa]);
+                tt_gemm_set_kc_whole(1);
                 check_bf16_keeps(&rng, isa_names[isa], 37, 70, 50, t ? TT_BF16 : TT_F32);
-                check_bf16_keeps(&rng, isa_names[isa], 40, 96, 2500, t ? TT_BF16 : TT_F32);
+                check_bf16_keeps(&rng, isa_names[isa], 40, 96, 2700, t ? TT_BF16 : TT_F32);
                 check_bf16_order(isa_names[isa], 40, 70, 4200, t ? TT_BF16 : TT_F32);
             }
         }

@@ -103,6 +103,11 @@ static void barrier(int T)
 #endif
 }
 
+/* tt_gemm_set_kc_whole's switch */
+static int g_kc_whole = 1;
+
+void tt_gemm_set_kc_whole(int on) { __atomic_store_n(&g_kc_whole, on != 0, __ATOMIC_RELAXED); }
+
 /* tt_gemm_set_pack_prefetch's switch */
 static int g_pack_prefetch = 1;
 
@@ -647,7 +652,10 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
 {
     const tt_gemm_impl *im = j->im;
     const int scale = tt_gemm_impl_block_scale(im);
-    *pl = (gemm_plan){.kcb = balanced_block(j->K, im->kc * scale, kgran_of(im))};
+    /* the impl's kc_whole: a K a little past kc in one k block, where A is not transposed */
+    const int whole = im->kc_whole && !j->ta && j->K <= im->kc_whole * scale &&
+                      __atomic_load_n(&g_kc_whole, __ATOMIC_RELAXED);
+    *pl = (gemm_plan){.kcb = balanced_block(j->K, (whole ? im->kc_whole : im->kc) * scale, kgran_of(im))};
     /* A is read in place when it is stored k-contiguous in exactly the packed
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
      * bf16 ones, and whole k granules: no k block then needs padding), so

@@ -151,6 +151,11 @@ void tt_gemm_set_a_pack_cols(int cols);
  * (AMX), tt_gemm_set_pack_prefetch(0) turns that off (the same bits: for
  * benchmarks; not while another thread is inside a GEMM). */
 void tt_gemm_set_pack_prefetch(int on);
+/* On the paths that take a k-contiguous A's K in one k block up to a figure
+ * of their own (AMX), tt_gemm_set_kc_whole(0) cuts every K in kc blocks
+ * instead (the sums then add in another order: for benchmarks; not while
+ * another thread is inside a GEMM). */
+void tt_gemm_set_kc_whole(int on);
 /* Whether tt_gemm(g) would read A in place rather than pack it, on the
  * current path with the threads it would take: 1 or 0, -1 on a bad argument
  * (for tests). */

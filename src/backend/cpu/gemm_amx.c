@@ -204,6 +204,18 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
     }
 }
 
+/* A K up to this many values is one k block where A is not transposed (the
+ * forward products and the input gradients): cut in kc blocks, a bf16 C's
+ * partial sums go out to fp32 scratch and come back once a block. On the
+ * Intel Xeon host (bench_gemm_blocks --a-kc-blocks, performance-changes.md),
+ * one block ran llama_768's qkv input gradient (K 2,304) 1.08-1.12x and its
+ * down forward (2,048) 1.03-1.23x as fast, llama_288's gate/up input
+ * gradient (1,536) 1.17-1.25x, an MoE expert's 1.15x, and the fp32 squares
+ * of 1,536 and 2,048 1.10-1.14x; llama_288's weight gradients (A
+ * transposed, K 2,048 tokens) ran 0.89-1.04x in one block, and the gate/up
+ * input gradient (K 4,096) 0.84-0.86x in two of 2,048 against four of 1,024. */
+#define KC_WHOLE 2560
+
 /* Cache blocks. A 32 x 32 tile of products takes 64 cycles and 4 KB of A and
  * B, more than L2 feeds a core in that time, so the kernel runs well below
  * the tile peak whatever the blocking; what the blocks still decide is
@@ -214,7 +226,7 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
  * time than 512, and 2048 no less than 1024. */
 static const tt_gemm_impl amx_bf16 = {
     .name = "amx-bf16", .mr = MR, .nr = NR, .kunit = 2, .kgran = KB, .esize = 2,
-    .mc = 256, .kc = 1024, .nc = 3072,
+    .mc = 256, .kc = 1024, .nc = 3072, .kc_whole = KC_WHOLE,
     .kern = kern_amx, .kern_rows = kern_amx_rows,
     .pack = pack_b_amx, .pack_a = pack_a_amx, .pack_prefetch = 1,
     .skinny = tt_gemm_skinny_avx512, .begin = tt_amx_tiles_16x64, .end = tt_amx_release,
