@@ -352,21 +352,21 @@ static tt_err table(FILE *out, const tt_backend *be, int bf, const bshape *list,
             shape_bufs_free(&bu);
             return tt_error_prefix("bench gemm %dx%dx%d: ", s->M, s->N, s->K);
         }
-        /* the calls timed side by side: titan's, then the libraries' this row has */
+        /* the calls timed side by side: titan's, then the libraries' this row has (each call's impl says which) */
         call calls[3];
-        int impl_of[3], n_calls = 0;
-        calls[n_calls] = c, impl_of[n_calls++] = 0;
-        if (!bf) calls[n_calls] = c, calls[n_calls].impl = 1, impl_of[n_calls++] = 1;
+        int n_calls = 0;
+        calls[n_calls++] = c;
+        if (!bf) calls[n_calls] = c, calls[n_calls++].impl = 1;
 #ifdef HAVE_DNNL
         dnnl_mm mm = {0};
         const int c16 = s->cdt == TT_BF16;
         const int mm_ok = bf && have_dnnl && dnnl_mm_make(&mm, s, A16, B16, c16 ? (void *)C16 : C32) == 0;
-        if (have_dnnl && (!bf || mm_ok)) calls[n_calls] = c, calls[n_calls].impl = 2, calls[n_calls].mm = &mm,
-                                         impl_of[n_calls++] = 2;
+        c.mm = &mm;
+        if (have_dnnl && (!bf || mm_ok)) calls[n_calls] = c, calls[n_calls++].impl = 2;
 #endif
         double cgf[3], cvs[3];
         tt_err trc = time_rounds(calls, n_calls, seconds, cgf, cvs);
-        for (int k = 0; k < n_calls && !trc; k++) gf[impl_of[k]] = cgf[k], vs[impl_of[k]] = cvs[k];
+        for (int k = 0; k < n_calls && !trc; k++) gf[calls[k].impl] = cgf[k], vs[calls[k].impl] = cvs[k];
         if (gf[0] > 0 && tt_exec_read(c.exec, cv, C, tt_value_bytes(cv))) gf[0] = -1;
         tt_exec_free(c.exec);
         tt_graph_free(g);
