@@ -7,7 +7,9 @@
 # an MFU above 100%, and --profile's roofline columns (and bench peak's
 # memory bandwidth) are the figures over the peak and the bandwidth, and
 # --host-check measures the peak loop, the bandwidth and two threads' round trip beside the steps
-# without caching them, with each step's time.
+# without caching them, with each step's time, and the header names the OpenMP wait settings the
+# runtime was started with: titan's GOMP_SPINCOUNT (set by executing titan again) unless the user
+# set one or OMP_WAIT_POLICY.
 set -u
 TITAN=$1
 SRC=$2
@@ -76,5 +78,22 @@ check "and each of the 2 timed steps' time ($(grep '^each step' "$W/hc.txt"))" $
 check "and caches no peak" $?
 ! grep -Eq "^(host  |each step)" "$W/out.txt"
 check "without --host-check there are no such lines" $?
+
+# the OpenMP runtime's waits: titan's spin count when the user set none (read back from the
+# environment the process was executed with, so a setenv without the exec would not pass), else
+# the user's settings, untouched
+waits() { # the header's "OpenMP waits: ..." of a run with environment "$@"
+  env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$@" "$TITAN" bench step "${TINY[@]}" --metrics.peak_tflops 1 2>&1 |
+    sed -n 's/^bench step: .*, OpenMP waits: \(.*\)$/\1/p'
+}
+got=$(waits)
+[ "$got" = "GOMP_SPINCOUNT=3000" ]
+check "with neither variable set the runtime starts with titan's GOMP_SPINCOUNT=3000 ($got)" $?
+got=$(waits GOMP_SPINCOUNT=777)
+[ "$got" = "GOMP_SPINCOUNT=777" ]
+check "the user's GOMP_SPINCOUNT is kept ($got)" $?
+got=$(waits OMP_WAIT_POLICY=passive)
+[ "$got" = "OMP_WAIT_POLICY=passive" ]
+check "OMP_WAIT_POLICY alone is kept, with no spin count added ($got)" $?
 
 cli_done cli_bench_step

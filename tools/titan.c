@@ -625,6 +625,7 @@ static int run_command(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    tt_openmp_wait_default(argv); /* before anything runs: it may execute titan again */
     int rc = run_command(argc, argv);
     if (rc) tt_abort_job(rc); /* under mpirun: a failure here ends the others now, not at their watchdog */
     tt_shutdown();            /* on every path: under mpirun, ends MPI on this rank */

@@ -141,6 +141,15 @@ tt_err tt_tokenize(const tt_tokenize_opts *opts, FILE *in, FILE *out);
  * on; a line that is not JSON or not a conversation stops it, naming the file and line. Blank lines
  * are skipped. */
 tt_err tt_tokenize_chat(const tt_tokenize_opts *opts, FILE *in, FILE *out);
+/* The start of a program that uses the library, first thing in main: when
+ * the user has set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT, the program
+ * is executed again (/proc/self/exe, the same argv) with titan's
+ * GOMP_SPINCOUNT, so that libgomp's idle threads sleep after a short spin
+ * rather than milliseconds (src/core/sys.c says why). libgomp reads these
+ * once, as it is loaded, so only an exec can set them. Returns when there is
+ * nothing to do, when the OpenMP runtime is not libgomp, or when the exec
+ * failed (libgomp's default then stays). */
+void tt_openmp_wait_default(char **argv);
 /* The end of a program that used the library: ends MPI when the job runs on
  * several processes (mpirun, srun), waiting for every rank to get there.
  * Call it once before the program exits, on every path, errors included: a

@@ -207,13 +207,14 @@ tt_err tt_bench_step(const tt_config *c, int steps, int warmup, int profile, int
                 : be->peak(0, &pk)            ? 0
                 : pk.gflops[sc.act_dtype] > 0 ? pk.gflops[sc.act_dtype]
                                               : pk.gflops[TT_F32];
+    char waits[160];
     if (out)
         fprintf(out, "bench step: %s %s%s, %d x %d tokens, backend %s, exec %s, compute %s, activation checkpoint %s, "
-                     "%d warmup + %d timed steps, %d threads\n",
+                     "%d warmup + %d timed steps, %d threads, OpenMP waits: %s\n",
                 tt_arch_name(mc.arch), c->model.hf_assets_path[0] ? "from " : "", tt_model_plan_source(c), B, T, be->name,
                 c->training.exec_mode == TT_EXEC_GRAPH ? "graph" : "eager/debug",
                 bf16 ? "bf16 (fp32 master weights)" : "fp32", tt_ac_mode_name(c->activation_checkpoint.mode), warmup,
-                steps, tt_num_threads());
+                steps, tt_num_threads(), tt_openmp_wait_desc(waits, sizeof waits));
     if (out && use_lora)
         fprintf(out, "LoRA      rank %d on %d linear layers (%zu adapter parameters), the base frozen in %s; model FLOPs "
                      "6 N less the frozen weights' gradients (2 N) plus the adapters' 6 a parameter\n",

@@ -90,6 +90,10 @@ int tt_num_threads(void);
  * (at least 1). */
 int tt_num_cores(int *bound);
 void tt_set_num_threads(int n);
+/* The wait settings the OpenMP runtime was started with, as text in buf:
+ * OMP_WAIT_POLICY=... and GOMP_SPINCOUNT=... from the environment the
+ * process was executed with, "the runtime's default" or "unknown". */
+const char *tt_openmp_wait_desc(char *buf, size_t size);
 /* Bytes a new allocation can have now: /proc/meminfo's MemAvailable (else
  * sysconf's free pages), lowered to a cgroup's memory limit less its use;
  * 0 when nothing is known (mem_check.c). */
