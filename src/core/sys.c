@@ -75,9 +75,12 @@ void tt_set_num_threads(int n)
  * process on the cores, a thread waiting at a join or for the next parallel
  * region spends that slice spinning while the thread it waits for is
  * descheduled. Measured on the Intel Xeon host with one busy process beside
- * `titan bench step` (bf16), 3,000 ran llama_768 1.36-1.40x as fast as the
- * default and moe_288 1.43-1.68x, and on the quiet host as fast as it within
- * the rounds' spread (bench/wait_policy.sh, docs/performance.md). */
+ * `titan bench step` (bf16, bench/wait_policy.sh, docs/performance.md),
+ * 3,000 ran llama_768 1.36x as fast as libgomp's default, llama_288 1.47x
+ * and moe_288 1.62x (medians of rounds); on the quiet host the medians were
+ * 0.96-1.00x, within the rounds' spread. OMP_WAIT_POLICY=passive (no spin)
+ * did as well on that host, but wakes a sleeping thread for every parallel
+ * region that follows a short gap, which the spin covers. */
 #define TT_GOMP_SPINCOUNT "3000"
 
 void tt_openmp_wait_default(char **argv)
