@@ -15,7 +15,8 @@ SMALL=(--training.steps 6 --metrics.log_freq 1 --metrics.save_jsonl true --metri
   --training.local_batch_size 2 --checkpoint.enable false --generate.max_new_tokens 0
   --validation.enable true --validation.freq 3)
 
-"$TITAN" train "${SMALL[@]}" --job.dump_folder "$W/corpus-run" --model.dim 32 --model.n_layers 1 \
+# (with no OpenMP wait setting of the caller's, so that plan.json names titan's own)
+env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$TITAN" train "${SMALL[@]}" --job.dump_folder "$W/corpus-run" --model.dim 32 --model.n_layers 1 \
   --model.n_heads 2 --model.n_kv_heads 2 --model.ffn_dim 64 --synthetic.train_tokens 30000 \
   --synthetic.val_tokens 3000 >"$W/train.log" 2>&1
 check "a run on the built-in corpus trains" $?
@@ -30,6 +31,9 @@ check "titan plan --config <dump>/config.toml plans the run's model" $?
 params=$(sed -n 's/^parameters *\([0-9]*\).*/\1/p' "$W/plan.txt")
 grep -q "\"params\":[[:space:]]*$params," "$W/corpus-run/plan.json"
 check "plan.json's params are titan plan's ($params)" $?
+grep -q '"openmp_waits":[[:space:]]*"GOMP_SPINCOUNT=3000"' "$W/corpus-run/plan.json" &&
+  grep -q '"threads":[[:space:]]*[1-9]' "$W/corpus-run/plan.json"
+check "plan.json names the threads and the OpenMP wait settings the run started with" $?
 
 # a fine-tune of the GPT-2 fixture on text tokenized with its tokenizer
 for i in $(seq 1 200); do
@@ -61,6 +65,8 @@ grep -q '<line class="hline" data-run="0"' <<<"$loss_svg" && ! grep -q '<line cl
 check "the floor line: the corpus run has one, the fine-tune none" $?
 grep -q "gpt2 $FIX" "$W/both.html"
 check "the fine-tune's plan is on the page" $?
+grep -q "<tr><td>OpenMP waits</td><td>GOMP_SPINCOUNT=3000</td>" "$W/both.html"
+check "the plan table has the OpenMP waits the corpus run started with" $?
 ! grep -qi "<script" "$W/both.html"
 check "the page runs no script" $?
 

@@ -760,6 +760,7 @@ static void page_plan(FILE *o, report_run *runs, int n)
         {"local batch (sequences)", "local_batch_size", 0},
         {"sequence length (tokens)", "seq_len", 0},
         {"gradient accumulation steps", "accumulation_steps", 0},
+        {"threads", "threads", 0},
         {"peak (GFLOP/s)", "peak.gflops", 0},
         {"memory: parameters (fp32)", "memory_bytes.params", 1},
         {"memory: the parameters' bf16 copy", "memory_bytes.params_bf16", 1},
@@ -777,6 +778,7 @@ static void page_plan(FILE *o, report_run *runs, int n)
         {"activation checkpointing", "activation_checkpoint.mode"},
         {"backend", "backend"},
         {"exec mode", "exec_mode"},
+        {"OpenMP waits", "openmp_waits"},
         {"peak dtype", "peak.dtype"},
         {"peak source", "peak.source"},
     };

@@ -79,7 +79,8 @@ static tt_err check_vocab(const tt_run *r, const tt_loader *ld)
 /* What a training run leaves in its dump folder when it starts, for `titan
  * report` and for whoever looks later: the resolved config (config.toml, which
  * --config reads back) and the model plan with the run's backend, peak and,
- * on the built-in corpus, its floor (plan.json). Rewritten at every start, so
+ * on the built-in corpus, its floor, and the threads and OpenMP wait settings
+ * it ran with (plan.json). Rewritten at every start, so
  * a resumed run shows the config it resumed with. */
 static tt_err write_run_files(const tt_run *r, const tt_model_plan *p)
 {
@@ -97,6 +98,10 @@ static tt_err write_run_files(const tt_run *r, const tt_model_plan *p)
         cJSON_AddStringToObject(o, "exec_mode",
                                 r->mode == TT_EXEC_GRAPH ? "graph" : r->mode == TT_EXEC_EAGER ? "eager" : "debug");
         cJSON_AddNumberToObject(o, "accumulation_steps", r->accum_steps);
+        /* the threads and the OpenMP wait settings tokens/s was measured under */
+        char waits[160];
+        cJSON_AddNumberToObject(o, "threads", tt_num_threads());
+        cJSON_AddStringToObject(o, "openmp_waits", tt_openmp_wait_desc(waits, sizeof waits));
         cJSON *pk = cJSON_AddObjectToObject(o, "peak");
         cJSON_AddNumberToObject(pk, "gflops", r->peak_gflops);
         cJSON_AddStringToObject(pk, "dtype", tt_dtype_name(r->step_cfg.act_dtype));
