@@ -11,7 +11,7 @@
 set -eu
 TITAN=$1 CONFIG=$2 LOAD=$3 ROUNDS=${4:-3}
 shift $(($# < 4 ? $# : 4))
-SETTINGS=("${@:-300000}")
+SETTINGS=("$@")
 [ $# -eq 0 ] && SETTINGS=(300000 3000 passive)
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 tps() { # tokens/s of one run with setting $1
