@@ -11,7 +11,7 @@
 set -eu
 A=$1 B=$2 CONFIG=$3 DTYPE=$4 ROUNDS=${5:-5} REPS=${6:-20}
 shift $(($# < 6 ? $# : 6))
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. "$(dirname "$0")/median.sh"
 run() { # "forward_ms backward_ms" of one run of binary $1 (the rest: bench attention's arguments)
   local bin=$1 out
   shift

@@ -8,7 +8,7 @@
 #   ROUNDS 5, STEPS 5, WARMUP 2 by default.
 set -eu
 T=$1 A=$2 B=$3 ROUNDS=${4:-5} STEPS=${5:-5} WARMUP=${6:-2}
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. "$(dirname "$0")/median.sh"
 run() { # "step_ms tok/s mfu" of one run on config $1
   "$T" bench step --config "$1" --steps "$STEPS" --warmup "$WARMUP" | awk '
     /^step / { ms = $2 } /^tokens\/s/ { tps = $2 } /^TFLOP\/s/ { mfu = $4; sub("%", "", mfu) }

@@ -12,7 +12,7 @@
 #   arguments for bench step, e.g. EXTRA="--parallelism.expert_parallel_degree 2".
 set -eu
 A=$1 B=$2 CONFIG=$3 DTYPE=$4 ROUNDS=${5:-5} STEPS=${6:-3} WARMUP=${7:-1}
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. "$(dirname "$0")/median.sh"
 tps() { # tokens/s of one run of binary $1
   ${LAUNCH:-} "$1" bench step --config "$CONFIG" --steps "$STEPS" --warmup "$WARMUP" \
     --training.mixed_precision_param "$DTYPE" ${EXTRA:-} | sed -n 's/^tokens\/s *\([0-9.]*\).*/\1/p'

@@ -13,8 +13,8 @@
 set -eu
 TITAN=$1 PY=$2 OUT=${3:-targets-$(date -u +%Y%m%dT%H%M%S)} ROUNDS=${4:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/median.sh"
 mkdir -p "$OUT"
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 say() { echo "== $* ($(date -u +%H:%M:%S) UTC)" >&2; }
 peak_bf16() { sed -n 's/^bf16 *\([0-9.]*\) GFLOP\/s.*/\1/p' "$1"; }
 peak_f32() { sed -n 's/^fp32 *\([0-9.]*\) GFLOP\/s.*/\1/p' "$1"; }

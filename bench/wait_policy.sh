@@ -13,7 +13,7 @@ TITAN=$1 CONFIG=$2 LOAD=$3 ROUNDS=${4:-3}
 shift $(($# < 4 ? $# : 4))
 SETTINGS=("$@")
 [ $# -eq 0 ] && SETTINGS=(300000 3000 passive)
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. "$(dirname "$0")/median.sh"
 tps() { # tokens/s of one run with setting $1
   local e=(GOMP_SPINCOUNT="$1")
   [ "$1" = passive ] && e=(OMP_WAIT_POLICY=passive)

@@ -14,7 +14,6 @@
 #endif
 
 #include "core.h"
-#include "titan/titan.h"
 
 double tt_now(void)
 {
