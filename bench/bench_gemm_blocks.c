@@ -17,7 +17,9 @@
  * without prefetching rows ahead (tt_gemm_set_pack_prefetch(0); only the
  * paths that prefetch, AMX, differ). With --a-kc-blocks, A cuts every K in
  * kc blocks (tt_gemm_set_kc_whole(0)), where B takes a K up to its path's
- * kc_whole in one block (only AMX has one).
+ * kc_whole in one block (only AMX has one). With --a-pack-transposed, A
+ * packs every transposed fp32 A (tt_gemm_set_a_cols(SIZE_MAX)), where B's
+ * fp32 tiles read a large one in place.
  * On a shared host whose speed drifts over seconds, whole-process A/B runs
  * (titan bench gemm once with TITAN_GEMM_L2=1M, once without) differ by more
  * than the blocks do; pairs of calls a few ms apart see the same machine, so
@@ -26,7 +28,7 @@
  *
  *   bench_gemm_blocks [--f32] [--reps N] [--a-l2 BYTES] [--b-l2 BYTES] [--a-tile T] [--b-tile T]
  *                     [--a-split S] [--b-split S] [--a-f32-weights] [--a-scratch-out] [--a-pack-cols N]
- *                     [--a-no-pack-prefetch] [--a-kc-blocks] [--cold]
+ *                     [--a-no-pack-prefetch] [--a-kc-blocks] [--a-pack-transposed] [--cold]
  *                     [MxNxK:op ...]
  *
  * Without shapes, the products of the llama_768 bf16 step (dim 768, ffn 2048,
@@ -41,6 +43,7 @@
  * --b-tile auto` compares the tiles, and `--a-l2 0 --a-split shared --b-split own` the splits. --cold writes 256 MiB
  * before each call, so that its operands come from memory. Each line: median GFLOP/s of A and of B, and the median of the
  * per-pair speed ratios B/A; the last line weights the products by A's time. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +107,7 @@ static void *filled(size_t n, tt_dtype dt, unsigned *seed)
 typedef struct {
     long l2;
     const char *tile, *split;
-    int f32_weights, scratch_out, a_pack_cols, no_pack_prefetch, kc_blocks;
+    int f32_weights, scratch_out, a_pack_cols, no_pack_prefetch, kc_blocks, pack_transposed;
 } side;
 
 static void set_side(const side *x)
@@ -114,6 +117,7 @@ static void set_side(const side *x)
     tt_gemm_set_a_pack_cols(x->a_pack_cols);
     tt_gemm_set_pack_prefetch(!x->no_pack_prefetch);
     tt_gemm_set_kc_whole(!x->kc_blocks);
+    tt_gemm_set_a_cols(x->pack_transposed ? SIZE_MAX : 0);
     if (tt_gemm_set_tile(x->tile) || tt_gemm_set_split(x->split)) {
         fprintf(stderr, "bench_gemm_blocks: %s\n", tt_last_error());
         exit(2);
@@ -191,6 +195,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--a-scratch-out")) sa.scratch_out = 1;
         else if (!strcmp(argv[i], "--a-no-pack-prefetch")) sa.no_pack_prefetch = 1;
         else if (!strcmp(argv[i], "--a-kc-blocks")) sa.kc_blocks = 1;
+        else if (!strcmp(argv[i], "--a-pack-transposed")) sa.pack_transposed = 1;
         else if (!strcmp(argv[i], "--cold")) g_flush_bytes = 256u << 20;
         else if (!strcmp(argv[i], "--a-pack-cols") && i + 1 < argc) {
             char *end;
@@ -254,6 +259,7 @@ int main(int argc, char **argv)
     if (sa.a_pack_cols) printf(", A packed from %d columns a thread", sa.a_pack_cols);
     if (sa.no_pack_prefetch) printf(", the packers without prefetches");
     if (sa.kc_blocks) printf(", every K in kc blocks");
+    if (sa.pack_transposed) printf(", a transposed fp32 A packed");
     set_side(&sb);
     printf("; B: for %s (scale %d), path %s, split %s; %s operands%s; pairs of calls alternated\n",
            sb.l2 ? "the L2 given" : "this CPU's L2", tt_gemm_block_scale(cd), tt_gemm_path_name(cd),

@@ -332,10 +332,30 @@ static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
         CHECK_MSG(memcmp(c0, c1, (size_t)M * N * 4) == 0, "%s %s %dx%dx%d: A in place and packed differ", isa, kern,
                   M, N, K);
     }
-    /* a k-strided A (transposed) and a bf16 A in a part of a k granule are always packed */
+    /* a k-strided A (transposed) is packed below 64 MiB; from the figure tt_gemm_set_a_cols sets, an fp32 one
+     * is read in place by the fp32 tiles, with the same bits: over two k blocks (K 1,050), a ragged last panel
+     * (M 93) and accumulating into C */
     tt_gemm_args g = {.compute = compute, .A = A, .adt = adt, .lda = M, .ta = 1, .B = b, .bdt = TT_F32, .ldb = 32,
                       .C = c0, .cdt = TT_F32, .ldc = 32, .M = M, .N = 32, .K = M};
     CHECK(tt_gemm_reads_a_in_place(&g) == 0);
+    const int cols_kern = adt == TT_F32 && strncmp(kern, "avx512-f32", 10) == 0;
+    for (int acc = 0; acc < 2; acc++) {
+        g = (tt_gemm_args){.compute = compute, .A = A, .adt = adt, .lda = 96, .ta = 1, .B = b, .bdt = TT_F32,
+                           .ldb = 160, .C = c0, .cdt = TT_F32, .ldc = 160, .M = 93, .N = 160, .K = 1050,
+                           .accumulate = acc};
+        for (size_t x = 0; x < (size_t)93 * 160; x++) c0[x] = c1[x] = (float)(x % 7) - 3.0f;
+        tt_gemm_set_a_cols(1);
+        CHECK_MSG(tt_gemm_reads_a_in_place(&g) == (cols_kern ? 2 : 0), "%s %s: a transposed A %s", isa, kern,
+                  cols_kern ? "packed" : "read in place");
+        CHECK(tt_gemm(&g) == 0);
+        tt_gemm_set_a_cols(SIZE_MAX);
+        CHECK(tt_gemm_reads_a_in_place(&g) == 0);
+        g.C = c1;
+        CHECK(tt_gemm(&g) == 0);
+        tt_gemm_set_a_cols(0);
+        CHECK_MSG(memcmp(c0, c1, (size_t)93 * 160 * 4) == 0, "%s %s: a transposed A in place and packed differ%s", isa,
+                  kern, acc ? ", accumulating" : "");
+    }
     if (adt == TT_BF16) {
         g = (tt_gemm_args){.compute = compute, .A = A, .adt = adt, .lda = K, .B = b, .bdt = TT_F32, .ldb = 32,
                            .C = c0, .cdt = TT_F32, .ldc = 32, .M = M, .N = 32, .K = K - 1};

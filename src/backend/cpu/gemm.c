@@ -29,13 +29,16 @@ typedef struct {
     tt_dtype cdt;
     float *part; /* bf16 C over several k blocks: the fp32 partial sums, (M, N) */
     int M, N, K, accumulate;
-    int a_rows;  /* A is read in place by kern_rows (see gemm_plan_for), not packed */
+    int a_place; /* A_PACKED, or read in place: A_ROWS by kern_rows, A_COLS by kern_cols (see gemm_plan_for) */
     int own;     /* OWN_ROWS, OWN_COLS: each thread computes its own band of C alone (see gemm_thread_own) */
     int out16;   /* a bf16 C's whole tiles rounded into C by im->kern_out16 in the last k block */
 } gemm_job;
 
 /* How the threads share a product (gemm_job.own) */
 enum { OWN_NONE, OWN_ROWS, OWN_COLS };
+
+/* How the kernel reads A (gemm_job.a_place) */
+enum { A_PACKED, A_ROWS, A_COLS };
 
 static inline int cdiv(int a, int b) { return (a + b - 1) / b; }
 static inline int round_up(int a, int b) { return cdiv(a, b) * b; }
@@ -183,12 +186,15 @@ static void put_tile(float *out, long ldo, const float *t, int ldt, int mm, int 
     }
 }
 
-/* The microkernel on A panel ap, or on A rows at ap with stride alda (words) */
-static inline void kern(const tt_gemm_impl *im, int ks, const char *ap, long alda, const char *bp, float *c, long ldc,
+/* The microkernel on A panel ap, or on A in place at ap with stride alda
+ * (words): rows, or a transposed A's k steps */
+static inline void kern(const gemm_job *j, int ks, const char *ap, long alda, const char *bp, float *c, long ldc,
                         int beta)
 {
-    if (alda) im->kern_rows(ks, ap, alda, bp, c, ldc, beta);
-    else im->kern(ks, ap, bp, c, ldc, beta);
+    const tt_gemm_impl *im = j->im;
+    if (!alda) im->kern(ks, ap, bp, c, ldc, beta);
+    else if (j->a_place == A_COLS) im->kern_cols(ks, ap, alda, bp, c, ldc, beta);
+    else im->kern_rows(ks, ap, alda, bp, c, ldc, beta);
 }
 
 /* Where the fp32 sums of C at (row, col) go in this k block: C itself (row
@@ -234,7 +240,7 @@ static inline void tile(const gemm_job *j, int ks, const char *ap, long alda, co
     float *sum = sums_at(j, row, col, kbeta, last, &lds, &beta);
     if (mm == im->mr && nn == im->nr) {
         if (sum) {
-            kern(im, ks, ap, alda, bp, sum, lds, beta);
+            kern(j, ks, ap, alda, bp, sum, lds, beta);
             return;
         }
         if (j->out16) { /* the rounding into C in the kernel, as round_out's */
@@ -243,23 +249,36 @@ static inline void tile(const gemm_job *j, int ks, const char *ap, long alda, co
             return;
         }
     }
-    kern(im, ks, ap, alda, bp, tmp, im->nr, 0); /* a ragged edge, or a bf16 C's last k block without kern_out16 */
+    kern(j, ks, ap, alda, bp, tmp, im->nr, 0); /* a ragged edge, or a bf16 C's last k block without kern_out16 */
     if (sum) put_tile(sum, lds, tmp, im->nr, mm, nn, beta);
     else round_out(j, tmp, row, col, mm, nn, kbeta);
 }
 
 /* A rows [row, row + mm) of the k block at pc, read in place: the address of
- * the first and the row stride in words. A ragged last panel (mm < mr) is
- * copied into the thread's row buffer first, padded with zero rows, so the
- * kernel never reads past A. */
-static const char *a_rows(const gemm_job *j, const gemm_plan *pl, int t, int row, int mm, int pc, int kc, long *alda)
+ * the first and the row stride in words (A_ROWS), or of row's value at step
+ * pc and the stride between steps (A_COLS). A ragged last panel (mm < mr) is
+ * copied into the thread's row buffer first, padded with zeros, so the
+ * kernel never reads past A: as rows (A_ROWS), or as a packed panel (A_COLS,
+ * *alda 0). */
+static const char *a_in_place(const gemm_job *j, const gemm_plan *pl, int t, int row, int mm, int pc, int kc,
+                              long *alda)
 {
     const tt_gemm_impl *im = j->im;
     const size_t es = tt_dtype_size(j->adt);
+    char *buf = pl->abuf + (size_t)t * pl->abytes;
+    if (j->a_place == A_COLS) { /* fp32: step s's values at src + s * lda */
+        const float *src = (const float *)j->A + (size_t)pc * j->lda + row;
+        *alda = j->lda;
+        if (mm == im->mr) return (const char *)src;
+        float *pb = (float *)buf;
+        for (int s = 0; s < kc; s++)
+            for (int i = 0; i < im->mr; i++) pb[(size_t)s * im->mr + i] = i < mm ? src[(size_t)s * j->lda + i] : 0.0f;
+        *alda = 0;
+        return buf;
+    }
     const char *src = j->A + ((size_t)row * j->lda + pc) * es;
     *alda = j->lda / im->kunit;
     if (mm == im->mr) return src;
-    char *buf = pl->abuf + (size_t)t * pl->abytes;
     for (int i = 0; i < im->mr; i++) {
         if (i < mm) memcpy(buf + (size_t)i * kc * es, src + (size_t)i * j->lda * es, (size_t)kc * es);
         else memset(buf + (size_t)i * kc * es, 0, (size_t)kc * es);
@@ -281,7 +300,7 @@ static void block_tiles(const gemm_job *j, const gemm_plan *pl, int t, int ic, i
     for (int x = x0; x < x1; x++) {
         const int jr = x / npi, ir = x % npi, mm = imin(mr, mc - ir * mr), nn = imin(nr, nc - jr * nr);
         long alda = 0;
-        const char *ap = j->a_rows ? a_rows(j, pl, t, ic + ir * mr, mm, pc, kc, &alda) : ap0 + ir * apanel;
+        const char *ap = j->a_place ? a_in_place(j, pl, t, ic + ir * mr, mm, pc, kc, &alda) : ap0 + ir * apanel;
         tile(j, ks, ap, alda, bp0 + jr * bpanel, ic + ir * mr, jc + jr * nr, mm, nn, pc > 0, last);
     }
 }
@@ -376,7 +395,7 @@ static void gemm_thread_shared(const gemm_job *j, const gemm_plan *pl, int t)
         for (int pc = 0; pc < j->K; pc += pl->kcb) {
             const int kc = imin(pl->kcb, j->K - pc);
             pack_share(j, 0, jc, nc, pc, kc, pl->bbuf, t, T);
-            if (j->a_rows) {
+            if (j->a_place) {
                 /* no wait between the A blocks: each has its own counters */
                 for (int ic = 0, set = 0; ic < j->M; ic += pl->mcb, set++)
                     claims_open(pl, set, t, block_ntile(im, imin(pl->mcb, j->M - ic), nc));
@@ -415,7 +434,7 @@ static void own_range(const gemm_job *j, const gemm_plan *pl, int t, int m0, int
             pack_rows(j, 0, jc, nc, pc, kc, bbuf);
             for (int ic = m0; ic < m1; ic += pl->mcb) {
                 const int mc = imin(pl->mcb, m1 - ic);
-                if (!j->a_rows) pack_rows(j, 1, ic, mc, pc, kc, abuf);
+                if (!j->a_place) pack_rows(j, 1, ic, mc, pc, kc, abuf);
                 block_tiles(j, pl, t, ic, mc, jc, nc, pc, kc, abuf, bbuf, 0, block_ntile(im, mc, nc));
             }
         }
@@ -437,7 +456,7 @@ static void gemm_thread_own(const gemm_job *j, const gemm_plan *pl, int t)
 {
     const tt_gemm_impl *im = j->im;
     const int rows = j->own == OWN_ROWS, unit = rows ? im->mr : im->nr, n = rows ? j->M : j->N;
-    const int units = cdiv(n, unit), tail = !rows && j->a_rows ? cdiv(OWN_TAIL_CLAIM, unit) : 0;
+    const int units = cdiv(n, unit), tail = !rows && j->a_place ? cdiv(OWN_TAIL_CLAIM, unit) : 0;
     claims_open(pl, 0, t, units);
     barrier(pl->T); /* every band's counter is set */
     idle_if_asked(pl, 0, t, units);
@@ -462,6 +481,23 @@ void tt_gemm_set_out16(int on) { __atomic_store_n(&g_out16, on != 0, __ATOMIC_RE
 
 /* tt_gemm_set_a_pack_cols's figure (0: the impl's) */
 static int g_a_pack_cols;
+
+/* A transposed fp32 A of at least this many bytes is read in place (A_COLS)
+ * where the threads have few columns each. Such an A (the head's weight
+ * gradient reads the logits' gradient, vocabulary x tokens) comes from
+ * memory once whichever way, and packing it adds a pass that writes it all
+ * again; a smaller one stays in the caches, where the packed panel, one
+ * dense stream, reads faster than k steps a row stride apart. Measured on
+ * the Intel Xeon host (bench_gemm_blocks --f32 --a-pack-transposed,
+ * performance-changes.md): the heads' weight gradients 32000 x 288 x 2048
+ * and 50304 x 768 x 1024 1.07-1.08x as fast in place on two threads (1.15x
+ * on one), while 768-3584 x 288 x 2048 ran 0.89-0.97x on one thread. */
+#define A_COLS_MIN_BYTES ((size_t)64 << 20)
+
+/* tt_gemm_set_a_cols's figure (0: A_COLS_MIN_BYTES) */
+static size_t g_a_cols_bytes;
+
+void tt_gemm_set_a_cols(size_t min_bytes) { __atomic_store_n(&g_a_cols_bytes, min_bytes, __ATOMIC_RELAXED); }
 
 void tt_gemm_set_a_pack_cols(int cols) { __atomic_store_n(&g_a_pack_cols, cols > 0 ? cols : 0, __ATOMIC_RELAXED); }
 
@@ -608,7 +644,7 @@ static int own_split(const gemm_job *j, int nt)
      * reader (an expert's products: moe_288's step 2% faster in bands);
      * where it is large it comes from memory twice (4096 x 4096 x 4096 ran
      * 5% slower). A band of rows would copy B. */
-    if (j->a_rows)
+    if (j->a_place)
         return forced || (cols_even && (double)j->M * j->K * tt_dtype_size(j->adt) <= OWN_A_IN_PLACE_BYTES)
                    ? OWN_COLS
                    : OWN_NONE;
@@ -666,12 +702,21 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
     const size_t aes = tt_dtype_size(j->adt);
     const int set_cols = __atomic_load_n(&g_a_pack_cols, __ATOMIC_RELAXED);
     const int pack_cols = set_cols ? set_cols : A_PACK_MIN_COLS;
-    j->a_rows = im->kern_rows && !j->ta && !j->round &&
-                (im->kunit == 1 ? j->adt == TT_F32
-                                : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&
-                                      ((uintptr_t)j->A & 3) == 0) &&
-                j->N < pack_cols * nt &&
-                ((size_t)j->lda * aes) % L1_SET_STRIDE != 0;
+    const int few_cols = j->N < pack_cols * nt && ((size_t)j->lda * aes) % L1_SET_STRIDE != 0;
+    const int rows_ok = im->kern_rows && !j->ta && !j->round &&
+                        (im->kunit == 1 ? j->adt == TT_F32
+                                        : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&
+                                              ((uintptr_t)j->A & 3) == 0);
+    /* a transposed fp32 A (a weight gradient's output gradient) is the packed
+     * panel's layout with a row stride: A_COLS reads it where the fp32 tiles
+     * have kern_cols, into an fp32 C (no kern_out16 reads it), when it is
+     * large (A_COLS_MIN_BYTES) and its k steps fall in more than two L1 sets
+     * (1536 x 288 x 2048, 6 KB apart, ran at half speed in place) */
+    const size_t cols_min = __atomic_load_n(&g_a_cols_bytes, __ATOMIC_RELAXED);
+    const int cols_ok = im->kern_cols && j->ta && !j->round && im->kunit == 1 && j->adt == TT_F32 &&
+                        j->cdt == TT_F32 && ((size_t)j->lda * aes) % (L1_SET_STRIDE / 2) != 0 &&
+                        (double)j->M * j->K * aes >= (double)(cols_min ? cols_min : A_COLS_MIN_BYTES);
+    j->a_place = !few_cols ? A_PACKED : rows_ok ? A_ROWS : cols_ok ? A_COLS : A_PACKED;
     j->own = own_split(j, nt);
     /* the blocks are cut from a thread's band in own bands, from all of C otherwise */
     const int rows = j->own == OWN_ROWS ? cdiv(cdiv(j->M, im->mr), nt) * im->mr : j->M;
@@ -683,14 +728,14 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
     if (mcap < im->mc) mcap = im->mc;
     pl->mcb = balanced_block(rows, mcap, im->mr);
     /* with A in place, a thread's A buffer is its row buffer for ragged edges */
-    pl->abytes = j->a_rows ? round64((size_t)im->mr * pl->kcb * aes) : round64((size_t)pl->mcb * pl->kcb * im->esize);
+    pl->abytes = j->a_place ? round64((size_t)im->mr * pl->kcb * aes) : round64((size_t)pl->mcb * pl->kcb * im->esize);
     pl->bbytes = round64((size_t)pl->ncb * pl->kcb * im->esize);
-    pl->a_total = (j->own || j->a_rows ? (size_t)nt : 1) * pl->abytes;
+    pl->a_total = (j->own || j->a_place ? (size_t)nt : 1) * pl->abytes;
     pl->b_total = (j->own ? (size_t)nt : 1) * pl->bbytes;
     /* a bf16 C summed over several k blocks keeps its partial sums in fp32 */
     pl->p_total = j->cdt == TT_BF16 && j->K > pl->kcb ? round64((size_t)j->M * j->N * sizeof(float)) : 0;
     /* claim counters: a set per block, or with A in place in shared blocks, per A block of a stage */
-    const size_t sets = !j->own && j->a_rows ? (size_t)cdiv(j->M, pl->mcb) : 1;
+    const size_t sets = !j->own && j->a_place ? (size_t)cdiv(j->M, pl->mcb) : 1;
     pl->c_total = sets * nt * CLAIM_STRIDE * sizeof(int);
     return pl->a_total + pl->b_total + pl->p_total + pl->c_total;
 }
@@ -791,7 +836,7 @@ int tt_gemm_reads_a_in_place(const tt_gemm_args *g)
     if (takes_skinny(&j)) return 0;
     gemm_plan pl;
     gemm_plan_for(&j, team_size(&j), &pl);
-    return j.a_rows;
+    return j.a_place;
 }
 
 /* All the products in one parallel region: each runs the loop nest above on

@@ -147,6 +147,13 @@ void tt_gemm_set_out16(int on);
  * A_PACK_MIN_COLS), or than `cols` after tt_gemm_set_a_pack_cols(cols) (0:
  * 1,024 again; for benchmarks; not while another thread is inside a GEMM). */
 void tt_gemm_set_a_pack_cols(int cols);
+/* On the fp32 AVX-512 tiles a transposed fp32 A (stored k-major, as a weight
+ * gradient's output gradient is) of at least 64 MiB (gemm.c's
+ * A_COLS_MIN_BYTES), or `min_bytes` after tt_gemm_set_a_cols(min_bytes) (0:
+ * 64 MiB again; SIZE_MAX: never), is read in place under the same figure of
+ * columns (the same bits: for tests and benchmarks; not while another thread
+ * is inside a GEMM). */
+void tt_gemm_set_a_cols(size_t min_bytes);
 /* On the paths whose packers prefetch a row-contiguous source's next rows
  * (AMX), tt_gemm_set_pack_prefetch(0) turns that off (the same bits: for
  * benchmarks; not while another thread is inside a GEMM). */
@@ -157,8 +164,8 @@ void tt_gemm_set_pack_prefetch(int on);
  * another thread is inside a GEMM). */
 void tt_gemm_set_kc_whole(int on);
 /* Whether tt_gemm(g) would read A in place rather than pack it, on the
- * current path with the threads it would take: 1 or 0, -1 on a bad argument
- * (for tests). */
+ * current path with the threads it would take: 1 (its rows), 2 (a transposed
+ * A's k steps) or 0, -1 on a bad argument (for tests). */
 int tt_gemm_reads_a_in_place(const tt_gemm_args *g);
 /* The register tile (rows x columns of C) a product of N columns computed
  * in `compute` takes next. */

@@ -86,13 +86,17 @@
  * floats (a packed panel), or with rows = 1 row i of the tile at a + i*lda, k
  * running along it (A read in place: for an A stored k-contiguous in fp32
  * this skips packing A, which costs as much as a sixth of the product when N
- * is small); b: [ksteps][nr] floats (64-byte aligned). rows is a constant in
- * each instance. */
+ * is small), or with rows = 2 step s's mr values at a + s*lda (A transposed,
+ * stored k-major, read in place: the packed panel's layout with a row stride,
+ * as a weight gradient's A, the output gradient, lies); b: [ksteps][nr]
+ * floats (64-byte aligned). rows is a constant in each instance. */
 #define B_LOAD(i, v, n) const __m512 b##n = _mm512_load_ps(b + 16 * (n));
 #define ACC_FMA(i, v, n) c##i##v = _mm512_fmadd_ps(ai, b##n, c##i##v);
 #define FMA_ROW(i, V)                                                                     \
     {                                                                                    \
-        const __m512 ai = _mm512_set1_ps(rows ? a[(long)(i) * lda + s] : a[s * mr + (i)]); \
+        const __m512 ai = _mm512_set1_ps(rows == 1   ? a[(long)(i) * lda + s]                 \
+                                         : rows == 2 ? a[(long)s * lda + (i)]                 \
+                                                     : a[s * mr + (i)]);                      \
         V(ACC_FMA, i)                                                                    \
     }
 #define TILE_F32(name, ROWS, V, mr_, nr_)                                                                           \
@@ -158,11 +162,22 @@ TT_AVX512BF16 static inline __attribute__((always_inline)) void tile_bf16(int ks
         if (lda) tile(ksteps, a, lda, b, NULL, ldc, accumulate, 1, 1, h, part, ldp);                                \
         else tile(ksteps, a, 0, b, NULL, ldc, accumulate, 0, 1, h, part, ldp);                                      \
     }
+/* and the fp32 tiles' fourth: A transposed, read in place (rows = 2) */
+#define KERNEL_COLS(tile)                                                                                          \
+    TT_AVX512F static void kern_##tile##_cols(int ksteps, const void *a, long lda, const void *b, float *c, long ldc, \
+                                             int accumulate)                                                        \
+    {                                                                                                               \
+        tile(ksteps, a, lda, b, c, ldc, accumulate, 2, 0, NULL, NULL, 0);                                           \
+    }
 KERNELS(tile_f32, TT_AVX512F)
 KERNELS(tile_f32_8x48, TT_AVX512F)
 KERNELS(tile_f32_6x64, TT_AVX512F)
 KERNELS(tile_bf16, TT_AVX512BF16)
+KERNEL_COLS(tile_f32)
+KERNEL_COLS(tile_f32_8x48)
+KERNEL_COLS(tile_f32_6x64)
 #undef KERNELS
+#undef KERNEL_COLS
 #undef TILE_OUT_PARAMS
 #undef OUT_PREFETCH
 #undef OUT_PUT
@@ -599,19 +614,19 @@ TT_AVX512F void tt_gemm_skinny_avx512(const tt_gemm_skinny_args *s, int n0, int 
 static const tt_gemm_impl avx512_f32 = {
     .name = "avx512-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32, .kern_rows = kern_tile_f32_rows,
-    .kern_out16 = kern_tile_f32_out,
+    .kern_cols = kern_tile_f32_cols, .kern_out16 = kern_tile_f32_out,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_f32_8x48 = {
     .name = "avx512-f32", .mr = 8, .nr = 48, .kunit = 1, .esize = 4,
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32_8x48, .kern_rows = kern_tile_f32_8x48_rows,
-    .kern_out16 = kern_tile_f32_8x48_out,
+    .kern_cols = kern_tile_f32_8x48_cols, .kern_out16 = kern_tile_f32_8x48_out,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_f32_6x64 = {
     .name = "avx512-f32", .mr = 6, .nr = 64, .kunit = 1, .esize = 4,
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32_6x64, .kern_rows = kern_tile_f32_6x64_rows,
-    .kern_out16 = kern_tile_f32_6x64_out,
+    .kern_cols = kern_tile_f32_6x64_cols, .kern_out16 = kern_tile_f32_6x64_out,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_bf16 = {

@@ -78,6 +78,8 @@ typedef struct {
     tt_gemm_kern_fn kern;
     tt_gemm_kern_rows_fn kern_rows; /* NULL: A is always packed; else A is read in place below gemm.c's
                                        A_PACK_MIN_COLS columns of C a thread */
+    tt_gemm_kern_rows_fn kern_cols; /* NULL: a transposed A is always packed; else an fp32 one is read in place,
+                                       step s's mr values at a + s*lda (gemm.c's A_COLS) */
     tt_gemm_kern_out16_fn kern_out16; /* NULL: a bf16 C's last k block summed in scratch, rounded after */
     tt_gemm_pack_fn pack;
     tt_gemm_pack_fn pack_a; /* NULL: A panels as B's, by pack (with W = mr) */
