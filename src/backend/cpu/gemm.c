@@ -490,7 +490,7 @@ static int g_a_pack_cols;
  * dense stream, reads faster than k steps a row stride apart. Measured on
  * the Intel Xeon host (bench_gemm_blocks --f32 --a-pack-transposed,
  * performance-changes.md): the heads' weight gradients 32000 x 288 x 2048
- * and 50304 x 768 x 1024 1.07-1.08x as fast in place on two threads (1.15x
+ * and 50304 x 768 x 1024 1.05-1.09x as fast in place on two threads (1.15x
  * on one), while 768-3584 x 288 x 2048 ran 0.89-0.97x on one thread. */
 #define A_COLS_MIN_BYTES ((size_t)64 << 20)
 
