@@ -14,6 +14,12 @@
 #include "config/flavors.h"
 #include "titan/config.h"
 
+/* enum fields are written through int pointers (store, set_text) */
+_Static_assert(sizeof(tt_model_name) == sizeof(int) && sizeof(tt_decay_type) == sizeof(int) &&
+                   sizeof(tt_ac_mode) == sizeof(int) && sizeof(tt_reshard_mode) == sizeof(int) &&
+                   sizeof(tt_fault_kind) == sizeof(int) && sizeof(tt_export_dtype) == sizeof(int),
+               "enum size");
+
 static int find_key(const char *key)
 {
     for (size_t i = 0; i < tt_cfg_n_keys; i++)

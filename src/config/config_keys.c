@@ -290,10 +290,4 @@ const cfg_key tt_cfg_keys[] = {
 
 #define N_KEYS (sizeof tt_cfg_keys / sizeof tt_cfg_keys[0])
 _Static_assert(N_KEYS <= TT_CONFIG_MAX_KEYS, "raise TT_CONFIG_MAX_KEYS");
-/* enum fields are written through int pointers */
-_Static_assert(sizeof(tt_model_name) == sizeof(int) && sizeof(tt_decay_type) == sizeof(int) &&
-                   sizeof(tt_ac_mode) == sizeof(int) && sizeof(tt_reshard_mode) == sizeof(int) &&
-                   sizeof(tt_fault_kind) == sizeof(int) && sizeof(tt_export_dtype) == sizeof(int),
-               "enum size");
-
 const size_t tt_cfg_n_keys = N_KEYS;
