@@ -3,7 +3,9 @@
  * written once, in fp32, as a body that takes the dtype as a constant `bf`
  * (simd.h's tt_ld / tt_st); TWO_DTYPES makes its fp32 and bf16 instances,
  * each compiled for AVX-512, AVX2 and baseline x86-64 (TT_CLONES). The
- * OpenMP loops live in the plain functions that call them.
+ * OpenMP loops live in the plain functions that call them. SwiGLU on bf16
+ * takes swiglu_avx512.c's kernels instead where the CPU has AVX-512 (their
+ * exponential is cheaper, and rounds a value in a few thousand the other way).
  *
  * Sums over rows (bias and norm weight gradients) run over column blocks,
  * each summed by one thread in row order, so they need no scratch and give
@@ -138,14 +140,37 @@ TT_INLINE void swiglu_bwd_body(const void *a, const void *b, const void *dy, voi
 TWO_DTYPES(swiglu_bwd_body, (const void *a, const void *b, const void *dy, void *da, void *db, size_t n), a, b, dy, da,
            db, n)
 
+/* cpu_swiglu_set_avx512's switch */
+static int g_swiglu_avx512 = 1;
+
+void cpu_swiglu_set_avx512(int on) { __atomic_store_n(&g_swiglu_avx512, on != 0, __ATOMIC_RELAXED); }
+
+/* whether a swiglu of dtype dt takes swiglu_avx512.c's kernels */
+static int swiglu_avx512(tt_dtype dt)
+{
+    static int usable = -1; /* the CPU's answer, asked once */
+    if (dt != TT_BF16 || !__atomic_load_n(&g_swiglu_avx512, __ATOMIC_RELAXED)) return 0;
+    int u = __atomic_load_n(&usable, __ATOMIC_RELAXED);
+    if (u < 0) __atomic_store_n(&usable, u = cpu_swiglu16_avx512_usable(), __ATOMIC_RELAXED);
+    return u;
+}
+
 void cpu_swiglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
 {
-    FOR_CHUNKS(n, PICK(swiglu_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m));
+    if (swiglu_avx512(dt))
+        FOR_CHUNKS(n, cpu_swiglu16_fwd_avx512((const uint16_t *)a + i, (const uint16_t *)b + i, (uint16_t *)y + i, m));
+    else
+        FOR_CHUNKS(n, PICK(swiglu_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m));
 }
 
 void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt)
 {
-    FOR_CHUNKS(n, PICK(swiglu_bwd_body, dt)(at(a, i, dt), at(b, i, dt), at(dy, i, dt), atw(da, i, dt), atw(db, i, dt), m));
+    if (swiglu_avx512(dt))
+        FOR_CHUNKS(n, cpu_swiglu16_bwd_avx512((const uint16_t *)a + i, (const uint16_t *)b + i, (const uint16_t *)dy + i,
+                                              (uint16_t *)da + i, (uint16_t *)db + i, m));
+    else
+        FOR_CHUNKS(n, PICK(swiglu_bwd_body, dt)(at(a, i, dt), at(b, i, dt), at(dy, i, dt), atw(da, i, dt),
+                                                atw(db, i, dt), m));
 }
 
 /* rows [n0, n1) of ab (N, 2F): gate a = ab[:, :F], up b = ab[:, F:] */
@@ -176,14 +201,35 @@ TT_INLINE void swiglu_rows_bwd_body(const void *ab, const void *dy, void *dab, i
 TWO_DTYPES(swiglu_rows_bwd_body, (const void *ab, const void *dy, void *dab, int n0, int n1, int F), ab, dy, dab, n0, n1,
            F)
 
+/* rows [n0, n1) of ab (N, 2F) through swiglu_avx512.c's kernels, a row's gate and up halves at a time */
+static void swiglu_rows_avx512(const uint16_t *ab, uint16_t *y, int n0, int n1, int F)
+{
+    for (int n = n0; n < n1; n++) {
+        const uint16_t *a = ab + (size_t)n * 2 * F;
+        cpu_swiglu16_fwd_avx512(a, a + F, y + (size_t)n * F, (size_t)F);
+    }
+}
+
+static void swiglu_rows_bwd_avx512(const uint16_t *ab, const uint16_t *dy, uint16_t *dab, int n0, int n1, int F)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t ia = (size_t)n * 2 * F;
+        cpu_swiglu16_bwd_avx512(ab + ia, ab + ia + F, dy + (size_t)n * F, dab + ia, dab + ia + F, (size_t)F);
+    }
+}
+
 void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt)
 {
-    FOR_ROWS(N, F > 0 && F < CHUNK ? CHUNK / F : 1, PICK(swiglu_rows_body, dt)(ab, y, n0, n1, F));
+    const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1;
+    if (swiglu_avx512(dt)) FOR_ROWS(N, rb, swiglu_rows_avx512(ab, y, n0, n1, F));
+    else FOR_ROWS(N, rb, PICK(swiglu_rows_body, dt)(ab, y, n0, n1, F));
 }
 
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt)
 {
-    FOR_ROWS(N, F > 0 && F < CHUNK ? CHUNK / F : 1, PICK(swiglu_rows_bwd_body, dt)(ab, dy, dab, n0, n1, F));
+    const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1;
+    if (swiglu_avx512(dt)) FOR_ROWS(N, rb, swiglu_rows_bwd_avx512(ab, dy, dab, n0, n1, F));
+    else FOR_ROWS(N, rb, PICK(swiglu_rows_bwd_body, dt)(ab, dy, dab, n0, n1, F));
 }
 
 /* GPT-OSS's clamped SwiGLU over rows [n0, n1) of ab (N, 2F): g = min(a, limit), u = clamp(b, -limit, limit),

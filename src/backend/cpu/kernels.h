@@ -64,6 +64,15 @@ void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void
 /* gate and up as the two halves of each row of ab (N, 2F): y (N, F), dab (N, 2F) */
 void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt);
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt);
+/* bf16 SwiGLU in AVX-512 (swiglu_avx512.c), which the four above take where
+ * the CPU has it: n values of a, b (and dy) to y (da, db). Call only where
+ * cpu_swiglu16_avx512_usable() says so. */
+int cpu_swiglu16_avx512_usable(void);
+void cpu_swiglu16_fwd_avx512(const uint16_t *a, const uint16_t *b, uint16_t *y, size_t n);
+void cpu_swiglu16_bwd_avx512(const uint16_t *a, const uint16_t *b, const uint16_t *dy, uint16_t *da, uint16_t *db,
+                             size_t n);
+/* 0: the four above keep the portable bodies for bf16 too (tests); 1 (the default): AVX-512 where usable */
+void cpu_swiglu_set_avx512(int on);
 /* GPT-OSS's clamped SwiGLU on the same layout (TT_OP_SWIGLU_CLAMP) */
 void cpu_swiglu_clamp_fwd(const void *ab, void *y, int N, int F, float alpha, float limit, tt_dtype dt);
 void cpu_swiglu_clamp_bwd(const void *ab, const void *dy, void *dab, int N, int F, float alpha, float limit,
