@@ -4,14 +4,15 @@
  * sizes, document ids that come back and positions the cos/sin table cannot
  * hold, its backward against finite differences of its own forward; and the
  * fused cross-entropy over a large vocabulary, run to run determinism and
- * every target ignored; the bf16 SwiGLU's AVX-512 kernels against the
- * portable bodies. For bf16 the inputs are rounded to bf16 first, so
+ * every target ignored; the bf16 SwiGLU's and the cross-entropy row's
+ * AVX-512 kernels against the portable ones. For bf16 the inputs are rounded to bf16 first, so
  * the reference sees exactly the values the fast kernel reads. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/simd.h"
 #include "backend/ref/ref_kernels.h"
 #include "models/rope.h"
 #include "core/core.h"
@@ -418,7 +419,7 @@ static void swiglu_compare(const char *what, int F, const uint16_t *a, const uin
 
 static void test_swiglu(void)
 {
-    if (!cpu_swiglu16_avx512_usable()) {
+    if (!tt_cpu_avx512()) {
         th_skip_part("the AVX-512 SwiGLU kernels: this CPU has no AVX-512 (F, BW, VL)");
         return;
     }
@@ -450,6 +451,50 @@ static void test_swiglu(void)
     }
     swiglu_compare("special values", 0, sa, sb, sg, ns, 0);
     free(a), free(b), free(dy), free(sa), free(sb), free(sg);
+}
+
+/* ---- the fused cross-entropy's AVX-512 row against the portable one ---------- */
+
+/* With W the identity (D = V) the logits are h itself and dh is the bf16
+ * gradient of the logits as the row left it, bit for bit: so the two rows'
+ * gradients compare value by value (the same, or one bf16 ulp off where the
+ * exponentials' last bits tip a rounding) and their losses to 1e-6. */
+static void test_ce_row16(void)
+{
+    if (!tt_cpu_avx512()) {
+        th_skip_part("the fused cross-entropy's AVX-512 row: this CPU has no AVX-512 (F, BW, VL)");
+        return;
+    }
+    static const int shapes[][2] = {{9, 40}, {33, 1100}, {5, 2049}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int N = shapes[s][0], V = shapes[s][1];
+        const size_t nh = (size_t)N * V;
+        float *h = round_if(rf(nh, 4), nh, 1), *W = zf((size_t)V * V);
+        h[4 * (size_t)V - 1] = 120; /* a large logit last in its row: the max must see it, or its exponential overflows */
+        for (int v = 0; v < V; v++) W[(size_t)v * V + v] = 1;
+        uint16_t *ha = act_of(h, nh, 1), *dh[2] = {act_new(nh, 1), act_new(nh, 1)};
+        int32_t *t = ri(N, 0, V);
+        t[0] = 0, t[1] = V - 1, t[2] = -100; /* the first and last class, and a row not scored */
+        double l[2];
+        for (int k = 0; k < 2; k++) {
+            cpu_ce_set_avx512(k);
+            CHECK(cpu_ce_linear(ha, W, TT_F32, t, N, V, V, -100, 1.0 / N, dh[k], NULL, TT_BF16, &l[k]) == 0);
+        }
+        cpu_ce_set_avx512(1);
+        size_t off = 0, far = 0;
+        for (size_t i = 0; i < nh; i++)
+            if (!bf16_same(dh[0][i], dh[1][i])) {
+                off++;
+                far += !bf16_ulp(dh[0][i], dh[1][i]);
+            }
+        CHECK_MSG(far == 0 && off <= nh / 500, "ce row N=%d V=%d: %zu of %zu gradients differ from the portable row's, "
+                  "%zu by more than one bf16 ulp", N, V, off, nh, far);
+        CHECK_MSG(fabs(l[1] - l[0]) <= 1e-6 * fabs(l[0]), "ce row N=%d V=%d: loss %.9g against the portable row's %.9g", N,
+                  V, l[1], l[0]);
+        if (getenv("TITAN_TEST_VERBOSE"))
+            printf("ce row N=%d V=%d: %zu of %zu gradients one ulp off, loss %.9g vs %.9g\n", N, V, off, nh, l[1], l[0]);
+        free(h), free(W), free(ha), free(dh[0]), free(dh[1]), free(t);
+    }
 }
 
 /* ---- exp16_maskz and exp16_bf16_maskz (the attention's softmax) ------------ */
@@ -522,6 +567,7 @@ int main(void)
     test_ce();
     test_exp16();
     test_swiglu();
+    test_ce_row16();
     fprintf(stderr, "test_cpu_kernels: %.2f s\n", tt_now() - t0);
     return th_done("test_cpu_kernels");
 }

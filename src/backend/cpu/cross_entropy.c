@@ -5,7 +5,9 @@
  * GEMMs. With bf16 activations the products run on bf16 panels and the
  * gradient of the logits is kept in bf16, written over the first half of its
  * own row of fp32 logits (half the bytes for the two GEMMs that read it, and
- * no second buffer); the logits, the softmax and every sum stay fp32. */
+ * no second buffer); the logits, the softmax and every sum stay fp32. That
+ * row of a bf16 run (no soft-cap) is cross_entropy_avx512.c's where the CPU
+ * has AVX-512. */
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -28,13 +30,13 @@ static size_t g_ce_block = CE_BLOCK;
 
 void cpu_ce_set_block(size_t logits) { __atomic_store_n(&g_ce_block, logits ? logits : CE_BLOCK, __ATOMIC_RELAXED); }
 
+/* cpu_ce_set_avx512's switch */
+static int g_ce_avx512 = 1;
+
+void cpu_ce_set_avx512(int on) { __atomic_store_n(&g_ce_avx512, on != 0, __ATOMIC_RELAXED); }
+
 static inline int ce_valid(int t, int V, int ignore_index) { return t != ignore_index && t >= 0 && t < V; }
 
-/* Terms per partial sum of a row's exponentials: fp32 sums of this many,
- * added up in double, keep the softmax's denominator accurate for any
- * vocabulary and however the compiler vectorises (a plain fp32 running sum
- * over 70,000 terms drifts by ~1e-3). */
-#define CE_SUM_CHUNK 256
 
 /* Values per step of the in-place bf16 store (see ce_row_body) */
 #define CE_STORE_CHUNK 256
@@ -60,8 +62,8 @@ TT_INLINE double ce_row_body(float *z, int V, int t, float scale, float cap, int
     const float zt = z[t];
     const int keep = grad && !(cap > 0); /* exp(z - m) kept in z: it becomes the gradient below */
     double sum = 0;
-    for (int j0 = 0; j0 < V; j0 += CE_SUM_CHUNK) {
-        const int j1 = j0 + CE_SUM_CHUNK < V ? j0 + CE_SUM_CHUNK : V;
+    for (int j0 = 0; j0 < V; j0 += CPU_CE_SUM_CHUNK) {
+        const int j1 = j0 + CPU_CE_SUM_CHUNK < V ? j0 + CPU_CE_SUM_CHUNK : V;
         float part = 0;
         /* the next row's lines, while this one's exponentials (in L2 by now) keep the core busy: its max
          * pass then reads from L2, not memory */
@@ -159,6 +161,8 @@ tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const in
     float *z = (float *)buf;
     double *rowloss = (double *)(buf + zb);
     const int ldg = gdt == TT_BF16 ? 2 * V : V; /* the gradient's row stride, in its own elements */
+    /* a bf16 gradient without soft-cap: cross_entropy_avx512.c's row where the CPU has it */
+    const int row16 = gdt == TT_BF16 && !(softcap > 0) && __atomic_load_n(&g_ce_avx512, __ATOMIC_RELAXED) && tt_cpu_avx512();
     const float fscale = (float)scale;
     for (int r0 = 0; r0 < N; r0 += R) {
         const int nr = N - r0 < R ? N - r0 : R;
@@ -183,7 +187,9 @@ tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const in
                 if (grads) memset(zr, 0, (size_t)V * tt_dtype_size(gdt));
                 continue;
             }
-            rowloss[r0 + r] = ce_row(zr, V, t, fscale, (float)softcap, grads, gdt == TT_BF16, r + 1 < nr ? zr + V : NULL);
+            const float *next = r + 1 < nr ? zr + V : NULL;
+            rowloss[r0 + r] = row16 ? cpu_ce_row16_avx512(zr, V, t, fscale, next)
+                                    : ce_row(zr, V, t, fscale, (float)softcap, grads, gdt == TT_BF16, next);
         }
         /* dh_block (nr, D) = dlogits (nr, V) W (V, D) */
         if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = z, .adt = gdt, .lda = ldg, .B = W, .bdt = wdt,

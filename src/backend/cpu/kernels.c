@@ -148,11 +148,7 @@ void cpu_swiglu_set_avx512(int on) { __atomic_store_n(&g_swiglu_avx512, on != 0,
 /* whether a swiglu of dtype dt takes swiglu_avx512.c's kernels */
 static int swiglu_avx512(tt_dtype dt)
 {
-    static int usable = -1; /* the CPU's answer, asked once */
-    if (dt != TT_BF16 || !__atomic_load_n(&g_swiglu_avx512, __ATOMIC_RELAXED)) return 0;
-    int u = __atomic_load_n(&usable, __ATOMIC_RELAXED);
-    if (u < 0) __atomic_store_n(&usable, u = cpu_swiglu16_avx512_usable(), __ATOMIC_RELAXED);
-    return u;
+    return dt == TT_BF16 && __atomic_load_n(&g_swiglu_avx512, __ATOMIC_RELAXED) && tt_cpu_avx512();
 }
 
 void cpu_swiglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt)

@@ -66,8 +66,7 @@ void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt);
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt);
 /* bf16 SwiGLU in AVX-512 (swiglu_avx512.c), which the four above take where
  * the CPU has it: n values of a, b (and dy) to y (da, db). Call only where
- * cpu_swiglu16_avx512_usable() says so. */
-int cpu_swiglu16_avx512_usable(void);
+ * tt_cpu_avx512() (simd.h) says so. */
 void cpu_swiglu16_fwd_avx512(const uint16_t *a, const uint16_t *b, uint16_t *y, size_t n);
 void cpu_swiglu16_bwd_avx512(const uint16_t *a, const uint16_t *b, const uint16_t *dy, uint16_t *da, uint16_t *db,
                              size_t n);
@@ -142,6 +141,19 @@ tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const in
  * least 64 rows); 0: back to the default, 64M. For tests, which check
  * several blocks on small shapes. */
 void cpu_ce_set_block(size_t logits);
+/* Terms per partial sum of a row's exponentials: fp32 sums of this many,
+ * added up in double, keep the softmax's denominator accurate for any
+ * vocabulary and however the compiler vectorises (a plain fp32 running sum
+ * over 70,000 terms drifts by ~1e-3). */
+#define CPU_CE_SUM_CHUNK 256
+/* One row z (V) of logits in AVX-512 (cross_entropy_avx512.c): returns
+ * logsumexp - z[t] and leaves scale (softmax - onehot) as V bf16 values in
+ * the row's first 2V bytes; next (or NULL): the next row, asked for on the
+ * way. Call only where tt_cpu_avx512() (simd.h) says so. */
+double cpu_ce_row16_avx512(float *z, int V, int t, float scale, const float *next);
+/* 0: the fused cross-entropy keeps the portable row for bf16 gradients too (tests); 1 (the default): AVX-512
+ * where usable */
+void cpu_ce_set_avx512(int on);
 double cpu_sumsq(const float *g, size_t n);
 /* AdamW on n elements in place (the reference's contract), weight decay only
  * inside the n_decay ranges [decay[2i], decay[2i+1]) (sorted, disjoint), or

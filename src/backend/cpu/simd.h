@@ -26,6 +26,19 @@
 
 #define TT_INLINE static inline __attribute__((always_inline))
 
+/* Whether this CPU runs the kernels written in AVX-512 intrinsics (the
+ * *_avx512.c files): AVX-512 F, BW and VL */
+static inline int tt_cpu_avx512(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
 /* fp32 -> bf16 bits, round to nearest even, NaN kept quiet: tt_f32_to_bf16 */
 TT_INLINE uint16_t tt_bf16_bits(float f)
 {

@@ -26,13 +26,6 @@
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define AI static inline __attribute__((always_inline))
 
-int cpu_swiglu16_avx512_usable(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-}
-
 /* exp(x) as tt_expf bounds it (x clamped to [-87.3, 88.7]; past about 88.0
  * 2^n is +inf, so exp is +inf; NaN stays NaN, its 2^n taken as 1) with
  * exp16_bf16_maskz's polynomial in between */
@@ -88,8 +81,7 @@ TGT void cpu_swiglu16_bwd_avx512(const uint16_t *a, const uint16_t *b, const uin
     }
 }
 
-#else /* not x86-64 with GNU C: the portable bodies only (these are never called: usable says 0) */
-int cpu_swiglu16_avx512_usable(void) { return 0; }
+#else /* not x86-64 with GNU C: the portable bodies only (these are never called: tt_cpu_avx512 says 0) */
 void cpu_swiglu16_fwd_avx512(const uint16_t *a, const uint16_t *b, uint16_t *y, size_t n)
 {
     (void)a, (void)b, (void)y, (void)n;
