@@ -5,9 +5,9 @@
  * GEMMs. With bf16 activations the products run on bf16 panels and the
  * gradient of the logits is kept in bf16, written over the first half of its
  * own row of fp32 logits (half the bytes for the two GEMMs that read it, and
- * no second buffer); the logits, the softmax and every sum stay fp32. That
- * row of a bf16 run (no soft-cap) is cross_entropy_avx512.c's where the CPU
- * has AVX-512. */
+ * no second buffer); the logits, the softmax and every sum stay fp32. A
+ * row without soft-cap is cross_entropy_avx512.c's where the CPU has
+ * AVX-512. */
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -161,8 +161,8 @@ tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const in
     float *z = (float *)buf;
     double *rowloss = (double *)(buf + zb);
     const int ldg = gdt == TT_BF16 ? 2 * V : V; /* the gradient's row stride, in its own elements */
-    /* a bf16 gradient without soft-cap: cross_entropy_avx512.c's row where the CPU has it */
-    const int row16 = gdt == TT_BF16 && !(softcap > 0) && __atomic_load_n(&g_ce_avx512, __ATOMIC_RELAXED) && tt_cpu_avx512();
+    /* without soft-cap: cross_entropy_avx512.c's row where the CPU has it */
+    const int row_avx = !(softcap > 0) && __atomic_load_n(&g_ce_avx512, __ATOMIC_RELAXED) && tt_cpu_avx512();
     const float fscale = (float)scale;
     for (int r0 = 0; r0 < N; r0 += R) {
         const int nr = N - r0 < R ? N - r0 : R;
@@ -188,8 +188,8 @@ tt_err cpu_ce_linear_capped(const void *h, const void *W, tt_dtype wdt, const in
                 continue;
             }
             const float *next = r + 1 < nr ? zr + V : NULL;
-            rowloss[r0 + r] = row16 ? cpu_ce_row16_avx512(zr, V, t, fscale, next)
-                                    : ce_row(zr, V, t, fscale, (float)softcap, grads, gdt == TT_BF16, next);
+            rowloss[r0 + r] = row_avx ? cpu_ce_row_avx512(zr, V, t, fscale, grads, gdt == TT_BF16, next)
+                                      : ce_row(zr, V, t, fscale, (float)softcap, grads, gdt == TT_BF16, next);
         }
         /* dh_block (nr, D) = dlogits (nr, V) W (V, D) */
         if (dh && tt_gemm(&(tt_gemm_args){.compute = compute, .A = z, .adt = gdt, .lda = ldg, .B = W, .bdt = wdt,

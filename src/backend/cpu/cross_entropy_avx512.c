@@ -1,17 +1,17 @@
 /* cross_entropy_avx512.c — one row of the fused linear + cross-entropy in
- * AVX-512, for the common case of a bf16 run: the loss and a bf16 gradient,
- * no soft-cap. It does what cross_entropy.c's ce_row_body does for that case,
+ * AVX-512, without soft-cap: the loss, and the gradient of the logits in
+ * fp32 or bf16. It does what cross_entropy.c's ce_row_body does for those,
  * pass for pass (the row's max; each exp(z - max) kept in z and summed, in
- * fp32 partial sums of CE_SUM_CHUNK values added up in double, while the next
- * row is asked for; the gradient scale (softmax - onehot) rounded to bf16
- * over the first half of the row), with two differences: the exponential is
- * exp16_maskz on FMAs (relative error 3e-7, as tt_expf's 2e-7, where
- * tt_expf is 15 multiplies and adds C11 never contracts), and the bf16
- * values go straight into the row, 32 at a time, each store after the 32
- * logits it covers and every logit below them are read. The sums' order and
- * the exponential's last bits differ from the portable body's, so the loss
- * moves in its last digits and a gradient in a few thousand by one bf16 ulp
- * (tests/test_cpu_kernels.c compares the two). */
+ * fp32 partial sums of CPU_CE_SUM_CHUNK values added up in double, while the
+ * next row is asked for; the gradient scale (softmax - onehot), in place, or
+ * rounded to bf16 over the first half of the row), with two differences: the
+ * exponential is exp16_maskz on FMAs (relative error 3e-7, as tt_expf's
+ * 2e-7, where tt_expf is 15 multiplies and adds C11 never contracts), and
+ * the bf16 values go straight into the row, 32 at a time, each store after
+ * the 32 logits it covers and every logit below them are read. The sums'
+ * order and the exponential's last bits differ from the portable body's, so
+ * the loss moves in its last digits, an fp32 gradient in its last bits and a
+ * bf16 one, rarely, by one ulp (tests/test_cpu_kernels.c compares them). */
 #include <math.h>
 #include <string.h>
 
@@ -25,7 +25,7 @@
 
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl")))
 
-TGT double cpu_ce_row16_avx512(float *z, int V, int t, float scale, const float *next)
+TGT double cpu_ce_row_avx512(float *z, int V, int t, float scale, int grad, int bf16, const float *next)
 {
     /* the row's max */
     __m512 mv = _mm512_set1_ps(-INFINITY);
@@ -52,12 +52,21 @@ TGT double cpu_ce_row16_avx512(float *z, int V, int t, float scale, const float 
         sum += _mm512_reduce_add_ps(part);
     }
     const double lse = (double)m + log(sum);
+    if (!grad) return lse - (double)zt;
     const float a = (float)(scale / sum);
     const float gt = z[t] * a - scale; /* the target's gradient, before its logit is overwritten */
+    const __m512 av = _mm512_set1_ps(a);
+    if (!bf16) {
+        for (int j = 0; j < V; j += 16) {
+            const __mmask16 k = mask16(V - j);
+            _mm512_mask_storeu_ps(z + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, z + j), av));
+        }
+        z[t] = gt;
+        return lse - (double)zt;
+    }
     /* the gradient as bf16 over the row's first 2V bytes: values [j0, j0 + 32) land on the fp32 slots
      * [j0 / 2, j0 / 2 + 16), all read by then */
     uint16_t *g = (uint16_t *)z;
-    const __m512 av = _mm512_set1_ps(a);
     for (int j0 = 0; j0 < V; j0 += 32) {
         const __mmask16 k0 = mask16(V - j0), k1 = mask16(V - j0 - 16);
         const __m512 v0 = _mm512_maskz_loadu_ps(k0, z + j0), v1 = _mm512_maskz_loadu_ps(k1, z + j0 + 16);
@@ -69,9 +78,9 @@ TGT double cpu_ce_row16_avx512(float *z, int V, int t, float scale, const float 
 }
 
 #else /* not x86-64 with GNU C: the portable body only (this is never called: tt_cpu_avx512 says 0) */
-double cpu_ce_row16_avx512(float *z, int V, int t, float scale, const float *next)
+double cpu_ce_row_avx512(float *z, int V, int t, float scale, int grad, int bf16, const float *next)
 {
-    (void)z, (void)V, (void)t, (void)scale, (void)next;
+    (void)z, (void)V, (void)t, (void)scale, (void)grad, (void)bf16, (void)next;
     return 0;
 }
 #endif

@@ -3,9 +3,9 @@
  * written once, in fp32, as a body that takes the dtype as a constant `bf`
  * (simd.h's tt_ld / tt_st); TWO_DTYPES makes its fp32 and bf16 instances,
  * each compiled for AVX-512, AVX2 and baseline x86-64 (TT_CLONES). The
- * OpenMP loops live in the plain functions that call them. SwiGLU on bf16
- * takes swiglu_avx512.c's kernels instead where the CPU has AVX-512 (their
- * exponential is cheaper, and rounds a value in a few thousand the other way).
+ * OpenMP loops live in the plain functions that call them. SwiGLU takes
+ * swiglu_avx512.c's kernels instead where the CPU has AVX-512 (their
+ * exponential runs on FMAs; see there what that changes).
  *
  * Sums over rows (bias and norm weight gradients) run over column blocks,
  * each summed by one thread in row order, so they need no scratch and give
@@ -145,25 +145,20 @@ static int g_swiglu_avx512 = 1;
 
 void cpu_swiglu_set_avx512(int on) { __atomic_store_n(&g_swiglu_avx512, on != 0, __ATOMIC_RELAXED); }
 
-/* whether a swiglu of dtype dt takes swiglu_avx512.c's kernels */
-static int swiglu_avx512(tt_dtype dt)
-{
-    return dt == TT_BF16 && __atomic_load_n(&g_swiglu_avx512, __ATOMIC_RELAXED) && tt_cpu_avx512();
-}
+/* whether a swiglu takes swiglu_avx512.c's kernels */
+static int swiglu_avx512(void) { return __atomic_load_n(&g_swiglu_avx512, __ATOMIC_RELAXED) && tt_cpu_avx512(); }
 
 void cpu_swiglu_fwd(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
 {
-    if (swiglu_avx512(dt))
-        FOR_CHUNKS(n, cpu_swiglu16_fwd_avx512((const uint16_t *)a + i, (const uint16_t *)b + i, (uint16_t *)y + i, m));
-    else
-        FOR_CHUNKS(n, PICK(swiglu_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m));
+    if (swiglu_avx512()) FOR_CHUNKS(n, cpu_swiglu_fwd_avx512(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m, dt));
+    else FOR_CHUNKS(n, PICK(swiglu_body, dt)(at(a, i, dt), at(b, i, dt), atw(y, i, dt), m));
 }
 
 void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt)
 {
-    if (swiglu_avx512(dt))
-        FOR_CHUNKS(n, cpu_swiglu16_bwd_avx512((const uint16_t *)a + i, (const uint16_t *)b + i, (const uint16_t *)dy + i,
-                                              (uint16_t *)da + i, (uint16_t *)db + i, m));
+    if (swiglu_avx512())
+        FOR_CHUNKS(n, cpu_swiglu_bwd_avx512(at(a, i, dt), at(b, i, dt), at(dy, i, dt), atw(da, i, dt), atw(db, i, dt), m,
+                                            dt));
     else
         FOR_CHUNKS(n, PICK(swiglu_bwd_body, dt)(at(a, i, dt), at(b, i, dt), at(dy, i, dt), atw(da, i, dt),
                                                 atw(db, i, dt), m));
@@ -198,33 +193,34 @@ TWO_DTYPES(swiglu_rows_bwd_body, (const void *ab, const void *dy, void *dab, int
            F)
 
 /* rows [n0, n1) of ab (N, 2F) through swiglu_avx512.c's kernels, a row's gate and up halves at a time */
-static void swiglu_rows_avx512(const uint16_t *ab, uint16_t *y, int n0, int n1, int F)
-{
-    for (int n = n0; n < n1; n++) {
-        const uint16_t *a = ab + (size_t)n * 2 * F;
-        cpu_swiglu16_fwd_avx512(a, a + F, y + (size_t)n * F, (size_t)F);
-    }
-}
-
-static void swiglu_rows_bwd_avx512(const uint16_t *ab, const uint16_t *dy, uint16_t *dab, int n0, int n1, int F)
+static void swiglu_rows_avx512(const void *ab, void *y, int n0, int n1, int F, tt_dtype dt)
 {
     for (int n = n0; n < n1; n++) {
         const size_t ia = (size_t)n * 2 * F;
-        cpu_swiglu16_bwd_avx512(ab + ia, ab + ia + F, dy + (size_t)n * F, dab + ia, dab + ia + F, (size_t)F);
+        cpu_swiglu_fwd_avx512(at(ab, ia, dt), at(ab, ia + F, dt), atw(y, (size_t)n * F, dt), (size_t)F, dt);
+    }
+}
+
+static void swiglu_rows_bwd_avx512(const void *ab, const void *dy, void *dab, int n0, int n1, int F, tt_dtype dt)
+{
+    for (int n = n0; n < n1; n++) {
+        const size_t ia = (size_t)n * 2 * F;
+        cpu_swiglu_bwd_avx512(at(ab, ia, dt), at(ab, ia + F, dt), at(dy, (size_t)n * F, dt), atw(dab, ia, dt),
+                              atw(dab, ia + F, dt), (size_t)F, dt);
     }
 }
 
 void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt)
 {
     const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1;
-    if (swiglu_avx512(dt)) FOR_ROWS(N, rb, swiglu_rows_avx512(ab, y, n0, n1, F));
+    if (swiglu_avx512()) FOR_ROWS(N, rb, swiglu_rows_avx512(ab, y, n0, n1, F, dt));
     else FOR_ROWS(N, rb, PICK(swiglu_rows_body, dt)(ab, y, n0, n1, F));
 }
 
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt)
 {
     const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1;
-    if (swiglu_avx512(dt)) FOR_ROWS(N, rb, swiglu_rows_bwd_avx512(ab, dy, dab, n0, n1, F));
+    if (swiglu_avx512()) FOR_ROWS(N, rb, swiglu_rows_bwd_avx512(ab, dy, dab, n0, n1, F, dt));
     else FOR_ROWS(N, rb, PICK(swiglu_rows_bwd_body, dt)(ab, dy, dab, n0, n1, F));
 }
 

@@ -64,13 +64,12 @@ void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void
 /* gate and up as the two halves of each row of ab (N, 2F): y (N, F), dab (N, 2F) */
 void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt);
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt);
-/* bf16 SwiGLU in AVX-512 (swiglu_avx512.c), which the four above take where
- * the CPU has it: n values of a, b (and dy) to y (da, db). Call only where
- * tt_cpu_avx512() (simd.h) says so. */
-void cpu_swiglu16_fwd_avx512(const uint16_t *a, const uint16_t *b, uint16_t *y, size_t n);
-void cpu_swiglu16_bwd_avx512(const uint16_t *a, const uint16_t *b, const uint16_t *dy, uint16_t *da, uint16_t *db,
-                             size_t n);
-/* 0: the four above keep the portable bodies for bf16 too (tests); 1 (the default): AVX-512 where usable */
+/* SwiGLU in AVX-512 (swiglu_avx512.c), which the four above take where the
+ * CPU has it: n values of a, b (and dy) to y (da, db), all of dtype dt. Call
+ * only where tt_cpu_avx512() (simd.h) says so. */
+void cpu_swiglu_fwd_avx512(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
+void cpu_swiglu_bwd_avx512(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt);
+/* 0: the four above keep the portable bodies (tests); 1 (the default): AVX-512 where usable */
 void cpu_swiglu_set_avx512(int on);
 /* GPT-OSS's clamped SwiGLU on the same layout (TT_OP_SWIGLU_CLAMP) */
 void cpu_swiglu_clamp_fwd(const void *ab, void *y, int N, int F, float alpha, float limit, tt_dtype dt);
@@ -146,13 +145,13 @@ void cpu_ce_set_block(size_t logits);
  * vocabulary and however the compiler vectorises (a plain fp32 running sum
  * over 70,000 terms drifts by ~1e-3). */
 #define CPU_CE_SUM_CHUNK 256
-/* One row z (V) of logits in AVX-512 (cross_entropy_avx512.c): returns
- * logsumexp - z[t] and leaves scale (softmax - onehot) as V bf16 values in
- * the row's first 2V bytes; next (or NULL): the next row, asked for on the
- * way. Call only where tt_cpu_avx512() (simd.h) says so. */
-double cpu_ce_row16_avx512(float *z, int V, int t, float scale, const float *next);
-/* 0: the fused cross-entropy keeps the portable row for bf16 gradients too (tests); 1 (the default): AVX-512
- * where usable */
+/* One row z (V) of logits in AVX-512, without soft-cap (cross_entropy_avx512.c):
+ * returns logsumexp - z[t]; with grad, leaves scale (softmax - onehot) in z,
+ * or with bf16 as V bf16 values in the row's first 2V bytes; next (or NULL):
+ * the next row, asked for on the way. Call only where tt_cpu_avx512()
+ * (simd.h) says so. */
+double cpu_ce_row_avx512(float *z, int V, int t, float scale, int grad, int bf16, const float *next);
+/* 0: the fused cross-entropy keeps the portable row (tests); 1 (the default): AVX-512 where usable */
 void cpu_ce_set_avx512(int on);
 double cpu_sumsq(const float *g, size_t n);
 /* AdamW on n elements in place (the reference's contract), weight decay only
