@@ -45,50 +45,66 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static inline void transpos
     }
 }
 
-/* exp of the 16 lanes set in k, 0 in the others: tt_expf (vmath.h) step
- * for step, for kernels written in intrinsics. Clamped to [-87.3, 88.7]
- * (exp(-inf) is then ~1e-38: callers that need an exact 0 mask it); NaN
- * stays NaN (max and min return their second operand when either is NaN,
- * and the clamp puts x second). The last step, p times 2^n, is one
- * vscalefps: exact, as tt_expf's multiply by the bits of 2^n is for every n
- * up to 127 (x up to 88.0; above, tt_expf gives inf where this gives the
- * finite value), and the mask comes with it. */
-__attribute__((target("avx512f"))) static inline __m512 exp16_maskz(__mmask16 k, __m512 x)
+/* exp(x - n ln 2) for n = round(x / ln 2), returned with n in *n, for an x
+ * the caller has clamped: tt_expf's (vmath.h) Cephes polynomial step for
+ * step on FMAs, ln 2 in two parts (relative error 3e-7) */
+__attribute__((target("avx512f"))) static inline __m512 exp16_cephes(__m512 x, __m512 *n)
 {
-    x = _mm512_min_ps(_mm512_set1_ps(88.7f), _mm512_max_ps(_mm512_set1_ps(-87.3f), x));
     const __m512 magic = _mm512_set1_ps(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    *n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
+    __m512 r = _mm512_fnmadd_ps(*n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(*n, _mm512_set1_ps(-2.12194440e-4f), r);
     __m512 p = _mm512_set1_ps(1.9875691500e-4f);
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-    return _mm512_maskz_scalef_ps(k, p, n);
+    return _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
 }
 
-/* exp16_maskz for x <= 0 (a score minus its row's maximum) whose result is
- * rounded to bf16 next, or weighs no more than such values: a relative error
- * below 3e-6 (2.6e-6 for these fp32 coefficients over |r| <= ln2/2, against
- * bf16's half ulp of 2e-3) for 9 vector operations instead of 15. The range
- * is split with one ln2 (its error, 2e-9 times |n| <= 126, is 2.4e-7 in r),
- * and the polynomial is a degree-4 minimax fit of exp relative to itself, so
- * exp(0) is 0.9999993 (1 once rounded). Clamped below at -87.3 as
- * exp16_maskz (NaN stays NaN); x up to 88 gives a finite value. */
-__attribute__((target("avx512f"))) static inline __m512 exp16_bf16_maskz(__mmask16 k, __m512 x)
+/* The same for a result rounded to bf16 next, or weighing no more than such
+ * values: a relative error below 3e-6 (2.6e-6 for these fp32 coefficients
+ * over |r| <= ln2/2, against bf16's half ulp of 2e-3) for 9 vector
+ * operations instead of 15. One ln2 (its error, 2e-9 times |n| <= 126, is
+ * 2.4e-7 in r), and a degree-4 minimax fit of exp relative to itself, so
+ * exp(0) is 0.9999993 (1 once rounded). */
+__attribute__((target("avx512f"))) static inline __m512 exp16_deg4(__m512 x, __m512 *n)
 {
-    x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x);
-    const __m512 magic = _mm512_set1_ps(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
-    const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693147180559945f), x);
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    *n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
+    const __m512 r = _mm512_fnmadd_ps(*n, _mm512_set1_ps(0.693147180559945f), x);
     __m512 p = _mm512_set1_ps(0.04145840182900429f);
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.16791030764579773f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5000436902046204f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.9999633431434631f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.9999992847442627f));
+    return _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.9999992847442627f));
+}
+
+/* exp of the 16 lanes set in k, 0 in the others: exp16_cephes, clamped to
+ * [-87.3, 88.7] (exp(-inf) is then ~1e-38: callers that need an exact 0 mask
+ * it); NaN stays NaN (max and min return their second operand when either is
+ * NaN, and the clamp puts x second). The last step, p times 2^n, is one
+ * vscalefps: exact, as tt_expf's multiply by the bits of 2^n is for every n
+ * up to 127 (x up to 88.0; above, tt_expf gives inf where this gives the
+ * finite value), and the mask comes with it. */
+__attribute__((target("avx512f"))) static inline __m512 exp16_maskz(__mmask16 k, __m512 x)
+{
+    x = _mm512_min_ps(_mm512_set1_ps(88.7f), _mm512_max_ps(_mm512_set1_ps(-87.3f), x));
+    __m512 n;
+    const __m512 p = exp16_cephes(x, &n);
+    return _mm512_maskz_scalef_ps(k, p, n);
+}
+
+/* exp16_maskz for x <= 0 (a score minus its row's maximum) whose result is
+ * rounded to bf16 next, or weighs no more than such values: exp16_deg4,
+ * clamped below at -87.3 as exp16_maskz (NaN stays NaN); x up to 88 gives a
+ * finite value. */
+__attribute__((target("avx512f"))) static inline __m512 exp16_bf16_maskz(__mmask16 k, __m512 x)
+{
+    x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x);
+    __m512 n;
+    const __m512 p = exp16_deg4(x, &n);
     return _mm512_maskz_scalef_ps(k, p, n);
 }
 

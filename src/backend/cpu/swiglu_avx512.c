@@ -4,7 +4,7 @@
  * The portable bodies in kernels.c compile to vector code too, but they
  * spend much of their time in tt_expf: 15 multiplies and adds, none of them
  * contracted into an FMA (C11). Here the exponential runs on FMAs: for bf16,
- * exp16_bf16_maskz's degree-4 polynomial (relative error below 3e-6), as the
+ * avx512_util.h's degree-4 polynomial (relative error below 3e-6), as the
  * results are rounded to bf16 (half an ulp: 2e-3) right after, so about one
  * value in several thousand rounds the other way than the portable body's, by
  * one bf16 ulp; for fp32, tt_expf's own Cephes polynomial (3e-7 on FMAs,
@@ -29,32 +29,13 @@
 
 /* exp(x) as tt_expf bounds it (x clamped to [-87.3, 88.7]; past about 88.0
  * 2^n is +inf, so exp is +inf; NaN stays NaN, its 2^n taken as 1), with
- * exp16_bf16_maskz's degree-4 polynomial (relative error below 3e-6) for a
- * result rounded to bf16 (bf), else exp16_maskz's Cephes one (3e-7) */
+ * exp16_deg4's polynomial (relative error below 3e-6) for a result rounded
+ * to bf16 (bf), else exp16_cephes's (3e-7) */
 TGT AI __m512 exp16_sw(__m512 x, const int bf)
 {
     x = _mm512_min_ps(_mm512_set1_ps(88.7f), _mm512_max_ps(_mm512_set1_ps(-87.3f), x));
-    const __m512 magic = _mm512_set1_ps(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
-    __m512 p;
-    if (bf) {
-        const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693147180559945f), x);
-        p = _mm512_set1_ps(0.04145840182900429f);
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.16791030764579773f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5000436902046204f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.9999633431434631f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.9999992847442627f));
-    } else { /* ln 2 in two parts, so r is exact enough */
-        __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-        r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-        p = _mm512_set1_ps(1.9875691500e-4f);
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-        p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-    }
+    __m512 n;
+    const __m512 p = bf ? exp16_deg4(x, &n) : exp16_cephes(x, &n);
     /* 2^n in the exponent bits, n in [-126, 128] (128: +inf). A NaN's n
      * converts to 0x80000000, whose bits shift out: 2^0. */
     const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
