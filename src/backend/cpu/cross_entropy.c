@@ -37,7 +37,6 @@ void cpu_ce_set_avx512(int on) { __atomic_store_n(&g_ce_avx512, on != 0, __ATOMI
 
 static inline int ce_valid(int t, int V, int ignore_index) { return t != ignore_index && t >= 0 && t < V; }
 
-
 /* Values per step of the in-place bf16 store (see ce_row_body) */
 #define CE_STORE_CHUNK 256
 

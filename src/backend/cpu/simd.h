@@ -26,8 +26,8 @@
 
 #define TT_INLINE static inline __attribute__((always_inline))
 
-/* Whether this CPU runs the kernels written in AVX-512 intrinsics (the
- * *_avx512.c files): AVX-512 F, BW and VL */
+/* Whether this CPU runs AVX-512 F, BW and VL code: the question
+ * swiglu_avx512.c's and cross_entropy_avx512.c's callers ask */
 static inline int tt_cpu_avx512(void)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
