@@ -15,8 +15,10 @@
  * in the exponent bits, so an overflow is the same +inf, a NaN the same NaN,
  * and the division an IEEE division.
  *
- * On the Intel Xeon host the bf16 kernels made moe_288's bf16 step 2.8% and
- * llama_768's 1.7% faster (bench/ab_step.sh, docs/performance-changes.md). */
+ * On the Intel Xeon host the bf16 kernels made moe_288's bf16 step 2.8-3.0%
+ * and llama_768's 1.1-1.7% faster, the fp32 ones with the cross-entropy's
+ * fp32 row llama_288's fp32 step 1.7-2.5% (bench/ab_step.sh,
+ * docs/performance-changes.md). */
 #include "backend/cpu/kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
