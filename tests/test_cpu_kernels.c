@@ -4,9 +4,10 @@
  * sizes, document ids that come back and positions the cos/sin table cannot
  * hold, its backward against finite differences of its own forward; and the
  * fused cross-entropy over a large vocabulary, run to run determinism and
- * every target ignored; the bf16 SwiGLU's and the cross-entropy row's
- * AVX-512 kernels against the portable ones. For bf16 the inputs are rounded to bf16 first, so
- * the reference sees exactly the values the fast kernel reads. */
+ * every target ignored; SwiGLU's and the cross-entropy row's AVX-512
+ * kernels against the portable ones, in both dtypes. For bf16 the inputs are
+ * rounded to bf16 first, so the reference sees exactly the values the fast
+ * kernel reads. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,7 +347,7 @@ static void test_ce(void)
 static int bf16_same(uint16_t a, uint16_t b) { return a == b || (isnan(tt_bf16_to_f32(a)) && isnan(tt_bf16_to_f32(b))); }
 static int bf16_ulp(uint16_t a, uint16_t b) { return (a >> 15) == (b >> 15) && (a > b ? a - b : b - a) == 1; }
 
-/* element i of an activation buffer as fp32, and its bits */
+/* element i of an activation buffer as fp32 */
 static float act_at(const void *p, size_t i, int bf)
 {
     return bf ? tt_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
@@ -385,10 +386,10 @@ static void swiglu_run(int avx, int F, int bf, const void *a, const void *b, con
 }
 
 /* The AVX-512 kernels' outputs against the portable bodies'. bf16: each value
- * the same or one bf16 ulp off, and at most max_off of them off (*off counts
- * them); fp32: within 1e-6 of the portable value (the exponentials differ by
- * 3e-7 at most), or 1e-30 where they cancel, max_off 0 asking for the same
- * bits. Also each against the exact result in double, to bf16's rounding
+ * the same or one bf16 ulp off, and at most a fraction max_off of them off;
+ * fp32: within 1e-6 of the portable value (the exponentials differ by 3e-7
+ * at most), or 1e-30 where they cancel. max_off 0 asks for the same bits in
+ * either dtype. Also each against the exact result in double, to bf16's rounding
  * (2^-7 of the largest value) or fp32's (1e-6). */
 static void swiglu_compare(const char *what, int F, int bf, const void *a, const void *b, const void *dy, size_t n,
                            double max_off)
