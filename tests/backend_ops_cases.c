@@ -618,7 +618,7 @@ static const emb_p emb_odd = {37, 19, 23, 0, 0, 0}, emb_acc = {29, 11, 13, 1, 0,
                    ce_frozen = {13, 11, 17, 0, 1, 0}, ce_frozen_typ = {512, 128, 258, 0, 1, 0}, emb_frozen = {37, 19, 23, 0, 1, 0},
                    ce_cap = {13, 11, 17, 0, 0, 1.5}, ce_cap_typ = {512, 128, 258, 1, 0, 2.0},
                    ce_cap_frozen = {512, 128, 258, 0, 1, 2.0};
-static const opt_p acc_odd = {104, 0, 0}, sq_odd = {1001, 0, 0}, sq_chain = {37, 1, 0}, clip_no = {1, 0, 1.0},
+static const opt_p acc_odd = {104, 0, 0}, sq_odd = {1001, 0, 0}, sq_big = {100003, 0, 0}, sq_chain = {37, 1, 0}, clip_no = {1, 0, 1.0},
                    clip_yes = {1, 1, 1.0}, clip_off = {1, 1, 0.0}, adam_all = {777, 0, 0}, adam_decay = {1000, 1, 0},
                    adam_typ = {100003, 1, 0};
 
@@ -743,6 +743,7 @@ const test_case op_cases[] = {
     {"ce_linear 512x128, vocabulary 258, capped at 2, frozen bf16 head", case_ce_linear, &ce_cap_frozen, 0, 0},
     {"accum 13x8", case_accum, &acc_odd, 0, 0},
     {"sumsq 1001", case_sumsq, &sq_odd, 0, 0},
+    {"sumsq 100003 (the cpu kernel's blocks of 4 streams, with tails)", case_sumsq, &sq_big, 0, 0},
     {"sumsq chained", case_sumsq, &sq_chain, 0, 0},
     {"clip_coef below the norm", case_clip_coef, &clip_no, 0, 0},
     {"clip_coef above the norm", case_clip_coef, &clip_yes, 0, 0},

@@ -18,17 +18,35 @@
  * parts read side by side. */
 #define SUMSQ_STREAMS 4
 
+/* Both passes stream buffers far larger than the caches, and a core moves
+ * only as many bytes as it has cache misses in flight: the hardware
+ * prefetchers alone left the sum at 26 GB/s on 2 cores of the Intel Xeon
+ * host. So the loops run in blocks of STREAM_BLOCK elements (4 cache lines
+ * of fp32), and each block first asks for the lines STREAM_AHEAD bytes
+ * further on, in every stream it reads. A prefetch never faults: the ones
+ * past a buffer's end are harmless. */
+#define STREAM_BLOCK 64
+#define STREAM_AHEAD 2048
+#define AHEAD_FLOATS (STREAM_AHEAD / (int)sizeof(float))
+
 TT_CLONES static double sumsq_run(const float *g, size_t n)
 {
     const size_t q = n / SUMSQ_STREAMS;
     const float *g0 = g, *g1 = g + q, *g2 = g + 2 * q, *g3 = g + 3 * q;
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    #pragma omp simd reduction(+ : s0, s1, s2, s3)
-    for (size_t i = 0; i < q; i++) {
-        s0 += (double)g0[i] * g0[i];
-        s1 += (double)g1[i] * g1[i];
-        s2 += (double)g2[i] * g2[i];
-        s3 += (double)g3[i] * g3[i];
+    for (size_t b = 0; b < q; b += STREAM_BLOCK) {
+        const size_t e = b + STREAM_BLOCK < q ? b + STREAM_BLOCK : q, f = b + AHEAD_FLOATS;
+        for (size_t l = 0; l < STREAM_BLOCK; l += 16) {
+            __builtin_prefetch(g0 + f + l), __builtin_prefetch(g1 + f + l);
+            __builtin_prefetch(g2 + f + l), __builtin_prefetch(g3 + f + l);
+        }
+        #pragma omp simd reduction(+ : s0, s1, s2, s3)
+        for (size_t i = b; i < e; i++) {
+            s0 += (double)g0[i] * g0[i];
+            s1 += (double)g1[i] * g1[i];
+            s2 += (double)g2[i] * g2[i];
+            s3 += (double)g3[i] * g3[i];
+        }
     }
     double s = 0;
     for (size_t i = 4 * q; i < n; i++) s += (double)g[i] * g[i];
@@ -63,16 +81,23 @@ TT_INLINE void adamw_body(float *restrict p, float *restrict g, float *restrict 
                           uint16_t *restrict p16, size_t n, const adamw_k *k, float wd, int copy)
 {
     const adamw_k c = *k;
-    for (size_t i = 0; i < n; i++) {
-        const float gi = g[i] * c.clip;
-        const float mi = c.b1 * m[i] + c.a1 * gi;
-        const float vi = c.b2 * v[i] + c.a2 * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        const float pi = p[i] - c.lr * (mi * c.ibc1 / (sqrtf(vi) * c.isbc2 + c.eps) + wd * p[i]);
-        p[i] = pi;
-        if (copy) p16[i] = tt_bf16_bits(pi);
-        g[i] = 0;
+    for (size_t b = 0; b < n; b += STREAM_BLOCK) {
+        const size_t e = b + STREAM_BLOCK < n ? b + STREAM_BLOCK : n, f = b + AHEAD_FLOATS;
+        for (size_t l = 0; l < STREAM_BLOCK; l += 16) { /* all four are written: asked for to write */
+            __builtin_prefetch(p + f + l, 1), __builtin_prefetch(g + f + l, 1);
+            __builtin_prefetch(m + f + l, 1), __builtin_prefetch(v + f + l, 1);
+        }
+        for (size_t i = b; i < e; i++) {
+            const float gi = g[i] * c.clip;
+            const float mi = c.b1 * m[i] + c.a1 * gi;
+            const float vi = c.b2 * v[i] + c.a2 * gi * gi;
+            m[i] = mi;
+            v[i] = vi;
+            const float pi = p[i] - c.lr * (mi * c.ibc1 / (sqrtf(vi) * c.isbc2 + c.eps) + wd * p[i]);
+            p[i] = pi;
+            if (copy) p16[i] = tt_bf16_bits(pi);
+            g[i] = 0;
+        }
     }
 }
 TT_CLONES static void adamw_run(float *restrict p, float *restrict g, float *restrict m, float *restrict v, size_t n,
