@@ -212,6 +212,15 @@ void cpu_moe_combine(const void *ys, const int32_t *pos, const float *w, void *y
     }
 }
 
+/* a . b over n values, summed in vector lanes: the order is the clone's, not the thread count's */
+TT_CLONES static float dot_chunk(const float *a, const float *b, int n)
+{
+    float s = 0;
+    #pragma omp simd reduction(+ : s)
+    for (int d = 0; d < n; d++) s += a[d] * b[d];
+    return s;
+}
+
 void cpu_moe_rowdot(const void *a, const void *b, const int32_t *pos, float *out, int N, int D, int k, tt_dtype dt)
 {
     const size_t es = tt_dtype_size(dt);
@@ -225,9 +234,7 @@ void cpu_moe_rowdot(const void *a, const void *b, const int32_t *pos, float *out
                 const int nd = D - d0 < CHUNK ? D - d0 : CHUNK;
                 tt_cpu_to_f32(ab, (const char *)a + ((size_t)t * D + d0) * es, dt, (size_t)nd);
                 tt_cpu_to_f32(bb, (const char *)b + (r * D + d0) * es, dt, (size_t)nd);
-                float part = 0;
-                for (int d = 0; d < nd; d++) part += ab[d] * bb[d];
-                acc += part;
+                acc += dot_chunk(ab, bb, nd);
             }
             out[(size_t)t * k + j] = (float)acc;
         }
