@@ -65,10 +65,13 @@ void cpu_swiglu_bwd(const void *a, const void *b, const void *dy, void *da, void
 void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt);
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt);
 /* SwiGLU in AVX-512 (swiglu_avx512.c), which the four above take where the
- * CPU has it: n values of a, b (and dy) to y (da, db), all of dtype dt. Call
- * only where tt_cpu_avx512() (simd.h) says so. */
-void cpu_swiglu_fwd_avx512(const void *a, const void *b, void *y, size_t n, tt_dtype dt);
-void cpu_swiglu_bwd_avx512(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt);
+ * CPU has it: n values of a, b (and dy) to y (da, db), all of dtype dt,
+ * each value's line asked for `ahead` values before it is read in a and b
+ * (ahead_dy in dy): where the caller reads next. Call only where
+ * tt_cpu_avx512() (simd.h) says so. */
+void cpu_swiglu_fwd_avx512(const void *a, const void *b, void *y, size_t n, size_t ahead, tt_dtype dt);
+void cpu_swiglu_bwd_avx512(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, size_t ahead,
+                           size_t ahead_dy, tt_dtype dt);
 /* 0: the four above keep the portable bodies (tests); 1 (the default): AVX-512 where usable */
 void cpu_swiglu_set_avx512(int on);
 /* GPT-OSS's clamped SwiGLU on the same layout (TT_OP_SWIGLU_CLAMP) */

@@ -58,28 +58,41 @@ TGT AI void store16(void *p, size_t i, __mmask16 m, __m512 v, const int bf)
     else _mm512_mask_storeu_ps((float *)p + i, m, v);
 }
 
+/* The line `ahead` elements past element i of p, asked for once a line
+ * (the step at its start); nothing when ahead is 0. The callers say where
+ * the values they read next lie, which the hardware prefetchers do not see
+ * (kernels.c). */
+TGT AI void prefetch_ahead(const void *p, size_t i, size_t ahead, const int bf)
+{
+    const size_t es = bf ? 2 : 4;
+    if (ahead && !((i * es) & 63)) _mm_prefetch((const char *)p + (i + ahead) * es, _MM_HINT_T0);
+}
+
 /* -x: the sign bit flipped, as the portable body's negation */
 TGT AI __m512 neg(__m512 x)
 {
     return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)));
 }
 
-TGT AI void fwd(const void *a, const void *b, void *y, size_t n, const int bf)
+TGT AI void fwd(const void *a, const void *b, void *y, size_t n, size_t ahead, const int bf)
 {
     const __m512 one = _mm512_set1_ps(1.0f);
     for (size_t i = 0; i < n; i += 16) {
         const __mmask16 m = mask16(n - i < 16 ? (int)(n - i) : 16);
+        prefetch_ahead(a, i, ahead, bf), prefetch_ahead(b, i, ahead, bf);
         const __m512 x = load16(a, i, m, bf), u = load16(b, i, m, bf);
         const __m512 s = _mm512_div_ps(x, _mm512_add_ps(one, exp16_sw(neg(x), bf))); /* silu(x) = x / (1 + exp(-x)) */
         store16(y, i, m, _mm512_mul_ps(s, u), bf);
     }
 }
 
-TGT AI void bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, const int bf)
+TGT AI void bwd(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, size_t ahead,
+                size_t ahead_dy, const int bf)
 {
     const __m512 one = _mm512_set1_ps(1.0f);
     for (size_t i = 0; i < n; i += 16) {
         const __mmask16 m = mask16(n - i < 16 ? (int)(n - i) : 16);
+        prefetch_ahead(a, i, ahead, bf), prefetch_ahead(b, i, ahead, bf), prefetch_ahead(dy, i, ahead_dy, bf);
         const __m512 x = load16(a, i, m, bf), u = load16(b, i, m, bf), g = load16(dy, i, m, bf);
         const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, exp16_sw(neg(x), bf))); /* sigmoid(x) */
         /* d silu / dx = s (1 + x (1 - s)) */
@@ -89,25 +102,27 @@ TGT AI void bwd(const void *a, const void *b, const void *dy, void *da, void *db
     }
 }
 
-TGT void cpu_swiglu_fwd_avx512(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
+TGT void cpu_swiglu_fwd_avx512(const void *a, const void *b, void *y, size_t n, size_t ahead, tt_dtype dt)
 {
-    if (dt == TT_BF16) fwd(a, b, y, n, 1);
-    else fwd(a, b, y, n, 0);
+    if (dt == TT_BF16) fwd(a, b, y, n, ahead, 1);
+    else fwd(a, b, y, n, ahead, 0);
 }
 
-TGT void cpu_swiglu_bwd_avx512(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt)
+TGT void cpu_swiglu_bwd_avx512(const void *a, const void *b, const void *dy, void *da, void *db, size_t n,
+                               size_t ahead, size_t ahead_dy, tt_dtype dt)
 {
-    if (dt == TT_BF16) bwd(a, b, dy, da, db, n, 1);
-    else bwd(a, b, dy, da, db, n, 0);
+    if (dt == TT_BF16) bwd(a, b, dy, da, db, n, ahead, ahead_dy, 1);
+    else bwd(a, b, dy, da, db, n, ahead, ahead_dy, 0);
 }
 
 #else /* not x86-64 with GNU C: the portable bodies only (these are never called: tt_cpu_avx512 says 0) */
-void cpu_swiglu_fwd_avx512(const void *a, const void *b, void *y, size_t n, tt_dtype dt)
+void cpu_swiglu_fwd_avx512(const void *a, const void *b, void *y, size_t n, size_t ahead, tt_dtype dt)
 {
-    (void)a, (void)b, (void)y, (void)n, (void)dt;
+    (void)a, (void)b, (void)y, (void)n, (void)ahead, (void)dt;
 }
-void cpu_swiglu_bwd_avx512(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, tt_dtype dt)
+void cpu_swiglu_bwd_avx512(const void *a, const void *b, const void *dy, void *da, void *db, size_t n, size_t ahead,
+                           size_t ahead_dy, tt_dtype dt)
 {
-    (void)a, (void)b, (void)dy, (void)da, (void)db, (void)n, (void)dt;
+    (void)a, (void)b, (void)dy, (void)da, (void)db, (void)n, (void)ahead, (void)ahead_dy, (void)dt;
 }
 #endif
