@@ -23,8 +23,9 @@
  * prefetchers alone left the sum at 26 GB/s on 2 cores of the Intel Xeon
  * host. So the loops run in blocks of STREAM_BLOCK elements (4 cache lines
  * of fp32), and each block first asks for the lines STREAM_AHEAD bytes
- * further on, in every stream it reads. A prefetch never faults: the ones
- * past a buffer's end are harmless. */
+ * further on, in every stream it reads, where those lie in the range the
+ * loop walks (a prefetch would not fault past it, but the address would
+ * point outside the buffer). */
 #define STREAM_BLOCK 64
 #define STREAM_AHEAD 2048
 #define AHEAD_FLOATS (STREAM_AHEAD / (int)sizeof(float))
@@ -36,7 +37,7 @@ TT_CLONES static double sumsq_run(const float *g, size_t n)
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     for (size_t b = 0; b < q; b += STREAM_BLOCK) {
         const size_t e = b + STREAM_BLOCK < q ? b + STREAM_BLOCK : q, f = b + AHEAD_FLOATS;
-        for (size_t l = 0; l < STREAM_BLOCK; l += 16) {
+        for (size_t l = 0; f + STREAM_BLOCK <= q && l < STREAM_BLOCK; l += 16) {
             __builtin_prefetch(g0 + f + l), __builtin_prefetch(g1 + f + l);
             __builtin_prefetch(g2 + f + l), __builtin_prefetch(g3 + f + l);
         }
@@ -83,7 +84,7 @@ TT_INLINE void adamw_body(float *restrict p, float *restrict g, float *restrict 
     const adamw_k c = *k;
     for (size_t b = 0; b < n; b += STREAM_BLOCK) {
         const size_t e = b + STREAM_BLOCK < n ? b + STREAM_BLOCK : n, f = b + AHEAD_FLOATS;
-        for (size_t l = 0; l < STREAM_BLOCK; l += 16) { /* all four are written: asked for to write */
+        for (size_t l = 0; f + STREAM_BLOCK <= n && l < STREAM_BLOCK; l += 16) { /* all four are written */
             __builtin_prefetch(p + f + l, 1), __builtin_prefetch(g + f + l, 1);
             __builtin_prefetch(m + f + l, 1), __builtin_prefetch(v + f + l, 1);
         }

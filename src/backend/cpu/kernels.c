@@ -204,35 +204,35 @@ TWO_DTYPES(swiglu_rows_bwd_body, (const void *ab, const void *dy, void *dab, int
  * moe_288's experts' from 5.2-5.4 to 3.5-4.0 and from 9.9-10.5 to 5.8;
  * asking 2 KiB ahead within the row instead made llama_768's slower
  * (performance-changes.md). */
-static void swiglu_rows_avx512(const void *ab, void *y, int n0, int n1, int F, tt_dtype dt)
+static void swiglu_rows_avx512(const void *ab, void *y, int n0, int n1, int N, int F, tt_dtype dt)
 {
     for (int n = n0; n < n1; n++) {
-        const size_t ia = (size_t)n * 2 * F;
-        cpu_swiglu_fwd_avx512(at(ab, ia, dt), at(ab, ia + F, dt), atw(y, (size_t)n * F, dt), (size_t)F, 2 * (size_t)F,
-                              dt);
+        const size_t ia = (size_t)n * 2 * F, next = n + 1 < N ? 2 * (size_t)F : 0; /* ab's next row: 2F on */
+        cpu_swiglu_fwd_avx512(at(ab, ia, dt), at(ab, ia + F, dt), atw(y, (size_t)n * F, dt), (size_t)F, next, dt);
     }
 }
 
-static void swiglu_rows_bwd_avx512(const void *ab, const void *dy, void *dab, int n0, int n1, int F, tt_dtype dt)
+static void swiglu_rows_bwd_avx512(const void *ab, const void *dy, void *dab, int n0, int n1, int N, int F,
+                                   tt_dtype dt)
 {
     for (int n = n0; n < n1; n++) {
-        const size_t ia = (size_t)n * 2 * F;
+        const size_t ia = (size_t)n * 2 * F, next = n + 1 < N ? 2 * (size_t)F : 0; /* dy's: F on */
         cpu_swiglu_bwd_avx512(at(ab, ia, dt), at(ab, ia + F, dt), at(dy, (size_t)n * F, dt), atw(dab, ia, dt),
-                              atw(dab, ia + F, dt), (size_t)F, 2 * (size_t)F, (size_t)F, dt);
+                              atw(dab, ia + F, dt), (size_t)F, next, next / 2, dt);
     }
 }
 
 void cpu_swiglu_fused_fwd(const void *ab, void *y, int N, int F, tt_dtype dt)
 {
     const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1;
-    if (swiglu_avx512()) FOR_ROWS(N, rb, swiglu_rows_avx512(ab, y, n0, n1, F, dt));
+    if (swiglu_avx512()) FOR_ROWS(N, rb, swiglu_rows_avx512(ab, y, n0, n1, N, F, dt));
     else FOR_ROWS(N, rb, PICK(swiglu_rows_body, dt)(ab, y, n0, n1, F));
 }
 
 void cpu_swiglu_fused_bwd(const void *ab, const void *dy, void *dab, int N, int F, tt_dtype dt)
 {
     const int rb = F > 0 && F < CHUNK ? CHUNK / F : 1;
-    if (swiglu_avx512()) FOR_ROWS(N, rb, swiglu_rows_bwd_avx512(ab, dy, dab, n0, n1, F, dt));
+    if (swiglu_avx512()) FOR_ROWS(N, rb, swiglu_rows_bwd_avx512(ab, dy, dab, n0, n1, N, F, dt));
     else FOR_ROWS(N, rb, PICK(swiglu_rows_bwd_body, dt)(ab, dy, dab, n0, n1, F));
 }
 
