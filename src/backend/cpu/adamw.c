@@ -37,9 +37,9 @@ TT_CLONES static double sumsq_run(const float *g, size_t n)
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     for (size_t b = 0; b < q; b += STREAM_BLOCK) {
         const size_t e = b + STREAM_BLOCK < q ? b + STREAM_BLOCK : q, f = b + AHEAD_FLOATS;
-        for (size_t l = 0; f + STREAM_BLOCK <= q && l < STREAM_BLOCK; l += 16) {
-            __builtin_prefetch(g0 + f + l), __builtin_prefetch(g1 + f + l);
-            __builtin_prefetch(g2 + f + l), __builtin_prefetch(g3 + f + l);
+        if (f + STREAM_BLOCK <= q) {
+            const size_t bytes = STREAM_BLOCK * sizeof(float);
+            tt_prefetch(g0 + f, bytes), tt_prefetch(g1 + f, bytes), tt_prefetch(g2 + f, bytes), tt_prefetch(g3 + f, bytes);
         }
         #pragma omp simd reduction(+ : s0, s1, s2, s3)
         for (size_t i = b; i < e; i++) {
@@ -84,10 +84,11 @@ TT_INLINE void adamw_body(float *restrict p, float *restrict g, float *restrict 
     const adamw_k c = *k;
     for (size_t b = 0; b < n; b += STREAM_BLOCK) {
         const size_t e = b + STREAM_BLOCK < n ? b + STREAM_BLOCK : n, f = b + AHEAD_FLOATS;
-        for (size_t l = 0; f + STREAM_BLOCK <= n && l < STREAM_BLOCK; l += 16) { /* all four are written */
-            __builtin_prefetch(p + f + l, 1), __builtin_prefetch(g + f + l, 1);
-            __builtin_prefetch(m + f + l, 1), __builtin_prefetch(v + f + l, 1);
-        }
+        if (f + STREAM_BLOCK <= n)
+            for (size_t l = 0; l < STREAM_BLOCK; l += 16) { /* all four are written: asked for to write */
+                __builtin_prefetch(p + f + l, 1), __builtin_prefetch(g + f + l, 1);
+                __builtin_prefetch(m + f + l, 1), __builtin_prefetch(v + f + l, 1);
+            }
         for (size_t i = b; i < e; i++) {
             const float gi = g[i] * c.clip;
             const float mi = c.b1 * m[i] + c.a1 * gi;

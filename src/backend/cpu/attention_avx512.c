@@ -346,12 +346,6 @@ TGT static void rope_row(const rope_tab *rt, int pos, int half, float *x, int di
 
 #define PF_ROWS 8
 
-/* Asks for the bytes [p, p + n) to be read soon: one row of a strided view */
-TGT AI void prefetch_row(const char *p, size_t n)
-{
-    for (size_t o = 0; o < n; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
-}
-
 /* Rows [t0, t0 + 64) of head hh of batch b: loaded from the strided source
  * into an fp32 tile X (64, hd), RoPE'd when rope, then written to each of
  * the block layouts R, BT, BI, AT that is not NULL; rows past T are zero. X
@@ -375,7 +369,7 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
         /* rows lie a whole row of heads apart: ask for the one PF_ROWS ahead, into
          * the next block too (the packing goes on there) */
         if (t0 + tl + PF_ROWS < a->T)
-            prefetch_row(row + PF_ROWS * ld * esrc, (size_t)hd * esrc);
+            tt_prefetch(row + PF_ROWS * ld * esrc, (size_t)hd * esrc);
         if (a->dt == TT_BF16)
             for (int d = 0; d < hd; d += 16)
                 _mm512_storeu_ps(x + d, bf16_widen(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + d))));
@@ -694,8 +688,8 @@ TGT static void row_dots(const ws_t *w, int b, int h, float *D)
         const char *x = (const char *)a->dout + (n * a->lddo + (size_t)h * hd) * es;
         const char *y = (const char *)a->o + (n * a->ldo + (size_t)h * hd) * es;
         if (t + PF_ROWS < a->T) {
-            prefetch_row(y + PF_ROWS * a->ldo * es, (size_t)hd * es);
-            prefetch_row(x + PF_ROWS * a->lddo * es, (size_t)hd * es);
+            tt_prefetch(y + PF_ROWS * a->ldo * es, (size_t)hd * es);
+            tt_prefetch(x + PF_ROWS * a->lddo * es, (size_t)hd * es);
         }
         __m512 s = _mm512_setzero_ps();
         for (int d = 0; d < hd; d += 16) {

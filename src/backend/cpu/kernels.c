@@ -418,10 +418,8 @@ TT_INLINE void rows_ahead(const void *p, const void *q, int n, int N, int D, int
 {
     if (n + ROWS_AHEAD >= N) return;
     const size_t esz = bf ? 2 : 4, off = ((size_t)(n + ROWS_AHEAD) * (size_t)D + (size_t)d0) * esz;
-    for (size_t b = 0; b < (size_t)nd * esz; b += 64) {
-        __builtin_prefetch((const char *)p + off + b);
-        if (q) __builtin_prefetch((const char *)q + off + b);
-    }
+    tt_prefetch((const char *)p + off, (size_t)nd * esz);
+    if (q) tt_prefetch((const char *)q + off, (size_t)nd * esz);
 }
 
 /* sum over rows of the columns [d0, d0 + nd) into acc */

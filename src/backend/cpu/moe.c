@@ -174,9 +174,10 @@ void cpu_moe_sort(const int32_t *expert, int M, int E, int32_t *perm, int32_t *p
  * an order no hardware prefetcher can guess */
 #define ROWS_AHEAD 4
 
-static inline void prefetch_row(const char *p, size_t bytes)
+/* the k rows (of `row` bytes) of `rows` that token t's slots in pos name */
+static void prefetch_slots(const void *rows, const int32_t *pos, int t, int k, size_t row)
 {
-    for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+    for (int j = 0; j < k; j++) tt_prefetch((const char *)rows + (size_t)pos[(size_t)t * k + j] * row, row);
 }
 
 /* The fp32 loops of the row moves, compiled for the CPU's widest vectors
@@ -197,7 +198,7 @@ void cpu_moe_permute(const void *x, const int32_t *perm, const float *w, void *x
     for (int r = 0; r < M; r++) {
         const char *src = (const char *)x + (size_t)(perm[r] / k) * row;
         char *dst = (char *)xs + (size_t)r * row;
-        if (r + ROWS_AHEAD < M) prefetch_row((const char *)x + (size_t)(perm[r + ROWS_AHEAD] / k) * row, row);
+        if (r + ROWS_AHEAD < M) tt_prefetch((const char *)x + (size_t)(perm[r + ROWS_AHEAD] / k) * row, row);
         if (!w) {
             memcpy(dst, src, row);
             continue;
@@ -219,9 +220,7 @@ void cpu_moe_combine(const void *ys, const int32_t *pos, const float *w, void *y
     #pragma omp parallel for schedule(static)
     for (int t = 0; t < N; t++) {
         float acc[CHUNK], buf[CHUNK];
-        if (t + ROWS_AHEAD < N)
-            for (int j = 0; j < k; j++)
-                prefetch_row((const char *)ys + (size_t)pos[(size_t)(t + ROWS_AHEAD) * k + j] * D * es, (size_t)D * es);
+        if (t + ROWS_AHEAD < N) prefetch_slots(ys, pos, t + ROWS_AHEAD, k, (size_t)D * es);
         for (int d0 = 0; d0 < D; d0 += CHUNK) {
             const int nd = D - d0 < CHUNK ? D - d0 : CHUNK;
             memset(acc, 0, sizeof acc);
@@ -251,9 +250,7 @@ void cpu_moe_rowdot(const void *a, const void *b, const int32_t *pos, float *out
     #pragma omp parallel for schedule(static)
     for (int t = 0; t < N; t++) {
         float ab[CHUNK], bb[CHUNK];
-        if (t + ROWS_AHEAD < N)
-            for (int j = 0; j < k; j++)
-                prefetch_row((const char *)b + (size_t)pos[(size_t)(t + ROWS_AHEAD) * k + j] * D * es, (size_t)D * es);
+        if (t + ROWS_AHEAD < N) prefetch_slots(b, pos, t + ROWS_AHEAD, k, (size_t)D * es);
         for (int j = 0; j < k; j++) {
             const size_t r = (size_t)pos[(size_t)t * k + j];
             double acc = 0;

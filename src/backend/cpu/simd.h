@@ -68,6 +68,14 @@ TT_INLINE void tt_st(void *p, size_t i, float v, int bf)
     else ((float *)p)[i] = v;
 }
 
+/* Asks for the bytes [p, p + n) to be read soon, a cache line at a time: a
+ * row the hardware prefetchers will not see coming (a strided view's next
+ * row, a row gathered by index). p + n stays inside p's buffer. */
+TT_INLINE void tt_prefetch(const void *p, size_t n)
+{
+    for (size_t o = 0; o < n; o += 64) __builtin_prefetch((const char *)p + o);
+}
+
 /* Per-thread scratch memory, kept and grown on demand (never shrunk), so a
  * kernel allocates nothing once it has seen its shapes. Each slot is an
  * independent buffer, so a kernel may call another that has its own.
