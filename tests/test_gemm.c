@@ -25,7 +25,7 @@ static const shape shapes[] = {
     {32, 50, 40}, {33, 40, 20}, {2, 700, 400}, {300, 70, 600}, {37, 1000, 45}, {20, 40, 1100},
     {40, 3200, 40}, /* past AMX's nc */
     {70, 90, 64}, {100, 40, 1088}, /* k in whole AMX granules: a bf16 A read in place */
-    {24, 40, 2700}, /* past AMX's kc_whole: an A not transposed over several k blocks there too */
+    {24, 40, 2700}, /* past kc_whole (AMX, the AVX-512 bf16 and 12x32 tiles): an A not transposed over several k blocks there too */
 };
 
 static float rnd(tt_rng *r) { return (float)(2.0 * tt_rng_uniform(r) - 1.0); }
@@ -490,14 +490,14 @@ int main(void)
                 check_strides(&rng, isa_names[isa], 23, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
                 check_strides(&rng, isa_names[isa], 45, t & 1 ? TT_BF16 : TT_F32, t >> 1, t >> 1);
             }
-            /* bf16 C: one k block, several (the partial sums; past AMX's kc_whole), and few rows (skinny) */
+            /* bf16 C: one k block, several (the partial sums; past kc_whole), and few rows (skinny) */
             for (int t = 0; t < 2; t++) {
                 check_bf16_out(&rng, isa_names[isa], 37, 70, 50, t ? TT_BF16 : TT_F32);
                 check_bf16_out(&rng, isa_names[isa], 40, 45, 2700, t ? TT_BF16 : TT_F32);
                 check_bf16_out(&rng, isa_names[isa], 3, 130, 90, t ? TT_BF16 : TT_F32);
                 /* whole tiles over three k blocks or more */
                 check_bf16_out(&rng, isa_names[isa], 70, 64, 3100, t ? TT_BF16 : TT_F32);
-                /* AMX's one k block up to kc_whole, and the kc blocks it takes instead after tt_gemm_set_kc_whole(0) */
+                /* one k block up to the path's kc_whole, and the kc blocks it takes instead after tt_gemm_set_kc_whole(0) */
                 check_bf16_out(&rng, isa_names[isa], 40, 64, 2100, t ? TT_BF16 : TT_F32);
                 tt_gemm_set_kc_whole(0);
                 check_bf16_out(&rng, isa_names[isa], 40, 64, 2100, t ? TT_BF16 : TT_F32);

@@ -688,10 +688,11 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
 {
     const tt_gemm_impl *im = j->im;
     const int scale = tt_gemm_impl_block_scale(im);
-    /* the impl's kc_whole: a K a little past kc in one k block, where A is not transposed */
-    const int whole = im->kc_whole && !j->ta && j->K <= im->kc_whole * scale &&
+    /* the impl's kc_whole: a K a little past kc in one k block, where A is
+     * not transposed (a figure of values, the same on every L2) */
+    const int whole = im->kc_whole && !j->ta && j->K <= im->kc_whole &&
                       __atomic_load_n(&g_kc_whole, __ATOMIC_RELAXED);
-    *pl = (gemm_plan){.kcb = balanced_block(j->K, (whole ? im->kc_whole : im->kc) * scale, kgran_of(im))};
+    *pl = (gemm_plan){.kcb = balanced_block(j->K, whole ? j->K : im->kc * scale, kgran_of(im))};
     /* A is read in place when it is stored k-contiguous in exactly the packed
      * element type (fp32 for fp32 products; bf16, in whole 4-byte pairs, for
      * bf16 ones, and whole k granules: no k block then needs padding), so

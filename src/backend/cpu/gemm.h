@@ -159,7 +159,7 @@ void tt_gemm_set_a_cols(size_t min_bytes);
  * benchmarks; not while another thread is inside a GEMM). */
 void tt_gemm_set_pack_prefetch(int on);
 /* On the paths that take a k-contiguous A's K in one k block up to a figure
- * of their own (AMX), tt_gemm_set_kc_whole(0) cuts every K in kc blocks
+ * of their own (AMX, the AVX-512 bf16 and 12x32 fp32 tiles), tt_gemm_set_kc_whole(0) cuts every K in kc blocks
  * instead (the sums then add in another order: for benchmarks; not while
  * another thread is inside a GEMM). */
 void tt_gemm_set_kc_whole(int on);

@@ -610,10 +610,22 @@ TT_AVX512F void tt_gemm_skinny_avx512(const tt_gemm_skinny_args *s, int n0, int 
  * L2), and the long k runs halve the passes over C and the kernel calls:
  * kc 512 (fp32) / 1024 (bf16) beat 256 / 512 by 3-5%. With a 2 MB L2 (the
  * Intel Xeon hosts) kc and the A block double (l2_kb): a 128 KB B micro-panel
- * and a 768 KB A block, one pass over C where K is 768 or 1024. */
+ * and a 768 KB A block, one pass over C where K is 768 or 1024.
+ *
+ * An A that is not transposed (the forward products and the input
+ * gradients) is summed in one k block up to K 2,560 (kc_whole, on the bf16
+ * tile and the 12x32 fp32 one; the 8x48 and 6x64 tiles, which only Intel
+ * takes, were not measured with it): each cut costs a pass over C, and
+ * over a bf16 C's fp32 partial sums. On Zen 4
+ * (bench_gemm_blocks --a-kc-blocks, pairs of calls), one block ran
+ * llama_768's bf16 qkv input gradient (K 2,304) 1.03-1.09x as fast and its
+ * down forward (2,048) 0.97-1.01x; in fp32 the products with K 768, 2,048
+ * and 2,304 ran 1.02-1.04x, 1.015 and 1.03x (the gate/up input gradient,
+ * K 4,096, gained 0.5% in one bf16 block, so it stays in four). */
+#define KC_WHOLE 2560
 static const tt_gemm_impl avx512_f32 = {
     .name = "avx512-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
-    .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32, .kern_rows = kern_tile_f32_rows,
+    .mc = 144, .kc = 512, .nc = 3072, .kc_whole = KC_WHOLE, .l2_kb = 1024, .kern = kern_tile_f32, .kern_rows = kern_tile_f32_rows,
     .kern_cols = kern_tile_f32_cols, .kern_out16 = kern_tile_f32_out,
     .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
 };
@@ -631,7 +643,7 @@ static const tt_gemm_impl avx512_f32_6x64 = {
 };
 static const tt_gemm_impl avx512_bf16 = {
     .name = "avx512-bf16", .mr = MR, .nr = NR, .kunit = 2, .esize = 2,
-    .mc = 144, .kc = 1024, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_bf16, .kern_rows = kern_tile_bf16_rows,
+    .mc = 144, .kc = 1024, .nc = 3072, .kc_whole = KC_WHOLE, .l2_kb = 1024, .kern = kern_tile_bf16, .kern_rows = kern_tile_bf16_rows,
     .kern_out16 = kern_tile_bf16_out, .pack = pack_bf16, .skinny = tt_gemm_skinny_avx512,
 };
 

@@ -72,7 +72,8 @@ typedef struct {
     int esize;      /* bytes of one packed value: 4 or 2 */
     int mc, kc, nc; /* cache blocks: multiples of mr, kunit, nr */
     int kc_whole;   /* an A stored k-contiguous (not transposed) with K up to this many values is summed in one
-                       k block, not cut in kc blocks (0: always kc blocks; tt_gemm_set_kc_whole(0) too) */
+                       k block, not cut in kc blocks, whatever the L2 (0: always kc blocks;
+                       tt_gemm_set_kc_whole(0) too) */
     int l2_kb;      /* the per-core L2 (KB) kc and the A block were tuned for; on a CPU with at
                        least twice as much both double (tt_gemm_block_scale). 0: they stay */
     tt_gemm_kern_fn kern;
