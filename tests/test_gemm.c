@@ -294,6 +294,41 @@ static void check_strides(tt_rng *rng, const char *isa, int M, tt_dtype compute,
  * a thread on, on every path that reads A in place (AMX and AVX-512).
  * tt_gemm_set_a_pack_cols moves the figure; either way the product has the
  * same bits. */
+/* An A whose rows all fall in one L1 set (K 2,048: 4 KB apart in bf16, 8 KB
+ * in fp32) is read in place by a tile of 8 rows or fewer and packed for the
+ * 12-row tiles; on the AVX-512 bf16 path the automatic tile mode takes the
+ * 8x48 tile for it where 48 divides N. Either way the bits are those of the
+ * 12x32 tile on a packed A: each value of C sums the same products in the
+ * same order. (widened: bf16 packed to fp32, never read in place) */
+static void check_a_one_set(tt_rng *rng, const char *isa, tt_dtype compute, int widened)
+{
+    const char *kern = tt_gemm_path_name(compute);
+    const int M = 40, N = 96, K = 2048;
+    const tt_dtype adt = compute == TT_BF16 ? TT_BF16 : TT_F32;
+    float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * N * 4);
+    float *c0 = malloc((size_t)M * N * 4), *c1 = malloc((size_t)M * N * 4);
+    uint16_t *a16 = malloc((size_t)M * K * 2);
+    for (size_t x = 0; x < (size_t)M * K; x++) a16[x] = tt_f32_to_bf16(a[x] = rnd(rng));
+    for (size_t x = 0; x < (size_t)K * N; x++) b[x] = rnd(rng);
+    tt_gemm_args g = {.compute = compute, .A = adt == TT_BF16 ? (const void *)a16 : (const void *)a, .adt = adt,
+                      .lda = K, .B = b, .bdt = TT_F32, .ldb = N, .C = c0, .cdt = TT_F32, .ldc = N, .M = M, .N = N,
+                      .K = K};
+    const char *const modes[] = {"auto", "12x32"};
+    for (int i = 0; i < 2; i++) {
+        CHECK(tt_gemm_set_tile(modes[i]) == 0);
+        int mr, nr;
+        tt_gemm_tile(compute, N, &mr, &nr);
+        const int want = !widened && (mr <= 8 || (i == 0 && strcmp(kern, "avx512-bf16") == 0));
+        CHECK_MSG(tt_gemm_reads_a_in_place(&g) == want, "%s %s, tile %s: an A in one L1 set %s", isa, kern, modes[i],
+                  want ? "packed" : "read in place");
+        g.C = i ? c1 : c0;
+        CHECK(tt_gemm(&g) == 0);
+    }
+    CHECK(tt_gemm_set_tile("auto") == 0);
+    CHECK_MSG(memcmp(c0, c1, (size_t)M * N * 4) == 0, "%s %s: an A in one L1 set, the tiles differ", isa, kern);
+    free(a), free(b), free(c0), free(c1), free(a16);
+}
+
 static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
 {
     const char *kern = tt_gemm_path_name(compute);
@@ -364,6 +399,7 @@ static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
     g.lda = -1;
     CHECK(tt_gemm_reads_a_in_place(&g) == -1);
     free(a), free(b), free(c0), free(c1), free(a16);
+    check_a_one_set(rng, isa, compute, widened);
 }
 
 /* The packers' prefetches (on AMX: a row-contiguous B's rows ahead, from

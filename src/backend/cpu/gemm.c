@@ -675,17 +675,29 @@ static int own_split(const gemm_job *j, int nt)
 /* Addresses this many bytes apart fall in the same L1 set (32 KB of 8 ways
  * on Zen 4; 48 KB of 12 on Zen 5 and recent Intel cores). An A read in place
  * with a row stride that is a multiple of it has the kernel's mr rows
- * (12) in one set, more than its ways: on Zen 4 the llama_768 step's down
+ * in one set: 12, more than Zen 4's ways. There the llama_768 step's down
  * projection forward (K 2048, rows 4 KB apart) and gate/up input gradient
  * (K 4096) ran 2.4-23% faster with A packed, the same shapes with K 2064 and
- * 4112 4% slower (bench_gemm_blocks, performance-changes.md). */
+ * 4112 4% slower (bench_gemm_blocks, performance-changes.md). A tile of at
+ * most L1_SET_ROWS rows reads such an A in place (the ways hold its rows),
+ * and on the bf16 path the automatic tile mode takes the 8x48 tile for it
+ * where 48 divides N (tt_gemm_one_set_impl): on Zen 4 that ran the down
+ * forward 1.05-1.10x as fast as the 12x32 tile on a packed A, and the gate/up
+ * input gradient 1.00-1.04x (performance-changes.md). */
 #define L1_SET_STRIDE 4096
+#define L1_SET_ROWS 8
 
 /* The blocking of job j on nt threads, how A is read (in place or packed)
  * and how the threads share it (own bands or shared blocks), and the scratch
  * bytes it needs (returned). */
 static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
 {
+    const size_t aes = tt_dtype_size(j->adt);
+    const int set_cols = __atomic_load_n(&g_a_pack_cols, __ATOMIC_RELAXED);
+    const int pack_cols = set_cols ? set_cols : A_PACK_MIN_COLS;
+    /* A's rows all in one L1 set: the tile for that, where the path has one */
+    const int one_set = ((size_t)j->lda * aes) % L1_SET_STRIDE == 0;
+    if (one_set && !j->ta && j->N < pack_cols * nt) j->im = tt_gemm_one_set_impl(j->im, j->N);
     const tt_gemm_impl *im = j->im;
     const int scale = tt_gemm_impl_block_scale(im);
     /* the impl's kc_whole: a K a little past kc in one k block, where A is
@@ -700,10 +712,7 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
      * enough (A_PACK_MIN_COLS, or what tt_gemm_set_a_pack_cols set) that the copy
      * would cost more than it saves, and when its rows do not all fall in
      * one L1 set (L1_SET_STRIDE). */
-    const size_t aes = tt_dtype_size(j->adt);
-    const int set_cols = __atomic_load_n(&g_a_pack_cols, __ATOMIC_RELAXED);
-    const int pack_cols = set_cols ? set_cols : A_PACK_MIN_COLS;
-    const int few_cols = j->N < pack_cols * nt && ((size_t)j->lda * aes) % L1_SET_STRIDE != 0;
+    const int few_cols = j->N < pack_cols * nt && (!one_set || im->mr <= L1_SET_ROWS);
     const int rows_ok = im->kern_rows && !j->ta && !j->round &&
                         (im->kunit == 1 ? j->adt == TT_F32
                                         : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&

@@ -113,7 +113,9 @@ int tt_gemm_block_scale(tt_dtype compute);
 /* The AVX-512 fp32 kernel's register tile (fp32 products, and bf16 ones
  * widened onto the FMAs): 12 rows x 32 columns, 8 x 48 or 6 x 64; "auto"
  * takes on Intel CPUs the widest whose width divides N, and 12x32 elsewhere.
- * TITAN_GEMM_TILE names the mode ("auto", "12x32", "8x48", "6x64"; read on
+ * The AVX-512 bf16 kernel's: 12x32, or 8x48 in mode "8x48", and in "auto"
+ * for an A read in place whose rows all fall in one L1 set where 48 divides
+ * N ("6x64" keeps 12x32 for bf16). TITAN_GEMM_TILE names the mode ("auto", "12x32", "8x48", "6x64"; read on
  * the first call), or tt_gemm_set_tile does (NULL: back to the variable's or
  * auto; not while another thread is inside a GEMM). */
 tt_err tt_gemm_set_tile(const char *name);

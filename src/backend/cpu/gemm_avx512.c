@@ -1,6 +1,6 @@
 /* gemm_avx512.c — the AVX-512 GEMM path: 12x32 register-tile microkernels
- * (fp32 FMA, and bf16 pair dot products with vdpbf16ps), 8x48 and 6x64 fp32
- * ones (gemm.c picks per call where they measured faster), vectorised packers
+ * (fp32 FMA, and bf16 pair dot products with vdpbf16ps), 8x48 ones of both,
+ * a 6x64 fp32 one (gemm.c picks per call where they measured faster), vectorised packers
  * and the skinny (few-row) kernels. Compiled into every build through target
  * attributes; gemm.c only calls it after checking the CPU at run time.
  * The BF16 instructions flush denormal inputs to zero (tt_f32_to_bf16 keeps
@@ -21,7 +21,10 @@
  * so 24 independent chains keep it busy; each k step loads 2 vectors and 12
  * scalars for 24 FMAs, well within the two load ports. The fp32 kernel also
  * comes in two other shapes of the same 24 accumulators, 8x48 and 6x64:
- * 11 and 10 loads a k step for the 24 FMAs (gemm.c says where each runs). */
+ * 11 and 10 loads a k step for the 24 FMAs (gemm.c says where each runs),
+ * and the bf16 one in 8x48, whose 8 rows of an A read in place fit an L1
+ * set's ways where the rows lie a multiple of 4 KB apart (gemm.c,
+ * L1_SET_ROWS). */
 #define MR 12
 #define NR 32
 
@@ -99,48 +102,44 @@
                                                      : a[s * mr + (i)]);                      \
         V(ACC_FMA, i)                                                                    \
     }
-#define TILE_F32(name, ROWS, V, mr_, nr_)                                                                           \
-    TT_AVX512F static inline __attribute__((always_inline)) void name(int ksteps, const float *a, long lda,          \
-                                                                      const float *b, TILE_OUT_PARAMS)              \
+
+/* The bf16 tiles, laid out as the fp32 ones with bf16 pairs (32-bit words)
+ * for values: each vdpbf16ps adds a[k]b[k] + a[k+1]b[k+1] to 16 fp32 lanes. */
+#define B_LOAD16(i, v, n) const __m512bh b##n = (__m512bh)_mm512_load_si512(b + 16 * (n));
+#define ACC_DOT(i, v, n) c##i##v = _mm512_dpbf16_ps(c##i##v, ai, b##n);
+#define DOT_ROW(i, V)                                                                                     \
+    {                                                                                                     \
+        const __m512bh ai = (__m512bh)_mm512_set1_epi32(rows ? a[(long)(i) * lda + s] : a[s * mr + (i)]); \
+        V(ACC_DOT, i)                                                                                     \
+    }
+
+/* A tile of `mr_` rows and 16 x (the vectors V) columns, on elements of type
+ * T (float, or int32_t bf16 pairs): per k step, LOAD its B vectors, then ROW
+ * for each row. */
+#define TILE(name, TARGET, T, ROWS, V, mr_, nr_, LOAD, ROW)                                                        \
+    TARGET static inline __attribute__((always_inline)) void name(int ksteps, const T *a, long lda, const T *b,   \
+                                                                  TILE_OUT_PARAMS)                              \
     {                                                                                                               \
         enum { mr = mr_ };                                                                                          \
         ROWS(ZERO, V)                                                                                               \
         ROWS(ASK, V)                                                                                                \
         for (int s = 0; s < ksteps; s++) {                                                                          \
-            V(B_LOAD, 0)                                                                                            \
-            ROWS(FMA_ROW, V)                                                                                        \
+            V(LOAD, 0)                                                                                              \
+            ROWS(ROW, V)                                                                                            \
             b += nr_;                                                                                               \
         }                                                                                                           \
         ROWS(PUT, V)                                                                                                \
     }
-TILE_F32(tile_f32, ROWS12, VECS2, MR, NR)
-TILE_F32(tile_f32_8x48, ROWS8, VECS3, 8, 48)
-TILE_F32(tile_f32_6x64, ROWS6, VECS4, 6, 64)
+TILE(tile_f32, TT_AVX512F, float, ROWS12, VECS2, MR, NR, B_LOAD, FMA_ROW)
+TILE(tile_f32_8x48, TT_AVX512F, float, ROWS8, VECS3, 8, 48, B_LOAD, FMA_ROW)
+TILE(tile_f32_6x64, TT_AVX512F, float, ROWS6, VECS4, 6, 64, B_LOAD, FMA_ROW)
+TILE(tile_bf16, TT_AVX512BF16, int32_t, ROWS12, VECS2, MR, NR, B_LOAD16, DOT_ROW)
+TILE(tile_bf16_8x48, TT_AVX512BF16, int32_t, ROWS8, VECS3, 8, 48, B_LOAD16, DOT_ROW)
+#undef TILE
 #undef B_LOAD
 #undef ACC_FMA
 #undef FMA_ROW
-#undef TILE_F32
-
-/* The bf16 tile, laid out as tile_f32's with bf16 pairs (32-bit words) for
- * values: each vdpbf16ps adds a[k]b[k] + a[k+1]b[k+1] to 16 fp32 lanes. */
-#define ACC_DOT(i, v, n) c##i##v = _mm512_dpbf16_ps(c##i##v, ai, b##n);
-#define DOT_ROW(i, V)                                                                                     \
-    {                                                                                                     \
-        const __m512bh ai = (__m512bh)_mm512_set1_epi32(rows ? a[(long)(i) * lda + s] : a[s * MR + (i)]); \
-        V(ACC_DOT, i)                                                                                     \
-    }
-TT_AVX512BF16 static inline __attribute__((always_inline)) void tile_bf16(int ksteps, const int32_t *a, long lda,
-                                                                           const __m512i *b, TILE_OUT_PARAMS)
-{
-    ROWS12(ZERO, VECS2)
-    ROWS12(ASK, VECS2)
-    for (int s = 0; s < ksteps; s++) {
-        const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 1);
-        ROWS12(DOT_ROW, VECS2)
-        b += 2;
-    }
-    ROWS12(PUT, VECS2)
-}
+#undef B_LOAD16
 #undef ACC_DOT
 #undef DOT_ROW
 
@@ -173,6 +172,7 @@ KERNELS(tile_f32, TT_AVX512F)
 KERNELS(tile_f32_8x48, TT_AVX512F)
 KERNELS(tile_f32_6x64, TT_AVX512F)
 KERNELS(tile_bf16, TT_AVX512BF16)
+KERNELS(tile_bf16_8x48, TT_AVX512BF16)
 KERNEL_COLS(tile_f32)
 KERNEL_COLS(tile_f32_8x48)
 KERNEL_COLS(tile_f32_6x64)
@@ -648,13 +648,22 @@ static const tt_gemm_impl avx512_bf16 = {
 };
 
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }
+/* the 8x48 bf16 tile: where an A's rows all fall in one L1 set (tt_gemm_one_set_impl) */
+static const tt_gemm_impl avx512_bf16_8x48 = {
+    .name = "avx512-bf16", .mr = 8, .nr = 48, .kunit = 2, .esize = 2,
+    .mc = 144, .kc = 1024, .nc = 3072, .kc_whole = KC_WHOLE, .l2_kb = 1024, .kern = kern_tile_bf16_8x48,
+    .kern_rows = kern_tile_bf16_8x48_rows, .kern_out16 = kern_tile_bf16_8x48_out, .pack = pack_bf16,
+    .skinny = tt_gemm_skinny_avx512,
+};
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void) { return &avx512_bf16; }
+const tt_gemm_impl *tt_gemm_impl_avx512_bf16_8x48(void) { return &avx512_bf16_8x48; }
 const tt_gemm_impl *tt_gemm_impl_avx512_f32_8x48(void) { return &avx512_f32_8x48; }
 const tt_gemm_impl *tt_gemm_impl_avx512_f32_6x64(void) { return &avx512_f32_6x64; }
 
 #else /* not x86-64 with GNU C: no AVX-512 path */
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return NULL; }
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void) { return NULL; }
+const tt_gemm_impl *tt_gemm_impl_avx512_bf16_8x48(void) { return NULL; }
 const tt_gemm_impl *tt_gemm_impl_avx512_f32_8x48(void) { return NULL; }
 const tt_gemm_impl *tt_gemm_impl_avx512_f32_6x64(void) { return NULL; }
 #endif

@@ -173,6 +173,20 @@ static const tt_gemm_impl *avx512_f32(int N)
     return t == 3 ? tt_gemm_impl_avx512_f32_6x64() : t == 2 ? tt_gemm_impl_avx512_f32_8x48() : tt_gemm_impl_avx512_f32();
 }
 
+/* The AVX-512 bf16 tile: 12x32, or 8x48 where TITAN_GEMM_TILE (or
+ * tt_gemm_set_tile) names it; auto takes 8x48 only for the A tt_gemm_one_set_impl
+ * describes. There is no bf16 6x64: that mode keeps 12x32 for bf16. */
+static const tt_gemm_impl *avx512_bf16(void)
+{
+    return mode_get(&g_tile) == 2 ? tt_gemm_impl_avx512_bf16_8x48() : tt_gemm_impl_avx512_bf16();
+}
+
+const tt_gemm_impl *tt_gemm_one_set_impl(const tt_gemm_impl *im, int N)
+{
+    if (im == tt_gemm_impl_avx512_bf16() && mode_get(&g_tile) == 0 && N % 48 == 0) return tt_gemm_impl_avx512_bf16_8x48();
+    return im;
+}
+
 /* The implementation for `compute` and N columns of C; *round says whether
  * fp32 operands must be rounded to bf16 while packing (bf16 compute on fp32
  * hardware). */
@@ -186,7 +200,7 @@ const tt_gemm_impl *tt_gemm_pick_impl(tt_dtype compute, int N, int *round)
         if (!im) im = avx512_f32(N);
         break;
     case TT_GEMM_ISA_AVX512BF16:
-        if (compute == TT_BF16) im = tt_gemm_impl_avx512_bf16();
+        if (compute == TT_BF16 && tt_gemm_impl_avx512_bf16()) im = avx512_bf16();
         if (!im) im = avx512_f32(N);
         break;
     case TT_GEMM_ISA_AVX512: im = avx512_f32(N); break;

@@ -15,6 +15,12 @@
  * packing (bf16 compute on fp32 hardware). */
 const tt_gemm_impl *tt_gemm_pick_impl(tt_dtype compute, int N, int *round);
 
+/* The implementation to take in place of im for an A read in place whose
+ * rows all fall in one L1 set (gemm.c's L1_SET_STRIDE) with N columns of C:
+ * on the AVX-512 bf16 path, in the automatic tile mode and where 48 divides
+ * N, the 8x48 tile, whose 8 rows fit the L1's ways; else im. */
+const tt_gemm_impl *tt_gemm_one_set_impl(const tt_gemm_impl *im, int N);
+
 /* How the threads share a product (tt_gemm_set_split, TITAN_GEMM_SPLIT) */
 enum { TT_GEMM_SPLIT_AUTO, TT_GEMM_SPLIT_SHARED, TT_GEMM_SPLIT_OWN };
 int tt_gemm_current_split(void);

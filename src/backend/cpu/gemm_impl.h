@@ -115,6 +115,7 @@ const tt_gemm_impl *tt_gemm_impl_avx512_f32(void);
 const tt_gemm_impl *tt_gemm_impl_avx512_f32_8x48(void); /* the same with an 8x48 tile */
 const tt_gemm_impl *tt_gemm_impl_avx512_f32_6x64(void); /* and with a 6x64 one */
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void);
+const tt_gemm_impl *tt_gemm_impl_avx512_bf16_8x48(void);
 const tt_gemm_impl *tt_gemm_impl_amx_bf16(void);
 
 #endif
