@@ -294,6 +294,24 @@ static void check_strides(tt_rng *rng, const char *isa, int M, tt_dtype compute,
  * a thread on, on every path that reads A in place (AMX and AVX-512).
  * tt_gemm_set_a_pack_cols moves the figure; either way the product has the
  * same bits. */
+/* Random operands for the A-in-place checks: A (M, K) in fp32 and its bf16
+ * copy, B (K, N) in fp32, and two C buffers of (M, N) */
+typedef struct {
+    float *a, *b, *c0, *c1;
+    uint16_t *a16;
+} operands;
+
+static operands operands_new(tt_rng *rng, int M, int K, int N)
+{
+    operands o = {malloc((size_t)M * K * 4), malloc((size_t)K * N * 4), malloc((size_t)M * N * 4),
+                  malloc((size_t)M * N * 4), malloc((size_t)M * K * 2)};
+    for (size_t x = 0; x < (size_t)M * K; x++) o.a16[x] = tt_f32_to_bf16(o.a[x] = rnd(rng));
+    for (size_t x = 0; x < (size_t)K * N; x++) o.b[x] = rnd(rng);
+    return o;
+}
+
+static void operands_free(operands *o) { free(o->a), free(o->b), free(o->c0), free(o->c1), free(o->a16); }
+
 /* An A whose rows all fall in one L1 set (K 2,048: 4 KB apart in bf16, 8 KB
  * in fp32) is read in place by a tile of 8 rows or fewer and packed for the
  * 12-row tiles; on the AVX-512 bf16 path the automatic tile mode takes the
@@ -305,13 +323,10 @@ static void check_a_one_set(tt_rng *rng, const char *isa, tt_dtype compute, int 
     const char *kern = tt_gemm_path_name(compute);
     const int M = 40, N = 96, K = 2048;
     const tt_dtype adt = compute == TT_BF16 ? TT_BF16 : TT_F32;
-    float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * N * 4);
-    float *c0 = malloc((size_t)M * N * 4), *c1 = malloc((size_t)M * N * 4);
-    uint16_t *a16 = malloc((size_t)M * K * 2);
-    for (size_t x = 0; x < (size_t)M * K; x++) a16[x] = tt_f32_to_bf16(a[x] = rnd(rng));
-    for (size_t x = 0; x < (size_t)K * N; x++) b[x] = rnd(rng);
-    tt_gemm_args g = {.compute = compute, .A = adt == TT_BF16 ? (const void *)a16 : (const void *)a, .adt = adt,
-                      .lda = K, .B = b, .bdt = TT_F32, .ldb = N, .C = c0, .cdt = TT_F32, .ldc = N, .M = M, .N = N,
+    operands o = operands_new(rng, M, K, N);
+    float *c0 = o.c0, *c1 = o.c1;
+    tt_gemm_args g = {.compute = compute, .A = adt == TT_BF16 ? (const void *)o.a16 : (const void *)o.a, .adt = adt,
+                      .lda = K, .B = o.b, .bdt = TT_F32, .ldb = N, .C = c0, .cdt = TT_F32, .ldc = N, .M = M, .N = N,
                       .K = K};
     const char *const modes[] = {"auto", "12x32"};
     for (int i = 0; i < 2; i++) {
@@ -326,7 +341,7 @@ static void check_a_one_set(tt_rng *rng, const char *isa, tt_dtype compute, int 
     }
     CHECK(tt_gemm_set_tile("auto") == 0);
     CHECK_MSG(memcmp(c0, c1, (size_t)M * N * 4) == 0, "%s %s: an A in one L1 set, the tiles differ", isa, kern);
-    free(a), free(b), free(c0), free(c1), free(a16);
+    operands_free(&o);
 }
 
 static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
@@ -342,12 +357,9 @@ static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
     const int cols = 1024;
     const int M = 96, K = 1056, Nmax = cols * nt + 64; /* rows 4224 bytes apart in fp32: not in one L1 set */
     const tt_dtype adt = compute == TT_BF16 ? TT_BF16 : TT_F32;
-    float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * Nmax * 4);
-    float *c0 = malloc((size_t)M * Nmax * 4), *c1 = malloc((size_t)M * Nmax * 4);
-    uint16_t *a16 = malloc((size_t)M * K * 2);
-    for (size_t x = 0; x < (size_t)M * K; x++) a16[x] = tt_f32_to_bf16(a[x] = rnd(rng));
-    for (size_t x = 0; x < (size_t)K * Nmax; x++) b[x] = rnd(rng);
-    const void *A = adt == TT_BF16 ? (const void *)a16 : (const void *)a;
+    operands o = operands_new(rng, M, K, Nmax);
+    float *b = o.b, *c0 = o.c0, *c1 = o.c1;
+    const void *A = adt == TT_BF16 ? (const void *)o.a16 : (const void *)o.a;
     const int ns[] = {cols * nt - 16, cols * nt}; /* just below the figure, and the figure */
     for (int i = 0; i < 2; i++) {
         const int N = ns[i];
@@ -398,7 +410,7 @@ static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
     }
     g.lda = -1;
     CHECK(tt_gemm_reads_a_in_place(&g) == -1);
-    free(a), free(b), free(c0), free(c1), free(a16);
+    operands_free(&o);
     check_a_one_set(rng, isa, compute, widened);
 }
 
