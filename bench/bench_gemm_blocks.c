@@ -17,7 +17,8 @@
  * without prefetching rows ahead (tt_gemm_set_pack_prefetch(0); only the
  * paths that prefetch, AMX, differ). With --a-kc-blocks, A cuts every K in
  * kc blocks (tt_gemm_set_kc_whole(0)), where B takes a K up to its path's
- * kc_whole in one block (AMX, and the AVX-512 bf16 and 12x32 fp32 tiles). With --a-pack-transposed, A
+ * kc_whole in one block (AMX, the AVX-512 bf16 tiles and the 12x32 fp32
+ * one). With --a-pack-transposed, A
  * packs every transposed fp32 A (tt_gemm_set_a_cols(SIZE_MAX)), where B's
  * fp32 tiles read a large one in place.
  * On a shared host whose speed drifts over seconds, whole-process A/B runs

@@ -25,7 +25,7 @@ static const shape shapes[] = {
     {32, 50, 40}, {33, 40, 20}, {2, 700, 400}, {300, 70, 600}, {37, 1000, 45}, {20, 40, 1100},
     {40, 3200, 40}, /* past AMX's nc */
     {70, 90, 64}, {100, 40, 1088}, /* k in whole AMX granules: a bf16 A read in place */
-    {24, 40, 2700}, /* past kc_whole (AMX, the AVX-512 bf16 and 12x32 tiles): an A not transposed over several k blocks there too */
+    {24, 40, 2700}, /* past every path's kc_whole: an A not transposed over several k blocks there too */
 };
 
 static float rnd(tt_rng *r) { return (float)(2.0 * tt_rng_uniform(r) - 1.0); }

@@ -711,7 +711,8 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
      * packing it would only copy it, when the threads' columns are few
      * enough (A_PACK_MIN_COLS, or what tt_gemm_set_a_pack_cols set) that the copy
      * would cost more than it saves, and when its rows do not all fall in
-     * one L1 set (L1_SET_STRIDE). */
+     * one L1 set (L1_SET_STRIDE) or the tile's rows fit the set's ways
+     * (L1_SET_ROWS). */
     const int few_cols = j->N < pack_cols * nt && (!one_set || im->mr <= L1_SET_ROWS);
     const int rows_ok = im->kern_rows && !j->ta && !j->round &&
                         (im->kunit == 1 ? j->adt == TT_F32

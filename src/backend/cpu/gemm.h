@@ -115,9 +115,10 @@ int tt_gemm_block_scale(tt_dtype compute);
  * takes on Intel CPUs the widest whose width divides N, and 12x32 elsewhere.
  * The AVX-512 bf16 kernel's: 12x32, or 8x48 in mode "8x48", and in "auto"
  * for an A read in place whose rows all fall in one L1 set where 48 divides
- * N ("6x64" keeps 12x32 for bf16). TITAN_GEMM_TILE names the mode ("auto", "12x32", "8x48", "6x64"; read on
- * the first call), or tt_gemm_set_tile does (NULL: back to the variable's or
- * auto; not while another thread is inside a GEMM). */
+ * N ("6x64" keeps 12x32 for bf16). TITAN_GEMM_TILE names the mode ("auto",
+ * "12x32", "8x48", "6x64"; read on the first call), or tt_gemm_set_tile does
+ * (NULL: back to the variable's or auto; not while another thread is inside
+ * a GEMM). */
 tt_err tt_gemm_set_tile(const char *name);
 /* How the threads share a product: "own" (each computes its own band of C,
  * packing for itself what it reads), "shared" (they pack each block together
@@ -161,9 +162,10 @@ void tt_gemm_set_a_cols(size_t min_bytes);
  * benchmarks; not while another thread is inside a GEMM). */
 void tt_gemm_set_pack_prefetch(int on);
 /* On the paths that take a k-contiguous A's K in one k block up to a figure
- * of their own (AMX, the AVX-512 bf16 and 12x32 fp32 tiles), tt_gemm_set_kc_whole(0) cuts every K in kc blocks
- * instead (the sums then add in another order: for benchmarks; not while
- * another thread is inside a GEMM). */
+ * of their own (AMX, the AVX-512 bf16 tiles and the 12x32 fp32 one),
+ * tt_gemm_set_kc_whole(0) cuts every K in kc blocks instead (the sums then
+ * add in another order: for benchmarks; not while another thread is inside
+ * a GEMM). */
 void tt_gemm_set_kc_whole(int on);
 /* Whether tt_gemm(g) would read A in place rather than pack it, on the
  * current path with the threads it would take: 1 (its rows), 2 (a transposed

@@ -614,8 +614,8 @@ TT_AVX512F void tt_gemm_skinny_avx512(const tt_gemm_skinny_args *s, int n0, int 
  *
  * An A that is not transposed (the forward products and the input
  * gradients) is summed in one k block up to K 2,560 (kc_whole, on the bf16
- * tile and the 12x32 fp32 one; the 8x48 and 6x64 tiles, which only Intel
- * takes, were not measured with it): each cut costs a pass over C, and
+ * tiles and the 12x32 fp32 one; the fp32 8x48 and 6x64 tiles, which only
+ * Intel takes, were not measured with it): each cut costs a pass over C, and
  * over a bf16 C's fp32 partial sums. On Zen 4
  * (bench_gemm_blocks --a-kc-blocks, pairs of calls), one block ran
  * llama_768's bf16 qkv input gradient (K 2,304) 1.03-1.09x as fast and its
@@ -646,8 +646,6 @@ static const tt_gemm_impl avx512_bf16 = {
     .mc = 144, .kc = 1024, .nc = 3072, .kc_whole = KC_WHOLE, .l2_kb = 1024, .kern = kern_tile_bf16, .kern_rows = kern_tile_bf16_rows,
     .kern_out16 = kern_tile_bf16_out, .pack = pack_bf16, .skinny = tt_gemm_skinny_avx512,
 };
-
-const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }
 /* the 8x48 bf16 tile: where an A's rows all fall in one L1 set (tt_gemm_one_set_impl) */
 static const tt_gemm_impl avx512_bf16_8x48 = {
     .name = "avx512-bf16", .mr = 8, .nr = 48, .kunit = 2, .esize = 2,
@@ -655,6 +653,8 @@ static const tt_gemm_impl avx512_bf16_8x48 = {
     .kern_rows = kern_tile_bf16_8x48_rows, .kern_out16 = kern_tile_bf16_8x48_out, .pack = pack_bf16,
     .skinny = tt_gemm_skinny_avx512,
 };
+
+const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16(void) { return &avx512_bf16; }
 const tt_gemm_impl *tt_gemm_impl_avx512_bf16_8x48(void) { return &avx512_bf16_8x48; }
 const tt_gemm_impl *tt_gemm_impl_avx512_f32_8x48(void) { return &avx512_f32_8x48; }
