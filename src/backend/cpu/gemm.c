@@ -695,9 +695,10 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
     const size_t aes = tt_dtype_size(j->adt);
     const int set_cols = __atomic_load_n(&g_a_pack_cols, __ATOMIC_RELAXED);
     const int pack_cols = set_cols ? set_cols : A_PACK_MIN_COLS;
+    const int few = j->N < pack_cols * nt; /* the threads' columns, few enough to read A in place */
     /* A's rows all in one L1 set: the tile for that, where the path has one */
     const int one_set = ((size_t)j->lda * aes) % L1_SET_STRIDE == 0;
-    if (one_set && !j->ta && j->N < pack_cols * nt) j->im = tt_gemm_one_set_impl(j->im, j->N);
+    if (one_set && !j->ta && few) j->im = tt_gemm_one_set_impl(j->im, j->N);
     const tt_gemm_impl *im = j->im;
     const int scale = tt_gemm_impl_block_scale(im);
     /* the impl's kc_whole: a K a little past kc in one k block, where A is
@@ -713,7 +714,7 @@ static size_t gemm_plan_for(gemm_job *j, int nt, gemm_plan *pl)
      * would cost more than it saves, and when its rows do not all fall in
      * one L1 set (L1_SET_STRIDE) or the tile's rows fit the set's ways
      * (L1_SET_ROWS). */
-    const int few_cols = j->N < pack_cols * nt && (!one_set || im->mr <= L1_SET_ROWS);
+    const int few_cols = few && (!one_set || im->mr <= L1_SET_ROWS);
     const int rows_ok = im->kern_rows && !j->ta && !j->round &&
                         (im->kunit == 1 ? j->adt == TT_F32
                                         : j->adt == TT_BF16 && j->K % kgran_of(im) == 0 && j->lda % 2 == 0 &&

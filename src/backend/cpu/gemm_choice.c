@@ -183,8 +183,8 @@ static const tt_gemm_impl *avx512_bf16(void)
 
 const tt_gemm_impl *tt_gemm_one_set_impl(const tt_gemm_impl *im, int N)
 {
-    if (im == tt_gemm_impl_avx512_bf16() && mode_get(&g_tile) == 0 && N % 48 == 0) return tt_gemm_impl_avx512_bf16_8x48();
-    return im;
+    const tt_gemm_impl *wide = tt_gemm_impl_avx512_bf16_8x48();
+    return im == tt_gemm_impl_avx512_bf16() && mode_get(&g_tile) == 0 && N % wide->nr == 0 ? wide : im;
 }
 
 /* The implementation for `compute` and N columns of C; *round says whether
@@ -200,7 +200,7 @@ const tt_gemm_impl *tt_gemm_pick_impl(tt_dtype compute, int N, int *round)
         if (!im) im = avx512_f32(N);
         break;
     case TT_GEMM_ISA_AVX512BF16:
-        if (compute == TT_BF16 && tt_gemm_impl_avx512_bf16()) im = avx512_bf16();
+        if (compute == TT_BF16) im = avx512_bf16();
         if (!im) im = avx512_f32(N);
         break;
     case TT_GEMM_ISA_AVX512: im = avx512_f32(N); break;
