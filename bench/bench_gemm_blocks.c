@@ -13,9 +13,9 @@
  * rounds its whole tiles into C. With --a-pack-cols N, A reads an A stored
  * as the kernel reads it in place below N columns of C a thread and packs it
  * from there (tt_gemm_set_a_pack_cols), where B follows its path's figure.
- * With --a-no-pack-prefetch, A's pair packer reads a row-contiguous operand
- * without prefetching rows ahead (tt_gemm_set_pack_prefetch(0); only the
- * paths that prefetch, AMX, differ). With --a-kc-blocks, A cuts every K in
+ * With --a-no-pack-prefetch, A's packers read a row-contiguous operand
+ * without prefetching rows ahead (tt_gemm_set_pack_prefetch(0); the paths
+ * that prefetch, AMX and AVX-512, differ). With --a-kc-blocks, A cuts every K in
  * kc blocks (tt_gemm_set_kc_whole(0)), where B takes a K up to its path's
  * kc_whole in one block (AMX, the AVX-512 bf16 tiles and the 12x32 fp32
  * one). With --a-pack-transposed, A

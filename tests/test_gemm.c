@@ -414,11 +414,12 @@ static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
     check_a_one_set(rng, isa, compute, widened);
 }
 
-/* The packers' prefetches (on AMX: a row-contiguous B's rows ahead, from
- * bf16 and fp32 sources) read ahead and write nothing: with them turned off
- * (tt_gemm_set_pack_prefetch(0)) the product has the same bits. K spans
- * two k blocks, the second not a whole number of k blocks (its panels
- * padded); M and N end in partial panels. */
+/* The packers' prefetches (a row-contiguous B's rows ahead, from bf16 and
+ * fp32 sources, on AMX and the AVX-512 paths) read ahead and write nothing:
+ * with them turned off (tt_gemm_set_pack_prefetch(0)) the product has the
+ * same bits, in bf16 compute and in fp32. K spans two k blocks, the second
+ * not a whole number of k blocks (its panels padded); M and N end in
+ * partial panels. */
 static void check_pack_prefetch(tt_rng *rng, const char *isa)
 {
     const int M = 70, N = 100, K = 1300;
@@ -427,8 +428,10 @@ static void check_pack_prefetch(tt_rng *rng, const char *isa)
     uint16_t *a16 = malloc((size_t)M * K * 2), *b16 = malloc((size_t)K * N * 2);
     for (size_t x = 0; x < (size_t)M * K; x++) a16[x] = tt_f32_to_bf16(a[x] = rnd(rng));
     for (size_t x = 0; x < (size_t)K * N; x++) b16[x] = tt_f32_to_bf16(b[x] = rnd(rng));
-    for (int src = 0; src < 2; src++) { /* bf16 operands, fp32 ones */
-        tt_gemm_args g = {.compute = TT_BF16, .A = src ? (void *)a : a16, .adt = src ? TT_F32 : TT_BF16, .lda = K,
+    for (int v = 0; v < 3; v++) { /* bf16 compute on bf16 operands, on fp32 ones; fp32 compute */
+        const int src = v > 0;
+        const tt_dtype compute = v == 2 ? TT_F32 : TT_BF16;
+        tt_gemm_args g = {.compute = compute, .A = src ? (void *)a : a16, .adt = src ? TT_F32 : TT_BF16, .lda = K,
                           .B = src ? (void *)b : b16, .bdt = src ? TT_F32 : TT_BF16, .ldb = N, .C = c0,
                           .cdt = TT_F32, .ldc = N, .M = M, .N = N, .K = K};
         CHECK(tt_gemm(&g) == 0);
@@ -437,7 +440,7 @@ static void check_pack_prefetch(tt_rng *rng, const char *isa)
         CHECK(tt_gemm(&g) == 0);
         tt_gemm_set_pack_prefetch(1);
         CHECK_MSG(memcmp(c0, c1, (size_t)M * N * 4) == 0, "%s %s, %s operands: the packers' prefetches change C", isa,
-                  tt_gemm_path_name(TT_BF16), src ? "fp32" : "bf16");
+                  tt_gemm_path_name(compute), src ? "fp32" : "bf16");
     }
     free(a), free(b), free(c0), free(c1), free(a16), free(b16);
 }

@@ -122,7 +122,8 @@ static void pack_rows(const gemm_job *j, int is_a, int row0, int rn, int pc, int
     const tt_gemm_impl *im = j->im;
     if (rn <= 0) return;
     tt_gemm_pack_args pa = {.kn = kc, .kpad = kpad_of(im, kc), .round_bf16 = j->round,
-                            .prefetch = im->pack_prefetch && __atomic_load_n(&g_pack_prefetch, __ATOMIC_RELAXED)};
+                            .prefetch = __atomic_load_n(&g_pack_prefetch, __ATOMIC_RELAXED) ? im->pack_prefetch : 0,
+                            .prefetch_l2 = im->pack_prefetch_l2};
     if (is_a) { /* A element (row, k) is A[k*lda + row] when ta, else A[row*lda + k] */
         const size_t esz = tt_dtype_size(j->adt);
         pa.src = j->A + esz * (j->ta ? (size_t)pc * j->lda + row0 : (size_t)row0 * j->lda + pc);

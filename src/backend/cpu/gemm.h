@@ -158,8 +158,8 @@ void tt_gemm_set_a_pack_cols(int cols);
  * is inside a GEMM). */
 void tt_gemm_set_a_cols(size_t min_bytes);
 /* On the paths whose packers prefetch a row-contiguous source's next rows
- * (AMX), tt_gemm_set_pack_prefetch(0) turns that off (the same bits: for
- * benchmarks; not while another thread is inside a GEMM). */
+ * (AMX and AVX-512), tt_gemm_set_pack_prefetch(0) turns that off (the same
+ * bits: for benchmarks; not while another thread is inside a GEMM). */
 void tt_gemm_set_pack_prefetch(int on);
 /* On the paths that take a k-contiguous A's K in one k block up to a figure
  * of their own (AMX, the AVX-512 bf16 tiles and the 12x32 fp32 one),

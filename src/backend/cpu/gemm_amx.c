@@ -216,6 +216,16 @@ static void pack_b_amx(void *dst, const tt_gemm_pack_args *p)
  * input gradient (K 4,096) 0.84-0.86x in two of 2,048 against four of 1,024. */
 #define KC_WHOLE 2560
 
+/* Rows ahead that B's pair packer (the AVX-512 one) asks for a
+ * row-contiguous source, into L1. Measured on the Intel Xeon host with the
+ * operands from memory: the llama_768 step's input gradients (B the
+ * weights' bf16 copy) ran 1.00-1.07x as fast and its weight gradients (B
+ * the activations) 1.00-1.05x, where the forward products, which it does
+ * not touch, read 0.98-1.03x; in cache all 0.99-1.02x (bench_gemm_blocks
+ * --a-no-pack-prefetch, performance-changes.md). The AVX-512 paths ask for
+ * twice as many rows into L2, measured on Zen 4; that was not measured here. */
+#define PAIR_PF_ROWS 8
+
 /* Cache blocks. A 32 x 32 tile of products takes 64 cycles and 4 KB of A and
  * B, more than L2 feeds a core in that time, so the kernel runs well below
  * the tile peak whatever the blocking; what the blocks still decide is
@@ -228,7 +238,7 @@ static const tt_gemm_impl amx_bf16 = {
     .name = "amx-bf16", .mr = MR, .nr = NR, .kunit = 2, .kgran = KB, .esize = 2,
     .mc = 256, .kc = 1024, .nc = 3072, .kc_whole = KC_WHOLE,
     .kern = kern_amx, .kern_rows = kern_amx_rows,
-    .pack = pack_b_amx, .pack_a = pack_a_amx, .pack_prefetch = 1,
+    .pack = pack_b_amx, .pack_a = pack_a_amx, .pack_prefetch = PAIR_PF_ROWS,
     .skinny = tt_gemm_skinny_avx512, .begin = tt_amx_tiles_16x64, .end = tt_amx_release,
 };
 

@@ -267,6 +267,43 @@ TT_AVX512F static inline void f32_step2(const tt_gemm_pack_args *p, float *d0, f
     _mm512_mask_storeu_ps(d1, mask16(W), _mm512_permutexvar_ps(up, v));
 }
 
+/* Wide panels from a row-contiguous source (B without tb: a weight read by
+ * an input gradient, the activations read by a weight gradient) are packed
+ * k by k across the block's width: one row's stretch, then the next row's.
+ * Each stretch is a fresh stream, which the hardware prefetchers find too
+ * late, so the packers ask for the rows p->prefetch ahead themselves, into
+ * L2: L1 has few miss buffers, and a core asking into L1 keeps fewer lines
+ * in flight from memory. On the Zen 4 host the llama_768 step's bf16 input
+ * gradients ran 1.00-1.05x as fast with the operands from memory, the fp32
+ * ones 0.99-1.03x (bench_gemm_blocks --a-no-pack-prefetch,
+ * performance-changes.md). */
+#define PACK_PF_ROWS 16
+
+/* the bytes [a, a + bytes) asked for, a cache line at a time, into L2 or L1 */
+TT_AVX512F static inline void prefetch_span(const char *a, size_t bytes, int l2)
+{
+    for (size_t o = 0; o < bytes; o += 64) {
+        if (l2) _mm_prefetch(a + o, _MM_HINT_T1);
+        else _mm_prefetch(a + o, _MM_HINT_T0);
+    }
+}
+
+/* where row r of a row-contiguous source block starts, or NULL when the
+ * packer asks for nothing ahead or r lies past the block */
+TT_AVX512F static inline const char *row_ahead(const tt_gemm_pack_args *p, int r, size_t esz)
+{
+    return p->prefetch && r < p->kn ? (const char *)p->src + (size_t)r * (size_t)p->ld * esz : NULL;
+}
+
+/* panel pi's stretch of the row at ahead (NULL: none) asked for: its W
+ * values, fewer in a ragged last panel, so nothing past the block */
+TT_AVX512F static inline void prefetch_stretch(const tt_gemm_pack_args *p, const char *ahead, int pi, size_t esz)
+{
+    if (!ahead) return;
+    const int r0 = pi * p->W, w = p->rn - r0 < p->W ? p->rn - r0 : p->W;
+    prefetch_span(ahead + (size_t)r0 * esz, (size_t)w * esz, p->prefetch_l2);
+}
+
 /* fp32 panels ([ks][W] floats); fp32 values rounded to bf16 first for bf16
  * compute (p->round_bf16), bf16 values widened */
 TT_AVX512F static void pack_f32(void *dst, const tt_gemm_pack_args *p)
@@ -290,8 +327,13 @@ TT_AVX512F static void pack_f32(void *dst, const tt_gemm_pack_args *p)
             for (; pi < np; pi++)
                 for (int k = 0; k < kn; k++) f32_step(p, (float *)dst + pi * panel + (size_t)k * W, k, pi * W, W);
         } else {
-            for (int k = 0; k < kn; k++)
-                for (int pi = 0; pi < np; pi++) f32_step(p, (float *)dst + pi * panel + (size_t)k * W, k, pi * W, W);
+            for (int k = 0; k < kn; k++) {
+                const char *ahead = row_ahead(p, k + p->prefetch, esz);
+                for (int pi = 0; pi < np; pi++) {
+                    prefetch_stretch(p, ahead, pi, esz);
+                    f32_step(p, (float *)dst + pi * panel + (size_t)k * W, k, pi * W, W);
+                }
+            }
         }
         return;
     }
@@ -349,27 +391,6 @@ TT_AVX512BF16 static inline void pairs_step(const tt_gemm_pack_args *p, int32_t 
     }
 }
 
-/* Rows ahead that the pair packer prefetches a row-contiguous source
- * (p->prefetch). It reads two source rows at a time across the block's
- * width, then the next two: each pair is a fresh pair of streams for the
- * hardware prefetcher to find. Only the AMX path asks for it, the host it
- * was measured on (the Zen hosts are not): there, with the operands from
- * memory, the llama_768 step's input gradients (B the weights' bf16 copy)
- * ran 1.00-1.07x as fast and its weight gradients (B the activations)
- * 1.00-1.05x, where the forward products, which it does not touch, read
- * 0.98-1.03x; in cache all 0.99-1.02x (bench_gemm_blocks
- * --a-no-pack-prefetch, performance-changes.md). */
-#define PAIR_PF_ROWS 8
-
-/* bytes at a and at a + row, a cache line at a time */
-TT_AVX512F static inline void prefetch_two_rows(const char *a, size_t row, size_t bytes)
-{
-    for (size_t o = 0; o < bytes; o += 64) {
-        _mm_prefetch(a + o, _MM_HINT_T0);
-        _mm_prefetch(a + row + o, _MM_HINT_T0);
-    }
-}
-
 /* bf16 pair panels ([ks][W] 32-bit words, ks = ceil(kn / 2)) */
 TT_AVX512BF16 static void pack_bf16(void *dst, const tt_gemm_pack_args *p)
 {
@@ -380,14 +401,11 @@ TT_AVX512BF16 static void pack_bf16(void *dst, const tt_gemm_pack_args *p)
             for (int pi = 0; pi < np; pi++)
                 for (int s = 0; s < ks; s++) pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
         } else {
-            const size_t row = (size_t)p->ld * esz, wbytes = (size_t)W * esz; /* source bytes: a row, a panel's part */
-            for (int s = 0; s < ks; s++) {
-                /* the two rows PAIR_PF_ROWS ahead, where both lie in the block (NULL: no prefetch) */
-                const char *ahead = p->prefetch && 2 * s + PAIR_PF_ROWS + 1 < kn
-                                        ? (const char *)p->src + (size_t)(2 * s + PAIR_PF_ROWS) * row
-                                        : NULL;
+            for (int s = 0; s < ks; s++) { /* the pair of rows p->prefetch ahead */
+                const char *ahead0 = row_ahead(p, 2 * s + p->prefetch, esz);
+                const char *ahead1 = row_ahead(p, 2 * s + p->prefetch + 1, esz);
                 for (int pi = 0; pi < np; pi++) {
-                    if (ahead) prefetch_two_rows(ahead + (size_t)pi * wbytes, row, wbytes);
+                    prefetch_stretch(p, ahead0, pi, esz), prefetch_stretch(p, ahead1, pi, esz);
                     pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
                 }
             }
@@ -627,31 +645,32 @@ static const tt_gemm_impl avx512_f32 = {
     .name = "avx512-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
     .mc = 144, .kc = 512, .nc = 3072, .kc_whole = KC_WHOLE, .l2_kb = 1024, .kern = kern_tile_f32, .kern_rows = kern_tile_f32_rows,
     .kern_cols = kern_tile_f32_cols, .kern_out16 = kern_tile_f32_out,
-    .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
+    .pack = pack_f32, .pack_prefetch = PACK_PF_ROWS, .pack_prefetch_l2 = 1, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_f32_8x48 = {
     .name = "avx512-f32", .mr = 8, .nr = 48, .kunit = 1, .esize = 4,
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32_8x48, .kern_rows = kern_tile_f32_8x48_rows,
     .kern_cols = kern_tile_f32_8x48_cols, .kern_out16 = kern_tile_f32_8x48_out,
-    .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
+    .pack = pack_f32, .pack_prefetch = PACK_PF_ROWS, .pack_prefetch_l2 = 1, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_f32_6x64 = {
     .name = "avx512-f32", .mr = 6, .nr = 64, .kunit = 1, .esize = 4,
     .mc = 144, .kc = 512, .nc = 3072, .l2_kb = 1024, .kern = kern_tile_f32_6x64, .kern_rows = kern_tile_f32_6x64_rows,
     .kern_cols = kern_tile_f32_6x64_cols, .kern_out16 = kern_tile_f32_6x64_out,
-    .pack = pack_f32, .skinny = tt_gemm_skinny_avx512,
+    .pack = pack_f32, .pack_prefetch = PACK_PF_ROWS, .pack_prefetch_l2 = 1, .skinny = tt_gemm_skinny_avx512,
 };
 static const tt_gemm_impl avx512_bf16 = {
     .name = "avx512-bf16", .mr = MR, .nr = NR, .kunit = 2, .esize = 2,
     .mc = 144, .kc = 1024, .nc = 3072, .kc_whole = KC_WHOLE, .l2_kb = 1024, .kern = kern_tile_bf16, .kern_rows = kern_tile_bf16_rows,
-    .kern_out16 = kern_tile_bf16_out, .pack = pack_bf16, .skinny = tt_gemm_skinny_avx512,
+    .kern_out16 = kern_tile_bf16_out, .pack = pack_bf16, .pack_prefetch = PACK_PF_ROWS, .pack_prefetch_l2 = 1,
+    .skinny = tt_gemm_skinny_avx512,
 };
 /* the 8x48 bf16 tile: where an A's rows all fall in one L1 set (tt_gemm_one_set_impl) */
 static const tt_gemm_impl avx512_bf16_8x48 = {
     .name = "avx512-bf16", .mr = 8, .nr = 48, .kunit = 2, .esize = 2,
     .mc = 144, .kc = 1024, .nc = 3072, .kc_whole = KC_WHOLE, .l2_kb = 1024, .kern = kern_tile_bf16_8x48,
     .kern_rows = kern_tile_bf16_8x48_rows, .kern_out16 = kern_tile_bf16_8x48_out, .pack = pack_bf16,
-    .skinny = tt_gemm_skinny_avx512,
+    .pack_prefetch = PACK_PF_ROWS, .pack_prefetch_l2 = 1, .skinny = tt_gemm_skinny_avx512,
 };
 
 const tt_gemm_impl *tt_gemm_impl_avx512_f32(void) { return &avx512_f32; }

@@ -25,8 +25,10 @@ typedef struct {
     int kpad;         /* k values a panel holds: kn rounded up to the impl's kgran, zero past kn */
     int W;            /* panel width */
     int round_bf16;   /* kunit 1 only: round fp32 values to bf16 first (bf16 compute without bf16 hardware) */
-    int prefetch;     /* the bf16-pair packer prefetches a row-contiguous source's next rows (the
-                         impl's pack_prefetch, unless tt_gemm_set_pack_prefetch(0)) */
+    int prefetch;     /* a row-contiguous source's rows this far ahead are asked for as a wide (W >= 16)
+                         panel block is packed (the impl's pack_prefetch; 0: none, and always 0 after
+                         tt_gemm_set_pack_prefetch(0)) */
+    int prefetch_l2;  /* those go to L2 (prefetcht1), not L1 (the impl's pack_prefetch_l2) */
 } tt_gemm_pack_args;
 
 /* Computes the MR x NR tile sum over `ksteps` steps of a[s][i] * b[s][j] and
@@ -84,7 +86,8 @@ typedef struct {
     tt_gemm_kern_out16_fn kern_out16; /* NULL: a bf16 C's last k block summed in scratch, rounded after */
     tt_gemm_pack_fn pack;
     tt_gemm_pack_fn pack_a; /* NULL: A panels as B's, by pack (with W = mr) */
-    int pack_prefetch;      /* the pair packer prefetches a row-contiguous source ahead (tt_gemm_pack_args' prefetch) */
+    int pack_prefetch;      /* rows ahead the packer asks for a row-contiguous source (tt_gemm_pack_args' prefetch) */
+    int pack_prefetch_l2;   /* into L2, not L1 (tt_gemm_pack_args' prefetch_l2) */
     tt_gemm_skinny_fn skinny;
     /* NULL, or called on each thread before its first and after its last
      * microkernel of a GEMM (AMX: configure the tiles, release them) */
