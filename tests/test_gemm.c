@@ -294,8 +294,8 @@ static void check_strides(tt_rng *rng, const char *isa, int M, tt_dtype compute,
  * a thread on, on every path that reads A in place (AMX and AVX-512).
  * tt_gemm_set_a_pack_cols moves the figure; either way the product has the
  * same bits. */
-/* Random operands for the A-in-place checks: A (M, K) in fp32 and its bf16
- * copy, B (K, N) in fp32, and two C buffers of (M, N) */
+/* Random operands for the A-in-place and prefetch checks: A (M, K) in fp32
+ * and its bf16 copy, B (K, N) in fp32, and two C buffers of (M, N) */
 typedef struct {
     float *a, *b, *c0, *c1;
     uint16_t *a16;
@@ -423,26 +423,25 @@ static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
 static void check_pack_prefetch(tt_rng *rng, const char *isa)
 {
     const int M = 70, N = 100, K = 1300;
-    float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * N * 4);
-    float *c0 = malloc((size_t)M * N * 4), *c1 = malloc((size_t)M * N * 4);
-    uint16_t *a16 = malloc((size_t)M * K * 2), *b16 = malloc((size_t)K * N * 2);
-    for (size_t x = 0; x < (size_t)M * K; x++) a16[x] = tt_f32_to_bf16(a[x] = rnd(rng));
-    for (size_t x = 0; x < (size_t)K * N; x++) b16[x] = tt_f32_to_bf16(b[x] = rnd(rng));
+    operands o = operands_new(rng, M, K, N);
+    uint16_t *b16 = malloc((size_t)K * N * 2);
+    for (size_t x = 0; x < (size_t)K * N; x++) b16[x] = tt_f32_to_bf16(o.b[x]);
     for (int v = 0; v < 3; v++) { /* bf16 compute on bf16 operands, on fp32 ones; fp32 compute */
         const int src = v > 0;
         const tt_dtype compute = v == 2 ? TT_F32 : TT_BF16;
-        tt_gemm_args g = {.compute = compute, .A = src ? (void *)a : a16, .adt = src ? TT_F32 : TT_BF16, .lda = K,
-                          .B = src ? (void *)b : b16, .bdt = src ? TT_F32 : TT_BF16, .ldb = N, .C = c0,
+        tt_gemm_args g = {.compute = compute, .A = src ? (void *)o.a : o.a16, .adt = src ? TT_F32 : TT_BF16,
+                          .lda = K, .B = src ? (void *)o.b : b16, .bdt = src ? TT_F32 : TT_BF16, .ldb = N, .C = o.c0,
                           .cdt = TT_F32, .ldc = N, .M = M, .N = N, .K = K};
         CHECK(tt_gemm(&g) == 0);
         tt_gemm_set_pack_prefetch(0);
-        g.C = c1;
+        g.C = o.c1;
         CHECK(tt_gemm(&g) == 0);
         tt_gemm_set_pack_prefetch(1);
-        CHECK_MSG(memcmp(c0, c1, (size_t)M * N * 4) == 0, "%s %s, %s operands: the packers' prefetches change C", isa,
-                  tt_gemm_path_name(compute), src ? "fp32" : "bf16");
+        CHECK_MSG(memcmp(o.c0, o.c1, (size_t)M * N * 4) == 0, "%s %s, %s operands: the packers' prefetches change C",
+                  isa, tt_gemm_path_name(compute), src ? "fp32" : "bf16");
     }
-    free(a), free(b), free(c0), free(c1), free(a16), free(b16);
+    operands_free(&o);
+    free(b16);
 }
 
 /* Own bands claimed across threads: with one thread idle until the others
