@@ -47,11 +47,14 @@ TT_AVX2 static inline __m128i bf16x8_exact(__m256 v)
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08));
 }
 
-/* The tile: C (row stride ldc) = the sums (+ C when accumulate). With out16
- * (a constant in each instance) C is bf16, at h: the sums, plus part's fp32
- * partial sums (row stride ldp) when part is not NULL, plus h's old values
- * when accumulate, rounded once, in the order store_bf16 (gemm.c) adds them:
- * the same bits as the scratch path, without its second pass. */
+/* The tile: C (row stride ldc) = the sums (+ C when accumulate), from a
+ * packed A panel ([ksteps][MR] floats) and B panel ([ksteps][NR]). With
+ * out16 (a constant in each instance) C is bf16, at h: the sums, plus
+ * part's fp32 partial sums (row stride ldp) when part is not NULL, plus h's
+ * old values when accumulate, rounded once, in the order store_bf16 (gemm.c)
+ * adds them: the same bits as the scratch path, without its second pass.
+ * The tile first asks for its C rows (64 bytes of fp32, 32 of bf16, from L3
+ * or memory), which are read only after the k loop. */
 TT_AVX2 static inline __attribute__((always_inline)) void tile(int ksteps, const float *a, const float *b, float *c,
                                                                long ldc, int accumulate, const int out16, uint16_t *h,
                                                                const float *part, long ldp)
@@ -59,6 +62,25 @@ TT_AVX2 static inline __attribute__((always_inline)) void tile(int ksteps, const
 #define DECL(i) __m256 c##i##a = _mm256_setzero_ps(), c##i##b = _mm256_setzero_ps();
     ROWS(DECL)
 #undef DECL
+#define ASK(i)                                                                                 \
+    if (out16) {                                                                               \
+        _mm_prefetch((const char *)(h + (long)(i) * ldc), _MM_HINT_T0);                        \
+        _mm_prefetch((const char *)(h + (long)(i) * ldc + 15), _MM_HINT_T0);                   \
+        if (part) {                                                                            \
+            _mm_prefetch((const char *)(part + (long)(i) * ldp), _MM_HINT_T0);                 \
+            _mm_prefetch((const char *)(part + (long)(i) * ldp + 15), _MM_HINT_T0);            \
+        }                                                                                      \
+    } else {                                                                                   \
+        _mm_prefetch((const char *)(c + (long)(i) * ldc), _MM_HINT_T0);                        \
+        _mm_prefetch((const char *)(c + (long)(i) * ldc + 15), _MM_HINT_T0);                   \
+    }
+    ROWS(ASK)
+#undef ASK
+    /* Four k steps a pass: on the Zen 3 host the loop nest's inner two
+     * loops (A in L2, B in L1 or L2) ran 1.00-1.18x as fast so as one step a
+     * pass, the step's whole fp32 products 0.99-1.02x (median 1.005;
+     * performance-changes.md). */
+#pragma GCC unroll 4
     for (int s = 0; s < ksteps; s++) {
         const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
 #define FMA(i)                                          \
@@ -107,16 +129,22 @@ TT_AVX2 static inline __attribute__((always_inline)) void tile(int ksteps, const
 #undef OUT
 }
 
+/* the kernels gemm.c calls: into an fp32 C, and into a bf16 C. A is always
+ * packed: on the Zen 3 host, reading A's rows in place (a kern_rows, as the
+ * AVX-512 path has) ran the llama_768 step's fp32 products with N 768
+ * 0.94-0.99x as fast as packing it, and a transposed A read in place (the
+ * head's weight gradient) 0.95x (bench_gemm_blocks --f32 --a-pack-cols 1,
+ * performance-changes.md): six broadcasts a k step from six rows a stride
+ * apart, against one packed stream, over only 12 FMAs. */
 TT_AVX2 static void kern_f32(int ksteps, const void *a, const void *b, float *c, long ldc, int accumulate)
 {
     tile(ksteps, a, b, c, ldc, accumulate, 0, NULL, NULL, 0);
 }
 
-/* this path reads A packed only (no kern_rows), so lda is always 0 */
 TT_AVX2 static void kern_f32_out(int ksteps, const void *a, long lda, const void *b, uint16_t *h, long ldc,
                                  const float *part, long ldp, int accumulate)
 {
-    (void)lda;
+    (void)lda; /* 0: A is always packed (no kern_rows) */
     tile(ksteps, a, b, NULL, ldc, accumulate, 1, h, part, ldp);
 }
 
@@ -184,22 +212,49 @@ TT_AVX2 static inline void put8(float *d, __m256 v, int keep, int W, int last)
     else _mm256_maskstore_ps(d, lanes8(keep), v);
 }
 
+/* one k step of panel pi (its W values of source row k, zero past the block) */
+TT_AVX2 static inline void step8(const tt_gemm_pack_args *p, float *d, int k, int pi, int last)
+{
+    const int W = p->W, r0 = pi * W, w = p->rn - r0;
+    for (int g = 0; g < W; g += 8)
+        put8(d + g, load8(p, (size_t)k * (size_t)p->ld + (size_t)(r0 + g), w - g), W - g < 8 ? W - g : 8, W, last);
+}
+
+/* The rows ahead a row-contiguous source's panels ask for, into L2
+ * (tt_gemm_pack_args' prefetch) */
+#define PACK_PF_ROWS 16
+
 TT_AVX2 static void pack_f32(void *dst, const tt_gemm_pack_args *p)
 {
     const int W = p->W, kn = p->kn, rn = p->rn, np = (rn + W - 1) / W;
-    const size_t panel = (size_t)kn * W;
+    const size_t panel = (size_t)kn * W, esz = p->sdt == TT_F32 ? 4 : 2;
+    if (!p->kcontig) {
+        /* Row k of the source holds the panels' rows side by side: packed k
+         * by k across the block, each source row read once front to back,
+         * with the row p->prefetch ahead asked for into L2
+         * (tt_gemm_prefetch_stretch). On the Zen 3 host this ran the step's
+         * fp32 input gradients 1.00-1.10x and weight gradients 1.01-1.07x as
+         * fast as packing panel by panel (wide B panels), and the weight
+         * gradients' narrow A panels 1.02-1.10x (bench_gemm_blocks,
+         * performance-changes.md), where the AVX-512 packers keep the narrow
+         * ones panel by panel, as measured on Zen 4. */
+        for (int k = 0; k < kn; k++) {
+            const char *ahead = tt_gemm_row_ahead(p, k + p->prefetch, esz);
+            for (int pi = 0; pi < np; pi++) {
+                tt_gemm_prefetch_stretch(p, ahead, pi, esz);
+                step8(p, (float *)dst + pi * panel + (size_t)k * W, k, pi, k == kn - 1);
+            }
+        }
+        return;
+    }
+    /* k runs along the source rows: 8 rows by 8 k values, transposed. (Asking
+     * for each row 256 bytes ahead, as the AVX-512 packer does, ran the
+     * forward products 0.95-1.00x as fast on the Zen 3 host.) */
     for (int pi = 0; pi < np; pi++) {
         float *d = (float *)dst + pi * panel;
         const int r0 = pi * W, w = rn - r0 < W ? rn - r0 : W;
         for (int g = 0; g < W; g += 8) { /* 8 rows of the panel at a time */
             const int gw = w - g, keep = W - g < 8 ? W - g : 8; /* rows with values; lanes the panel holds */
-            if (!p->kcontig) { /* row k of the source holds the panel's rows side by side */
-                for (int k = 0; k < kn; k++)
-                    put8(d + (size_t)k * W + g, load8(p, (size_t)k * (size_t)p->ld + (size_t)(r0 + g), gw), keep, W,
-                         k == kn - 1);
-                continue;
-            }
-            /* k runs along the source rows: 8 rows by 8 k values, transposed */
             for (int k0 = 0; k0 < kn; k0 += 8) {
                 const int nu = kn - k0 < 8 ? kn - k0 : 8;
                 __m256 t[8];
@@ -212,10 +267,16 @@ TT_AVX2 static void pack_f32(void *dst, const tt_gemm_pack_args *p)
     }
 }
 
+/* kc 768: on the Zen 3 host (512 KB of L2 a core, 32 KB of L1) the step's
+ * fp32 products ran 1.007-1.035x as fast as with kc 256 (1.015x weighted by
+ * time), fewer passes over C outweighing a B panel (48 KB) past L1; kc 384
+ * and 512 measured 1.012x and 0.996x, and 1024 slowed the weight gradients
+ * (bench_gemm_blocks, performance-changes.md). A k block of 768 holds A
+ * blocks of mc's 144 rows (442 KB); shorter ones, gemm.c's 384 KB. */
 static const tt_gemm_impl avx2_f32 = {
     .name = "avx2-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
-    .mc = 144, .kc = 256, .nc = 2048, .kern = kern_f32, .kern_out16 = kern_f32_out, .pack = pack_f32,
-    .skinny = tt_gemm_skinny_generic,
+    .mc = 144, .kc = 768, .nc = 2048, .kern = kern_f32, .kern_out16 = kern_f32_out, .pack = pack_f32,
+    .pack_prefetch = PACK_PF_ROWS, .pack_prefetch_l2 = 1, .skinny = tt_gemm_skinny_generic,
 };
 
 const tt_gemm_impl *tt_gemm_impl_avx2_f32(void) { return &avx2_f32; }

@@ -279,31 +279,6 @@ TT_AVX512F static inline void f32_step2(const tt_gemm_pack_args *p, float *d0, f
  * performance-changes.md). */
 #define PACK_PF_ROWS 16
 
-/* the bytes [a, a + bytes) asked for, a cache line at a time, into L2 or L1 */
-TT_AVX512F static inline void prefetch_span(const char *a, size_t bytes, int l2)
-{
-    for (size_t o = 0; o < bytes; o += 64) {
-        if (l2) _mm_prefetch(a + o, _MM_HINT_T1);
-        else _mm_prefetch(a + o, _MM_HINT_T0);
-    }
-}
-
-/* where row r of a row-contiguous source block starts, or NULL when the
- * packer asks for nothing ahead or r lies past the block */
-TT_AVX512F static inline const char *row_ahead(const tt_gemm_pack_args *p, int r, size_t esz)
-{
-    return p->prefetch && r < p->kn ? (const char *)p->src + (size_t)r * (size_t)p->ld * esz : NULL;
-}
-
-/* panel pi's stretch of the row at ahead (NULL: none) asked for: its W
- * values, fewer in a ragged last panel, so nothing past the block */
-TT_AVX512F static inline void prefetch_stretch(const tt_gemm_pack_args *p, const char *ahead, int pi, size_t esz)
-{
-    if (!ahead) return;
-    const int r0 = pi * p->W, w = p->rn - r0 < p->W ? p->rn - r0 : p->W;
-    prefetch_span(ahead + (size_t)r0 * esz, (size_t)w * esz, p->prefetch_l2);
-}
-
 /* fp32 panels ([ks][W] floats); fp32 values rounded to bf16 first for bf16
  * compute (p->round_bf16), bf16 values widened */
 TT_AVX512F static void pack_f32(void *dst, const tt_gemm_pack_args *p)
@@ -328,9 +303,9 @@ TT_AVX512F static void pack_f32(void *dst, const tt_gemm_pack_args *p)
                 for (int k = 0; k < kn; k++) f32_step(p, (float *)dst + pi * panel + (size_t)k * W, k, pi * W, W);
         } else {
             for (int k = 0; k < kn; k++) {
-                const char *ahead = row_ahead(p, k + p->prefetch, esz);
+                const char *ahead = tt_gemm_row_ahead(p, k + p->prefetch, esz);
                 for (int pi = 0; pi < np; pi++) {
-                    prefetch_stretch(p, ahead, pi, esz);
+                    tt_gemm_prefetch_stretch(p, ahead, pi, esz);
                     f32_step(p, (float *)dst + pi * panel + (size_t)k * W, k, pi * W, W);
                 }
             }
@@ -402,10 +377,10 @@ TT_AVX512BF16 static void pack_bf16(void *dst, const tt_gemm_pack_args *p)
                 for (int s = 0; s < ks; s++) pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
         } else {
             for (int s = 0; s < ks; s++) { /* the pair of rows p->prefetch ahead */
-                const char *ahead0 = row_ahead(p, 2 * s + p->prefetch, esz);
-                const char *ahead1 = row_ahead(p, 2 * s + p->prefetch + 1, esz);
+                const char *ahead0 = tt_gemm_row_ahead(p, 2 * s + p->prefetch, esz);
+                const char *ahead1 = tt_gemm_row_ahead(p, 2 * s + p->prefetch + 1, esz);
                 for (int pi = 0; pi < np; pi++) {
-                    prefetch_stretch(p, ahead0, pi, esz), prefetch_stretch(p, ahead1, pi, esz);
+                    tt_gemm_prefetch_stretch(p, ahead0, pi, esz), tt_gemm_prefetch_stretch(p, ahead1, pi, esz);
                     pairs_step(p, (int32_t *)dst + pi * panel + (size_t)s * W, 2 * s, pi * W, W);
                 }
             }

@@ -4,6 +4,7 @@
 #ifndef TT_GEMM_IMPL_H
 #define TT_GEMM_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/core.h"
@@ -25,9 +26,9 @@ typedef struct {
     int kpad;         /* k values a panel holds: kn rounded up to the impl's kgran, zero past kn */
     int W;            /* panel width */
     int round_bf16;   /* kunit 1 only: round fp32 values to bf16 first (bf16 compute without bf16 hardware) */
-    int prefetch;     /* a row-contiguous source's rows this far ahead are asked for as a wide (W >= 16)
-                         panel block is packed (the impl's pack_prefetch; 0: none, and always 0 after
-                         tt_gemm_set_pack_prefetch(0)) */
+    int prefetch;     /* a row-contiguous source's rows this far ahead are asked for as its panels are
+                         packed (the AVX-512 packers: wide panels, W >= 16; the AVX2 one: all) (the impl's
+                         pack_prefetch; 0: none, and always 0 after tt_gemm_set_pack_prefetch(0)) */
     int prefetch_l2;  /* those go to L2 (prefetcht1), not L1 (the impl's pack_prefetch_l2) */
 } tt_gemm_pack_args;
 
@@ -109,6 +110,36 @@ static inline float tt_gemm_round_bf16(float f)
     else x.u += 0x7fffu + ((x.u >> 16) & 1u);
     x.u &= 0xffff0000u;
     return x.f;
+}
+
+/* ---- the packers' prefetches ahead (gemm_avx512.c, gemm_avx2.c) ----------
+ * A row-contiguous source's wide panels are packed k by k across the block:
+ * each source row's stretch is a fresh stream that the hardware prefetchers
+ * find late, so the packers ask for the row p->prefetch ahead themselves. */
+
+/* the bytes [a, a + bytes) asked for, a cache line at a time, into L2 or L1 */
+static inline void tt_gemm_prefetch_span(const char *a, size_t bytes, int l2)
+{
+    for (size_t o = 0; o < bytes; o += 64) {
+        if (l2) __builtin_prefetch(a + o, 0, 2); /* prefetcht1 on x86 */
+        else __builtin_prefetch(a + o, 0, 3);    /* prefetcht0 */
+    }
+}
+
+/* where row r of a row-contiguous source block starts, or NULL when the
+ * packer asks for nothing ahead or r lies past the block */
+static inline const char *tt_gemm_row_ahead(const tt_gemm_pack_args *p, int r, size_t esz)
+{
+    return p->prefetch && r < p->kn ? (const char *)p->src + (size_t)r * (size_t)p->ld * esz : NULL;
+}
+
+/* panel pi's stretch of the row at ahead (NULL: none) asked for: its W
+ * values, fewer in a ragged last panel, so nothing past the block */
+static inline void tt_gemm_prefetch_stretch(const tt_gemm_pack_args *p, const char *ahead, int pi, size_t esz)
+{
+    if (!ahead) return;
+    const int r0 = pi * p->W, w = p->rn - r0 < p->W ? p->rn - r0 : p->W;
+    tt_gemm_prefetch_span(ahead + (size_t)r0 * esz, (size_t)w * esz, p->prefetch_l2);
 }
 
 /* Each returns NULL when this build or CPU cannot run it. */
