@@ -415,7 +415,7 @@ static void check_a_in_place(tt_rng *rng, const char *isa, tt_dtype compute)
 }
 
 /* The packers' prefetches (a row-contiguous B's rows ahead, from bf16 and
- * fp32 sources, on AMX and the AVX-512 paths) read ahead and write nothing:
+ * fp32 sources, on AMX and the AVX-512 and AVX2 paths) read ahead and write nothing:
  * with them turned off (tt_gemm_set_pack_prefetch(0)) the product has the
  * same bits, in bf16 compute and in fp32. K spans two k blocks, the second
  * not a whole number of k blocks (its panels padded); M and N end in

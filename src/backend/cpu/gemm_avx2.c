@@ -76,9 +76,9 @@ TT_AVX2 static inline __attribute__((always_inline)) void tile(int ksteps, const
     }
     ROWS(ASK)
 #undef ASK
-    /* Four k steps a pass: on the Zen 3 host the loop nest's inner two
-     * loops (A in L2, B in L1 or L2) ran 1.00-1.18x as fast so as one step a
-     * pass, the step's whole fp32 products 0.99-1.02x (median 1.005;
+    /* Four k steps a pass: on the Zen 3 host, against one step a pass, the
+     * loop nest's inner two loops (A in L2, B in L1 or L2) ran 1.00-1.18x as
+     * fast, the step's whole fp32 products 0.99-1.02x (median 1.005;
      * performance-changes.md). */
 #pragma GCC unroll 4
     for (int s = 0; s < ksteps; s++) {
