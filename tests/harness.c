@@ -41,6 +41,8 @@ void th_skip_part(const char *why)
     }
 }
 
+void th_cpu_lacks(const char *what) { printf("not run on this CPU: %s\n", what); }
+
 void *th_alloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1); /* calloc checks n * size for overflow */

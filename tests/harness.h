@@ -38,6 +38,10 @@ int th_done(const char *name);
 int th_skip(const char *name, const char *why);
 /* A part of the test cannot run here: prints why; under CI=true counts a failure */
 void th_skip_part(const char *why);
+/* A part of the test needs instructions this CPU lacks (AVX-512 kernels on an AVX2 CPU): prints what was not
+ * run, and never counts a failure, even under CI=true: no install step can add them, and the tests that
+ * force each GEMM path (test_gemm) skip the paths a CPU lacks the same way. */
+void th_cpu_lacks(const char *what);
 /* Zeroed memory for n elements of size bytes, released with free(); n = 0
  * still gives a pointer. Overflow or out of memory ends the test (exit 1). */
 void *th_alloc(size_t n, size_t size);

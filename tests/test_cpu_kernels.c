@@ -440,7 +440,7 @@ static void swiglu_compare(const char *what, int F, int bf, const void *a, const
 static void test_swiglu(void)
 {
     if (!tt_cpu_avx512()) {
-        th_skip_part("the AVX-512 SwiGLU kernels: this CPU has no AVX-512 (F, BW, VL)");
+        th_cpu_lacks("the AVX-512 SwiGLU kernels: this CPU has no AVX-512 (F, BW, VL)");
         return;
     }
     /* values of O(1) to O(10), where silu's exponential matters, in flat runs with a ragged tail and in rows
@@ -485,7 +485,7 @@ static void test_swiglu(void)
 static void test_ce_row(void)
 {
     if (!tt_cpu_avx512()) {
-        th_skip_part("the fused cross-entropy's AVX-512 row: this CPU has no AVX-512 (F, BW, VL)");
+        th_cpu_lacks("the fused cross-entropy's AVX-512 row: this CPU has no AVX-512 (F, BW, VL)");
         return;
     }
     static const int shapes[][2] = {{9, 40}, {33, 1100}, {5, 2049}};
