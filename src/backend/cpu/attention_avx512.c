@@ -59,7 +59,7 @@
 /* and with PREFETCHW, which every AVX-512 CPU has */
 #define TGT_PFW __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,prfchw")))
 
-#define BLK 64 /* queries per tile, keys per tile: a row of a tile is four vectors of 16 */
+#define BLK TT_ATTN_BLK /* queries per tile, keys per tile: a row of a tile is four vectors of 16 */
 
 static int cpu_ok(tt_dtype dt)
 {
@@ -305,13 +305,6 @@ static void prod_key_grad(const ws_t *w, int diag, const void *m, const void *y,
              BLK, dx + HALF, BLK, 1);
 }
 
-/* RoPE's cos and sin (times rope_scale) for every position the call uses:
- * rows [lo, hi] of (hd/2) each, so each is computed once, not per head. */
-typedef struct {
-    float *cos, *sin;
-    int lo;
-} rope_tab;
-
 /* 32-bit words: out (cols x rows, row stride ldo) = in (rows x cols, row stride ldi) transposed */
 TGT static void transpose_words(const uint32_t *in, long ldi, int rows, int cols, uint32_t *out, long ldo)
 {
@@ -330,7 +323,7 @@ TGT static void transpose_words(const uint32_t *in, long ldi, int rows, int cols
 /* RoPE on one row x (2 half) at position pos, in place: dir 1 rotates,
  * dir -1 rotates back (the transpose, for gradients). Pairs (i, i + half);
  * half is a multiple of 8, so the last vector may be partial. */
-TGT static void rope_row(const rope_tab *rt, int pos, int half, float *x, int dir)
+TGT static void rope_row(const tt_attn_rope *rt, int pos, int half, float *x, int dir)
 {
     const size_t tr = (size_t)(pos - rt->lo) * half; /* the position's table row */
     const float *c = rt->cos + tr, *sn = rt->sin + tr;
@@ -351,7 +344,7 @@ TGT static void rope_row(const rope_tab *rt, int pos, int half, float *x, int di
  * the block layouts R, BT, BI, AT that is not NULL; rows past T are zero. X
  * is scratch (64 x hd floats and as many bytes again), unless the values stay
  * fp32 and R or BI is wanted: then the tile is built there. */
-TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, long ld, int b, int hh, int blk,
+TGT static void pack_block(const ws_t *w, const tt_attn_rope *rt, const void *src, long ld, int b, int hh, int blk,
                            int rope, void *R, void *BT, void *BI, void *AT, float *X)
 {
     const tt_attn *a = w->a;
@@ -403,48 +396,6 @@ TGT static void pack_block(const ws_t *w, const rope_tab *rt, const void *src, l
 
 /* ---- masks ------------------------------------------------------------------ */
 
-enum { SEE_NONE, SEE_ALL, SEE_SOME };
-
-/* The first key that any query from i0 on may see: 0, or where the sliding window of query i0 starts */
-static inline int first_key(const tt_attn *a, int i0)
-{
-    return a->window > 0 && i0 - a->window + 1 > 0 ? i0 - a->window + 1 : 0;
-}
-
-/* Which keys j0.. (nj of them) the queries i0.. (nq) see: vis[r][c]. */
-TGT static int tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj, unsigned char vis[BLK][BLK])
-{
-    const int32_t *db = a->doc ? a->doc + (size_t)b * a->T : NULL;
-    const int W = a->window;
-    /* whole tile below the diagonal, inside the window, one document (every
-     * id of its keys and queries the same: ids need not be sorted), no ragged edge */
-    if (nq == BLK && nj == BLK && j0 + nj - 1 <= i0 && (W <= 0 || i0 + nq - 1 - j0 < W)) {
-        int one = 1;
-        if (db) {
-            const int32_t d0 = db[j0];
-            #pragma omp simd reduction(& : one)
-            for (int c = 0; c < BLK; c++) one &= (db[j0 + c] == d0) & (db[i0 + c] == d0);
-        }
-        if (one) return SEE_ALL;
-    }
-    int32_t kd[BLK]; /* the keys' documents; -1 past the end (no query has it) */
-    for (int c = 0; c < BLK; c++) kd[c] = db && c < nj ? db[j0 + c] : c < nj ? 0 : -1;
-    int any = 0;
-    for (int r = 0; r < BLK; r++) {
-        const int i = i0 + r, qd = r >= nq ? -2 : db ? db[i] : 0;
-        int row = 0;
-        #pragma omp simd reduction(| : row)
-        for (int c = 0; c < BLK; c++) {
-            const int j = j0 + c;
-            const int ok = (j <= i) & (W <= 0 || i - j < W) & (kd[c] == qd);
-            vis[r][c] = (unsigned char)ok;
-            row |= ok;
-        }
-        any |= row;
-    }
-    return any ? SEE_SOME : SEE_NONE;
-}
-
 /* A row of vis as a mask: bit c set when the query sees key c */
 TGT static inline __mmask64 vis_mask(const unsigned char row[BLK])
 {
@@ -473,7 +424,7 @@ typedef struct {
 } fwd_bufs;
 
 /* One 64-query block of one head: online softmax over the key blocks it sees. */
-TGT static void fwd_task(const ws_t *w, const rope_tab *rt, int b, int h, int ib, const fwd_bufs *u)
+TGT static void fwd_task(const ws_t *w, const tt_attn_rope *rt, int b, int h, int ib, const fwd_bufs *u)
 {
     const tt_attn *a = w->a;
     const int hd = a->hd, ku = w->ku, i0 = ib * BLK, nq = a->T - i0 < BLK ? a->T - i0 : BLK;
@@ -488,11 +439,11 @@ TGT static void fwd_task(const ws_t *w, const rope_tab *rt, int b, int h, int ib
     for (int r = 0; r < BLK; r++) m[r] = -INFINITY, l[r] = _mm512_setzero_ps();
     memset(O, 0, (size_t)BLK * hd * sizeof(float));
     /* keys any row of the block may see: [jlo, jhi] */
-    const int jlo = first_key(a, i0), jhi = i0 + nq - 1;
+    const int jlo = tt_attn_first_key(a, i0), jhi = i0 + nq - 1;
     for (int jb = jlo / BLK; jb <= jhi / BLK; jb++) {
         const int j0 = jb * BLK, nj = a->T - j0 < BLK ? a->T - j0 : BLK;
-        const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
-        if (see == SEE_NONE) continue;
+        const int see = tt_attn_tile_vis(a, b, i0, nq, j0, nj, vis);
+        if (see == TT_SEE_NONE) continue;
         const int diag = j0 == i0;
         /* S (64, 64) = Q K^T */
         prod_scores(w, diag, hd / ku, Q, hd / ku, blk_at(w, u->k_bt, 0, jb), S);
@@ -505,7 +456,7 @@ TGT static void fwd_task(const ws_t *w, const rope_tab *rt, int b, int h, int ib
             float *s = S + (size_t)r * BLK;
             /* the row's four vectors of scores; masked keys weigh exactly 0 (and
              * are not read: on the diagonal some were never computed) */
-            const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
+            const __mmask64 seen = see == TT_SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
             __m512 x[4], e[4], mx = _mm512_set1_ps(-INFINITY);
             for (int v = 0; v < 4; v++) {
                 x[v] = _mm512_maskz_loadu_ps((__mmask16)(seen >> 16 * v), s + 16 * v);
@@ -556,10 +507,10 @@ TGT static void fwd_task(const ws_t *w, const rope_tab *rt, int b, int h, int ib
 /* Query blocks [lo, hi) of every query head of kv head kh: their keys and
  * values are packed first, into this thread's buffers, so that every operand
  * the products read stays in this core's caches. */
-TGT static void fwd_chunk(const ws_t *w, const rope_tab *rt, int b, int kh, int lo, int hi, const fwd_bufs *u)
+TGT static void fwd_chunk(const ws_t *w, const tt_attn_rope *rt, int b, int kh, int lo, int hi, const fwd_bufs *u)
 {
     const tt_attn *a = w->a;
-    for (int jb = first_key(a, lo * BLK) / BLK; jb < hi; jb++) { /* the key blocks the chunk's queries may see */
+    for (int jb = tt_attn_first_key(a, lo * BLK) / BLK; jb < hi; jb++) { /* the key blocks the chunk's queries may see */
         pack_block(w, rt, a->k, a->ldk, b, kh, jb, 1, NULL, blk_at(w, u->k_bt, 0, jb), NULL, NULL, u->X);
         pack_block(w, rt, a->v, a->ldv, b, kh, jb, 0, NULL, NULL, blk_at(w, u->v_bi, 0, jb), NULL, u->X);
     }
@@ -568,15 +519,6 @@ TGT static void fwd_chunk(const ws_t *w, const rope_tab *rt, int b, int kh, int 
 }
 
 /* ---- workspace ----------------------------------------------------------------- */
-
-/* The next n bytes of a thread's scratch from *p on, and *p moved past them
- * (sizes that are multiples of 64 bytes keep every buffer aligned) */
-static char *take(char **p, size_t n)
-{
-    char *r = *p;
-    *p += n;
-    return r;
-}
 
 /* The call's shapes and choices. */
 static void ws_init(ws_t *w, const tt_attn *a)
@@ -596,51 +538,20 @@ static void ws_init(ws_t *w, const tt_attn *a)
     w->softcap = (float)a->softcap;
 }
 
-/* The cos/sin table of the positions the call uses (none without RoPE).
- * Returns 1 when the positions spread too widely for a table worth making
- * (then the portable path, which rotates row by row, runs instead). */
-static int rope_init(const tt_attn *a, rope_tab *rt)
-{
-    memset(rt, 0, sizeof *rt);
-    if (!a->pos) return 0;
-    const int N = a->B * a->T, half = a->hd / 2;
-    int lo = a->pos[0], hi = a->pos[0];
-    for (int n = 1; n < N; n++) {
-        if (a->pos[n] < lo) lo = a->pos[n];
-        if (a->pos[n] > hi) hi = a->pos[n];
-    }
-    const int64_t span = (int64_t)hi - lo + 1;
-    if (span > 4 * (int64_t)N + 4096) return 1;
-    const size_t cnt = (size_t)span * half;
-    rt->cos = tt_cpu_scratch(TT_SCRATCH_ATTN_ROPE, 2 * cnt * sizeof(float));
-    if (!rt->cos) return -1;
-    rt->sin = rt->cos + cnt;
-    rt->lo = lo;
-    #pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < span; p++)
-        for (int i = 0; i < half; i++) {
-            const float ang = (float)(lo + p) * a->inv_freq[i]; /* fp32, as transformers */
-            rt->cos[(size_t)p * half + i] = cosf(ang) * a->rope_scale;
-            rt->sin[(size_t)p * half + i] = sinf(ang) * a->rope_scale;
-        }
-    return 0;
-}
-
 /* The entry points are compiled for any x86-64 and check the CPU before calling the AVX-512 code:
  * a function compiled for AVX-512 may use its instructions before its first line (an unoptimised or
  * sanitizer build zeroes its locals with them), so it must never run on a CPU without. */
 __attribute__((noinline)) TGT static tt_err fwd_avx512(const tt_attn *a)
 {
     ws_t w;
-    rope_tab rt;
-    const int rr = rope_init(a, &rt);
+    tt_attn_rope rt;
+    const int rr = tt_attn_rope_init(a, &rt);
     if (rr) return rr;
     ws_init(&w, a);
     /* a task: a chunk of the query blocks of one (batch, kv head), all its query
      * heads. Whole sequences where there are enough of them to share out; else
      * chunks, each packing the keys and values it reads again */
-    const int kvs = a->B * a->Hk, want = 4 * tt_num_threads();
-    const int chunks = kvs >= want ? 1 : (want + kvs - 1) / kvs < w.nblk ? (want + kvs - 1) / kvs : w.nblk;
+    const int kvs = a->B * a->Hk, chunks = tt_attn_fwd_chunks(a, w.nblk);
     const long tasks = (long)kvs * chunks;
     tt_err rc = 0;
     #pragma omp parallel
@@ -707,7 +618,7 @@ TGT static void row_dots(const ws_t *w, int b, int h, float *D)
  * rotated back (the transpose of RoPE) when rope. The rows are stored a whole
  * row of heads apart, in order: the one PF_ROWS ahead is fetched for writing
  * meanwhile, so the store does not wait for its line. */
-TGT_PFW static void store_grad_row(const ws_t *w, const rope_tab *rt, void *dst, long ld, int hh, int b, int t, float *x,
+TGT_PFW static void store_grad_row(const ws_t *w, const tt_attn_rope *rt, void *dst, long ld, int hh, int b, int t, float *x,
                                    int rope)
 {
     const tt_attn *a = w->a;
@@ -766,14 +677,14 @@ TGT static void bwd_probs_f32(const ws_t *w, int see, unsigned char vis[BLK][BLK
             const float cap = w->softcap, inv = sc / cap;
             #pragma omp simd
             for (int c = 0; c < BLK; c++) {
-                const int seen = see == SEE_ALL || vis[r][c]; /* unseen entries may never have been computed */
+                const int seen = see == TT_SEE_ALL || vis[r][c]; /* unseen entries may never have been computed */
                 const float t = seen ? tt_tanhf(p[c] * inv) : 0.0f;
                 p[c] = seen ? tt_expf(cap * t - lr) : 0.0f;
                 ds[c] = seen ? p[c] * (ds[c] - dr) * sc * (1.0f - t * t) : 0.0f;
             }
             continue;
         }
-        const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
+        const __mmask64 seen = see == TT_SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
         const __m512 lrv = _mm512_set1_ps(lr), drv = _mm512_set1_ps(dr), scv = _mm512_set1_ps(sc);
         for (int v = 0; v < 4; v++) {
             __m512 pv, dsv;
@@ -813,7 +724,7 @@ TGT static void bwd_probs_bf16(const ws_t *w, int see, unsigned char vis[BLK][BL
                 for (int v = 0; v < 4; v++) p[k][v] = ds[k][v] = _mm512_setzero_ps();
                 continue;
             }
-            const __mmask64 seen = see == SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
+            const __mmask64 seen = see == TT_SEE_ALL ? ~(__mmask64)0 : vis_mask(vis[r]);
             const __m512 lrv = _mm512_set1_ps(L[r]), drv = _mm512_set1_ps(Dr[r]);
             for (int v = 0; v < 4; v++)
                 probs16(2, (__mmask16)(seen >> 16 * v), s + 16 * v, dp + 16 * v, lrv, drv, scv, &p[k][v], &ds[k][v]);
@@ -835,7 +746,7 @@ TGT static void bwd_probs_bf16(const ws_t *w, int see, unsigned char vis[BLK][BL
  * loop, so their dk/dv accumulators stay in cache while the query blocks
  * that see them pass. Per tile, with P = exp(S - lse) and D = rowsum(dO o):
  * dP = dO V^T, dS = P (dP - D) scale, dV += P^T dO, dK += dS^T Q, dQ += dS K. */
-TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const bwd_bufs *u)
+TGT static void bwd_task(const ws_t *w, const tt_attn_rope *rt, int b, int kh, const bwd_bufs *u)
 {
     const tt_attn *a = w->a;
     const int hd = a->hd, ku = w->ku, T = a->T, G = w->group, Tp = w->nblk * BLK;
@@ -864,8 +775,8 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
             const int h = kh * G + g;
             for (int ib = jb; ib <= ihi / BLK; ib++) {
                 const int i0 = ib * BLK, nq = T - i0 < BLK ? T - i0 : BLK, diag = ib == jb;
-                const int see = tile_vis(a, b, i0, nq, j0, nj, vis);
-                if (see == SEE_NONE) continue;
+                const int see = tt_attn_tile_vis(a, b, i0, nq, j0, nj, vis);
+                if (see == TT_SEE_NONE) continue;
                 const float *L = a->lse + ((size_t)b * a->H + h) * T + i0, *Dr = u->D + (size_t)g * T + i0;
                 prod_scores(w, diag, hd / ku, blk_at(w, u->q_r, g, ib), hd / ku, blk_at(w, u->k_bt, 0, jb), u->S);
                 prod_scores(w, diag, hd / ku, blk_at(w, u->do_r, g, ib), hd / ku, blk_at(w, u->v_bt, 0, jb), u->dP);
@@ -898,8 +809,8 @@ TGT static void bwd_task(const ws_t *w, const rope_tab *rt, int b, int kh, const
 __attribute__((noinline)) TGT static tt_err bwd_avx512(const tt_attn *a)
 {
     ws_t w;
-    rope_tab rt;
-    const int rr = rope_init(a, &rt);
+    tt_attn_rope rt;
+    const int rr = tt_attn_rope_init(a, &rt);
     if (rr) return rr;
     ws_init(&w, a);
     const int tasks = a->B * a->Hk, hd = a->hd, Tp = w.nblk * BLK, G = w.group;

@@ -1,6 +1,7 @@
 /* attention_impl.h — the attention code paths behind cpu_attention_fwd/bwd
  * (kernels.h): the portable one (attention.c, fp32 tiles through BLAS) and
- * the AVX-512 flash kernels. Private to the attention files. */
+ * the AVX-512 flash kernels, and what the flash kernels share. Private to
+ * the attention files. */
 #ifndef TT_ATTENTION_IMPL_H
 #define TT_ATTENTION_IMPL_H
 
@@ -12,5 +13,52 @@ tt_err tt_attention_bwd_portable(const tt_attn *a);
  * or a head size that is not a multiple of 16): the portable path runs. */
 tt_err tt_attention_fwd_avx512(const tt_attn *a);
 tt_err tt_attention_bwd_avx512(const tt_attn *a);
+
+/* ---- what the flash kernels share (attention_flash.c) ---------------------- */
+
+#define TT_ATTN_BLK 64 /* queries per tile, keys per tile */
+
+/* RoPE's cos and sin (times rope_scale) for every position the call uses:
+ * rows [lo, hi] of (hd/2) each, so each is computed once, not per head. */
+typedef struct {
+    float *cos, *sin;
+    int lo;
+} tt_attn_rope;
+
+/* The cos/sin table of the positions the call uses (none without RoPE).
+ * Returns 1 when the positions spread too widely for a table worth making
+ * (then the portable path, which rotates row by row, runs instead), -1 when
+ * scratch memory runs out. */
+int tt_attn_rope_init(const tt_attn *a, tt_attn_rope *rt);
+
+/* How a tile of queries sees its keys: none of them, all of them, or some
+ * (then vis says which). */
+enum { TT_SEE_NONE, TT_SEE_ALL, TT_SEE_SOME };
+
+/* Which keys j0.. (nj of them) the queries i0.. (nq) of batch row b see:
+ * vis[r][c] (1 or 0), filled unless the answer is TT_SEE_ALL. */
+int tt_attn_tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj,
+                     unsigned char vis[TT_ATTN_BLK][TT_ATTN_BLK]);
+
+/* The forward's tasks: each (batch, kv head) in this many chunks of its
+ * nblk query blocks. Whole sequences where there are enough of them to share
+ * out among the threads; else chunks, each packing the keys and values it
+ * reads again. */
+int tt_attn_fwd_chunks(const tt_attn *a, int nblk);
+
+/* The first key that any query from i0 on may see: 0, or where the sliding window of query i0 starts */
+static inline int tt_attn_first_key(const tt_attn *a, int i0)
+{
+    return a->window > 0 && i0 - a->window + 1 > 0 ? i0 - a->window + 1 : 0;
+}
+
+/* The next n bytes of a thread's scratch from *p on, and *p moved past them
+ * (sizes that are multiples of 64 bytes keep every buffer aligned) */
+static inline char *take(char **p, size_t n)
+{
+    char *r = *p;
+    *p += n;
+    return r;
+}
 
 #endif
