@@ -589,11 +589,17 @@ static void test_exp16(void)
 static void test_exp16(void) {}
 #endif
 
-int main(void)
+/* `test_cpu_kernels attention` runs the attention cases only: ctest runs them
+ * again under each TITAN_ATTENTION path (CMakeLists.txt). */
+int main(int argc, char **argv)
 {
     double t0 = tt_now();
     test_attention();
     test_attention_fd();
+    if (argc > 1 && !strcmp(argv[1], "attention")) {
+        fprintf(stderr, "test_cpu_kernels attention: %.2f s\n", tt_now() - t0);
+        return th_done("test_cpu_kernels attention");
+    }
     test_ce();
     test_exp16();
     test_swiglu();

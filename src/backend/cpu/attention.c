@@ -6,7 +6,8 @@
  * loops), reading q/k/v in place through their row strides, so GQA copies
  * nothing. Training calls on other layouts (bf16, column ranges of a fused
  * qkv buffer, RoPE inside) are brought to this form in fp32 scratch first;
- * attention_avx512.c runs them without that detour where the CPU allows. */
+ * attention_avx512.c and attention_avx2.c run them without that detour where
+ * the CPU allows. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -311,21 +312,36 @@ tt_err tt_attention_bwd_portable(const tt_attn *a)
     return 0;
 }
 
-/* TITAN_ATTENTION=portable keeps the portable path (tests, benchmarks) */
-static int portable_only(void)
+/* The path TITAN_ATTENTION names (tests, benchmarks): portable, or avx2 (the
+ * AVX2 flash kernels, even where the AVX-512 ones would run); unset, the
+ * fastest the CPU and the call allow. A path the CPU or call cannot take
+ * passes the call to the next one down. */
+enum { PATH_BEST, PATH_AVX2, PATH_PORTABLE };
+
+static int forced_path(void)
 {
+    static int warned;
     const char *e = getenv("TITAN_ATTENTION");
-    return e && !strcmp(e, "portable");
+    if (!e || !*e) return PATH_BEST;
+    if (!strcmp(e, "portable")) return PATH_PORTABLE;
+    if (!strcmp(e, "avx2")) return PATH_AVX2;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        tt_warn("TITAN_ATTENTION=%s is not one of avx2, portable: ignored", e);
+    return PATH_BEST;
 }
 
 tt_err cpu_attention_fwd(const tt_attn *a)
 {
-    const tt_err rc = portable_only() ? 1 : tt_attention_fwd_avx512(a);
+    const int path = forced_path();
+    tt_err rc = path == PATH_BEST ? tt_attention_fwd_avx512(a) : 1;
+    if (rc == 1 && path != PATH_PORTABLE) rc = tt_attention_fwd_avx2(a);
     return rc == 1 ? tt_attention_fwd_portable(a) : rc;
 }
 
 tt_err cpu_attention_bwd(const tt_attn *a)
 {
-    const tt_err rc = portable_only() ? 1 : tt_attention_bwd_avx512(a);
+    const int path = forced_path();
+    tt_err rc = path == PATH_BEST ? tt_attention_bwd_avx512(a) : 1;
+    if (rc == 1 && path != PATH_PORTABLE) rc = tt_attention_bwd_avx2(a);
     return rc == 1 ? tt_attention_bwd_portable(a) : rc;
 }

@@ -1,6 +1,7 @@
-/* attention_flash.c — what the flash attention kernels share and that needs
- * no particular instructions: the RoPE table, which keys a tile's queries
- * see, and how the forward's work is cut into tasks. */
+/* attention_flash.c — what the flash attention kernels (attention_avx512.c,
+ * attention_avx2.c) share and that needs no particular instructions: the
+ * RoPE table, which keys a tile's queries see, and how the forward's work is
+ * cut into tasks. */
 #include <math.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* attention_impl.h — the attention code paths behind cpu_attention_fwd/bwd
- * (kernels.h): the portable one (attention.c, fp32 tiles through BLAS) and
- * the AVX-512 flash kernels, and what the flash kernels share. Private to
- * the attention files. */
+ * (kernels.h): the portable one (attention.c, fp32 tiles through BLAS), the
+ * AVX-512 flash kernels and the AVX2 ones, and what the flash kernels share.
+ * Private to the attention files. */
 #ifndef TT_ATTENTION_IMPL_H
 #define TT_ATTENTION_IMPL_H
 
@@ -10,9 +10,13 @@
 tt_err tt_attention_fwd_portable(const tt_attn *a);
 tt_err tt_attention_bwd_portable(const tt_attn *a);
 /* 1 when this CPU or call is not theirs (no AVX-512, AVX512_BF16 for bf16,
- * or a head size that is not a multiple of 16): the portable path runs. */
+ * or a head size that is not a multiple of 16): a path below runs. */
 tt_err tt_attention_fwd_avx512(const tt_attn *a);
 tt_err tt_attention_bwd_avx512(const tt_attn *a);
+/* 1 when this CPU or call is not theirs (no AVX2 and FMA, or a head size
+ * that is not a multiple of 8): the portable path runs. */
+tt_err tt_attention_fwd_avx2(const tt_attn *a);
+tt_err tt_attention_bwd_avx2(const tt_attn *a);
 
 /* ---- what the flash kernels share (attention_flash.c) ---------------------- */
 
