@@ -113,9 +113,10 @@ static inline float tt_gemm_round_bf16(float f)
 }
 
 /* ---- the packers' prefetches ahead (gemm_avx512.c, gemm_avx2.c) ----------
- * A row-contiguous source's wide panels are packed k by k across the block:
- * each source row's stretch is a fresh stream that the hardware prefetchers
- * find late, so the packers ask for the row p->prefetch ahead themselves. */
+ * A row-contiguous source is packed k by k across the block (by the AVX-512
+ * packers its wide panels, by the AVX2 one every panel): each source row's
+ * stretch is a fresh stream that the hardware prefetchers find late, so the
+ * packers ask for the row p->prefetch ahead themselves. */
 
 /* the bytes [a, a + bytes) asked for, a cache line at a time, into L2 or L1 */
 static inline void tt_gemm_prefetch_span(const char *a, size_t bytes, int l2)
