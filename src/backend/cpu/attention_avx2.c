@@ -494,8 +494,7 @@ TGT static void bwd_task(const tt_attn *a, const tt_attn_rope *rt, float sc, int
         memset(u->dK, 0, bs * sizeof(float));
         memset(u->dV, 0, bs * sizeof(float));
         /* queries before j0 see none of these keys, nor those past the window */
-        int ihi = T - 1;
-        if (a->window > 0 && (long)j0 + nj - 1 + a->window - 1 < ihi) ihi = j0 + nj - 1 + a->window - 1;
+        const int ihi = tt_attn_last_query(a, j0, nj);
         for (int g = 0; g < G; g++) {
             const int h = kh * G + g;
             for (int ib = jb; ib <= ihi / BLK; ib++) {

@@ -56,6 +56,14 @@ static inline int tt_attn_first_key(const tt_attn *a, int i0)
     return a->window > 0 && i0 - a->window + 1 > 0 ? i0 - a->window + 1 : 0;
 }
 
+/* The last query that may see any of the keys [j0, j0 + nj): the last
+ * position, or where the sliding window of key j0 + nj - 1 ends */
+static inline int tt_attn_last_query(const tt_attn *a, int j0, int nj)
+{
+    const int last = a->T - 1;
+    return a->window > 0 && (long)j0 + nj - 1 + a->window - 1 < last ? j0 + nj - 1 + a->window - 1 : last;
+}
+
 /* The next n bytes of a thread's scratch from *p on, and *p moved past them
  * (sizes that are multiples of 64 bytes keep every buffer aligned) */
 static inline char *take(char **p, size_t n)
