@@ -247,12 +247,22 @@ typedef struct {
  * weights exp((s - m) sc), 0 where unseen. */
 TGT AI void softmax_row(float *s, const unsigned char *seen, float sc, float *m, float *l, float *o, int hd)
 {
-    float bm = -INFINITY;
-    #pragma omp simd reduction(max : bm)
-    for (int c = 0; c < BLK; c++) {
-        const float x = !seen || seen[c] ? s[c] : -INFINITY;
-        bm = x > bm ? x : bm;
+    /* the row's max over the seen keys: eight running maxima, then across them (intrinsics: a max reduction
+     * is not one every compiler vectorises) */
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 mx = ninf;
+    for (int c = 0; c < BLK; c += 8) {
+        __m256 x = _mm256_loadu_ps(s + c);
+        if (seen) { /* unseen keys as -inf: their scores may never have been computed */
+            const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(seen + c)));
+            x = _mm256_blendv_ps(ninf, x, _mm256_castsi256_ps(_mm256_cmpgt_epi32(v, _mm256_setzero_si256())));
+        }
+        mx = _mm256_max_ps(mx, x);
     }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float bm = _mm_cvtss_f32(m4);
     if (bm == -INFINITY) { /* this row sees none of these keys */
         memset(s, 0, BLK * sizeof(float));
         return;
