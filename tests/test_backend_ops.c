@@ -398,15 +398,27 @@ static void run_case(size_t ci)
     }
 }
 
-int main(void)
+/* `test_backend_ops PREFIX` runs only the cases whose names start with PREFIX
+ * (ctest runs the attention cases again under TITAN_ATTENTION=avx2,
+ * CMakeLists.txt), without the hand-written tests and the every-op check. */
+int main(int argc, char **argv)
 {
     const double t0 = tt_now();
+    const char *only = argc > 1 ? argv[1] : NULL;
     int n_backends = 0;
     while (tt_backend_name(n_backends)) n_backends++;
     if (n_backends > MAX_BACKENDS || !tt_backend_get("ref")) {
         fprintf(stderr, "test_backend_ops: %d backends registered (room for %d), ref %s\n", n_backends, MAX_BACKENDS,
                 tt_backend_get("ref") ? "among them" : "missing");
         return 1;
+    }
+    if (only) {
+        size_t ran_cases = 0;
+        for (size_t c = 0; c < n_op_cases; c++)
+            if (!strncmp(op_cases[c].name, only, strlen(only))) run_case(c), ran_cases++;
+        CHECK_MSG(ran_cases > 0, "no case's name starts with '%s'", only);
+        printf("test_backend_ops %s: %zu cases x {f32, bf16}, %.1f s\n", only, ran_cases, tt_now() - t0);
+        return th_done("test_backend_ops");
     }
     for (size_t c = 0; c < n_op_cases; c++) run_case(c);
     test_adamw_hand();
