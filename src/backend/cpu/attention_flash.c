@@ -37,8 +37,10 @@ int tt_attn_rope_init(const tt_attn *a, tt_attn_rope *rt)
     return 0;
 }
 
-/* Its loops over a tile's 64 x 64 pairs are vectorised by TT_CLONES for the CPU it runs on. */
-TT_CLONES int tt_attn_tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj, unsigned char vis[BLK][BLK])
+/* tt_attn_tile_vis, whose loops over a tile's 64 x 64 pairs TT_CLONES
+ * vectorises for the CPU it runs on. Static, as every TT_CLONES function:
+ * clang 14 emits no symbol for the clones of an external one. */
+TT_CLONES static int tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj, unsigned char vis[BLK][BLK])
 {
     const int32_t *db = a->doc ? a->doc + (size_t)b * a->T : NULL;
     const int W = a->window;
@@ -69,6 +71,11 @@ TT_CLONES int tt_attn_tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, 
         any |= row;
     }
     return any ? TT_SEE_SOME : TT_SEE_NONE;
+}
+
+int tt_attn_tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj, unsigned char vis[BLK][BLK])
+{
+    return tile_vis(a, b, i0, nq, j0, nj, vis);
 }
 
 int tt_attn_fwd_chunks(const tt_attn *a, int nblk)
