@@ -1,5 +1,5 @@
 /* attention_avx2.c — flash attention for CPUs with AVX2 and FMA, forward and
- * backward: the path of the CPUs without AVX-512 (most laptops, Zen 3 and
+ * backward: the path of the CPUs without AVX-512 (many laptops, Zen 3 and
  * older servers), or of any CPU when TITAN_ATTENTION=avx2 asks. Products and
  * softmax are fp32; bf16 tensors are widened as their rows are packed and
  * rounded as the results are stored.
@@ -31,7 +31,7 @@
  * share out among the threads (tt_attn_fwd_chunks).
  *
  * The other loops (softmax, RoPE, conversions) are plain C, vectorised for
- * AVX2 by the functions' target. */
+ * AVX2 by the functions' target, but for the softmax's row max. */
 #include <math.h>
 #include <string.h>
 
@@ -46,7 +46,7 @@
 
 #define BLK TT_ATTN_BLK
 #define HALF (BLK / 2)
-#define PF_ROWS 8 /* rows asked for ahead of the one read or written */
+#define PF_ROWS 8 /* rows asked for ahead of the one read */
 
 static int cpu_ok(void)
 {
