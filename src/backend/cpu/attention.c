@@ -289,7 +289,7 @@ tt_err tt_attention_fwd_portable(const tt_attn *a)
     gather(k, a->k, a->ldk, N, a->Hk, a, 1);
     gather(v, a->v, a->ldv, N, a->Hk, a, 0);
     attn_fwd_f32(q, k, v, a->doc, o, a->lse, a->B, a->T, a->T, a->T, 0, a->H, a->Hk, a->hd, a->window,
-                 a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd), a->softcap);
+                 tt_attn_scale(a), a->softcap);
     scatter(a->o, a->ldo, o, N, a->H, a, 0);
     return 0;
 }
@@ -305,7 +305,7 @@ tt_err tt_attention_bwd_portable(const tt_attn *a)
     gather(o, a->o, a->ldo, N, a->H, a, 0);
     gather(dout, a->dout, a->lddo, N, a->H, a, 0);
     attn_bwd_f32(q, k, v, a->doc, o, a->lse, dout, dq, dk, dv, a->B, a->T, a->H, a->Hk, a->hd, a->window,
-                 a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd), a->softcap);
+                 tt_attn_scale(a), a->softcap);
     scatter(a->dq, a->lddq, dq, N, a->H, a, 1);
     scatter(a->dk, a->lddk, dk, N, a->Hk, a, 1);
     scatter(a->dv, a->lddv, dv, N, a->Hk, a, 0);

@@ -46,7 +46,6 @@
 
 #define BLK TT_ATTN_BLK
 #define HALF (BLK / 2)
-#define PF_ROWS 8 /* rows asked for ahead of the one read */
 
 static int cpu_ok(void)
 {
@@ -222,12 +221,8 @@ TGT static void pack_block(const tt_attn *a, const tt_attn_rope *rt, const void 
             memset(x, 0, (size_t)hd * sizeof(float));
             continue;
         }
-        const size_t n = (size_t)b * a->T + t0 + tl;
-        const char *row = (const char *)src + (n * (size_t)ld + (size_t)hh * hd) * es;
-        /* rows lie a whole row of heads apart: ask for the one PF_ROWS ahead (into the next block too) */
-        if (t0 + tl + PF_ROWS < a->T) tt_prefetch(row + PF_ROWS * ld * es, (size_t)hd * es);
-        tt_cpu_to_f32(x, row, a->dt, (size_t)hd);
-        if (rope && a->pos) rope_row(rt, a->pos[n], hd / 2, x, 1);
+        tt_cpu_to_f32(x, tt_attn_row(a, src, ld, b, hh, t0 + tl, es), a->dt, (size_t)hd);
+        if (rope && a->pos) rope_row(rt, a->pos[(size_t)b * a->T + t0 + tl], hd / 2, x, 1);
     }
     if (cols) transpose_block(rows, hd, cols);
 }
@@ -344,8 +339,6 @@ TGT static void fwd_chunk(const tt_attn *a, const tt_attn_rope *rt, float sc, in
         for (int ib = lo; ib < hi; ib++) fwd_block(a, rt, sc, b, kh * G + g, ib, u);
 }
 
-static float scale_of(const tt_attn *a) { return (float)(a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd)); }
-
 /* The entry points are compiled for any x86-64 and check the CPU before
  * calling these: a function compiled for AVX2 may use its instructions before
  * its first line, so it must never run on a CPU without. */
@@ -356,7 +349,7 @@ __attribute__((noinline)) TGT static tt_err fwd_avx2(const tt_attn *a)
     if (rr) return rr;
     const int nblk = (a->T + BLK - 1) / BLK, kvs = a->B * a->Hk, chunks = tt_attn_fwd_chunks(a, nblk);
     const long tasks = (long)kvs * chunks;
-    const float sc = scale_of(a);
+    const float sc = (float)tt_attn_scale(a);
     tt_err rc = 0;
     #pragma omp parallel
     {
@@ -392,13 +385,7 @@ TGT static void row_dots(const tt_attn *a, int b, int h, float *D)
     const int hd = a->hd;
     const size_t es = tt_dtype_size(a->dt);
     for (int t = 0; t < a->T; t++) {
-        const size_t n = (size_t)b * a->T + t;
-        const void *x = (const char *)a->dout + (n * a->lddo + (size_t)h * hd) * es;
-        const void *y = (const char *)a->o + (n * a->ldo + (size_t)h * hd) * es;
-        if (t + PF_ROWS < a->T) {
-            tt_prefetch((const char *)y + PF_ROWS * a->ldo * es, (size_t)hd * es);
-            tt_prefetch((const char *)x + PF_ROWS * a->lddo * es, (size_t)hd * es);
-        }
+        const void *x = tt_attn_row(a, a->dout, a->lddo, b, h, t, es), *y = tt_attn_row(a, a->o, a->ldo, b, h, t, es);
         float s = 0;
         if (a->dt == TT_BF16) {
             #pragma omp simd reduction(+ : s)
@@ -538,7 +525,7 @@ __attribute__((noinline)) TGT static tt_err bwd_avx2(const tt_attn *a)
     const int rr = tt_attn_rope_init(a, &rt);
     if (rr) return rr;
     const int nblk = (a->T + BLK - 1) / BLK, tasks = a->B * a->Hk, G = a->H / a->Hk;
-    const float sc = scale_of(a);
+    const float sc = (float)tt_attn_scale(a);
     tt_err rc = 0;
     #pragma omp parallel
     {

@@ -337,7 +337,7 @@ TGT static void rope_row(const tt_attn_rope *rt, int pos, int half, float *x, in
     }
 }
 
-#define PF_ROWS 8
+#define PF_ROWS TT_ATTN_PF_ROWS /* store_grad_row's PREFETCHW distance: tt_attn_row's for reads */
 
 /* Rows [t0, t0 + 64) of head hh of batch b: loaded from the strided source
  * into an fp32 tile X (64, hd), RoPE'd when rope, then written to each of
@@ -358,11 +358,7 @@ TGT static void pack_block(const ws_t *w, const tt_attn_rope *rt, const void *sr
             continue;
         }
         const size_t n = (size_t)b * a->T + t0 + tl;
-        const char *row = (const char *)src + (n * (size_t)ld + (size_t)hh * hd) * esrc;
-        /* rows lie a whole row of heads apart: ask for the one PF_ROWS ahead, into
-         * the next block too (the packing goes on there) */
-        if (t0 + tl + PF_ROWS < a->T)
-            tt_prefetch(row + PF_ROWS * ld * esrc, (size_t)hd * esrc);
+        const char *row = tt_attn_row(a, src, ld, b, hh, t0 + tl, esrc);
         if (a->dt == TT_BF16)
             for (int d = 0; d < hd; d += 16)
                 _mm512_storeu_ps(x + d, bf16_widen(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + d))));
@@ -534,7 +530,7 @@ static void ws_init(ws_t *w, const tt_attn *a)
     w->nblk = (a->T + BLK - 1) / BLK;
     w->group = a->H / a->Hk;
     w->blk_elems = (size_t)BLK * a->hd;
-    w->scale = (float)(a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd));
+    w->scale = (float)tt_attn_scale(a);
     w->softcap = (float)a->softcap;
 }
 
@@ -587,21 +583,15 @@ __attribute__((noinline)) TGT static tt_err fwd_avx512(const tt_attn *a)
 /* ---- backward ------------------------------------------------------------------- */
 
 /* D[t] = dout . o for every row t of head h of batch b: the softmax backward's
- * row term. o's rows are read here first, a whole row of heads apart: the one
- * PF_ROWS ahead is asked for, as pack_block does. */
+ * row term. o's rows are read here first (tt_attn_row asks for those ahead). */
 TGT static void row_dots(const ws_t *w, int b, int h, float *D)
 {
     const tt_attn *a = w->a;
     const int hd = a->hd, bf = a->dt == TT_BF16; /* hd: a multiple of 16 */
     const size_t es = w->esrc;
     for (int t = 0; t < a->T; t++) {
-        const size_t n = (size_t)b * a->T + t;
-        const char *x = (const char *)a->dout + (n * a->lddo + (size_t)h * hd) * es;
-        const char *y = (const char *)a->o + (n * a->ldo + (size_t)h * hd) * es;
-        if (t + PF_ROWS < a->T) {
-            tt_prefetch(y + PF_ROWS * a->ldo * es, (size_t)hd * es);
-            tt_prefetch(x + PF_ROWS * a->lddo * es, (size_t)hd * es);
-        }
+        const char *x = tt_attn_row(a, a->dout, a->lddo, b, h, t, es);
+        const char *y = tt_attn_row(a, a->o, a->ldo, b, h, t, es);
         __m512 s = _mm512_setzero_ps();
         for (int d = 0; d < hd; d += 16) {
             const __m512 xv = bf ? bf16_widen(_mm256_loadu_si256((const __m256i *)((const uint16_t *)x + d)))

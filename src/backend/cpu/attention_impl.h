@@ -5,7 +5,10 @@
 #ifndef TT_ATTENTION_IMPL_H
 #define TT_ATTENTION_IMPL_H
 
+#include <math.h>
+
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/simd.h"
 
 tt_err tt_attention_fwd_portable(const tt_attn *a);
 tt_err tt_attention_bwd_portable(const tt_attn *a);
@@ -62,6 +65,23 @@ static inline int tt_attn_last_query(const tt_attn *a, int j0, int nj)
 {
     const int last = a->T - 1;
     return a->window > 0 && (long)j0 + nj - 1 + a->window - 1 < last ? j0 + nj - 1 + a->window - 1 : last;
+}
+
+/* The scores' scale: the call's, or 1 / sqrt(hd) */
+static inline double tt_attn_scale(const tt_attn *a) { return a->scale > 0 ? a->scale : 1.0 / sqrt((double)a->hd); }
+
+#define TT_ATTN_PF_ROWS 8 /* how many rows ahead the flash kernels ask for a strided view's row */
+
+/* Row t of head hh of batch row b in the strided view src (row stride ld
+ * elements of es bytes). Its rows lie a whole row of heads apart, a stream
+ * the hardware prefetchers find late: the row TT_ATTN_PF_ROWS ahead (into the
+ * next block too) is asked for here. */
+static inline const char *tt_attn_row(const tt_attn *a, const void *src, long ld, int b, int hh, int t, size_t es)
+{
+    const size_t n = (size_t)b * a->T + t;
+    const char *row = (const char *)src + (n * (size_t)ld + (size_t)hh * a->hd) * es;
+    if (t + TT_ATTN_PF_ROWS < a->T) tt_prefetch(row + TT_ATTN_PF_ROWS * ld * es, (size_t)a->hd * es);
+    return row;
 }
 
 /* The next n bytes of a thread's scratch from *p on, and *p moved past them
