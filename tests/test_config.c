@@ -100,12 +100,15 @@ static void test_load_and_override(void)
     CHECK(c.model.head_dim == 16 && c.model.tie_embeddings);
 
     /* the command line: --config first wherever it stands, then overrides in order */
-    FILE *f = fopen("/tmp/titan_test_config.toml", "w");
+    /* a file of its own (mkstemps), as tests may run at once (ctest -j) */
+    char path[] = "/tmp/titan_test_config_XXXXXX.toml";
+    int fd = mkstemps(path, 5);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     CHECK(f != NULL);
     if (!f) return;
     fputs(recipe, f);
     fclose(f);
-    char *argv[] = {"--training.steps", "40", "prompt-word", "--config", "/tmp/titan_test_config.toml",
+    char *argv[] = {"--training.steps", "40", "prompt-word", "--config", path,
                     "--optimizer.lr=3e-4", "--model.n_layers", "2", "--checkpoint.enable", "--training.steps=41",
                     "--validation.enable", "false", "--", "--not-a-flag"};
     int argc = (int)(sizeof argv / sizeof argv[0]), n_rest = -1;
@@ -138,7 +141,7 @@ static void test_load_and_override(void)
     char *bad7[] = {"--config=a.toml", "--job.config_file", "b.toml"};
     CHECK(tt_config_parse_args(&c, 3, bad7, NULL, NULL) != 0 && HAS("twice"));
     CHECK(memcmp(&before, &c, sizeof c) == 0);
-    remove("/tmp/titan_test_config.toml");
+    remove(path);
 
     /* tt_config_set: typed parsing, "none" for optional keys, origin in messages */
     tt_config_defaults(&c);
