@@ -6,6 +6,7 @@
 #   make crosscheck  the live cross-checks against transformers and PEFT
 #               (PYTHON= a python with torch, transformers, peft, safetensors,
 #               tokenizers; the chat export's needs transformers alone)
+# the build and the tests (ctest -j) run JOBS at a time
 JOBS ?= $(shell nproc)
 # the project virtualenv (make venv): where it exists, the tests' python3 is its
 VENV ?= .venv
@@ -34,7 +35,7 @@ run: deps build
 	./$(BUILD)/titan train
 
 test: build
-	cd $(BUILD) && $(TEST_PATH) ctest --output-on-failure -j 1
+	cd $(BUILD) && $(TEST_PATH) ctest --output-on-failure -j $(JOBS)
 
 # titan's exports in transformers and its LoRA adapters in PEFT, live (needs torch: not part of make test)
 crosscheck: build
@@ -49,7 +50,7 @@ crosscheck: build
 test-sanitize:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTITAN_SANITIZE=ON >/dev/null
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && $(TEST_PATH) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 1
+	cd build-asan && $(TEST_PATH) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
 fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTITAN_FUZZ=ON >/dev/null
