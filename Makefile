@@ -6,7 +6,7 @@
 #   make crosscheck  the live cross-checks against transformers and PEFT
 #               (PYTHON= a python with torch, transformers, peft, safetensors,
 #               tokenizers; the chat export's needs transformers alone)
-# the build and the tests (ctest -j) run JOBS at a time
+# the build, the tests (ctest -j) and the fuzz targets run JOBS at a time
 JOBS ?= $(shell nproc)
 # the project virtualenv (make venv): where it exists, the tests' python3 is its
 VENV ?= .venv
@@ -55,7 +55,7 @@ test-sanitize:
 fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTITAN_FUZZ=ON >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target $$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$$//' | tr '\n' ' ')
-	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(JOBS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

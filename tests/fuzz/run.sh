@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# run.sh BUILD_DIR SECONDS — runs every libFuzzer target built in BUILD_DIR
-# (fuzz_*) for SECONDS each: its corpus BUILD_DIR/corpus/<target> starts from
-# seed inputs (the fixtures of its format, tests/fuzz/seeds/, and, where
-# present, ../shared's published chat templates), with the target's
-# dictionary tests/fuzz/<format>.dict. Stops at the first target that fails,
-# showing the end of its log. (make fuzz, which CI runs.)
+# run.sh BUILD_DIR SECONDS [JOBS] — runs every libFuzzer target built in
+# BUILD_DIR (fuzz_*) for SECONDS each, JOBS of them at once (default: the
+# cores; each libFuzzer process is one thread, so a target's SECONDS are a
+# core's): its corpus BUILD_DIR/corpus/<target> starts from seed inputs (the
+# fixtures of its format, tests/fuzz/seeds/, and, where present, ../shared's
+# published chat templates), with the target's dictionary
+# tests/fuzz/<format>.dict. Stops at the first target that fails, ending the
+# others and showing the end of its log. (make fuzz, which CI runs.)
 set -euo pipefail
-B=$1 S=$2
+B=$1 S=$2 P=${3:-$(nproc)}
+[[ "$P" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: JOBS must be a positive integer, not '$P'"; exit 1; }
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 
 # seed TARGET DIR: the target's seed inputs, copied into DIR
@@ -33,6 +36,25 @@ PY
   [ -n "$(ls -A "$d")" ] || { echo "run.sh: no seed inputs for fuzz_$t"; exit 1; }
 }
 
+declare -A name_of=() # a running target's name, by its pid
+# whatever way the script ends, no target outlives it
+trap 'for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+# reap: waits for one running target; a failure ends the others and the script
+reap() {
+  local pid rc=0 t
+  wait -n -p pid || rc=$?
+  t=${name_of[$pid]}
+  unset "name_of[$pid]"
+  if [ $rc -ne 0 ]; then
+    for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait || true
+    echo "== fuzz_$t failed (exit $rc):"
+    tail -n 40 "$B/fuzz_$t.log"
+    exit 1
+  fi
+  echo "== fuzz_$t: $(tail -n 1 "$B/fuzz_$t.log")"
+}
+
 n=0
 for f in "$B"/fuzz_*; do
   [ -f "$f" ] && [ -x "$f" ] || continue
@@ -43,12 +65,11 @@ for f in "$B"/fuzz_*; do
   rm -rf "$B/seeds/$t"
   seed "$t" "$B/seeds/$t"
   mkdir -p "$B/corpus/$t"
+  [ ${#name_of[@]} -lt "$P" ] || reap
   echo "== fuzz_$t ($S s, $(ls "$B/seeds/$t" | wc -l) seeds, $(basename "$dict"))"
-  if ! "$f" -max_total_time="$S" -max_len=$len -dict="$dict" "$B/corpus/$t" "$B/seeds/$t" >"$B/fuzz_$t.log" 2>&1; then
-    tail -n 40 "$B/fuzz_$t.log"
-    exit 1
-  fi
-  tail -n 1 "$B/fuzz_$t.log"
+  "$f" -max_total_time="$S" -max_len=$len -dict="$dict" "$B/corpus/$t" "$B/seeds/$t" >"$B/fuzz_$t.log" 2>&1 &
+  name_of[$!]=$t
   n=$((n + 1))
 done
+while [ ${#name_of[@]} -gt 0 ]; do reap; done
 [ "$n" -gt 0 ] || { echo "run.sh: no fuzz target in $B"; exit 1; }
