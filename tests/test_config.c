@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "harness.h"
@@ -105,7 +106,10 @@ static void test_load_and_override(void)
     int fd = mkstemps(path, 5);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     CHECK(f != NULL);
-    if (!f) return;
+    if (!f) {
+        if (fd >= 0) close(fd), remove(path);
+        return;
+    }
     fputs(recipe, f);
     fclose(f);
     char *argv[] = {"--training.steps", "40", "prompt-word", "--config", path,

@@ -37,17 +37,15 @@ PY
 }
 
 declare -A name_of=() # a running target's name, by its pid
-# whatever way the script ends, no target outlives it
-trap 'for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
-# reap: waits for one running target; a failure ends the others and the script
+# whatever way the script ends (a failure included), no target outlives it
+trap 'for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done; wait' EXIT
+# reap: waits for one running target; a failure ends the script (and so the others)
 reap() {
   local pid rc=0 t
   wait -n -p pid || rc=$?
   t=${name_of[$pid]}
   unset "name_of[$pid]"
   if [ $rc -ne 0 ]; then
-    for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait || true
     echo "== fuzz_$t failed (exit $rc):"
     tail -n 40 "$B/fuzz_$t.log"
     exit 1
