@@ -131,6 +131,14 @@ tt_err tt_chat_render(const tt_chat_template *t, const cJSON *messages, const cJ
         goto done;
     }
     if (out_len) *out_len = root.len;
+    /* A {% generation %} inside a macro or a block set is measured where transformers measures it,
+     * at the end of the top-level text when it ran; what became of the macro's text (a filter such
+     * as |length, or nothing) can leave that range past the end. Cut it there: transformers' mask
+     * then runs to the last token, and a range that starts past the end marks nothing. */
+    for (int i = 0; gen && i < gen->n; i++) {
+        if (gen->end[i] > root.len) gen->end[i] = root.len;
+        if (gen->start[i] > gen->end[i]) gen->start[i] = gen->end[i];
+    }
     root.p = NULL;
     rc = 0;
 done:

@@ -26,7 +26,8 @@ typedef struct {
 } tt_chat_specials;
 
 /* The byte ranges [start, end) of the rendered text that {% generation %} blocks wrote, in order,
- * measured where transformers measures them (the top-level output written so far). */
+ * measured where transformers measures them (the top-level output written so far), and cut at the
+ * text's end: 0 <= start <= end <= the text's length. */
 typedef struct tt_chat_spans {
     size_t *start, *end;
     int n, cap;
