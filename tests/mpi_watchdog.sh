@@ -8,7 +8,9 @@
 #   - the same under FSDP, with rank 1 the slow writer of its shard and of
 #     its part of the closing gather;
 #   - a rank that hangs is still aborted within the timeout, and with the
-#     default comm.timeout_seconds within 60 s (and some slack).
+#     default comm.timeout_seconds within 60 s (and some slack);
+#   - a rank whose launcher stops answering (mpirun stopped) still ends: its
+#     MPI_Abort, which waits for mpirun, is cut short by SIGALRM 5 s later.
 # CMake runs it as `bash mpi_watchdog.sh TITAN SRC MPIEXEC` with the MPI test
 # environment (OMP_NUM_THREADS=1, run as root allowed, no cross-memory attach).
 set -u
@@ -64,4 +66,42 @@ check "rank 1 hangs (comm.timeout_seconds 2): the job ends within 20 s, naming t
 # comm.timeout_seconds at its default (60 s): within 60 s and the start's and the abort's slack
 hung hang_default 60 80
 check "rank 1 hangs (comm.timeout_seconds at its default): the job ends within 60 s (+ 20 s of slack)" $?
+# ---- a launcher that stops answering ---------------------------------------------------
+# Rank 1 is killed at step 3 and mpirun stopped (SIGSTOP) at once: rank 0's watchdog aborts after 2 s, and its
+# MPI_Abort, which waits for mpirun, ends 5 s later by SIGALRM (dist_watchdog.c's ABORT_GRACE_SECONDS)
+field() { # field PID N: field N (3: the state, 52: the exit status) of /proc/PID/stat, a zombie's too
+  local st
+  st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  echo "${st##*) }" | awk -v n=$(($2 - 2)) '{ print $n }' # the fields after the command's name, which is in ()
+}
+frozen() {
+  local log=$W/frozen.log job p r0= r1= t0 t1 code
+  "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/frozen" --training.steps 2000 \
+    --comm.timeout_seconds 2 >"$log" 2>&1 &
+  job=$!
+  for _ in $(seq 1 600); do grep -qE "^step: +3 " "$log" && break; kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+  for p in $(pgrep -P "$job"); do
+    grep -qxz "OMPI_COMM_WORLD_RANK=0" "/proc/$p/environ" 2>/dev/null && r0=$p
+    grep -qxz "OMPI_COMM_WORLD_RANK=1" "/proc/$p/environ" 2>/dev/null && r1=$p
+  done
+  if [ -z "$r0" ] || [ -z "$r1" ]; then
+    echo "  (the job did not reach step 3 with both ranks running)"
+    kill -9 "$job" 2>/dev/null
+    return 1
+  fi
+  kill -9 "$r1"
+  kill -STOP "$job"
+  t0=$(date +%s)
+  # rank 0 ends, and mpirun, stopped, cannot reap it: a zombie
+  while [ "$(field "$r0" 3)" != Z ] && [ $(($(date +%s) - t0)) -lt 30 ]; do sleep 0.1; done
+  t1=$(date +%s) code=$(field "$r0" 52)
+  kill -9 "$r0" 2>/dev/null
+  kill -CONT "$job"
+  kill -9 "$job" 2>/dev/null
+  wait "$job" 2>/dev/null
+  echo "  (rank 0 ended $((t1 - t0)) s after the kill, with wait status ${code:-unknown})"
+  [ "$code" = 14 ] && [ $((t1 - t0)) -ge 5 ] && [ $((t1 - t0)) -le 20 ]
+}
+frozen
+check "mpirun stopped after rank 1's kill: rank 0 ends 2 s + 5 s later, by SIGALRM (its MPI_Abort waits for mpirun)" $?
 cli_done mpi_watchdog

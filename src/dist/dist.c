@@ -232,6 +232,7 @@ void tt_shutdown(void) { tt_dist_finalize(); }
 void tt_abort_job(int status)
 {
     if (state != READY || !the_dist.mpi) return;
+    tt_abort_deadline(); /* the flushes, too, can wait on a launcher that no longer reads */
     fflush(stdout);
     fflush(stderr);
     tt_mpi_abort(status ? status : 1);

@@ -135,6 +135,9 @@ void tt_watchdog_stop(tt_dist *d);
 /* Time w from now (what names it in the abort message); end it when done. */
 void tt_watch_begin(tt_dist *d, tt_watch *w, const char *what, tt_coll_req *req);
 void tt_watch_end(tt_dist *d, tt_watch *w);
+/* Before ending the job: this process ends by itself a few seconds later,
+ * whatever the launcher does (see dist_watchdog.c). */
+void tt_abort_deadline(void);
 /* The progress hook (tt_work_progress) on this job's ranks, and off again
  * at the end; and, in a wait, the messages of the others' (taken at most
  * every few ms), which push back the timeouts of this rank's watches. */

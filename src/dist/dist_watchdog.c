@@ -14,16 +14,29 @@
  * The thread calls MPI_Abort although MPI was initialised FUNNELED (only the
  * main thread makes MPI calls): the main thread is stuck, so no other MPI call
  * runs concurrently with intent, and Open MPI's abort goes through the
- * launcher (PMIx) without touching communicator state. */
+ * launcher (PMIx) without touching communicator state.
+ *
+ * MPI_Abort asks the launcher to end the job, and waits for it: Open MPI
+ * 4.1's sends its message to mpirun and sleeps until mpirun has shown it. A
+ * launcher that does not answer (stopped, deadlocked, its machine gone) would
+ * leave this rank waiting forever, so before anything of an abort that can
+ * block (the message to stderr, a pipe mpirun no longer reads, included) the
+ * process sets itself a deadline: SIGALRM, whose default action ends it,
+ * ABORT_GRACE_SECONDS later. The launcher, if it ever looks, then sees a rank
+ * die, and ends the job for that. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dist/dist_internal.h"
 
 #define POLL_SECONDS 0.05   /* how often the thread looks: the abort comes within this of the timeout */
 #define LISTEN_SECONDS 0.01 /* how often a waiting rank takes the progress messages that arrived */
 #define TELL_PARTS 6        /* a busy rank tells the others every timeout / TELL_PARTS at most */
+/* MPI_Abort's time to end the job through the launcher: a healthy mpirun ends it in about 1 s */
+#define ABORT_GRACE_SECONDS 5
 
 /* The abort's one line: what this rank waited for, and whether another rank's
  * progress had pushed the timeout back (it then counts from the last word).
@@ -45,6 +58,16 @@ static void say_late(const tt_dist *d, const tt_watch *w, double now, double tim
     fflush(stderr);
 }
 
+void tt_abort_deadline(void)
+{
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    signal(SIGALRM, SIG_DFL);                  /* its default action: the process ends */
+    pthread_sigmask(SIG_UNBLOCK, &alrm, NULL); /* and this thread, at least, takes it */
+    alarm(ABORT_GRACE_SECONDS);
+}
+
 static void *watchdog_main(void *arg)
 {
     tt_dist *d = arg;
@@ -58,6 +81,7 @@ static void *watchdog_main(void *arg)
         for (const tt_watch *w = d->watched.next; timeout > 0 && w != &d->watched; w = w->next)
             if (now - (w->since > word ? w->since : word) > timeout && (!late || w->since < late->since)) late = w;
         if (late) {
+            tt_abort_deadline();
             say_late(d, late, now, timeout);
             pthread_mutex_unlock(&d->mu);
             tt_mpi_abort(1);
