@@ -34,7 +34,8 @@ for i in $(seq 1 "$TRIES"); do
   for _ in $(seq 1 400); do pid=$(rank1_of "$job") && [ -n "$pid" ] && break; sleep 0.005; done
   if [ -z "$pid" ]; then
     missed=$((missed + 1)) # the job ended (or never started rank 1) before the kill
-    wait "$job"
+    kill -9 $(pgrep -P "$job") "$job" 2>/dev/null
+    wait "$job" 2>/dev/null
     continue
   fi
   kill -9 "$pid"
