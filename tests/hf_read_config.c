@@ -41,6 +41,28 @@ void test_mlp_only_layers(void)
                       "leave no MoE layer");
     expect_parse_fail("{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"num_hidden_layers\":2,\"mlp_only_layers\":[2]}",
                       "key 'mlp_only_layers' must hold layer indices below num_hidden_layers (2)");
+    /* whether any layer is MoE, without a walk over num_hidden_layers (2e9 of them took 268 s in the fuzz build):
+     * the same answer as the walk, and at once for a config of 2e9 layers */
+    tt_model_cfg mc = c.model;
+    const int steps[] = {1, 2, 3, 7, 511, 512, 513, 1000}, dense[] = {0, 5, 511, 600}, lens[] = {1, 2, 511, 512, 513, 600, 1100, 1600};
+    int bad = 0;
+    for (int f = 0; f < 3; f++)
+        for (size_t s = 0; s < sizeof steps / sizeof *steps; s++)
+            for (size_t d = 0; d < sizeof dense / sizeof *dense; d++)
+                for (size_t n = 0; n < sizeof lens / sizeof *lens; n++) {
+                    mc.n_layers = lens[n], mc.moe.sparse_step = steps[s], mc.moe.n_dense_layers = dense[d];
+                    for (int l = 0; l < TT_MODEL_MAX_LAYERS; l++) mc.moe.mlp_only[l] = f == 2 || (f == 1 && l % 2);
+                    int walk = 0;
+                    for (int l = 0; l < mc.n_layers; l++) walk |= tt_model_layer_is_moe(&mc, l);
+                    bad += walk != tt_model_has_moe_layer(&mc);
+                }
+    CHECK_MSG(bad == 0, "tt_model_has_moe_layer differs from the walk over the layers in %d configs", bad);
+    CHECK_MSG(parse("{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"num_hidden_layers\":2005558902}", &c) == 0 &&
+                  c.model.n_layers == 2005558902,
+              "2005558902 layers: %s", tt_last_error());
+    expect_parse_fail("{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"num_hidden_layers\":2000000000,"
+                      "\"decoder_sparse_step\":2000000001}",
+                      "leave no MoE layer");
 }
 
 void test_config(void)

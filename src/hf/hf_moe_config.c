@@ -98,9 +98,8 @@ tt_err hf_read_moe(const hf_moe_keys *k, const cJSON *j, const char *path, tt_mo
                                  TT_MODEL_MAX_LAYERS);
             e->mlp_only[(int)l] = 1;
         }
-        int moe = 0;
-        for (int l = 0; l < m->n_layers; l++) moe += tt_model_layer_is_moe(m, l);
-        if (!moe) return tt_errorf("%s: mlp_only_layers and decoder_sparse_step leave no MoE layer", path);
+        if (!tt_model_has_moe_layer(m))
+            return tt_errorf("%s: mlp_only_layers and decoder_sparse_step leave no MoE layer", path);
     }
     if (k->shared_gated) {
         if (hf_get_int(path, j, "shared_expert_intermediate_size", 5632, 0, &e->shared_ffn)) return -1;

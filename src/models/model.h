@@ -80,6 +80,9 @@ void tt_moe_name_aux_loss(tt_value *loss);
 int tt_moe_is_aux_loss(const tt_value *v);
 /* Whether layer l's MLP is a Mixture-of-Experts. */
 int tt_model_layer_is_moe(const tt_model_cfg *c, int layer);
+/* Whether any layer's is, in time that does not grow with n_layers (a config's num_hidden_layers can
+ * be any int, and is checked against memory only later). */
+int tt_model_has_moe_layer(const tt_model_cfg *c);
 
 
 /* What Hugging Face models add to tt_model_cfg. A separate struct because

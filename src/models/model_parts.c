@@ -46,6 +46,19 @@ int tt_model_layer_is_moe(const tt_model_cfg *c, int l)
            !(l < TT_MODEL_MAX_LAYERS && c->moe.mlp_only[l]);
 }
 
+int tt_model_has_moe_layer(const tt_model_cfg *c)
+{
+    if (c->moe.n_experts <= 0) return 0;
+    const int head = c->n_layers < TT_MODEL_MAX_LAYERS ? c->n_layers : TT_MODEL_MAX_LAYERS;
+    for (int l = 0; l < head; l++)
+        if (tt_model_layer_is_moe(c, l)) return 1;
+    /* past mlp_only's layers and the dense ones the sparse step alone decides: the first layer l >= lo
+     * with (l + 1) % step == 0 is MoE, and is there when it is below n_layers */
+    const int64_t step = c->moe.sparse_step > 0 ? c->moe.sparse_step : 1;
+    const int64_t lo = TT_MODEL_MAX_LAYERS > c->moe.n_dense_layers ? TT_MODEL_MAX_LAYERS : c->moe.n_dense_layers;
+    return (lo + step) / step * step - 1 < c->n_layers;
+}
+
 tt_attn_dims tt_model_attn_dims(const tt_model_cfg *c)
 {
     if (c->mla.kv_lora_rank <= 0) return (tt_attn_dims){c->head_dim, c->head_dim, c->n_kv_heads, c->head_dim};
