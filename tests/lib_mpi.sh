@@ -8,6 +8,7 @@
 #   one OpenMP thread a rank; without a working MPI launcher the test is
 #           skipped (a failure under CI=true)
 #   mpi NP ARGS...  titan ARGS on NP ranks
+#   rank_pid MPIRUN_PID RANK  sets pid to that rank's process
 #   step_losses METRICS_JSONL  "step loss" of each train record
 #   close A B [FIRST] [TOL]  the losses of steps FIRST.. (default 1) of run B's
 #           metrics.jsonl equal run A's within TOL (default 1e-5) relative,
@@ -22,6 +23,15 @@ fi
 mpi() {
   local np=$1; shift
   "$MPIEXEC" --oversubscribe -np "$np" "$TITAN" "$@"
+}
+rank_pid() { # rank_pid MPIRUN_PID RANK: sets pid to that rank's process, a running child of mpirun (by the
+  # OMPI_COMM_WORLD_RANK in its environment, which an exited one no longer shows); 1 when there is none
+  local p
+  pid=
+  for p in $(pgrep -P "$1"); do
+    grep -qxz "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && { pid=$p; return 0; }
+  done
+  return 1
 }
 step_losses() { grep -o '"step":[0-9]*,"loss":[^,]*' "$1" | sed 's/"step":\([0-9]*\),"loss":/\1 /'; }
 close() {

@@ -112,14 +112,6 @@ ranks_of() { # ranks_of MPIRUN_PID: the pids of the titan processes it launched:
   local p
   for p in $(pgrep -P "$1"); do [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$TITAN_EXE" ] && echo "$p"; done
 }
-rank_pid() { # rank_pid MPIRUN_PID RANK: sets pid to that rank's process (by OMPI_COMM_WORLD_RANK in its environment)
-  local p
-  pid=
-  for p in $(ranks_of "$1"); do
-    grep -qxz "OMPI_COMM_WORLD_RANK=$2" "/proc/$p/environ" 2>/dev/null && { pid=$p; return 0; }
-  done
-  return 1
-}
 wait_line() { # wait_line LOG REGEX SECONDS: until a line of the job's LOG matches (0), the job exits (1), or time is up (2)
   local t0
   now_us; t0=$now

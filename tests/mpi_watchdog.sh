@@ -75,15 +75,13 @@ field() { # field PID N: field N (3: the state, 52: the exit status) of /proc/PI
   echo "${st##*) }" | awk -v n=$(($2 - 2)) '{ print $n }' # the fields after the command's name, which is in ()
 }
 frozen() {
-  local log=$W/frozen.log job p r0= r1= t0 t1 code
+  local log=$W/frozen.log job r0= r1= t0 t1 code
   "$MPIEXEC" --oversubscribe -np 2 "$TITAN" train "${COMMON[@]}" --job.dump_folder "$W/frozen" --training.steps 2000 \
     --comm.timeout_seconds 2 >"$log" 2>&1 &
   job=$!
   for _ in $(seq 1 600); do grep -qE "^step: +3 " "$log" && break; kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
-  for p in $(pgrep -P "$job"); do
-    grep -qxz "OMPI_COMM_WORLD_RANK=0" "/proc/$p/environ" 2>/dev/null && r0=$p
-    grep -qxz "OMPI_COMM_WORLD_RANK=1" "/proc/$p/environ" 2>/dev/null && r1=$p
-  done
+  rank_pid "$job" 0 && r0=$pid
+  rank_pid "$job" 1 && r1=$pid
   if [ -z "$r0" ] || [ -z "$r1" ]; then
     echo "  (the job did not reach step 3 with both ranks running)"
     kill -9 "$job" 2>/dev/null
