@@ -65,7 +65,9 @@ for f in "$B"/fuzz_*; do
   mkdir -p "$B/corpus/$t"
   [ ${#name_of[@]} -lt "$P" ] || reap
   echo "== fuzz_$t ($S s, $(ls "$B/seeds/$t" | wc -l) seeds, $(basename "$dict"))"
-  "$f" -max_total_time="$S" -max_len=$len -dict="$dict" "$B/corpus/$t" "$B/seeds/$t" >"$B/fuzz_$t.log" 2>&1 &
+  # -timeout=60: an input that takes a minute fails its target, as a hang would (libFuzzer's default waits
+  # 20 minutes); the one such input CI has met was a bug (a config's 2e9 layers walked one by one, 156cfe8)
+  "$f" -max_total_time="$S" -timeout=60 -max_len=$len -dict="$dict" "$B/corpus/$t" "$B/seeds/$t" >"$B/fuzz_$t.log" 2>&1 &
   name_of[$!]=$t
   n=$((n + 1))
 done
