@@ -98,16 +98,27 @@ static tt_dist *fail_get(void)
     return NULL;
 }
 
-tt_dist *tt_dist_get(void)
+static tt_dist *start(double timeout_seconds);
+
+tt_dist *tt_dist_get(void) { return state == READY ? &the_dist : start(DEFAULT_TIMEOUT); }
+
+tt_dist *tt_dist_start(double timeout_seconds)
 {
-    if (state == READY) return &the_dist;
+    if (state != READY) return start(timeout_seconds);
+    tt_dist_set_timeout(&the_dist, timeout_seconds);
+    return &the_dist;
+}
+
+static tt_dist *start(double timeout_seconds)
+{
     if (state == FAILED || state == FINALIZED) {
         tt_errorf("%s", failure);
         return NULL;
     }
     tt_dist *d = &the_dist;
     memset(d, 0, sizeof *d);
-    d->world = 1, d->local_size = 1, d->timeout = DEFAULT_TIMEOUT;
+    d->world = 1, d->local_size = 1;
+    d->timeout = timeout_seconds > 0 ? timeout_seconds : 0; /* as tt_dist_set_timeout */
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
     d->watched.next = d->watched.prev = &d->watched;
@@ -129,16 +140,28 @@ tt_dist *tt_dist_get(void)
                   size, var, size);
         return fail_get();
     }
-    tt_watch w = {0};
-    if (tt_mpi_init(d)) return fail_get();
+    /* MPI_Init_thread waits for the launcher (PMIx), which may never answer: stopped, hung, its machine gone.
+     * The watchdog runs from before it, and a rank whose start does not complete ends itself: without MPI it
+     * cannot end the job, but the launcher, if it looks again, sees a rank die, and the other ranks, waiting
+     * for the same launcher, end themselves too. Its rank until MPI says is the launcher's. */
+    d->rank = launcher_rank();
+    if (tt_watchdog_start(d)) return fail_get();
+    tt_watch w = {.before_mpi = 1};
+    tt_watch_begin(d, &w, "starting the job (MPI_Init_thread, which waits for the launcher)", NULL);
+    tt_err init = tt_mpi_init(d);
+    tt_watch_end(d, &w);
+    if (init) {
+        tt_watchdog_stop(d);
+        return fail_get();
+    }
     if (n > 1 && d->world != n) { /* each process alone in a world of its own: they cannot cooperate */
         tt_errorf("%s says the job has %d processes, but MPI sees %d: this MPI cannot reach the launcher (under "
                   "Slurm, srun --mpi=pmix; or start the job with this MPI's mpirun)",
                   var, n, d->world);
         return fail_get();
     }
-    if (tt_watchdog_start(d)) return fail_get();
     tt_log_set_rank(d->rank, d->world);
+    w = (tt_watch){0};
     tt_watch_begin(d, &w, "starting the job (MPI_Comm_dup, MPI_Comm_split_type)", NULL);
     int rc = tt_mpi_setup(d);
     tt_watch_end(d, &w);

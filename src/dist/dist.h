@@ -26,6 +26,11 @@
  * an MPI that cannot reach its launcher, a call after MPI ended); later calls
  * give the same error. */
 tt_dist *tt_dist_get(void);
+/* tt_dist_get with the watchdog's timeout (tt_dist_set_timeout) set from the
+ * start: it also watches MPI_Init_thread, which waits for the launcher, and a
+ * rank whose start does not complete in timeout_seconds ends itself (exit
+ * status 1), naming its rank and the start. tt_dist_get starts with 60 s. */
+tt_dist *tt_dist_start(double timeout_seconds);
 void tt_dist_finalize(void);
 /* Whether this build has MPI (a build without it runs one process and says
  * so when a launcher or a config asks for more). */

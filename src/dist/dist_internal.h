@@ -36,6 +36,7 @@ typedef struct tt_watch {
     double since; /* tt_now() when it began */
     char what[96];
     tt_coll_req *req;
+    int before_mpi; /* MPI_Init_thread's: MPI_Abort cannot end the job yet, so a late one ends this rank alone */
 } tt_watch;
 
 struct tt_coll_req {

@@ -23,7 +23,12 @@
  * block (the message to stderr, a pipe mpirun no longer reads, included) the
  * process sets itself a deadline: SIGALRM, whose default action ends it,
  * ABORT_GRACE_SECONDS later. The launcher, if it ever looks, then sees a rank
- * die, and ends the job for that. */
+ * die, and ends the job for that.
+ *
+ * MPI_Init_thread is watched too: it waits for the launcher as well. Until it
+ * returns MPI_Abort is not allowed, so a rank whose start is late writes its
+ * line and ends itself (_exit(1)); the other ranks, waiting in the same start,
+ * do the same, and a launcher that looks again sees its ranks die. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,15 +50,16 @@
  * worth naming. */
 static void say_late(const tt_dist *d, const tt_watch *w, double now, double timeout)
 {
+    /* before MPI has started, MPI_Abort cannot reach the other ranks: this one ends alone */
+    const char *ending = w->before_mpi ? "ending this rank (MPI has not started, so it cannot end the others)"
+                                       : "aborting the job";
     char msg[384];
     if (d->heard > w->since + (timeout < 10 ? timeout / 10 : 1))
         snprintf(msg, sizeof msg,
-                 "rank %d: %s did not complete in %g s since rank %d last reported progress (%.0f s in all): "
-                 "aborting the job\n",
-                 d->rank, w->what, timeout, d->heard_from, now - w->since);
+                 "rank %d: %s did not complete in %g s since rank %d last reported progress (%.0f s in all): %s\n",
+                 d->rank, w->what, timeout, d->heard_from, now - w->since, ending);
     else
-        snprintf(msg, sizeof msg, "rank %d: %s did not complete in %g s: aborting the job\n", d->rank, w->what,
-                 timeout);
+        snprintf(msg, sizeof msg, "rank %d: %s did not complete in %g s: %s\n", d->rank, w->what, timeout, ending);
     fputs(msg, stderr); /* one write, so ranks' lines do not interleave */
     fflush(stderr);
 }
@@ -81,9 +87,11 @@ static void *watchdog_main(void *arg)
         for (const tt_watch *w = d->watched.next; timeout > 0 && w != &d->watched; w = w->next)
             if (now - (w->since > word ? w->since : word) > timeout && (!late || w->since < late->since)) late = w;
         if (late) {
+            const int before_mpi = late->before_mpi;
             tt_abort_deadline();
             say_late(d, late, now, timeout);
             pthread_mutex_unlock(&d->mu);
+            if (before_mpi) _exit(1); /* MPI_Abort before MPI_Init_thread returns is erroneous */
             tt_mpi_abort(1);
         }
         struct timespec ts;

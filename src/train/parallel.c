@@ -68,13 +68,12 @@ bool tt_parallel_fault_now(const tt_config *c, int rank, long step)
 
 tt_err tt_parallel_join(const tt_config *c, tt_dist **out)
 {
-    tt_dist *d = *out = tt_dist_get();
+    tt_dist *d = *out = tt_dist_start(c->comm.timeout_seconds);
     if (!d) return -1;
     const int world = tt_dist_world(d);
     int rep = 1, shard = 1, ep = 1;
     if (tt_parallel_resolve(c, world, &rep, &shard, &ep) || tt_dist_set_mesh(d, rep, shard, ep)) return -1;
     if (world == 1) return 0;
-    tt_dist_set_timeout(d, c->comm.timeout_seconds);
     char *toml = tt_config_to_toml(c);
     tt_err rc = toml ? tt_dist_check_same(d, toml, strlen(toml), "the resolved config (every rank must run the same job)")
                      : tt_errorf("out of memory");
