@@ -36,6 +36,13 @@ void lc_free(lc_objects *o)
 
 int lc_n_objects(const lc_objects *o) { return o->n_files; }
 
+const char *lc_user_of(const lc_objects *o, const char *name)
+{
+    for (int i = 0; i < o->n_syms; i++)
+        if (!o->syms[i].defined && strcmp(o->syms[i].name, name) == 0) return o->files[o->syms[i].file];
+    return NULL;
+}
+
 void lc_add_nm(lc_objects *o, const char *file, const char *nm_text)
 {
     if (o->n_files == o->cap_files) {

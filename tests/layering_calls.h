@@ -19,5 +19,7 @@ int lc_add_object(lc_objects *o, const char *file, const char *obj_path);
  * references ("uses tt_foo"). */
 void lc_graph(const lc_objects *o, lg_graph *g);
 int lc_n_objects(const lc_objects *o);
+/* The first file that references (does not define) the symbol name, or NULL. */
+const char *lc_user_of(const lc_objects *o, const char *name);
 
 #endif
