@@ -129,7 +129,7 @@ unstarted() {
   for _ in $(seq 1 100); do [ "$(grep -c "did not complete in 2 s: ending this rank" "$log")" -eq 2 ] && break; sleep 0.1; done
   kill -9 "$job" 2>/dev/null
   wait "$job" 2>/dev/null
-  echo "  (2 ranks ended: $n_z, $((t1 - t0)) s after the start, wait statuses:${codes:- none})"
+  echo "  (ranks ended: $n_z of 2, $((t1 - t0)) s after the start, wait statuses:${codes:- none})"
   [ "$n_z" -eq 2 ] && [ "$codes" = " 256 256" ] && [ $((t1 - t0)) -ge 2 ] && [ $((t1 - t0)) -le 20 ] &&
     grep -q "^rank 0: starting the job (MPI_Init_thread, which waits for the launcher) did not complete in 2 s" "$log" &&
     grep -q "^rank 1: starting the job (MPI_Init_thread, which waits for the launcher) did not complete in 2 s" "$log"

@@ -118,9 +118,9 @@ static tt_dist *start(double timeout_seconds)
     tt_dist *d = &the_dist;
     memset(d, 0, sizeof *d);
     d->world = 1, d->local_size = 1;
-    d->timeout = timeout_seconds > 0 ? timeout_seconds : 0; /* as tt_dist_set_timeout */
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
+    tt_dist_set_timeout(d, timeout_seconds);
     d->watched.next = d->watched.prev = &d->watched;
     set_groups(d, 1, 1, 1);
     d->replicate = d->shard = 1;
@@ -146,10 +146,10 @@ static tt_dist *start(double timeout_seconds)
      * for the same launcher, end themselves too. Its rank until MPI says is the launcher's. */
     d->rank = launcher_rank();
     if (tt_watchdog_start(d)) return fail_get();
-    tt_watch w = {.before_mpi = 1};
-    tt_watch_begin(d, &w, "starting the job (MPI_Init_thread, which waits for the launcher)", NULL);
+    tt_watch init_w = {.before_mpi = 1};
+    tt_watch_begin(d, &init_w, "starting the job (MPI_Init_thread, which waits for the launcher)", NULL);
     tt_err init = tt_mpi_init(d);
-    tt_watch_end(d, &w);
+    tt_watch_end(d, &init_w);
     if (init) {
         tt_watchdog_stop(d);
         return fail_get();
@@ -161,7 +161,7 @@ static tt_dist *start(double timeout_seconds)
         return fail_get();
     }
     tt_log_set_rank(d->rank, d->world);
-    w = (tt_watch){0};
+    tt_watch w = {0};
     tt_watch_begin(d, &w, "starting the job (MPI_Comm_dup, MPI_Comm_split_type)", NULL);
     int rc = tt_mpi_setup(d);
     tt_watch_end(d, &w);
