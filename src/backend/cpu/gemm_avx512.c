@@ -607,14 +607,16 @@ TT_AVX512F void tt_gemm_skinny_avx512(const tt_gemm_skinny_args *s, int n0, int 
  *
  * An A that is not transposed (the forward products and the input
  * gradients) is summed in one k block up to K 2,560 (kc_whole, on the bf16
- * tiles and the 12x32 fp32 one; the fp32 8x48 and 6x64 tiles, which only
- * Intel takes, were not measured with it): each cut costs a pass over C, and
- * over a bf16 C's fp32 partial sums. On Zen 4
- * (bench_gemm_blocks --a-kc-blocks, pairs of calls), one block ran
- * llama_768's bf16 qkv input gradient (K 2,304) 1.03-1.09x as fast and its
- * down forward (2,048) 0.97-1.01x; in fp32 the products with K 768, 2,048
- * and 2,304 ran 1.02-1.04x, 1.015 and 1.03x (the gate/up input gradient,
- * K 4,096, gained 0.5% in one bf16 block, so it stays in four). */
+ * tiles and the 12x32 fp32 one): each cut costs a pass over C, and over a
+ * bf16 C's fp32 partial sums. On Zen 4 (bench_gemm_blocks --a-kc-blocks,
+ * pairs of calls), one block ran llama_768's bf16 qkv input gradient (K
+ * 2,304) 1.03-1.09x as fast and its down forward (2,048) 0.97-1.01x; in fp32
+ * the products with K 768, 2,048 and 2,304 ran 1.02-1.04x, 1.015 and 1.03x
+ * (the gate/up input gradient, K 4,096, gained 0.5% in one bf16 block, so it
+ * stays in four). The fp32 8x48 and 6x64 tiles, which only Intel takes, cut
+ * K in kc blocks: with one block, on the Intel Xeon host, the 6x64 tile ran
+ * the products with K 1,536, 2,048 and 2,304 0.95-0.99x as fast
+ * (performance-changes.md). */
 #define KC_WHOLE 2560
 static const tt_gemm_impl avx512_f32 = {
     .name = "avx512-f32", .mr = MR, .nr = NR, .kunit = 1, .esize = 4,
