@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/cpu/kernels.h"
 #include "core/core.h"
@@ -23,13 +22,6 @@
 
 #define MAX_SIZES 8
 #define MAX_ROUNDS 64
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -92,12 +84,12 @@ int main(int argc, char **argv)
             const int s = (q + r) % ns;
             cpu_ce_set_block(logits[s]);
             double loss;
-            const double t0 = now();
+            const double t0 = tt_now();
             if (cpu_ce_linear(h, W, TT_BF16, targets, N, D, V, -100, 1.0 / N, dh, dW, TT_BF16, &loss)) {
                 fprintf(stderr, "bench_ce_block: %s\n", tt_last_error());
                 return 1;
             }
-            t[s][r] = now() - t0;
+            t[s][r] = tt_now() - t0;
         }
     printf("cross-entropy %d rows x %d dim x %d vocab, bf16, both gradients; %d rounds\n", N, D, V, rounds);
     for (int s = 0; s < ns; s++) {

@@ -318,13 +318,13 @@ static void operands_free(operands *o) { free(o->a), free(o->b), free(o->c0), fr
  * 8x48 tile for it where 48 divides N, and on Intel the automatic fp32 tile
  * is 8x48 or 6x64 (gemm_choice.c). Where the two tiles cut K at the same
  * places, the bits are those of the 12x32 tile on a packed A: each value of
- * C sums the same products in the same order. With every K cut in kc blocks
- * (tt_gemm_set_kc_whole(0)) they always do. With K up to 2,560 in one block
- * (the default) they do on the bf16 tiles, which all take it, but not on
- * the fp32 8x48 and 6x64 tiles, which cut K 2,048 in kc blocks where 12x32
- * sums it whole (measured slower for them on the Intel Xeon host,
- * performance-changes.md). (widened: bf16 packed to fp32, never read in
- * place) */
+ * C sums the same products in the same order (tt_gemm_k_block says where
+ * they cut). With every K cut in kc blocks (tt_gemm_set_kc_whole(0)) they
+ * always do. With K up to 2,560 in one block (the default) they do on the
+ * bf16 tiles, which all take it, but not on the fp32 8x48 and 6x64 tiles,
+ * which cut K 2,048 in kc blocks where 12x32 sums it whole (measured slower
+ * for them on the Intel Xeon host, performance-changes.md). (widened: bf16
+ * packed to fp32, never read in place) */
 static void check_a_one_set(tt_rng *rng, const char *isa, tt_dtype compute, int widened)
 {
     const char *kern = tt_gemm_path_name(compute);
@@ -338,22 +338,25 @@ static void check_a_one_set(tt_rng *rng, const char *isa, tt_dtype compute, int 
     const char *const modes[] = {"auto", "12x32"};
     for (int whole = 0; whole < 2; whole++) {
         tt_gemm_set_kc_whole(whole);
-        int rows[2];
+        int kblock[2];
         for (int i = 0; i < 2; i++) {
             CHECK(tt_gemm_set_tile(modes[i]) == 0);
-            int nr;
-            tt_gemm_tile(compute, N, &rows[i], &nr);
-            const int want = !widened && (rows[i] <= 8 || (i == 0 && strcmp(kern, "avx512-bf16") == 0));
+            int mr, nr;
+            tt_gemm_tile(compute, N, &mr, &nr);
+            const int want = !widened && (mr <= 8 || (i == 0 && strcmp(kern, "avx512-bf16") == 0));
             CHECK_MSG(tt_gemm_reads_a_in_place(&g) == want, "%s %s, tile %s: an A in one L1 set %s", isa, kern,
                       modes[i], want ? "packed" : "read in place");
+            kblock[i] = tt_gemm_k_block(&g);
+            CHECK(kblock[i] > 0);
             g.C = i ? c1 : c0;
             CHECK(tt_gemm(&g) == 0);
         }
         CHECK(tt_gemm_set_tile("auto") == 0);
-        /* the fp32 tiles (also bf16 widened to fp32) of fewer rows than 12x32's cut K where it does only when
-         * every K is cut */
-        const int same_cuts = !whole || strcmp(kern, "avx512-f32") != 0 || rows[0] == rows[1];
-        if (same_cuts)
+        /* every K in kc blocks: the same cuts on every tile of a path */
+        if (!whole)
+            CHECK_MSG(kblock[0] == kblock[1], "%s %s: an A in one L1 set, k blocks of %d and %d with every K cut",
+                      isa, kern, kblock[0], kblock[1]);
+        if (kblock[0] == kblock[1])
             CHECK_MSG(memcmp(c0, c1, (size_t)M * N * 4) == 0, "%s %s: an A in one L1 set, the tiles differ (K %s)",
                       isa, kern, whole ? "up to 2,560 in one block" : "in kc blocks");
     }

@@ -841,15 +841,32 @@ tt_err tt_gemm(const tt_gemm_args *g)
     return gemm_run(&j);
 }
 
-int tt_gemm_reads_a_in_place(const tt_gemm_args *g)
+/* The plan tt_gemm(g) would take: 1 with j and pl set, 0 where it takes no
+ * plan (nothing to compute, or the skinny path), -1 on a bad argument. */
+static int plan_of(const tt_gemm_args *g, gemm_job *j, gemm_plan *pl)
 {
     const int c = gemm_check(g);
     if (c) return c < 0 ? -1 : 0;
-    gemm_job j = job_of(g);
-    if (takes_skinny(&j)) return 0;
+    *j = job_of(g);
+    if (takes_skinny(j)) return 0;
+    gemm_plan_for(j, team_size(j), pl);
+    return 1;
+}
+
+int tt_gemm_reads_a_in_place(const tt_gemm_args *g)
+{
+    gemm_job j;
     gemm_plan pl;
-    gemm_plan_for(&j, team_size(&j), &pl);
-    return j.a_place;
+    const int p = plan_of(g, &j, &pl);
+    return p > 0 ? j.a_place : p;
+}
+
+int tt_gemm_k_block(const tt_gemm_args *g)
+{
+    gemm_job j;
+    gemm_plan pl;
+    const int p = plan_of(g, &j, &pl);
+    return p > 0 ? pl.kcb : p;
 }
 
 /* All the products in one parallel region: each runs the loop nest above on

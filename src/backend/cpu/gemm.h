@@ -171,6 +171,10 @@ void tt_gemm_set_kc_whole(int on);
  * current path with the threads it would take: 1 (its rows), 2 (a transposed
  * A's k steps) or 0, -1 on a bad argument (for tests). */
 int tt_gemm_reads_a_in_place(const tt_gemm_args *g);
+/* The k values of the blocks tt_gemm(g) would cut K in (the last may be
+ * shorter), on the current path with the threads it would take; 0 where it
+ * cuts none (no product, or few rows), -1 on a bad argument (for tests). */
+int tt_gemm_k_block(const tt_gemm_args *g);
 /* The register tile (rows x columns of C) a product of N columns computed
  * in `compute` takes next. */
 void tt_gemm_tile(tt_dtype compute, int N, int *mr, int *nr);
