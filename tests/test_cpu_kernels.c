@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/attention_impl.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/simd.h"
 #include "backend/ref/ref_kernels.h"
@@ -219,6 +220,50 @@ static void test_attention(void)
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int v = 0; v < 8; v++) check_attention(cases[c], v & 1, (v >> 1) & 1, v >> 2 ? 5 : -1);
+}
+
+/* Which keys a flash attention tile's queries see (tt_attn_tile_vis, the
+ * forward's and backward's masks), against the definition pair by pair: key j
+ * is seen by query i when j <= i, i - j < window (if any) and both lie in one
+ * document. Every tile of sequences with ragged last blocks, runs of
+ * documents and ids that come back, with and without a window. */
+static void test_attention_tile_vis(void)
+{
+    enum { T = 203, B = TT_ATTN_BLK };
+    static int32_t doc[T];
+    static unsigned char vis[B][B];
+    static const int windows[] = {0, 1, 5, 64, 70, 150};
+    /* no ids; one document; documents from 0, 30, 140, 200 (a whole key tile in one, queries in the next);
+     * runs of random length; ids at random from 3 */
+    for (int kind = 0; kind < 5; kind++) {
+        for (int t = 0, d = 0; t < T; t++) {
+            if (kind == 2 ? t == 30 || t == 140 || t == 200 : kind == 3 && tt_rng_below(&g_rng, 40) == 0) d++;
+            doc[t] = kind == 4 ? (int32_t)tt_rng_below(&g_rng, 3) : kind >= 2 ? d : 7;
+        }
+        for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++) {
+            const tt_attn a = {.B = 1, .T = T, .window = windows[w], .doc = kind ? doc : NULL};
+            int bad = 0;
+            for (int i0 = 0; i0 < T; i0 += B)
+                for (int j0 = 0; j0 < T; j0 += B) {
+                    const int nq = T - i0 < B ? T - i0 : B, nj = T - j0 < B ? T - j0 : B;
+                    memset(vis, 0xA5, sizeof vis);
+                    const int see = tt_attn_tile_vis(&a, 0, i0, nq, j0, nj, vis);
+                    int n_seen = 0, want_all = nq == B && nj == B;
+                    for (int r = 0; r < B; r++)
+                        for (int c = 0; c < B; c++) {
+                            const int i = i0 + r, j = j0 + c;
+                            const int ok = r < nq && c < nj && j <= i && (a.window <= 0 || i - j < a.window) &&
+                                           (!a.doc || doc[i] == doc[j]);
+                            n_seen += ok;
+                            want_all &= ok;
+                            if (see != TT_SEE_ALL && vis[r][c] != ok) bad++;
+                        }
+                    if (see == TT_SEE_ALL ? !want_all : see == TT_SEE_NONE ? n_seen != 0 : n_seen == 0) bad++;
+                }
+            CHECK_MSG(!bad, "attention tile masks, ids of kind %d, window %d: %d pairs or tiles wrong", kind,
+                      a.window, bad);
+        }
+    }
 }
 
 /* The fast backward against central differences of the fast forward (fp32,
@@ -595,6 +640,7 @@ int main(int argc, char **argv)
 {
     double t0 = tt_now();
     test_attention();
+    test_attention_tile_vis();
     test_attention_fd();
     if (argc > 1 && !strcmp(argv[1], "attention")) {
         fprintf(stderr, "test_cpu_kernels attention: %.2f s\n", tt_now() - t0);

@@ -39,7 +39,15 @@ int tt_attn_rope_init(const tt_attn *a, tt_attn_rope *rt)
 
 /* tt_attn_tile_vis, whose loops over a tile's 64 x 64 pairs TT_CLONES
  * vectorises for the CPU it runs on. Static, as every TT_CLONES function:
- * clang 14 emits no symbol for the clones of an external one. */
+ * clang 14 emits no symbol for the clones of an external one.
+ *
+ * Causality, the window and the tile's ragged edges leave each query one
+ * range of keys, [lo, hi) of the tile's columns; documents may cut it
+ * further. A row is built from its range in byte lanes (64 a vector on
+ * AVX-512) and the documents are compared key by key only in a tile whose
+ * keys span more than one: on the diagonal tiles of a causal run the 32-bit
+ * compares and packs of that loop took a tenth of the attention's time
+ * (perf, `titan bench attention`, performance-changes.md). */
 TT_CLONES static int tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, int nj, unsigned char vis[BLK][BLK])
 {
     const int32_t *db = a->doc ? a->doc + (size_t)b * a->T : NULL;
@@ -55,20 +63,38 @@ TT_CLONES static int tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, i
         }
         if (one) return TT_SEE_ALL;
     }
-    int32_t kd[BLK]; /* the keys' documents; -1 past the end (no query has it) */
-    for (int c = 0; c < BLK; c++) kd[c] = db && c < nj ? db[j0 + c] : c < nj ? 0 : -1;
+    /* do the tile's keys lie in one document (then a query sees its range or nothing)? */
+    int keys_one = 1;
+    if (db)
+        for (int c = 1; c < nj; c++) keys_one &= db[j0 + c] == db[j0];
+    int32_t kd[BLK]; /* the keys' documents, for a tile whose keys span several */
+    if (!keys_one)
+        for (int c = 0; c < BLK; c++) kd[c] = c < nj ? db[j0 + c] : -1;
     int any = 0;
     for (int r = 0; r < BLK; r++) {
-        const int i = i0 + r, qd = r >= nq ? -2 : db ? db[i] : 0;
-        int row = 0;
-        #pragma omp simd reduction(| : row)
-        for (int c = 0; c < BLK; c++) {
-            const int j = j0 + c;
-            const int ok = (j <= i) & (W <= 0 || i - j < W) & (kd[c] == qd);
-            vis[r][c] = (unsigned char)ok;
-            row |= ok;
+        const int i = i0 + r;
+        /* keys j0 + c with c in [lo, hi): j <= i, i - j < W, c < nj; none past nq */
+        const int first = W > 0 ? i - W + 1 - j0 : 0, lo = first > 0 ? first : 0;
+        int hi = i - j0 + 1 < nj ? i - j0 + 1 : nj;
+        if (r >= nq || hi < lo) hi = lo;
+        if (db && keys_one && hi > lo && db[i] != db[j0]) hi = lo; /* another document */
+        /* c in [lo, hi) as one unsigned compare of bytes: c - lo wraps past 255 below lo */
+        const unsigned char ulo = (unsigned char)lo, un = (unsigned char)(hi - lo);
+        unsigned char *row = vis[r];
+        for (int c = 0; c < BLK; c++) row[c] = (unsigned char)((unsigned char)((unsigned char)c - ulo) < un);
+        if (keys_one || hi == lo) { /* (a row past nq has hi == lo: its document is not read) */
+            any |= hi > lo;
+            continue;
         }
-        any |= row;
+        const int32_t qd = db[i];
+        int seen = 0;
+        #pragma omp simd reduction(| : seen)
+        for (int c = 0; c < BLK; c++) {
+            const int ok = row[c] & (kd[c] == qd);
+            row[c] = (unsigned char)ok;
+            seen |= ok;
+        }
+        any |= seen;
     }
     return any ? TT_SEE_SOME : TT_SEE_NONE;
 }
