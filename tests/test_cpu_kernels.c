@@ -8,6 +8,7 @@
  * kernels against the portable ones, in both dtypes. For bf16 the inputs are
  * rounded to bf16 first, so the reference sees exactly the values the fast
  * kernel reads. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,7 +233,7 @@ static void test_attention_tile_vis(void)
     enum { T = 203, B = TT_ATTN_BLK };
     static int32_t doc[T];
     static unsigned char vis[B][B];
-    static const int windows[] = {0, 1, 5, 64, 70, 150};
+    static const int windows[] = {0, 1, 5, 64, 70, 150, INT_MAX};
     /* no ids; one document; documents from 0, 30, 140, 200 (a whole key tile in one, queries in the next);
      * runs of random length; ids at random from 3 */
     for (int kind = 0; kind < 5; kind++) {

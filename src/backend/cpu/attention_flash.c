@@ -74,7 +74,8 @@ TT_CLONES static int tile_vis(const tt_attn *a, int b, int i0, int nq, int j0, i
     for (int r = 0; r < BLK; r++) {
         const int i = i0 + r;
         /* keys j0 + c with c in [lo, hi): j <= i, i - j < W, c < nj; none past nq */
-        const int first = W > 0 ? i - W + 1 - j0 : 0, lo = first > 0 ? first : 0;
+        const long first = W > 0 ? (long)i - j0 - W + 1 : 0; /* (long: W may be as large as an int goes) */
+        const int lo = first > 0 ? (int)first : 0;
         int hi = i - j0 + 1 < nj ? i - j0 + 1 : nj;
         if (r >= nq || hi < lo) hi = lo;
         if (db && keys_one && hi > lo && db[i] != db[j0]) hi = lo; /* another document */
